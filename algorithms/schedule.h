@@ -1,0 +1,108 @@
+// The schedule IR: what every algorithm compiles to, and what the host
+// executor (and later the CUDA executor and the simulator) consume.
+//
+// A Program is one rank's part of one collective. It is a list of phases run
+// one after another; a phase is a set of lanes that progress concurrently; a
+// lane is a list of steps run in order. Steps name local buffers
+// symbolically (input = sendbuff, output = recvbuff, scratch = a buffer the
+// executor allocates), so a program can be cached and replayed on new
+// pointers. Ring and tree algorithms are both just programs.
+//
+// Wire rule: every step starts at a 16-byte-aligned position of each stream
+// it touches (the executor pads), so elements never straddle a buffer wrap.
+//
+// Pipelining: a step streams -- a receiver consumes bytes as soon as the
+// sender commits them -- so a chain broadcast pipelines by itself. Steps of
+// ring algorithms that depend on each other around a cycle must move at most
+// PlanParams::chunkBytes each (< the link buffer), which keeps them free of
+// deadlock (every link can hold one whole step).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "grove/grove.h"
+
+namespace grove::plan {
+
+/// Which local buffer a step refers to.
+enum class Buf : uint8_t { kInput, kOutput, kScratch };
+
+/// A byte offset into one of the local buffers.
+struct BufRef {
+  Buf buf = Buf::kInput;
+  uint64_t offset = 0;
+};
+
+/// What a step does. "received" = bytes arriving from recvPeer.
+enum class StepKind : uint8_t {
+  kSend,                ///< send src to sendPeer
+  kRecv,                ///< dst = received
+  kRecvReduce,          ///< dst = src op received
+  kRecvReduceSend,      ///< send (src op received) to sendPeer
+  kRecvReduceCopySend,  ///< dst = src op received, and send it to sendPeer
+  kRecvCopySend,        ///< dst = received, and forward it to sendPeer
+  kCopy,                ///< dst = src (local)
+  kReduce,              ///< dst = dst op src (local)
+};
+
+/// Name of a step kind (for logs and tests).
+const char* stepKindName(StepKind k);
+
+/// One step of a lane.
+struct Step {
+  StepKind kind = StepKind::kCopy;
+  bool final = false;     ///< last reduction of these elements: avg divides here
+  int32_t sendPeer = -1;  ///< rank sent to (send kinds)
+  int32_t recvPeer = -1;  ///< rank received from (recv kinds)
+  int32_t channel = 0;    ///< connection namespace of the streams used
+  BufRef src;             ///< local operand: what is sent, or the local side of a reduction
+  BufRef dst;             ///< where the result lands
+  uint64_t bytes = 0;     ///< bytes moved (a multiple of the element size)
+};
+
+/// Steps run in order.
+struct Lane {
+  std::vector<Step> steps;
+};
+
+/// Lanes run concurrently; the phase ends when all lanes end.
+struct Phase {
+  std::vector<Lane> lanes;
+};
+
+/// One rank's part of one collective.
+struct Program {
+  std::vector<Phase> phases;
+  uint64_t scratchBytes = 0;  ///< size of the scratch buffer the executor must provide
+  std::string algo;           ///< name of the algorithm that built it (for logs)
+};
+
+/// The collectives.
+enum class Coll : uint8_t {
+  kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kGather, kScatter, kAlltoAll,
+  kSendRecv
+};
+/// Name of a collective ("allreduce", "broadcast", ...).
+const char* collName(Coll c);
+
+/// What a collective call asks for, from one rank's point of view.
+struct CollArgs {
+  Coll coll = Coll::kAllReduce;
+  uint64_t count = 0;  ///< elements, as the C API's count argument (per rank for allgather etc.)
+  groveDataType_t dtype = groveFloat32;
+  groveRedOp_t op = groveSum;
+  int root = 0;
+  int rank = 0;
+  int nranks = 1;
+  bool inPlace = false;  ///< sendbuff and recvbuff alias as the C API defines in-place
+};
+
+/// Knobs of the builders.
+struct PlanParams {
+  int nChannels = 1;               ///< channels to spread data over
+  uint64_t chunkBytes = 512 << 10; ///< most bytes a cyclically dependent step moves
+};
+
+}  // namespace grove::plan

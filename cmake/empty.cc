@@ -1,0 +1,1 @@
+// Anchor for the grove shared library; the layers provide the code.

@@ -1,0 +1,54 @@
+// The typed registry of GROVE_* configuration variables.
+//
+// Every variable the library reads is declared once, with a type, a default
+// and help text (config_vars.cc). Code reads values only through this
+// registry, never with getenv, so grove-info can print them all and tests can
+// override them. Values come from the environment, read when first asked for;
+// setOverride() replaces a value for the whole process (tests, tools).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace grove::config {
+
+/// Kind of value a variable holds.
+enum class Type { kInt, kBool, kString, kSize, kDouble };
+
+/// One registered variable.
+struct Var {
+  const char* name;          ///< e.g. "GROVE_TIMEOUT"
+  Type type;                 ///< how the text is parsed
+  const char* defaultValue;  ///< text of the default
+  const char* help;          ///< one-line description
+};
+
+/// Every registered variable, in registration order.
+const std::vector<Var>& all();
+
+/// The variable named `name`; throws grove::Error(InternalError) if unknown.
+const Var& find(const std::string& name);
+
+/// Raw text of a variable: its override, else the environment, else nullopt.
+std::optional<std::string> rawValue(const std::string& name);
+
+/// Current text of a variable (override, environment, or default).
+std::string getString(const std::string& name);
+/// Integer value; throws grove::Error(InvalidArgument) if the text is not an integer.
+int64_t getInt(const std::string& name);
+/// Boolean value (1/0, true/false, yes/no, on/off).
+bool getBool(const std::string& name);
+/// Byte size: integer with optional K/M/G suffix (binary multiples).
+uint64_t getSize(const std::string& name);
+/// Floating-point value.
+double getDouble(const std::string& name);
+
+/// Replaces the value of a variable for this process (nullopt removes the override).
+void setOverride(const std::string& name, std::optional<std::string> value);
+
+/// Parses a byte size such as "4M", "512K", "1G", "4096"; throws on bad text.
+uint64_t parseSize(const std::string& text);
+
+}  // namespace grove::config

@@ -1,0 +1,54 @@
+// Every GROVE_* variable, with its type, default and help text. grove-info
+// prints this table; add a line here before reading a new variable.
+#include "base/config.h"
+
+namespace grove::config {
+
+const std::vector<Var>& registeredVars() {
+  static const std::vector<Var> vars = {
+      // Logging
+      {"GROVE_DEBUG", Type::kString, "WARN", "log level: NONE, WARN, INFO or TRACE"},
+      {"GROVE_DEBUG_SUBSYS", Type::kString, "ALL",
+       "comma list of subsystems to log (INIT,TOPO,PLAN,SHM,NET,P2P,COLL,BOOT,ALL); ^ excludes"},
+      {"GROVE_DEBUG_FILE", Type::kString, "",
+       "write logs to this file instead of stderr; %h = host name, %p = pid"},
+      // Bootstrap and networking
+      {"GROVE_COMM_ID", Type::kString, "",
+       "host:port of the bootstrap root; lets ranks start without passing a unique id"},
+      {"GROVE_COMM_SECRET", Type::kString, "",
+       "secret the ranks present to the root when GROVE_COMM_ID is used (default: derived from it)"},
+      {"GROVE_SOCKET_IFNAME", Type::kString, "",
+       "network interfaces to use: prefix list, ^ to exclude, = for exact names (as NCCL_SOCKET_IFNAME)"},
+      {"GROVE_SOCKET_FAMILY", Type::kString, "", "force AF_INET or AF_INET6 for sockets"},
+      {"GROVE_TIMEOUT", Type::kDouble, "30",
+       "seconds a wait may last without progress before the call fails with groveRemoteError"},
+      // Transports
+      {"GROVE_TRANSPORT", Type::kString, "auto",
+       "auto (shm between ranks on one host, socket otherwise), shm, or socket"},
+      {"GROVE_BUFFSIZE", Type::kSize, "1M", "bytes of each connection's buffer per direction"},
+      {"GROVE_NCHANNELS", Type::kInt, "0",
+       "channels (parallel connections) per collective; 0 = automatic"},
+      {"GROVE_SOCKET_NSOCKS", Type::kInt, "2", "TCP streams per peer for the socket transport"},
+      {"GROVE_SHM_DIR", Type::kString, "/dev/shm", "where shared-memory segments are made"},
+      {"GROVE_SHM_CMA", Type::kBool, "1",
+       "let the shm transport read peers' buffers directly (cross-memory attach) when allowed"},
+      // Algorithms
+      {"GROVE_ALGO", Type::kString, "",
+       "algorithm overrides, e.g. allreduce:ring;broadcast:direct (see grove-info --algos)"},
+      {"GROVE_CHUNKSIZE", Type::kSize, "0",
+       "bytes a pipelined step moves at most; 0 = half the connection buffer"},
+      {"GROVE_DIRECT_MAX_BYTES", Type::kSize, "16K",
+       "messages up to this size use the latency (direct) algorithms"},
+      // Waiting
+      {"GROVE_SPIN_US", Type::kInt, "20",
+       "microseconds a wait spins before it yields the CPU, then sleeps"},
+      // Launch
+      {"GROVE_RANK", Type::kInt, "-1", "rank of this process (set by grove-launch)"},
+      {"GROVE_NRANKS", Type::kInt, "0", "number of ranks (set by grove-launch)"},
+      {"GROVE_LOCAL_RANK", Type::kInt, "-1", "rank among the ranks of this host (set by grove-launch)"},
+      {"GROVE_DEVICE_KIND", Type::kString, "host", "default device kind: host or cuda"},
+  };
+  return vars;
+}
+
+}  // namespace grove::config

@@ -1,0 +1,106 @@
+// The narrow transport interface.
+//
+// A transport moves ordered bytes between two ranks. Each directed link
+// (peer, channel) is a byte stream with a bounded buffer; the executor writes
+// into the sending half and reads out of the receiving half through zero-copy
+// views (reserve/commit, peek/consume), so a reduction can read straight out
+// of a shared-memory slot and write straight into the next peer's buffer.
+//
+// Every call is non-blocking: a half that has no room or no data returns 0
+// and the executor waits (base/wait.h) and tries again. A half whose peer is
+// gone throws grove::Error(groveRemoteError).
+//
+// Opening is split so that ranks that all open at once never wait on each
+// other in a cycle: the core calls `establish` on each transport in a fixed
+// order, and each transport first does everything that does not wait (shm:
+// create the receive segments; socket: connect and send a hello) and only
+// then waits for its peers.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/wait.h"
+
+namespace grove::transport {
+
+/// One directed stream: to (sending) or from (receiving) `peer` on `channel`.
+struct LinkKey {
+  int peer = -1;     ///< the other rank
+  int channel = 0;   ///< connection namespace; different channels never share bytes
+  bool operator==(const LinkKey& o) const { return peer == o.peer && channel == o.channel; }
+  bool operator<(const LinkKey& o) const {
+    return peer != o.peer ? peer < o.peer : channel < o.channel;
+  }
+};
+
+/// Sending half of a link.
+class SendHalf {
+ public:
+  virtual ~SendHalf() = default;
+  /// Contiguous free space in the outgoing buffer: sets *ptr and returns its
+  /// size (0 when full). The space stays valid until commit().
+  virtual size_t reserve(void** ptr) = 0;
+  /// Publishes the first n bytes of the space last reserved.
+  virtual void commit(size_t n) = 0;
+  /// Pushes committed bytes onward (socket); returns true when nothing
+  /// committed is still held in this process. Shared memory: always true.
+  virtual bool flush() { return true; }
+  /// A file descriptor that becomes writable when flush() can progress, or -1.
+  virtual int pollFd() const { return -1; }
+};
+
+/// Receiving half of a link.
+class RecvHalf {
+ public:
+  virtual ~RecvHalf() = default;
+  /// Contiguous received bytes: sets *ptr and returns how many (0 if none yet).
+  virtual size_t peek(const void** ptr) = 0;
+  /// Releases the first n bytes of what peek() showed.
+  virtual void consume(size_t n) = 0;
+  /// A file descriptor that becomes readable when peek() can progress, or -1.
+  virtual int pollFd() const { return -1; }
+};
+
+/// What every rank tells the others about itself at init (fixed-size, POD).
+struct PeerInfo {
+  int32_t rank = -1;
+  int32_t pid = 0;
+  uint64_t hostHash = 0;          ///< same value on every rank of one host (boot id + host name)
+  sockaddr_storage dataAddr{};    ///< the socket transport's listening address
+  char hostName[64] = {};
+};
+
+/// What a transport needs to know about its communicator.
+struct Context {
+  int rank = 0;
+  int nranks = 1;
+  std::string jobId;                   ///< unique per communicator: names shm segments
+  uint64_t secret = 0;                 ///< presented in socket hellos
+  std::vector<PeerInfo> peers;         ///< indexed by rank
+  size_t bufferBytes = 1 << 20;        ///< capacity of each half's buffer
+  WaitContext wait;                    ///< abort flag + timeout for waits
+};
+
+/// A way of reaching peers.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  /// "shm", "socket", "loopback", ...
+  virtual const char* name() const = 0;
+  /// True if this transport can reach `peer`.
+  virtual bool canConnect(int peer) const = 0;
+  /// Opens the given halves (see the file comment for the no-deadlock rule).
+  /// outSends[i] / outRecvs[i] correspond to sends[i] / recvs[i].
+  virtual void establish(const std::vector<LinkKey>& sends, const std::vector<LinkKey>& recvs,
+                         std::vector<std::unique_ptr<SendHalf>>& outSends,
+                         std::vector<std::unique_ptr<RecvHalf>>& outRecvs) = 0;
+};
+
+}  // namespace grove::transport
