@@ -27,11 +27,13 @@
 namespace grove::plan {
 
 /// Which local buffer a step refers to.
-enum class Buf : uint8_t { kInput, kOutput, kScratch };
+/// kExtra names Buffers::extra[BufRef::index] (e.g. one buffer per grouped send/recv).
+enum class Buf : uint8_t { kInput, kOutput, kScratch, kExtra };
 
 /// A byte offset into one of the local buffers.
 struct BufRef {
   Buf buf = Buf::kInput;
+  uint32_t index = 0;   ///< which extra buffer (Buf::kExtra only)
   uint64_t offset = 0;
 };
 

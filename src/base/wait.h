@@ -11,15 +11,47 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace grove {
+
+/// A one-shot alarm raised when a communicator must stop (local abort, a
+/// dead peer, an abort from another rank). The first raise wins the reason.
+class AbortSignal {
+ public:
+  /// Raises the signal with `why`; later raises keep the first reason.
+  void raise(const std::string& why) {
+    if (claimed_.exchange(true)) return;
+    reason_ = why;
+    raised_.store(true, std::memory_order_release);
+  }
+  bool raised() const { return raised_.load(std::memory_order_acquire); }
+  /// Why it was raised (empty until raised() is true).
+  const std::string& reason() const { return reason_; }
+  std::atomic<bool>* flag() { return &raised_; }
+  const std::string* reasonPtr() const { return &reason_; }
+
+ private:
+  std::atomic<bool> raised_{false};
+  std::atomic<bool> claimed_{false};
+  std::string reason_;
+};
 
 /// Shared by everything that waits on behalf of one communicator.
 struct WaitContext {
   std::atomic<bool>* abortFlag = nullptr;  ///< raised when the comm is aborted or a peer failed
   const std::string* abortReason = nullptr;///< why (read only after abortFlag is seen true)
   double timeoutSec = 30.0;                ///< time without progress before failing
+
+  /// Context that watches `signal` and fails after `timeout` seconds idle.
+  static WaitContext of(AbortSignal& signal, double timeout) {
+    WaitContext c;
+    c.abortFlag = signal.flag();
+    c.abortReason = signal.reasonPtr();
+    c.timeoutSec = timeout;
+    return c;
+  }
 };
 
 /// One wait loop's backoff state.

@@ -14,6 +14,7 @@
 
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "algorithms/schedule.h"
 #include "base/wait.h"
@@ -63,6 +64,7 @@ struct Buffers {
   const void* input = nullptr;
   void* output = nullptr;
   void* scratch = nullptr;  ///< at least Program::scratchBytes bytes
+  std::vector<void*> extra; ///< Buf::kExtra buffers, by BufRef::index
 };
 
 /// Element type and reduction of a call.
