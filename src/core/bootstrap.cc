@@ -1,0 +1,278 @@
+// Bootstrap client side; see bootstrap.h for how it works.
+#include "core/bootstrap.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "core/bootstrap_root.h"
+
+namespace grove::core {
+
+uint64_t localHostHash() {
+  static const uint64_t hash = [] {
+    std::string text;
+    std::ifstream f("/proc/sys/kernel/random/boot_id");
+    std::getline(f, text);
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    text += "|";
+    text += host;
+    return hashBytes(text.data(), text.size());
+  }();
+  return hash;
+}
+
+void fillHostIdentity(transport::PeerInfo& info) {
+  info.pid = static_cast<int32_t>(getpid());
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::snprintf(info.hostName, sizeof(info.hostName), "%s", host);
+  info.hostHash = localHostHash();
+}
+
+transport::PeerInfo localPeerInfo(int rank) {
+  transport::PeerInfo info;
+  info.rank = rank;
+  fillHostIdentity(info);
+  return info;
+}
+
+Bootstrap::Bootstrap(const UniqueIdData& id, int rank, int nranks, const transport::PeerInfo& self,
+                     AbortSignal* abort, double timeoutSec)
+    : id_(id), rank_(rank), nranks_(nranks), abort_(abort != nullptr ? abort : &ownAbort_),
+      timeoutSec_(timeoutSec) {
+  if (nranks < 1 || rank < 0 || rank >= nranks)
+    throwInvalidArgument("bootstrap: rank " + std::to_string(rank) + " out of range [0," +
+                         std::to_string(nranks) + ")");
+  if (!net::addressUsable(id.root)) throwInvalidArgument("bootstrap: the unique id names no root");
+  rootText_ = net::formatAddress(id.root);
+  transport::PeerInfo me = self;
+  me.rank = rank;
+  if (me.pid == 0 || me.hostHash == 0 || me.hostName[0] == '\0') {
+    transport::PeerInfo ident;
+    fillHostIdentity(ident);
+    if (me.pid == 0) me.pid = ident.pid;
+    if (me.hostHash == 0) me.hostHash = ident.hostHash;
+    if (me.hostName[0] == '\0') std::memcpy(me.hostName, ident.hostName, sizeof(me.hostName));
+  }
+  if (id.fromEnv && rank == 0) startLocalRootFromEnv();
+  else if (!id.fromEnv) localRoot_ = RootServer::findLocal(id.nonce);
+  join(me);
+  watcher_ = std::thread([this] { watch(); });
+}
+
+Bootstrap::~Bootstrap() {
+  try {
+    close();
+  } catch (const std::exception& e) {
+    GROVE_WARN(log::kBoot, "bootstrap close failed: %s", e.what());
+  }
+}
+
+void Bootstrap::startLocalRootFromEnv() {
+  try {
+    localRoot_ = RootServer::start(id_.root, id_.secret, id_.nonce, /*closeListenerWhenComplete=*/true);
+  } catch (const Error& e) {
+    throw Error(e.code(), "rank 0 cannot start the bootstrap root at " + rootText_ +
+                              " named by GROVE_COMM_ID (" + e.what() +
+                              "); it must be an address of rank 0's host with a free port");
+  }
+}
+
+net::IoResult Bootstrap::sendMessage(uint32_t type, uint64_t seq, const void* data, size_t bytes,
+                                     const net::Deadline& deadline, bool watchAbort) {
+  std::vector<uint8_t> msg(sizeof(MsgHeader) + bytes);
+  MsgHeader h{type, static_cast<uint32_t>(bytes), seq};
+  std::memcpy(msg.data(), &h, sizeof(h));
+  if (bytes > 0) std::memcpy(msg.data() + sizeof(h), data, bytes);
+  std::unique_lock<std::timed_mutex> lock(sendMu_, std::defer_lock);
+  if (!lock.try_lock_for(std::chrono::duration<double>(deadline.remainingSec())))
+    return net::IoResult::kTimeout;
+  if (!fd_) return net::IoResult::kClosed;
+  net::AbortView av;
+  if (watchAbort) av = {abort_->flag(), abort_->reasonPtr()};
+  return net::sendAll(fd_.get(), msg.data(), msg.size(), deadline, av);
+}
+
+void Bootstrap::join(const transport::PeerInfo& self) {
+  std::string who = "rank " + std::to_string(rank_) + " of " + std::to_string(nranks_);
+  net::Deadline deadline = net::Deadline::in(timeoutSec_);
+  net::AbortView av{abort_->flag(), abort_->reasonPtr()};
+  try {
+    fd_ = net::connectUntil(id_.root, deadline, av);
+  } catch (const Error& e) {
+    throw Error(e.code(), who + " cannot reach the bootstrap root: " + e.what());
+  }
+  net::setNoDelay(fd_.get());
+  net::setKeepAlive(fd_.get());
+  HelloMsg hello;
+  hello.magic = kHelloMagic;
+  hello.version = kProtocolVersion;
+  hello.rank = rank_;
+  hello.nranks = nranks_;
+  hello.secret = id_.secret;
+  hello.nonce = id_.nonce;
+  hello.self = self;
+  auto r = sendMessage(static_cast<uint32_t>(MsgType::kHello), 0, &hello, sizeof(hello), deadline, true);
+  if (r != net::IoResult::kOk)
+    throwRemoteError(who + ": could not send its hello to the bootstrap root at " + rootText_);
+  for (;;) {
+    MsgHeader h;
+    r = net::recvAll(fd_.get(), &h, sizeof(h), deadline, av);
+    std::vector<uint8_t> payload;
+    if (r == net::IoResult::kOk && h.length <= kMaxMsgBytes) {
+      payload.resize(h.length);
+      r = net::recvAll(fd_.get(), payload.data(), payload.size(), deadline, av);
+    }
+    if (r == net::IoResult::kTimeout)
+      throwRemoteError(who + ": timed out after " + std::to_string(timeoutSec_) +
+                       " s waiting for all ranks to join the bootstrap root at " + rootText_ +
+                       " (are all ranks started, with the same unique id? GROVE_TIMEOUT)");
+    if (r == net::IoResult::kClosed)
+      throwRemoteError(who + ": the bootstrap root at " + rootText_ +
+                       " closed the connection while joining (wrong unique id or secret, or the root exited)");
+    std::string text(payload.begin(), payload.end());
+    switch (static_cast<MsgType>(h.type)) {
+      case MsgType::kWelcome:
+        if (payload.size() != nranks_ * sizeof(transport::PeerInfo))
+          throwRemoteError(who + ": malformed welcome from the bootstrap root");
+        peers_.resize(nranks_);
+        std::memcpy(peers_.data(), payload.data(), payload.size());
+        GROVE_INFO(log::kBoot, "%s joined the bootstrap at %s", who.c_str(), rootText_.c_str());
+        return;
+      case MsgType::kRefuse:
+        throwInvalidUsage(who + ": the bootstrap root at " + rootText_ + " refused it: " + text);
+      case MsgType::kAbort:
+        throwRemoteError(who + ": the job was aborted while joining: " + text);
+      default:
+        break;  // nothing else is expected before the welcome
+    }
+  }
+}
+
+void Bootstrap::watch() {
+  std::string lost;
+  try {
+    for (;;) {
+      MsgHeader h;
+      if (net::recvAll(fd_.get(), &h, sizeof(h), net::Deadline::never()) != net::IoResult::kOk) break;
+      if (h.length > kMaxMsgBytes) {
+        lost = "protocol error from the bootstrap root (message of " + std::to_string(h.length) +
+               " bytes)";
+        break;
+      }
+      std::vector<uint8_t> payload(h.length);
+      if (net::recvAll(fd_.get(), payload.data(), payload.size(), net::Deadline::never()) !=
+          net::IoResult::kOk)
+        break;
+      if (h.type == static_cast<uint32_t>(MsgType::kGatherResult)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        results_[h.seq] = std::move(payload);
+        cv_.notify_all();
+      } else if (h.type == static_cast<uint32_t>(MsgType::kAbort)) {
+        std::string why(payload.begin(), payload.end());
+        GROVE_WARN(log::kBoot, "rank %d: abort from the bootstrap root: %s", rank_, why.c_str());
+        abort_->raise(why);
+        std::lock_guard<std::mutex> lock(mu_);
+        cv_.notify_all();
+      }
+    }
+  } catch (const std::exception& e) {
+    lost = e.what();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  watcherDone_ = true;
+  if (!byeSent_.load()) {
+    rootLost_ = true;
+    lostReason_ = "rank " + std::to_string(rank_) + " lost its connection to the bootstrap root at " +
+                  rootText_ + (lost.empty() ? "" : " (" + lost + ")") +
+                  ": the process hosting the root exited or the network failed";
+    GROVE_WARN(log::kBoot, "%s", lostReason_.c_str());
+    abort_->raise(lostReason_);
+  }
+  cv_.notify_all();
+}
+
+std::vector<uint8_t> Bootstrap::allGather(const void* data, size_t bytes) {
+  if (closed_) throwInvalidUsage("bootstrap allGather after close");
+  if (bytes > kMaxMsgBytes / static_cast<size_t>(nranks_))
+    throwInvalidArgument("bootstrap allGather of " + std::to_string(bytes) + " bytes is too large");
+  if (abort_->raised()) throw Error(groveRemoteError, abort_->reason());
+  uint64_t seq = nextSeq_++;
+  std::string what = "rank " + std::to_string(rank_) + ": bootstrap all-gather #" +
+                     std::to_string(seq) + " (" + std::to_string(bytes) + " bytes)";
+  net::Deadline deadline = net::Deadline::in(timeoutSec_);
+  auto r = sendMessage(static_cast<uint32_t>(MsgType::kGather), seq, data, bytes, deadline, true);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (r == net::IoResult::kClosed && !rootLost_)
+    throwRemoteError(what + ": lost the connection to the bootstrap root at " + rootText_);
+  for (;;) {
+    auto it = results_.find(seq);
+    if (it != results_.end()) {
+      std::vector<uint8_t> out = std::move(it->second);
+      results_.erase(it);
+      if (out.size() != bytes * static_cast<size_t>(nranks_))
+        throwRemoteError(what + ": the ranks passed different sizes");
+      return out;
+    }
+    if (abort_->raised()) throw Error(groveRemoteError, abort_->reason());
+    if (rootLost_) throwRemoteError(lostReason_);
+    if (r == net::IoResult::kTimeout || deadline.expired())
+      throwRemoteError(what + ": timed out after " + std::to_string(timeoutSec_) +
+                       " s waiting for the other ranks (GROVE_TIMEOUT)");
+    cv_.wait_for(lock, std::chrono::milliseconds(deadline.pollMs(100)));
+  }
+}
+
+void Bootstrap::barrier() {
+  uint8_t token = 0;
+  allGather(&token, 1);
+}
+
+void Bootstrap::abort(const std::string& reason) {
+  if (byeSent_.load()) return;
+  std::string text = reason.substr(0, 4096);
+  // Bounded: at most ~0.2 s for the lock plus 1 s to send; never watches the
+  // abort signal (it is usually raised already).
+  auto r = sendMessage(static_cast<uint32_t>(MsgType::kAbort), 0, text.data(), text.size(),
+                       net::Deadline::in(0.2), false);
+  if (r != net::IoResult::kOk)
+    GROVE_INFO(log::kBoot, "rank %d: could not tell the bootstrap root to abort", rank_);
+}
+
+void Bootstrap::close() {
+  if (closed_) return;
+  closed_ = true;
+  if (fd_) {
+    bool lost;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      lost = rootLost_;
+    }
+    byeSent_.store(true);
+    if (!lost)
+      sendMessage(static_cast<uint32_t>(MsgType::kBye), 0, nullptr, 0,
+                  net::Deadline::in(std::min(2.0, timeoutSec_)), false);
+    // After an abort the job is over anyway: do not hold the caller up.
+    if (localRoot_ && !abort_->raised() && !localRoot_->waitRemoteRanksGone(timeoutSec_))
+      GROVE_WARN(log::kBoot, "rank %d: the bootstrap root this process hosts still has ranks of "
+                 "other processes after %.0f s; leaving anyway", rank_, timeoutSec_);
+    {
+      std::unique_lock<std::mutex> lock(mu_);  // the root closes after BYE: the watcher sees EOF
+      cv_.wait_for(lock, std::chrono::seconds(2), [&] { return watcherDone_; });
+    }
+    ::shutdown(fd_.get(), SHUT_RDWR);
+    if (watcher_.joinable()) watcher_.join();
+    std::lock_guard<std::timed_mutex> lock(sendMu_);
+    fd_.reset();
+  }
+  localRoot_.reset();
+}
+
+}  // namespace grove::core

@@ -1,0 +1,117 @@
+// Bootstrap: the out-of-band network that lets the ranks of a communicator
+// find each other, exchange small data, and learn when one of them fails.
+//
+// How it works: every rank opens one TCP connection to the bootstrap root
+// (core/bootstrap_root.h), a thread of the process that made the unique id
+// (or of rank 0 when GROVE_COMM_ID names the root's address). The rank says
+// hello with the id's secret, its rank, nranks and its PeerInfo, and blocks
+// until the root has heard from all ranks and sends back every PeerInfo.
+// From then on a watcher thread per Bootstrap reads what the root sends:
+// all-gather results (handed to the waiting caller through a condition
+// variable) and ABORT messages (which raise the communicator's AbortSignal).
+// Losing the root connection without having said BYE also raises the signal.
+// All-gathers are numbered; the root answers #k when every rank sent its
+// part of #k, so calls must come in the same order on all ranks. Waits are
+// bounded by the timeout and watch the AbortSignal.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/socket.h"
+#include "base/wait.h"
+#include "core/unique_id.h"
+#include "transports/transport.h"
+
+namespace grove::core {
+
+class RootServer;
+
+/// Hash of /proc/sys/kernel/random/boot_id + host name: equal for every
+/// process of one (booted) machine, different across machines. Cached.
+uint64_t localHostHash();
+/// Fills info.pid, info.hostName and info.hostHash for this process.
+void fillHostIdentity(transport::PeerInfo& info);
+/// A PeerInfo for this process as `rank`: rank, pid, host name and host hash set.
+transport::PeerInfo localPeerInfo(int rank);
+
+/// One rank's membership in a communicator's out-of-band network.
+class Bootstrap {
+ public:
+  /// Joins the job: if id.fromEnv and rank == 0, first starts the root server
+  /// on id.root's port. Connects to the root (retrying while refused, until
+  /// timeoutSec), presents the secret, rank, nranks and `self` (pid, host name
+  /// and host hash are filled in if left empty); blocks until all nranks ranks
+  /// joined; then peers() holds every rank's PeerInfo. A refused rank (wrong
+  /// secret, duplicate rank, nranks mismatch) throws Error(groveInvalidUsage)
+  /// with the root's reason; a lost root, abort or timeout throws
+  /// Error(groveRemoteError). Starts a watcher thread that reads messages
+  /// from the root. `abort` must outlive this object (null: a private signal).
+  Bootstrap(const UniqueIdData& id, int rank, int nranks, const transport::PeerInfo& self,
+            AbortSignal* abort, double timeoutSec);
+  /// Closes (as close()) if not closed.
+  ~Bootstrap();
+  Bootstrap(const Bootstrap&) = delete;
+  Bootstrap& operator=(const Bootstrap&) = delete;
+
+  /// Every rank's PeerInfo, indexed by rank.
+  const std::vector<transport::PeerInfo>& peers() const { return peers_; }
+  /// This rank.
+  int rank() const { return rank_; }
+  /// Number of ranks.
+  int nranks() const { return nranks_; }
+
+  /// Every rank contributes `bytes` bytes (same size on every rank); returns
+  /// nranks*bytes, in rank order. Collective; calls must happen in the same
+  /// order on all ranks. Throws Error(groveRemoteError) if the AbortSignal is
+  /// raised, the root is lost, or timeout.
+  std::vector<uint8_t> allGather(const void* data, size_t bytes);
+  /// Returns when every rank has called barrier() (an all-gather of one byte).
+  void barrier();
+  /// Best effort, never blocks for long: asks the root to tell every other
+  /// rank to abort with `reason` (they raise their AbortSignal with a message
+  /// naming this rank and reason). Does not raise this rank's own signal.
+  void abort(const std::string& reason);
+  /// Graceful leave: sends BYE; on the rank whose process hosts the root
+  /// server, waits (bounded by the timeout) until the root has seen every
+  /// rank of other processes leave or die, so the root outlives the job.
+  /// Idempotent.
+  void close();
+
+ private:
+  void startLocalRootFromEnv();
+  void join(const transport::PeerInfo& self);
+  void watch();
+  net::IoResult sendMessage(uint32_t type, uint64_t seq, const void* data, size_t bytes,
+                            const net::Deadline& deadline, bool watchAbort);
+
+  UniqueIdData id_;
+  int rank_;
+  int nranks_;
+  AbortSignal ownAbort_;                   // used when the caller passes no signal
+  AbortSignal* abort_;
+  double timeoutSec_;
+  std::string rootText_;                   // root address, for messages
+  net::Fd fd_;
+  std::vector<transport::PeerInfo> peers_;
+  std::shared_ptr<RootServer> localRoot_;  // set when this process hosts the root
+  std::timed_mutex sendMu_;                // one writer on fd_ at a time
+  std::mutex mu_;                          // guards the fields below
+  std::condition_variable cv_;
+  std::map<uint64_t, std::vector<uint8_t>> results_;
+  bool rootLost_ = false;
+  bool watcherDone_ = false;
+  std::string lostReason_;
+  std::atomic<bool> byeSent_{false};
+  bool closed_ = false;
+  uint64_t nextSeq_ = 1;
+  std::thread watcher_;
+};
+
+}  // namespace grove::core

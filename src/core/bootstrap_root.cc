@@ -1,0 +1,447 @@
+// The bootstrap root server; see bootstrap_root.h for how it works.
+#include "core/bootstrap_root.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "base/socket.h"
+#include "core/bootstrap.h"
+
+namespace grove::core {
+namespace {
+
+std::mutex& registryMutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<uint64_t, std::weak_ptr<RootServer>>& registry() {
+  static auto* r = new std::map<uint64_t, std::weak_ptr<RootServer>>();  // never destroyed: the
+  return *r;  // detached thread may still run while static destructors do
+}
+
+using Buffer = std::shared_ptr<std::vector<uint8_t>>;
+
+Buffer makeMessage(MsgType type, uint64_t seq, const void* payload, size_t bytes) {
+  auto buf = std::make_shared<std::vector<uint8_t>>(sizeof(MsgHeader) + bytes);
+  MsgHeader h{static_cast<uint32_t>(type), static_cast<uint32_t>(bytes), seq};
+  std::memcpy(buf->data(), &h, sizeof(h));
+  if (bytes > 0) std::memcpy(buf->data() + sizeof(h), payload, bytes);
+  return buf;
+}
+
+}  // namespace
+
+/// The server thread's state and loop.
+class RootLoop {
+ public:
+  RootLoop(std::shared_ptr<RootServer> server, net::Fd listener, uint64_t secret, uint64_t nonce,
+           bool closeWhenComplete)
+      : server_(std::move(server)), listener_(std::move(listener)), secret_(secret),
+        nonce_(nonce), closeWhenComplete_(closeWhenComplete) {}
+
+  /// Runs until the job is over; never throws.
+  void run();
+
+ private:
+  struct Conn {
+    net::Fd fd;
+    std::vector<uint8_t> in;      // received bytes not yet parsed
+    std::deque<Buffer> out;       // queued messages
+    size_t outOff = 0;            // bytes of out.front() already sent
+    int rank = -1;                // set by a valid hello
+    bool bye = false;             // sent BYE: its end is not a death
+    bool closing = false;         // close once `out` is flushed
+    bool gone = false;            // closed; erased at the end of the round
+    net::Deadline helloBy;
+    std::string from;             // peer address text
+  };
+  enum class RankState { kAbsent, kJoined, kLeft, kDead };
+  struct Gather {
+    uint32_t bytes = 0;
+    int count = 0;
+    std::vector<uint8_t> data;
+    std::vector<uint8_t> have;
+  };
+
+  void loop();
+  int pollTimeoutMs();
+  void acceptOne();
+  void readConn(Conn& c);
+  void parse(Conn& c);
+  void handle(Conn& c, const MsgHeader& h, const uint8_t* payload);
+  void onHello(Conn& c, const MsgHeader& h, const uint8_t* payload);
+  void onGather(Conn& c, uint64_t seq, const uint8_t* payload, size_t bytes);
+  void refuse(Conn& c, const std::string& why);
+  void send(Conn& c, const Buffer& msg);
+  void flush(Conn& c);
+  void close(Conn& c);
+  void abortAll(const std::string& reason, int except);
+  std::string describe(int rank) const;
+  bool done() const;
+  void publish();
+
+  std::shared_ptr<RootServer> server_;
+  net::Fd listener_;
+  uint64_t secret_, nonce_;
+  bool closeWhenComplete_;
+  std::vector<std::unique_ptr<Conn>> conns_;
+  int nranks_ = 0;
+  int joined_ = 0;
+  bool complete_ = false;
+  bool failed_ = false;
+  std::vector<RankState> ranks_;
+  std::vector<transport::PeerInfo> infos_;
+  std::map<uint64_t, Gather> gathers_;
+};
+
+void RootLoop::run() {
+  try {
+    loop();
+  } catch (const std::exception& e) {
+    GROVE_WARN(log::kBoot, "bootstrap root %s failed: %s",
+               net::formatAddress(server_->address()).c_str(), e.what());
+  }
+  conns_.clear();
+  listener_.reset();
+  {
+    std::lock_guard<std::mutex> lock(registryMutex());
+    auto it = registry().find(nonce_);
+    if (it != registry().end() && it->second.lock() == server_) registry().erase(it);
+  }
+  std::lock_guard<std::mutex> lock(server_->mu_);
+  server_->finished_ = true;
+  server_->cv_.notify_all();
+}
+
+void RootLoop::loop() {
+  std::vector<pollfd> fds;
+  while (!done()) {
+    fds.clear();
+    if (listener_) fds.push_back({listener_.get(), POLLIN, 0});
+    for (auto& c : conns_)
+      fds.push_back({c->fd.get(), static_cast<short>(POLLIN | (c->out.empty() ? 0 : POLLOUT)), 0});
+    int rc = ::poll(fds.data(), fds.size(), pollTimeoutMs());
+    if (rc < 0 && errno != EINTR) throwSystemError("bootstrap root poll", errno);
+    size_t base = listener_ ? 1 : 0;
+    size_t n = conns_.size();  // conns accepted below are polled next round
+    if (listener_ && (fds[0].revents & POLLIN)) acceptOne();
+    for (size_t i = 0; i < n; ++i) {
+      Conn& c = *conns_[i];
+      short ev = fds[base + i].revents;
+      if (!c.gone && (ev & POLLOUT)) flush(c);
+      if (!c.gone && (ev & (POLLIN | POLLHUP | POLLERR))) readConn(c);
+      if (!c.gone && c.rank < 0 && c.helloBy.expired()) {
+        GROVE_WARN(log::kBoot, "bootstrap root: closing connection from %s: no valid hello within %.0f s",
+                   c.from.c_str(), kHelloTimeoutSec);
+        close(c);
+      }
+    }
+    std::erase_if(conns_, [](const std::unique_ptr<Conn>& c) { return c->gone; });
+    if (complete_ && closeWhenComplete_) listener_.reset();
+    publish();
+  }
+}
+
+int RootLoop::pollTimeoutMs() {
+  int ms = -1;
+  for (auto& c : conns_) {
+    if (c->rank >= 0) continue;
+    int t = c->helloBy.pollMs(-1);
+    if (ms < 0 || t < ms) ms = t;
+  }
+  return ms;
+}
+
+void RootLoop::acceptOne() {
+  sockaddr_storage peer{};
+  net::Fd fd;
+  try {
+    fd = net::acceptUntil(listener_.get(), net::Deadline::in(1e-3), {}, &peer);
+  } catch (const Error& e) {  // e.g. out of descriptors: keep serving the ranks we have
+    GROVE_WARN(log::kBoot, "bootstrap root: accept failed: %s", e.what());
+    ::poll(nullptr, 0, 10);
+    return;
+  }
+  if (!fd) return;
+  net::setNonBlocking(fd.get());
+  net::setNoDelay(fd.get());
+  net::setKeepAlive(fd.get());
+  auto c = std::make_unique<Conn>();
+  c->fd = std::move(fd);
+  c->helloBy = net::Deadline::in(kHelloTimeoutSec);
+  c->from = net::formatAddress(peer);
+  conns_.push_back(std::move(c));
+}
+
+void RootLoop::readConn(Conn& c) {
+  uint8_t buf[64 * 1024];
+  for (;;) {
+    ssize_t n = ::recv(c.fd.get(), buf, sizeof(buf), MSG_DONTWAIT);
+    if (n > 0) {
+      c.in.insert(c.in.end(), buf, buf + n);
+      if (static_cast<size_t>(n) < sizeof(buf)) break;
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (n < 0 && errno == EINTR) continue;
+    parse(c);  // a BYE may sit just before the end of the stream
+    if (!c.gone) close(c);
+    return;
+  }
+  parse(c);
+}
+
+void RootLoop::parse(Conn& c) {
+  size_t off = 0;
+  while (!c.gone && c.in.size() - off >= sizeof(MsgHeader)) {
+    MsgHeader h;
+    std::memcpy(&h, c.in.data() + off, sizeof(h));
+    size_t limit = c.rank < 0 ? sizeof(HelloMsg) : kMaxMsgBytes;
+    if (h.length > limit || (c.rank < 0 && h.type != static_cast<uint32_t>(MsgType::kHello))) {
+      GROVE_WARN(log::kBoot, "bootstrap root: protocol error from %s (type %u, %u bytes); closing",
+                 c.from.c_str(), h.type, h.length);
+      close(c);
+      return;
+    }
+    if (c.in.size() - off < sizeof(h) + h.length) break;
+    handle(c, h, c.in.data() + off + sizeof(h));
+    off += sizeof(h) + h.length;
+  }
+  if (off > 0 && !c.gone) c.in.erase(c.in.begin(), c.in.begin() + static_cast<long>(off));
+}
+
+void RootLoop::handle(Conn& c, const MsgHeader& h, const uint8_t* payload) {
+  switch (static_cast<MsgType>(h.type)) {
+    case MsgType::kHello:
+      if (c.rank >= 0) return refuse(c, "second hello on one connection");
+      return onHello(c, h, payload);
+    case MsgType::kGather:
+      return onGather(c, h.seq, payload, h.length);
+    case MsgType::kAbort: {
+      std::string why(reinterpret_cast<const char*>(payload), h.length);
+      if (failed_) {  // every rank has been told already; the first reason stands
+        GROVE_INFO(log::kBoot, "bootstrap root: %s also aborts: %s", describe(c.rank).c_str(),
+                   why.c_str());
+        return;
+      }
+      GROVE_WARN(log::kBoot, "bootstrap root: %s asks to abort: %s", describe(c.rank).c_str(),
+                 why.c_str());
+      failed_ = true;
+      return abortAll(describe(c.rank) + " aborted the communicator: " + why, c.rank);
+    }
+    case MsgType::kBye:
+      c.bye = true;
+      ranks_[c.rank] = RankState::kLeft;
+      GROVE_TRACE(log::kBoot, "bootstrap root: rank %d left", c.rank);
+      c.closing = true;
+      if (c.out.empty()) close(c);
+      return;
+    default:
+      GROVE_WARN(log::kBoot, "bootstrap root: unknown message type %u from %s", h.type,
+                 describe(c.rank).c_str());
+      return;
+  }
+}
+
+void RootLoop::onHello(Conn& c, const MsgHeader& h, const uint8_t* payload) {
+  HelloMsg m;
+  if (h.length != sizeof(m)) return refuse(c, "malformed hello (other grove version?)");
+  std::memcpy(&m, payload, sizeof(m));
+  if (m.magic != kHelloMagic || m.version != kProtocolVersion)
+    return refuse(c, "hello with a wrong magic or protocol version (other grove version?)");
+  if (m.secret != secret_ || m.nonce != nonce_) {
+    GROVE_WARN(log::kBoot, "bootstrap root %s: refusing rank %d from %s: wrong secret "
+               "(a rank of another job, or a stray connection)",
+               net::formatAddress(server_->address()).c_str(), m.rank, c.from.c_str());
+    return refuse(c, "wrong secret: this rank's unique id does not belong to this job");
+  }
+  if (nranks_ == 0 && m.nranks > 0) {
+    nranks_ = m.nranks;
+    ranks_.assign(nranks_, RankState::kAbsent);
+    infos_.resize(nranks_);
+  }
+  if (m.nranks != nranks_)
+    return refuse(c, "nranks mismatch: this rank says " + std::to_string(m.nranks) +
+                         ", the first rank to join said " + std::to_string(nranks_));
+  if (m.rank < 0 || m.rank >= nranks_)
+    return refuse(c, "rank " + std::to_string(m.rank) + " out of range [0," +
+                         std::to_string(nranks_) + ")");
+  if (failed_) return refuse(c, "the job already failed (a rank died or aborted)");
+  if (ranks_[m.rank] != RankState::kAbsent)
+    return refuse(c, "duplicate rank " + std::to_string(m.rank) + ": already joined as " +
+                         describe(m.rank));
+  c.rank = m.rank;
+  m.self.rank = m.rank;
+  m.self.hostName[sizeof(m.self.hostName) - 1] = '\0';
+  infos_[m.rank] = m.self;
+  ranks_[m.rank] = RankState::kJoined;
+  GROVE_TRACE(log::kBoot, "bootstrap root: rank %d joined from %s (%d/%d)", m.rank,
+              c.from.c_str(), joined_ + 1, nranks_);
+  if (++joined_ < nranks_) return;
+  complete_ = true;
+  Buffer welcome = makeMessage(MsgType::kWelcome, 0, infos_.data(),
+                               infos_.size() * sizeof(transport::PeerInfo));
+  for (auto& other : conns_)
+    if (!other->gone && other->rank >= 0) send(*other, welcome);
+  GROVE_INFO(log::kBoot, "bootstrap root %s: all %d ranks joined",
+             net::formatAddress(server_->address()).c_str(), nranks_);
+}
+
+void RootLoop::onGather(Conn& c, uint64_t seq, const uint8_t* payload, size_t bytes) {
+  if (c.rank < 0 || !complete_) return refuse(c, "all-gather before the job was complete");
+  Gather& g = gathers_[seq];
+  if (g.count == 0) {
+    g.bytes = static_cast<uint32_t>(bytes);
+    g.data.resize(static_cast<size_t>(nranks_) * bytes);
+    g.have.assign(nranks_, 0);
+  }
+  if (bytes != g.bytes || g.have[c.rank]) {
+    failed_ = true;
+    return abortAll("bootstrap all-gather #" + std::to_string(seq) + " is inconsistent: " +
+                        describe(c.rank) + " gave " + std::to_string(bytes) + " bytes, others " +
+                        std::to_string(g.bytes) + (g.have[c.rank] ? " (twice)" : ""),
+                    -1);
+  }
+  if (bytes > 0) std::memcpy(g.data.data() + static_cast<size_t>(c.rank) * bytes, payload, bytes);
+  g.have[c.rank] = 1;
+  if (++g.count < nranks_) return;
+  Buffer result = makeMessage(MsgType::kGatherResult, seq, g.data.data(), g.data.size());
+  gathers_.erase(seq);
+  for (auto& other : conns_)
+    if (!other->gone && other->rank >= 0 && !other->bye) send(*other, result);
+}
+
+void RootLoop::refuse(Conn& c, const std::string& why) {
+  send(c, makeMessage(MsgType::kRefuse, 0, why.data(), why.size()));
+  c.closing = true;
+  c.helloBy = net::Deadline::in(2.0);  // drop it after 2 s even if it never reads
+  if (!c.gone && c.out.empty()) close(c);
+}
+
+void RootLoop::send(Conn& c, const Buffer& msg) {
+  c.out.push_back(msg);
+  flush(c);
+}
+
+void RootLoop::flush(Conn& c) {
+  while (!c.out.empty()) {
+    const auto& front = *c.out.front();
+    ssize_t n = ::send(c.fd.get(), front.data() + c.outOff, front.size() - c.outOff,
+                       MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+      close(c);  // reset or broken pipe: treated like EOF
+      return;
+    }
+    c.outOff += static_cast<size_t>(n);
+    if (c.outOff == front.size()) {
+      c.out.pop_front();
+      c.outOff = 0;
+    }
+  }
+  if (c.closing) close(c);
+}
+
+void RootLoop::close(Conn& c) {
+  if (c.gone) return;
+  c.gone = true;
+  c.fd.reset();
+  c.out.clear();
+  if (c.rank < 0 || ranks_[c.rank] != RankState::kJoined) return;
+  ranks_[c.rank] = RankState::kDead;
+  failed_ = true;
+  std::string why = describe(c.rank) + " died or closed its bootstrap connection";
+  GROVE_WARN(log::kBoot, "bootstrap root: %s", why.c_str());
+  abortAll(why, c.rank);
+}
+
+void RootLoop::abortAll(const std::string& reason, int except) {
+  Buffer msg = makeMessage(MsgType::kAbort, 0, reason.data(), reason.size());
+  for (auto& c : conns_)
+    if (!c->gone && c->rank >= 0 && c->rank != except && !c->bye) send(*c, msg);
+}
+
+std::string RootLoop::describe(int rank) const {
+  if (rank < 0 || rank >= nranks_) return "an unknown peer";
+  const transport::PeerInfo& p = infos_[rank];
+  return "rank " + std::to_string(rank) + " (host " + std::string(p.hostName) + " pid " +
+         std::to_string(p.pid) + ")";
+}
+
+bool RootLoop::done() const {
+  if (!complete_ && !failed_) return false;
+  for (auto& c : conns_)
+    if (c->rank >= 0) return false;
+  return true;
+}
+
+void RootLoop::publish() {
+  std::lock_guard<std::mutex> lock(server_->mu_);
+  auto& gone = server_->rankGone_;
+  gone.assign(nranks_, 0);
+  uint64_t myHost = localHostHash();
+  for (int r = 0; r < nranks_; ++r) {
+    bool local = infos_[r].pid == getpid() && infos_[r].hostHash == myHost;
+    gone[r] = ranks_[r] == RankState::kLeft || ranks_[r] == RankState::kDead || local ||
+              (ranks_[r] == RankState::kAbsent && failed_);
+  }
+  server_->cv_.notify_all();
+}
+
+// ------------------------------------------------------------------ RootServer
+
+std::shared_ptr<RootServer> RootServer::start(const sockaddr_storage& addr, uint64_t secret,
+                                              uint64_t nonce, bool closeListenerWhenComplete) {
+  auto server = std::make_shared<RootServer>();
+  server->addr_ = addr;
+  server->nonce_ = nonce;
+  net::Fd listener = net::listenOn(server->addr_);
+  net::setNonBlocking(listener.get());
+  {
+    std::lock_guard<std::mutex> lock(registryMutex());
+    registry()[nonce] = server;
+  }
+  auto loop = std::make_unique<RootLoop>(server, std::move(listener), secret, nonce,
+                                         closeListenerWhenComplete);
+  std::thread([l = std::move(loop)]() mutable {
+    l->run();
+    l.reset();
+  }).detach();
+  GROVE_INFO(log::kBoot, "bootstrap root listening on %s",
+             net::formatAddress(server->addr_).c_str());
+  return server;
+}
+
+std::shared_ptr<RootServer> RootServer::findLocal(uint64_t nonce) {
+  std::lock_guard<std::mutex> lock(registryMutex());
+  auto it = registry().find(nonce);
+  return it == registry().end() ? nullptr : it->second.lock();
+}
+
+bool RootServer::waitRemoteRanksGone(double timeoutSec) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto allGone = [&] {
+    if (finished_) return true;
+    if (rankGone_.empty()) return false;
+    for (int g : rankGone_)
+      if (!g) return false;
+    return true;
+  };
+  return cv_.wait_for(lock, std::chrono::duration<double>(timeoutSec), allGone);
+}
+
+bool RootServer::waitFinished(double timeoutSec) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, std::chrono::duration<double>(timeoutSec), [&] { return finished_; });
+}
+
+}  // namespace grove::core

@@ -1,0 +1,103 @@
+// The bootstrap root server and the wire format it shares with Bootstrap.
+//
+// How it works: the root is one detached thread that owns a listening socket
+// and every rank's connection, and waits in poll() (never spinning). A new
+// connection must send a HELLO {magic, version, rank, nranks, secret, nonce,
+// PeerInfo} within a few seconds or it is closed. A bad secret/nonce, a rank
+// out of range, a duplicate rank, an nranks that differs from the first
+// rank's, or a join to a failed job is answered with REFUSE(text) and closed.
+// When all nranks ranks have joined, each gets WELCOME(all PeerInfos).
+// After that the root:
+//   - collects GATHER(seq, bytes) contributions keyed by seq and, when every
+//     rank has given its part, sends GATHER_RESULT(seq, all parts in rank
+//     order) to everyone;
+//   - forwards ABORT(reason) from one rank to all others, naming the sender;
+//   - marks a rank that sends BYE as left (and closes its connection), and a
+//     rank whose connection ends without BYE as dead, telling every rank
+//     still connected at once with ABORT("rank K (host H pid P) died ...").
+// The thread exits when no rank is connected any more and the job either
+// completed its join or failed. Connections use non-blocking sockets with a
+// per-connection output queue, so a slow rank never stalls the root.
+// Each message is a 16-byte header {type, length, seq} and `length` bytes.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "transports/transport.h"
+
+namespace grove::core {
+
+/// Message types of the bootstrap protocol.
+enum class MsgType : uint32_t {
+  kHello = 1,        ///< client -> root: HelloMsg
+  kWelcome = 2,      ///< root -> client: nranks PeerInfos
+  kRefuse = 3,       ///< root -> client: text, then the root closes
+  kGather = 4,       ///< client -> root: this rank's part of all-gather `seq`
+  kGatherResult = 5, ///< root -> client: every part of all-gather `seq`
+  kAbort = 6,        ///< either way: text reason
+  kBye = 7,          ///< client -> root: graceful leave
+};
+
+/// Header in front of every message (host byte order; one machine type per job).
+struct MsgHeader {
+  uint32_t type = 0;    ///< a MsgType
+  uint32_t length = 0;  ///< payload bytes after the header
+  uint64_t seq = 0;     ///< all-gather sequence number (0 otherwise)
+};
+
+/// Payload of kHello.
+struct HelloMsg {
+  uint64_t magic = 0;    ///< kHelloMagic
+  uint32_t version = 0;  ///< kProtocolVersion
+  int32_t rank = -1;
+  int32_t nranks = 0;
+  uint32_t pad = 0;
+  uint64_t secret = 0;
+  uint64_t nonce = 0;
+  transport::PeerInfo self;
+};
+
+constexpr uint64_t kHelloMagic = 0x47524f5645424f54ull;  // "GROVEBOT"
+constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kMaxMsgBytes = 1u << 30;  ///< larger payloads are a protocol error
+constexpr double kHelloTimeoutSec = 5.0;     ///< a connection must say hello within this
+
+/// A bootstrap root server running on a detached thread of this process.
+class RootServer {
+ public:
+  /// Listens on `addr` (port 0: any free port) and starts the thread. With
+  /// closeListenerWhenComplete the listening socket is closed as soon as all
+  /// ranks joined (frees a fixed GROVE_COMM_ID port for the next job).
+  /// Throws Error(groveSystemError) if it cannot listen.
+  static std::shared_ptr<RootServer> start(const sockaddr_storage& addr, uint64_t secret,
+                                           uint64_t nonce, bool closeListenerWhenComplete);
+  /// The running root of this process for `nonce`, or null.
+  static std::shared_ptr<RootServer> findLocal(uint64_t nonce);
+
+  /// The bound address (with its port).
+  const sockaddr_storage& address() const { return addr_; }
+  /// Waits (up to timeoutSec) until every rank living in another process has
+  /// left or died, or the server exited. Returns false on timeout.
+  bool waitRemoteRanksGone(double timeoutSec);
+  /// Waits (up to timeoutSec) until the server thread has exited.
+  bool waitFinished(double timeoutSec);
+
+  RootServer() = default;
+
+ private:
+  friend class RootLoop;          // the thread (bootstrap_root.cc)
+  sockaddr_storage addr_{};
+  uint64_t nonce_ = 0;
+  std::mutex mu_;                 // guards the fields below
+  std::condition_variable cv_;
+  std::vector<int> rankGone_;     // per rank: 1 when left/dead or in this process
+  bool finished_ = false;
+};
+
+}  // namespace grove::core

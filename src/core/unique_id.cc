@@ -1,0 +1,143 @@
+// Encoding of groveUniqueId and makeUniqueId; see unique_id.h.
+#include "core/unique_id.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <sys/random.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/socket.h"
+#include "core/bootstrap_root.h"
+
+namespace grove::core {
+namespace {
+
+constexpr uint32_t kIdMagic = 0x47524944u;  // "GRID"
+constexpr uint16_t kIdVersion = 1;
+constexpr size_t kChecksumAt = 48;
+
+template <typename T>
+void put(uint8_t* base, size_t at, T v) {
+  std::memcpy(base + at, &v, sizeof(T));
+}
+template <typename T>
+T get(const uint8_t* base, size_t at) {
+  T v;
+  std::memcpy(&v, base + at, sizeof(T));
+  return v;
+}
+
+}  // namespace
+
+uint64_t hashBytes(const void* data, size_t len, uint64_t h) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < len; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+uint64_t randomU64() {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof(v), 0) == static_cast<ssize_t>(sizeof(v))) return v;
+  std::random_device rd;  // fallback: still non-deterministic on Linux
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+void encodeUniqueId(const UniqueIdData& d, groveUniqueId* out) {
+  static_assert(sizeof(groveUniqueId) == 128, "groveUniqueId must be 128 bytes");
+  auto* b = reinterpret_cast<uint8_t*>(out->internal);
+  std::memset(b, 0, sizeof(out->internal));
+  put<uint32_t>(b, 0, kIdMagic);
+  put<uint16_t>(b, 4, kIdVersion);
+  put<uint16_t>(b, 6, d.fromEnv ? 1 : 0);
+  if (d.root.ss_family == AF_INET) {
+    const auto* s = reinterpret_cast<const sockaddr_in*>(&d.root);
+    put<uint16_t>(b, 8, 4);
+    put<uint16_t>(b, 10, ntohs(s->sin_port));
+    std::memcpy(b + 16, &s->sin_addr, 4);
+  } else if (d.root.ss_family == AF_INET6) {
+    const auto* s = reinterpret_cast<const sockaddr_in6*>(&d.root);
+    put<uint16_t>(b, 8, 6);
+    put<uint16_t>(b, 10, ntohs(s->sin6_port));
+    put<uint32_t>(b, 12, s->sin6_scope_id);
+    std::memcpy(b + 16, &s->sin6_addr, 16);
+  }
+  put<uint64_t>(b, 32, d.secret);
+  put<uint64_t>(b, 40, d.nonce);
+  put<uint64_t>(b, kChecksumAt, hashBytes(b, kChecksumAt));
+}
+
+UniqueIdData decodeUniqueId(const groveUniqueId& id) {
+  const auto* b = reinterpret_cast<const uint8_t*>(id.internal);
+  if (get<uint32_t>(b, 0) != kIdMagic)
+    throwInvalidArgument("not a grove unique id (bad magic); was it made by groveGetUniqueId?");
+  uint16_t version = get<uint16_t>(b, 4);
+  if (version != kIdVersion)
+    throwInvalidArgument("unique id has format version " + std::to_string(version) +
+                         ", this library reads version " + std::to_string(kIdVersion));
+  if (get<uint64_t>(b, kChecksumAt) != hashBytes(b, kChecksumAt))
+    throwInvalidArgument("unique id is corrupted (checksum mismatch)");
+  UniqueIdData d;
+  d.fromEnv = (get<uint16_t>(b, 6) & 1) != 0;
+  uint16_t fam = get<uint16_t>(b, 8);
+  if (fam == 4) {
+    auto* s = reinterpret_cast<sockaddr_in*>(&d.root);
+    s->sin_family = AF_INET;
+    s->sin_port = htons(get<uint16_t>(b, 10));
+    std::memcpy(&s->sin_addr, b + 16, 4);
+  } else if (fam == 6) {
+    auto* s = reinterpret_cast<sockaddr_in6*>(&d.root);
+    s->sin6_family = AF_INET6;
+    s->sin6_port = htons(get<uint16_t>(b, 10));
+    s->sin6_scope_id = get<uint32_t>(b, 12);
+    std::memcpy(&s->sin6_addr, b + 16, 16);
+  } else {
+    throwInvalidArgument("unique id names no valid root address");
+  }
+  d.secret = get<uint64_t>(b, 32);
+  d.nonce = get<uint64_t>(b, 40);
+  return d;
+}
+
+UniqueIdData makeUniqueId(bool ignoreEnv) {
+  UniqueIdData d;
+  std::string commId = ignoreEnv ? std::string() : config::getString("GROVE_COMM_ID");
+  if (!commId.empty()) {
+    d.root = net::resolveAddress(commId);
+    d.fromEnv = true;
+    std::string secretText = config::getString("GROVE_COMM_SECRET");
+    std::string seed = secretText.empty() ? "grove-secret:" + commId : "grove-secret=" + secretText;
+    d.secret = hashBytes(seed.data(), seed.size());
+    std::string nonceSeed = "grove-nonce:" + commId;
+    d.nonce = hashBytes(&d.secret, sizeof(d.secret), hashBytes(nonceSeed.data(), nonceSeed.size()));
+    GROVE_INFO(log::kBoot, "unique id from GROVE_COMM_ID=%s (root %s)", commId.c_str(),
+               net::formatAddress(d.root).c_str());
+    return d;
+  }
+  d.secret = randomU64();
+  d.nonce = randomU64();
+  net::Interface itf = net::pickInterface();
+  sockaddr_storage addr = itf.addr;
+  net::setAddressPort(addr, 0);
+  auto root = RootServer::start(addr, d.secret, d.nonce, /*closeListenerWhenComplete=*/false);
+  d.root = root->address();
+  return d;
+}
+
+std::string jobIdOf(const UniqueIdData& d) {
+  uint64_t h = hashBytes(&d.nonce, sizeof(d.nonce));
+  h = hashBytes(&d.secret, sizeof(d.secret), h);
+  char buf[17];
+  snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace grove::core

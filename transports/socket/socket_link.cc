@@ -1,0 +1,131 @@
+// Socket link halves; see socket_link.h for how they work.
+#include "transports/socket/socket_link.h"
+
+#include <errno.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cstring>
+#include <string>
+
+#include "base/error.h"
+
+namespace grove::transport {
+namespace {
+
+/// Fills iov with the (up to two) pieces of ring range [from, from+len).
+int ringIov(uint8_t* buf, size_t cap, uint64_t from, size_t len, iovec iov[2]) {
+  size_t idx = static_cast<size_t>(from % cap);
+  size_t first = cap - idx < len ? cap - idx : len;
+  iov[0] = {buf + idx, first};
+  if (first == len) return 1;
+  iov[1] = {buf, len - first};
+  return 2;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ send
+
+SocketSendHalf::SocketSendHalf(net::Fd fd, size_t capacity, int peer, int channel)
+    : fd_(std::move(fd)), buf_(new uint8_t[capacity]), cap_(capacity), peer_(peer),
+      channel_(channel) {
+  net::setNonBlocking(fd_.get());
+}
+
+size_t SocketSendHalf::reserve(void** ptr) {
+  if (head_ == tail_) head_ = tail_ = 0;  // empty: offer the whole buffer
+  size_t freeBytes = cap_ - static_cast<size_t>(head_ - tail_);
+  if (freeBytes == 0) {
+    push();
+    freeBytes = cap_ - static_cast<size_t>(head_ - tail_);
+    if (freeBytes == 0) return 0;
+  }
+  size_t idx = static_cast<size_t>(head_ % cap_);
+  *ptr = buf_.get() + idx;
+  return freeBytes < cap_ - idx ? freeBytes : cap_ - idx;
+}
+
+void SocketSendHalf::commit(size_t n) {
+  head_ += n;
+  push();
+}
+
+bool SocketSendHalf::flush() {
+  if (head_ != tail_) push();
+  return head_ == tail_;
+}
+
+void SocketSendHalf::push() {
+  while (head_ != tail_) {
+    iovec iov[2];
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = ringIov(buf_.get(), cap_, tail_, static_cast<size_t>(head_ - tail_), iov);
+    ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      tail_ += static_cast<uint64_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    int err = n < 0 ? errno : EPIPE;
+    throw Error(groveRemoteError, "socket connection to rank " + std::to_string(peer_) +
+                                      " (channel " + std::to_string(channel_) + ") closed: " +
+                                      std::strerror(err) + " (the peer exited or aborted)");
+  }
+}
+
+// ------------------------------------------------------------------ recv
+
+SocketRecvHalf::SocketRecvHalf(net::Fd fd, size_t capacity, int peer, int channel)
+    : fd_(std::move(fd)), buf_(new uint8_t[capacity]), cap_(capacity), peer_(peer),
+      channel_(channel) {
+  net::setNonBlocking(fd_.get());
+}
+
+void SocketRecvHalf::pull() {
+  if (head_ == tail_) head_ = tail_ = 0;  // empty: receive from the start
+  size_t freeBytes = cap_ - static_cast<size_t>(head_ - tail_);
+  if (freeBytes == 0 || eof_) return;
+  iovec iov[2];
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = ringIov(buf_.get(), cap_, head_, freeBytes, iov);
+  for (;;) {
+    ssize_t n = ::recvmsg(fd_.get(), &msg, MSG_DONTWAIT);
+    if (n > 0) {
+      head_ += static_cast<uint64_t>(n);
+      return;
+    }
+    if (n == 0) {
+      eof_ = true;
+      return;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+    eof_ = true;
+    closeErr_ = errno;
+    return;
+  }
+}
+
+size_t SocketRecvHalf::peek(const void** ptr) {
+  pull();
+  size_t avail = static_cast<size_t>(head_ - tail_);
+  if (avail == 0) {
+    if (!eof_) return 0;
+    throw Error(groveRemoteError,
+                "socket connection from rank " + std::to_string(peer_) + " (channel " +
+                    std::to_string(channel_) + ") closed " +
+                    (closeErr_ != 0 ? std::string("(") + std::strerror(closeErr_) + ") " : "") +
+                    "while data was still expected: the peer exited or aborted");
+  }
+  size_t idx = static_cast<size_t>(tail_ % cap_);
+  *ptr = buf_.get() + idx;
+  return avail < cap_ - idx ? avail : cap_ - idx;
+}
+
+void SocketRecvHalf::consume(size_t n) { tail_ += n; }
+
+}  // namespace grove::transport

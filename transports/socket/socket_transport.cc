@@ -1,0 +1,203 @@
+// Socket transport; see socket_transport.h for how it works.
+#include "transports/socket/socket_transport.h"
+
+#include <chrono>
+#include <string>
+
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "transports/socket/socket_link.h"
+
+namespace grove::transport {
+namespace {
+
+/// First bytes on every link connection.
+struct LinkHello {
+  uint64_t magic = 0;
+  uint64_t secret = 0;
+  int32_t src = -1;
+  int32_t dst = -1;
+  int32_t channel = -1;
+  uint32_t version = 0;
+};
+constexpr uint64_t kLinkMagic = 0x47524f56534f434bull;  // "GROVSOCK"
+constexpr uint32_t kLinkVersion = 1;
+constexpr double kHelloWaitSec = 5.0;  // an accepted connection must say hello within this
+
+std::string linkText(const LinkKey& k) {
+  return "rank " + std::to_string(k.peer) + " channel " + std::to_string(k.channel);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ listener
+
+SocketListener::SocketListener(sockaddr_storage addr) : addr_(addr) {
+  fd_ = net::listenOn(addr_);
+  net::setNonBlocking(fd_.get());
+  // Accepted connections inherit the listener's buffer sizes (and window scale).
+  net::setBufferSizes(fd_.get(), config::getSize("GROVE_SOCKET_BUFSIZE"));
+}
+
+std::unique_ptr<SocketListener> SocketListener::open() {
+  sockaddr_storage addr = net::pickInterface().addr;
+  net::setAddressPort(addr, 0);
+  auto l = std::make_unique<SocketListener>(addr);
+  GROVE_INFO(log::kNet, "socket transport listening on %s", net::formatAddress(l->address()).c_str());
+  return l;
+}
+
+// ------------------------------------------------------------------ transport
+
+std::unique_ptr<SocketListener> SocketTransport::listen(double /*timeoutSec*/) {
+  return SocketListener::open();
+}
+
+SocketTransport::SocketTransport(const Context& ctx, std::unique_ptr<SocketListener> listener)
+    : ctx_(ctx), listener_(std::move(listener)) {
+  if (!listener_) throwInvalidArgument("socket transport: no listener");
+  if (ctx_.nranks < 1 || ctx_.rank < 0 || ctx_.rank >= ctx_.nranks ||
+      ctx_.peers.size() != static_cast<size_t>(ctx_.nranks))
+    throwInvalidArgument("socket transport: inconsistent context (rank " +
+                         std::to_string(ctx_.rank) + ", nranks " + std::to_string(ctx_.nranks) +
+                         ", " + std::to_string(ctx_.peers.size()) + " peers)");
+  if (ctx_.bufferBytes == 0) throwInvalidArgument("socket transport: bufferBytes is 0");
+  sockBuf_ = config::getSize("GROVE_SOCKET_BUFSIZE");
+}
+
+bool SocketTransport::canConnect(int peer) const {
+  return peer >= 0 && peer < ctx_.nranks && net::addressUsable(ctx_.peers[peer].dataAddr);
+}
+
+void SocketTransport::establish(const std::vector<LinkKey>& sends,
+                                const std::vector<LinkKey>& recvs,
+                                std::vector<std::unique_ptr<SendHalf>>& outSends,
+                                std::vector<std::unique_ptr<RecvHalf>>& outRecvs) {
+  std::set<LinkKey> seenSend, seenRecv;
+  for (const LinkKey& k : sends)
+    if (!canConnect(k.peer) || sendOpened_.count(k) || !seenSend.insert(k).second)
+      throwInvalidArgument("socket transport: cannot open send link to " + linkText(k) +
+                           " (unreachable or opened twice)");
+  for (const LinkKey& k : recvs)
+    if (!canConnect(k.peer) || recvOpened_.count(k) || !seenRecv.insert(k).second)
+      throwInvalidArgument("socket transport: cannot open receive link from " + linkText(k) +
+                           " (unreachable or opened twice)");
+  // 1. Every send: connect + hello. Never waits for the peer to call anything.
+  std::vector<std::unique_ptr<SendHalf>> sendHalves(sends.size());
+  for (size_t i = 0; i < sends.size(); ++i) {
+    net::Fd fd = connectLink(sends[i]);
+    sendHalves[i] = std::make_unique<SocketSendHalf>(std::move(fd), ctx_.bufferBytes,
+                                                     sends[i].peer, sends[i].channel);
+    sendOpened_.insert(sends[i]);
+  }
+  // 2. Every receive: from the stash, else accept until it arrives.
+  std::vector<std::unique_ptr<RecvHalf>> recvHalves(recvs.size());
+  std::map<LinkKey, size_t> pending;
+  for (size_t i = 0; i < recvs.size(); ++i) {
+    auto it = stash_.find(recvs[i]);
+    if (it == stash_.end()) {
+      pending[recvs[i]] = i;
+      continue;
+    }
+    recvHalves[i] = std::make_unique<SocketRecvHalf>(std::move(it->second), ctx_.bufferBytes,
+                                                     recvs[i].peer, recvs[i].channel);
+    recvOpened_.insert(recvs[i]);
+    stash_.erase(it);
+  }
+  acceptLinks(pending, recvHalves);
+  outSends = std::move(sendHalves);
+  outRecvs = std::move(recvHalves);
+  GROVE_TRACE(log::kNet, "rank %d: socket links open: %zu send, %zu receive, %zu stashed",
+              ctx_.rank, sends.size(), recvs.size(), stash_.size());
+}
+
+net::Fd SocketTransport::connectLink(const LinkKey& key) {
+  net::AbortView av{ctx_.wait.abortFlag, ctx_.wait.abortReason};
+  net::Deadline deadline = net::Deadline::in(ctx_.wait.timeoutSec);
+  const sockaddr_storage& addr = ctx_.peers[key.peer].dataAddr;
+  net::Fd fd;
+  try {
+    fd = net::connectUntil(addr, deadline, av);
+  } catch (const Error& e) {
+    throw Error(e.code(), "socket transport: rank " + std::to_string(ctx_.rank) +
+                              " cannot connect to " + linkText(key) + " at " +
+                              net::formatAddress(addr) + ": " + e.what());
+  }
+  net::setNoDelay(fd.get());
+  net::setBufferSizes(fd.get(), sockBuf_);
+  LinkHello h;
+  h.magic = kLinkMagic;
+  h.secret = ctx_.secret;
+  h.src = ctx_.rank;
+  h.dst = key.peer;
+  h.channel = key.channel;
+  h.version = kLinkVersion;
+  if (net::sendAll(fd.get(), &h, sizeof(h), deadline, av) != net::IoResult::kOk)
+    throwRemoteError("socket transport: rank " + std::to_string(ctx_.rank) +
+                     " could not send its hello to " + linkText(key) + " at " +
+                     net::formatAddress(addr));
+  return fd;
+}
+
+bool SocketTransport::readHello(net::Fd& fd, LinkKey* key) {
+  net::AbortView av{ctx_.wait.abortFlag, ctx_.wait.abortReason};
+  LinkHello h;
+  sockaddr_storage from{};
+  socklen_t len = sizeof(from);
+  getpeername(fd.get(), reinterpret_cast<sockaddr*>(&from), &len);
+  double wait = ctx_.wait.timeoutSec > 0 && ctx_.wait.timeoutSec < kHelloWaitSec
+                    ? ctx_.wait.timeoutSec : kHelloWaitSec;
+  if (net::recvAll(fd.get(), &h, sizeof(h), net::Deadline::in(wait), av) != net::IoResult::kOk ||
+      h.magic != kLinkMagic || h.version != kLinkVersion) {
+    GROVE_WARN(log::kNet, "rank %d: dropping a socket connection from %s: no valid hello",
+               ctx_.rank, net::formatAddress(from).c_str());
+    return false;
+  }
+  if (h.secret != ctx_.secret || h.dst != ctx_.rank || h.src < 0 || h.src >= ctx_.nranks) {
+    GROVE_WARN(log::kNet, "rank %d: refusing a socket connection from %s (claims rank %d): %s",
+               ctx_.rank, net::formatAddress(from).c_str(), h.src,
+               h.secret != ctx_.secret ? "wrong secret" : "not addressed to this rank");
+    return false;
+  }
+  *key = LinkKey{h.src, h.channel};
+  return true;
+}
+
+void SocketTransport::acceptLinks(std::map<LinkKey, size_t>& pending,
+                                  std::vector<std::unique_ptr<RecvHalf>>& outRecvs) {
+  using Clock = std::chrono::steady_clock;
+  net::AbortView av{ctx_.wait.abortFlag, ctx_.wait.abortReason};
+  const double timeout = ctx_.wait.timeoutSec;
+  auto lastProgress = Clock::now();
+  while (!pending.empty()) {
+    double idle = std::chrono::duration<double>(Clock::now() - lastProgress).count();
+    if (timeout > 0 && idle >= timeout) {
+      std::string missing;
+      for (auto& [k, i] : pending) missing += (missing.empty() ? "" : ", ") + linkText(k);
+      throwRemoteError("socket transport: rank " + std::to_string(ctx_.rank) + " timed out after " +
+                       std::to_string(static_cast<int>(idle)) +
+                       " s waiting for connections from " + missing + " (GROVE_TIMEOUT)");
+    }
+    net::Fd fd = net::acceptUntil(listener_->fd(),
+                                  net::Deadline::in(timeout > 0 ? timeout - idle : 0), av);
+    if (!fd) continue;
+    LinkKey key;
+    if (!readHello(fd, &key)) continue;
+    lastProgress = Clock::now();
+    auto it = pending.find(key);
+    if (it != pending.end()) {
+      outRecvs[it->second] = std::make_unique<SocketRecvHalf>(std::move(fd), ctx_.bufferBytes,
+                                                              key.peer, key.channel);
+      recvOpened_.insert(key);
+      pending.erase(it);
+    } else if (recvOpened_.count(key) || stash_.count(key)) {
+      GROVE_WARN(log::kNet, "rank %d: dropping a duplicate socket connection from %s", ctx_.rank,
+                 linkText(key).c_str());
+    } else {
+      stash_[key] = std::move(fd);  // a peer ran ahead: kept until asked for
+    }
+  }
+}
+
+}  // namespace grove::transport

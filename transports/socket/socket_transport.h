@@ -1,0 +1,87 @@
+// SocketTransport: ranks talk over TCP, one connection per directed link.
+//
+// How it works: before peers are known each rank opens a SocketListener on
+// the interface chosen by GROVE_SOCKET_IFNAME / GROVE_SOCKET_FAMILY (port 0)
+// and publishes its address as PeerInfo::dataAddr through the bootstrap. The
+// transport then takes the listener together with the full Context.
+// For each directed link (peer, channel) the SENDER connects to the
+// receiver's listener and sends a hello {magic, secret, src rank, dst rank,
+// channel}; the receiver accepts, checks the secret and destination, and
+// routes the connection by (src, channel). establish() keeps the no-deadlock
+// rule of transport.h: it first makes every send connection (connect + hello;
+// the kernel completes connections into the peer's listen backlog, so this
+// never waits for the peer to call anything), then accepts until every
+// requested receive link has arrived (poll with a timeout, abort checks).
+// Connections for links not asked for yet (a peer that runs ahead, or links of
+// a later establish call) are stashed and handed out when they are asked for.
+// The halves (socket_link.h) are non-blocking with TCP_NODELAY and large
+// socket buffers (GROVE_SOCKET_BUFSIZE).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "base/socket.h"
+#include "transports/transport.h"
+
+namespace grove::transport {
+
+/// The socket transport's listening socket, opened before peers are known.
+class SocketListener {
+ public:
+  /// Listens on `addr` (port 0: a free port). Throws Error(groveSystemError).
+  explicit SocketListener(sockaddr_storage addr);
+  /// Listens on the interface chosen by GROVE_SOCKET_IFNAME / GROVE_SOCKET_FAMILY.
+  static std::unique_ptr<SocketListener> open();
+  /// The bound address (goes into PeerInfo::dataAddr).
+  const sockaddr_storage& address() const { return addr_; }
+  /// The listening descriptor.
+  int fd() const { return fd_.get(); }
+
+ private:
+  net::Fd fd_;
+  sockaddr_storage addr_{};
+};
+
+/// TCP transport (name "socket"): reaches any peer with a data address.
+class SocketTransport final : public Transport {
+ public:
+  /// Opens the data listener on the chosen interface (call before the
+  /// bootstrap; put address() into PeerInfo::dataAddr). `timeoutSec` is
+  /// accepted for symmetry with the other init steps and not used.
+  static std::unique_ptr<SocketListener> listen(double timeoutSec = 0);
+  /// Takes the full context (peers' dataAddr, secret, bufferBytes, wait) and
+  /// this rank's listener. Throws Error(groveInvalidArgument) if either is bad.
+  SocketTransport(const Context& ctx, std::unique_ptr<SocketListener> listener);
+
+  /// "socket".
+  const char* name() const override { return "socket"; }
+  /// True for any rank (this one included) whose dataAddr is a usable address.
+  bool canConnect(int peer) const override;
+  /// Connects every send link (connect + hello), then accepts until every
+  /// receive link arrived. Throws groveInvalidArgument for links to peers it
+  /// cannot reach or asked twice, groveRemoteError on timeout or abort.
+  void establish(const std::vector<LinkKey>& sends, const std::vector<LinkKey>& recvs,
+                 std::vector<std::unique_ptr<SendHalf>>& outSends,
+                 std::vector<std::unique_ptr<RecvHalf>>& outRecvs) override;
+
+  /// Connections that arrived before they were asked for (tests, logs).
+  size_t stashedCount() const { return stash_.size(); }
+
+ private:
+  net::Fd connectLink(const LinkKey& key);
+  void acceptLinks(std::map<LinkKey, size_t>& pending,
+                   std::vector<std::unique_ptr<RecvHalf>>& outRecvs);
+  bool readHello(net::Fd& fd, LinkKey* key);
+
+  Context ctx_;
+  std::unique_ptr<SocketListener> listener_;
+  std::map<LinkKey, net::Fd> stash_;  // keyed by (src rank, channel)
+  std::set<LinkKey> recvOpened_;      // receive links already handed out
+  std::set<LinkKey> sendOpened_;      // send links already made
+  size_t sockBuf_ = 0;
+};
+
+}  // namespace grove::transport
