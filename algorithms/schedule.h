@@ -107,4 +107,14 @@ struct PlanParams {
   uint64_t chunkBytes = 512 << 10; ///< most bytes a cyclically dependent step moves
 };
 
+/// Name of a buffer ("in", "out", "scratch", "extra").
+const char* bufName(Buf b);
+
+/// Multi-line human-readable dump of a program (phases, lanes, steps), for
+/// debugging and test failure messages.
+std::string describe(const Program& program);
+
+/// One-line dump of a step, e.g. "recvReduceSend 2->[me]->4 ch1 src=in+64 dst=- 128B final".
+std::string describe(const Step& step);
+
 }  // namespace grove::plan

@@ -1,0 +1,57 @@
+// Helpers shared by the builders (internal to algorithms/): argument checks,
+// splitting element ranges over channels and ring loops, step constructors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "algorithms/schedule.h"
+
+namespace grove::plan::detail {
+
+/// A range of elements: [offset, offset + count).
+struct Span {
+  uint64_t offset = 0;
+  uint64_t count = 0;
+};
+
+/// Checks the call (rank, root, nranks, dtype, op, sizes fit in 64 bits) and
+/// the params; returns the element size. Throws Error(groveInvalidArgument).
+uint64_t checkArgs(const CollArgs& args, const PlanParams& params, const char* who);
+
+/// Part `i` of `total` elements split into `parts` near-equal contiguous parts.
+Span evenSplit(uint64_t total, int parts, int i);
+
+/// Elements of one pipelined chunk: chunkBytes / elemSize, at least 1.
+uint64_t chunkElems(const PlanParams& params, uint64_t elemSize);
+
+/// Chunk k of one ring loop of `loopElems` elements (relative to the loop's
+/// start): a full loop (nranks*chunk elements) has nranks equal chunks; a
+/// shorter last loop is split evenly (some chunks may be empty).
+Span loopChunk(uint64_t loopElems, uint64_t chunk, int nranks, int k);
+
+/// (a mod n) for possibly negative a.
+inline int modRank(int a, int n) { return ((a % n) + n) % n; }
+
+/// A reference to a local buffer.
+inline BufRef ref(Buf b, uint64_t offset) { return BufRef{b, 0, offset}; }
+
+/// A step that talks to peers: sets recvPeer/sendPeer as the kind needs.
+Step netStep(StepKind kind, int recvPeer, int sendPeer, int channel, BufRef src, BufRef dst,
+             uint64_t bytes, bool final = false);
+/// A local copy dst = src.
+Step copyStep(BufRef src, BufRef dst, uint64_t bytes);
+/// A local reduction dst = dst op src.
+Step reduceStep(BufRef src, BufRef dst, uint64_t bytes, bool final);
+
+/// Appends a lane with these steps to the phase, unless it has none.
+void addLane(Phase& phase, Lane lane);
+/// Appends the phase to the program, unless it has no lanes.
+void addPhase(Program& program, Phase phase);
+
+/// Program of a single-rank call: copy input+inOffset to output+outOffset
+/// (nothing when in place or empty).
+Program selfCopyProgram(const CollArgs& args, uint64_t bytes, uint64_t inOffset,
+                        uint64_t outOffset, const char* algo);
+
+}  // namespace grove::plan::detail

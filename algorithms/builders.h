@@ -1,0 +1,81 @@
+// The algorithm builders: each returns one rank's Program for a collective
+// call (CollArgs) and the planner's knobs (PlanParams). Every rank calls the
+// same builder with the same arguments except `rank`, and the programs fit
+// together: what one rank sends on a (peer, channel) link, in order, is what
+// the peer receives on it.
+//
+// Families (one source file each, with a "how it works" block):
+//   ring.cc     ring all-reduce, ring all-gather, ring reduce-scatter
+//   chain.cc    pipelined chain broadcast and chain reduce
+//   direct.cc   latency ("direct") all-reduce, broadcast, all-gather, reduce
+//   exchange.cc gather, scatter, all-to-all (direct to/from each peer)
+//   p2p.cc      grouped send/recv
+//
+// All builders throw grove::Error(groveInvalidArgument) on bad arguments
+// (rank/root out of range, invalid dtype, chunkBytes 0, nChannels < 1, ...).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/schedule.h"
+
+namespace grove::plan {
+
+/// Connection channel used by grouped send/recv: far above the collectives'
+/// channels 0..nChannels-1, so p2p bytes never share a stream with them.
+constexpr int kP2PChannel = 64;
+
+/// Total message bytes of a call as NCCL counts them for algorithm
+/// selection: count*size for all-reduce, broadcast, reduce; nranks*count*size
+/// for all-gather, reduce-scatter, gather, scatter and all-to-all.
+uint64_t messageBytes(const CollArgs& args);
+
+/// Ring all-reduce (reduce-scatter then all-gather around rank order),
+/// pipelined in chunks of at most params.chunkBytes over params.nChannels channels.
+Program buildRingAllReduce(const CollArgs& args, const PlanParams& params);
+/// Ring all-gather (rank order), chunks of at most params.chunkBytes.
+Program buildRingAllGather(const CollArgs& args, const PlanParams& params);
+/// Ring reduce-scatter (rank order), chunks of at most params.chunkBytes.
+Program buildRingReduceScatter(const CollArgs& args, const PlanParams& params);
+
+/// Chain broadcast root -> root+1 -> ... -> root-1 (ring order), one
+/// streaming step per channel.
+Program buildChainBroadcast(const CollArgs& args, const PlanParams& params);
+/// Chain reduce root+1 -> root+2 -> ... -> root (ring order), one streaming
+/// step per channel; the root applies the final reduction.
+Program buildChainReduce(const CollArgs& args, const PlanParams& params);
+
+/// Direct all-reduce: everyone sends everything to everyone, then each rank
+/// reduces the nranks contributions in rank order (bitwise-identical results).
+Program buildDirectAllReduce(const CollArgs& args, const PlanParams& params);
+/// Direct broadcast: the root sends the message to each rank.
+Program buildDirectBroadcast(const CollArgs& args, const PlanParams& params);
+/// Direct all-gather: every rank sends its block to every other rank.
+Program buildDirectAllGather(const CollArgs& args, const PlanParams& params);
+/// Direct reduce: every rank sends to the root, which reduces in rank order.
+Program buildDirectReduce(const CollArgs& args, const PlanParams& params);
+
+/// Gather: every rank sends its block straight to the root.
+Program buildGather(const CollArgs& args, const PlanParams& params);
+/// Scatter: the root sends block r straight to rank r.
+Program buildScatter(const CollArgs& args, const PlanParams& params);
+/// All-to-all: one send lane and one receive lane per peer, plus the local block copy.
+Program buildAlltoAll(const CollArgs& args, const PlanParams& params);
+
+/// One operation of a send/recv group, from the calling rank's point of view.
+struct P2POp {
+  bool isSend = true;  ///< send (true) or receive (false)
+  int peer = -1;       ///< the other rank (may be the calling rank itself)
+  uint64_t bytes = 0;  ///< bytes sent or received
+  BufRef buf{Buf::kExtra, 0, 0};  ///< the user buffer, normally Buf::kExtra with its index
+};
+
+/// A send/recv group: all ops run concurrently in one phase, one lane per
+/// (direction, peer) holding that pair's ops in call order (so sends and
+/// receives between two ranks match in call order), on channel kP2PChannel.
+/// Sends to self are paired with receives from self in order and become local
+/// copies (their byte counts must match). Zero-byte ops are dropped.
+Program buildP2P(const std::vector<P2POp>& ops, int rank, int nranks);
+
+}  // namespace grove::plan

@@ -1,0 +1,114 @@
+// Exchange algorithms: gather, scatter and all-to-all, each block going
+// straight from the rank that has it to the rank that needs it.
+//
+// How it works:
+//
+// Gather: every rank but the root sends its block to the root; the root has
+// one receive lane per peer, writing block q at offset q*blockBytes of its
+// output, and (out of place) a lane that copies its own block.
+// Scatter: the mirror image; the root has one send lane per peer, reading
+// block q at offset q*blockBytes of its input, and every other rank receives
+// its block into its output.
+// All-to-all: every rank has one send lane and one receive lane per peer
+// (block q of the input goes to rank q; block q of the output comes from
+// rank q), plus a lane that copies block rank to block rank locally.
+//
+// Every link is a separate lane of a single phase, so sends and receives
+// progress independently and the exchange cannot deadlock whatever the block
+// size; peers are visited starting at rank+1 (send) and rank-1 (receive), so
+// that the ranks do not all address the same peer first. No chunking is
+// needed: a step streams through the link buffer.
+#include "algorithms/builder_util.h"
+#include "algorithms/builders.h"
+#include "base/error.h"
+
+namespace grove::plan {
+
+using detail::modRank;
+using detail::ref;
+
+namespace {
+
+constexpr int kExchangeChannel = 0;
+
+void addSend(Phase& phase, int peer, BufRef src, uint64_t bytes) {
+  Lane lane;
+  lane.steps.push_back(detail::netStep(StepKind::kSend, -1, peer, kExchangeChannel, src, {}, bytes));
+  detail::addLane(phase, std::move(lane));
+}
+
+void addRecv(Phase& phase, int peer, BufRef dst, uint64_t bytes) {
+  Lane lane;
+  lane.steps.push_back(detail::netStep(StepKind::kRecv, peer, -1, kExchangeChannel, {}, dst, bytes));
+  detail::addLane(phase, std::move(lane));
+}
+
+void addCopy(Phase& phase, BufRef src, BufRef dst, uint64_t bytes) {
+  Lane lane;
+  lane.steps.push_back(detail::copyStep(src, dst, bytes));
+  detail::addLane(phase, std::move(lane));
+}
+
+uint64_t blockAt(int q, uint64_t bytes) { return static_cast<uint64_t>(q) * bytes; }
+
+}  // namespace
+
+Program buildGather(const CollArgs& a, const PlanParams& p) {
+  const uint64_t bytes = a.count * detail::checkArgs(a, p, "gather");
+  Program prog;
+  prog.algo = "direct";
+  if (bytes == 0) return prog;
+  Phase phase;
+  if (a.rank != a.root) {
+    addSend(phase, a.root, ref(Buf::kInput, 0), bytes);
+  } else {
+    for (int i = 1; i < a.nranks; ++i) {
+      const int q = modRank(a.rank - i, a.nranks);
+      addRecv(phase, q, ref(Buf::kOutput, blockAt(q, bytes)), bytes);
+    }
+    if (!a.inPlace) addCopy(phase, ref(Buf::kInput, 0), ref(Buf::kOutput, blockAt(a.rank, bytes)), bytes);
+  }
+  detail::addPhase(prog, std::move(phase));
+  return prog;
+}
+
+Program buildScatter(const CollArgs& a, const PlanParams& p) {
+  const uint64_t bytes = a.count * detail::checkArgs(a, p, "scatter");
+  Program prog;
+  prog.algo = "direct";
+  if (bytes == 0) return prog;
+  Phase phase;
+  if (a.rank != a.root) {
+    addRecv(phase, a.root, ref(Buf::kOutput, 0), bytes);
+  } else {
+    for (int i = 1; i < a.nranks; ++i) {
+      const int q = modRank(a.rank + i, a.nranks);
+      addSend(phase, q, ref(Buf::kInput, blockAt(q, bytes)), bytes);
+    }
+    if (!a.inPlace) addCopy(phase, ref(Buf::kInput, blockAt(a.rank, bytes)), ref(Buf::kOutput, 0), bytes);
+  }
+  detail::addPhase(prog, std::move(phase));
+  return prog;
+}
+
+Program buildAlltoAll(const CollArgs& a, const PlanParams& p) {
+  const uint64_t bytes = a.count * detail::checkArgs(a, p, "alltoall");
+  if (a.inPlace) throwInvalidArgument("alltoall: sendbuff and recvbuff must not overlap");
+  Program prog;
+  prog.algo = "direct";
+  if (bytes == 0) return prog;
+  Phase phase;
+  for (int i = 1; i < a.nranks; ++i) {
+    const int q = modRank(a.rank + i, a.nranks);
+    addSend(phase, q, ref(Buf::kInput, blockAt(q, bytes)), bytes);
+  }
+  for (int i = 1; i < a.nranks; ++i) {
+    const int q = modRank(a.rank - i, a.nranks);
+    addRecv(phase, q, ref(Buf::kOutput, blockAt(q, bytes)), bytes);
+  }
+  addCopy(phase, ref(Buf::kInput, blockAt(a.rank, bytes)), ref(Buf::kOutput, blockAt(a.rank, bytes)), bytes);
+  detail::addPhase(prog, std::move(phase));
+  return prog;
+}
+
+}  // namespace grove::plan

@@ -1,0 +1,92 @@
+#include "algorithms/schedule.h"
+
+#include <sstream>
+
+#include "algorithms/step_traits.h"
+
+namespace grove::plan {
+
+const char* stepKindName(StepKind k) {
+  switch (k) {
+    case StepKind::kSend: return "send";
+    case StepKind::kRecv: return "recv";
+    case StepKind::kRecvReduce: return "recvReduce";
+    case StepKind::kRecvReduceSend: return "recvReduceSend";
+    case StepKind::kRecvReduceCopySend: return "recvReduceCopySend";
+    case StepKind::kRecvCopySend: return "recvCopySend";
+    case StepKind::kCopy: return "copy";
+    case StepKind::kReduce: return "reduce";
+  }
+  return "invalid";
+}
+
+const char* collName(Coll c) {
+  switch (c) {
+    case Coll::kAllReduce: return "allreduce";
+    case Coll::kBroadcast: return "broadcast";
+    case Coll::kReduce: return "reduce";
+    case Coll::kAllGather: return "allgather";
+    case Coll::kReduceScatter: return "reducescatter";
+    case Coll::kGather: return "gather";
+    case Coll::kScatter: return "scatter";
+    case Coll::kAlltoAll: return "alltoall";
+    case Coll::kSendRecv: return "sendrecv";
+  }
+  return "invalid";
+}
+
+const char* bufName(Buf b) {
+  switch (b) {
+    case Buf::kInput: return "in";
+    case Buf::kOutput: return "out";
+    case Buf::kScratch: return "scratch";
+    case Buf::kExtra: return "extra";
+  }
+  return "invalid";
+}
+
+namespace {
+
+std::string refText(const BufRef& r) {
+  std::string s = bufName(r.buf);
+  if (r.buf == Buf::kExtra) s += "[" + std::to_string(r.index) + "]";
+  return s + "+" + std::to_string(r.offset);
+}
+
+}  // namespace
+
+std::string describe(const Step& s) {
+  std::ostringstream o;
+  o << stepKindName(s.kind);
+  if (!stepIsLocal(s.kind)) {
+    o << " ";
+    if (stepReceives(s.kind)) o << s.recvPeer << "->";
+    o << "[me]";
+    if (stepSends(s.kind)) o << "->" << s.sendPeer;
+    o << " ch" << s.channel;
+  }
+  o << " src=" << (stepReadsSrc(s.kind) ? refText(s.src) : "-");
+  o << " dst=" << (stepWritesDst(s.kind) ? refText(s.dst) : "-");
+  o << " " << s.bytes << "B";
+  if (s.final) o << " final";
+  return o.str();
+}
+
+std::string describe(const Program& p) {
+  std::ostringstream o;
+  o << "program algo=" << (p.algo.empty() ? "?" : p.algo) << " scratch=" << p.scratchBytes
+    << "B phases=" << p.phases.size() << "\n";
+  for (size_t ph = 0; ph < p.phases.size(); ++ph) {
+    const Phase& phase = p.phases[ph];
+    o << "  phase " << ph << ": " << phase.lanes.size() << " lane(s)\n";
+    for (size_t l = 0; l < phase.lanes.size(); ++l) {
+      const Lane& lane = phase.lanes[l];
+      o << "    lane " << l << ": " << lane.steps.size() << " step(s)\n";
+      for (size_t i = 0; i < lane.steps.size(); ++i)
+        o << "      [" << i << "] " << describe(lane.steps[i]) << "\n";
+    }
+  }
+  return o.str();
+}
+
+}  // namespace grove::plan

@@ -1,0 +1,233 @@
+#include "algorithms/selector.h"
+
+#include <strings.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "algorithms/builders.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
+
+namespace grove::plan {
+
+namespace {
+
+constexpr unsigned bit(Algo a) { return 1u << static_cast<unsigned>(a); }
+constexpr unsigned kAllAlgos = (1u << kNumAlgos) - 1;
+
+unsigned supportedMask(Coll c) {
+  unsigned m = 0;
+  for (int i = 0; i < kNumAlgos; ++i)
+    if (algoSupports(static_cast<Algo>(i), c)) m |= 1u << i;
+  return m;
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\n\r"), e = s.find_last_not_of(" \t\n\r");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (true) {
+    size_t at = s.find(sep, pos);
+    out.push_back(trim(s.substr(pos, at == std::string::npos ? std::string::npos : at - pos)));
+    if (at == std::string::npos) return out;
+    pos = at + 1;
+  }
+}
+
+std::string validAlgoNames() {
+  std::string s;
+  for (int i = 0; i < kNumAlgos; ++i) s += std::string(i ? ", " : "") + algoName(static_cast<Algo>(i));
+  return s;
+}
+
+std::string validCollNames() {
+  std::string s;
+  for (int i = 0; i < kNumColls; ++i) s += std::string(i ? ", " : "") + collName(static_cast<Coll>(i));
+  return s;
+}
+
+/// Parses "ring,direct" or "^direct" into a mask of algorithms.
+unsigned parseAlgoList(const std::string& list, const std::string& text) {
+  const bool exclude = !list.empty() && list[0] == '^';
+  unsigned mask = 0;
+  for (const std::string& name : split(exclude ? list.substr(1) : list, ',')) {
+    std::optional<Algo> a = parseAlgo(name);
+    if (!a)
+      throwInvalidArgument("algorithm override '" + text + "': unknown algorithm '" + name +
+                           "' (valid: " + validAlgoNames() + ")");
+    mask |= bit(*a);
+  }
+  return exclude ? (kAllAlgos & ~mask) : mask;
+}
+
+int autoChannels(TransportKind kind) {
+  // The host executor drives all lanes from one thread: more channels only
+  // help where each connection has its own latency to hide (sockets, GPUs).
+  return (kind == TransportKind::kSocket || kind == TransportKind::kCuda) ? 2 : 1;
+}
+
+}  // namespace
+
+const char* algoName(Algo a) {
+  switch (a) {
+    case Algo::kRing: return "ring";
+    case Algo::kDirect: return "direct";
+  }
+  return "invalid";
+}
+
+std::optional<Algo> parseAlgo(const std::string& name) {
+  for (int i = 0; i < kNumAlgos; ++i)
+    if (strcasecmp(name.c_str(), algoName(static_cast<Algo>(i))) == 0) return static_cast<Algo>(i);
+  return std::nullopt;
+}
+
+std::optional<Coll> parseColl(const std::string& name) {
+  std::string n;
+  for (char ch : name)
+    if (ch != '_') n += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (int i = 0; i < kNumColls; ++i)
+    if (n == collName(static_cast<Coll>(i))) return static_cast<Coll>(i);
+  return std::nullopt;
+}
+
+bool algoSupports(Algo algo, Coll coll) {
+  switch (algo) {
+    case Algo::kRing:
+      return coll == Coll::kAllReduce || coll == Coll::kBroadcast || coll == Coll::kReduce ||
+             coll == Coll::kAllGather || coll == Coll::kReduceScatter;
+    case Algo::kDirect:
+      return coll != Coll::kReduceScatter;
+  }
+  return false;
+}
+
+Program build(Algo algo, const CollArgs& args, const PlanParams& params) {
+  if (!algoSupports(algo, args.coll) || args.coll == Coll::kSendRecv)
+    throwInvalidArgument(std::string("algorithm ") + algoName(algo) + " cannot build " +
+                         collName(args.coll) +
+                         (args.coll == Coll::kSendRecv ? " (use buildP2P)" : ""));
+  const bool ring = algo == Algo::kRing;
+  switch (args.coll) {
+    case Coll::kAllReduce:
+      return ring ? buildRingAllReduce(args, params) : buildDirectAllReduce(args, params);
+    case Coll::kBroadcast:
+      return ring ? buildChainBroadcast(args, params) : buildDirectBroadcast(args, params);
+    case Coll::kReduce:
+      return ring ? buildChainReduce(args, params) : buildDirectReduce(args, params);
+    case Coll::kAllGather:
+      return ring ? buildRingAllGather(args, params) : buildDirectAllGather(args, params);
+    case Coll::kReduceScatter: return buildRingReduceScatter(args, params);
+    case Coll::kGather: return buildGather(args, params);
+    case Coll::kScatter: return buildScatter(args, params);
+    case Coll::kAlltoAll: return buildAlltoAll(args, params);
+    case Coll::kSendRecv: break;
+  }
+  throwInvalidArgument("build: invalid collective");
+}
+
+SelectorConfig SelectorConfig::fromRegistry(const char* algoOverride, int nChannels) {
+  SelectorConfig c;
+  c.algo = (algoOverride != nullptr && *algoOverride != '\0') ? std::string(algoOverride)
+                                                              : config::getString("GROVE_ALGO");
+  c.directMaxBytes = config::getSize("GROVE_DIRECT_MAX_BYTES");
+  c.chunkBytes = config::getSize("GROVE_CHUNKSIZE");
+  c.bufferBytes = config::getSize("GROVE_BUFFSIZE");
+  c.nChannels = nChannels > 0 ? nChannels : static_cast<int>(config::getInt("GROVE_NCHANNELS"));
+  return c;
+}
+
+Selector::Selector(int nranks, TransportKind kind, const SelectorConfig& cfg)
+    : nranks_(nranks), directMaxBytes_(cfg.directMaxBytes) {
+  params_.nChannels = cfg.nChannels > 0 ? std::min(cfg.nChannels, kP2PChannel) : autoChannels(kind);
+  const uint64_t buffer = std::max<uint64_t>(cfg.bufferBytes, 64);
+  uint64_t chunk = cfg.chunkBytes > 0 ? cfg.chunkBytes : buffer / 2;
+  if (chunk + 16 > buffer) {
+    GROVE_WARN(log::kPlan,
+               "GROVE_CHUNKSIZE %llu B does not fit the %llu B connection buffer; using %llu B",
+               static_cast<unsigned long long>(chunk), static_cast<unsigned long long>(buffer),
+               static_cast<unsigned long long>(buffer / 2));
+    chunk = buffer / 2;
+  }
+  params_.chunkBytes = std::max<uint64_t>(16, chunk / 16 * 16);
+  allowed_.fill(kAllAlgos);
+  parseOverrides(cfg.algo);
+}
+
+void Selector::parseOverrides(const std::string& text) {
+  for (const std::string& entry : split(text, ';')) {
+    if (entry.empty()) continue;
+    const size_t colon = entry.find(':');
+    const std::string list = trim(colon == std::string::npos ? entry : entry.substr(colon + 1));
+    if (list.empty() || list == "^")
+      throwInvalidArgument("algorithm override '" + text + "': no algorithm named in '" + entry +
+                           "' (valid: " + validAlgoNames() + ")");
+    const unsigned mask = parseAlgoList(list, text);
+    if (colon == std::string::npos) {
+      allowed_.fill(mask);
+      overridden_.fill(true);
+      continue;
+    }
+    const std::string collText = trim(entry.substr(0, colon));
+    std::optional<Coll> coll = parseColl(collText);
+    if (!coll)
+      throwInvalidArgument("algorithm override '" + text + "': unknown collective '" + collText +
+                           "' (valid: " + validCollNames() + ")");
+    allowed_[static_cast<int>(*coll)] = mask;
+    overridden_[static_cast<int>(*coll)] = true;
+  }
+  for (int c = 0; c < kNumColls; ++c) {
+    const Coll coll = static_cast<Coll>(c);
+    if ((allowed_[c] & supportedMask(coll)) != 0) continue;
+    GROVE_WARN(log::kPlan,
+               "algorithm override '%s' leaves no supported algorithm for %s; using its default",
+               text.c_str(), collName(coll));
+    allowed_[c] = kAllAlgos;
+    overridden_[c] = false;
+  }
+}
+
+Selection Selector::select(Coll coll, uint64_t bytes) const {
+  const unsigned mask = allowed_[static_cast<int>(coll)] & supportedMask(coll);
+  Selection s;
+  s.params = params_;
+  if ((mask & bit(Algo::kRing)) && (mask & bit(Algo::kDirect)))
+    s.algo = bytes <= directMaxBytes_ ? Algo::kDirect : Algo::kRing;
+  else
+    s.algo = (mask & bit(Algo::kRing)) ? Algo::kRing : Algo::kDirect;
+  return s;
+}
+
+Selection Selector::select(const CollArgs& args) const {
+  return select(args.coll, messageBytes(args));
+}
+
+std::vector<std::string> Selector::describeTable() const {
+  std::vector<std::string> lines;
+  lines.push_back("nranks=" + std::to_string(nranks_) + " channels=" +
+                  std::to_string(params_.nChannels) + " chunk=" +
+                  std::to_string(params_.chunkBytes) + " B direct<=" +
+                  std::to_string(directMaxBytes_) + " B");
+  for (int c = 0; c < kNumColls; ++c) {
+    const Coll coll = static_cast<Coll>(c);
+    const unsigned mask = allowed_[c] & supportedMask(coll);
+    std::string name = collName(coll);
+    name.resize(std::max<size_t>(name.size(), 14), ' ');
+    std::string rule;
+    if ((mask & bit(Algo::kRing)) && (mask & bit(Algo::kDirect)))
+      rule = "direct <= " + std::to_string(directMaxBytes_) + " B < ring";
+    else
+      rule = algoName((mask & bit(Algo::kRing)) ? Algo::kRing : Algo::kDirect);
+    if (overridden_[c]) rule += "  (override)";
+    lines.push_back(name + " " + rule);
+  }
+  return lines;
+}
+
+}  // namespace grove::plan

@@ -1,0 +1,106 @@
+// The algorithm selection table (UCC-style): for each collective, which
+// algorithm runs for which message size, with user overrides and fallback.
+//
+// Default table: all-reduce, broadcast, all-gather and reduce use the direct
+// (latency) algorithms up to GROVE_DIRECT_MAX_BYTES total message bytes and
+// the ring (chain for broadcast/reduce) above; reduce-scatter always uses the
+// ring; gather, scatter, all-to-all and send/recv have one (direct) algorithm.
+//
+// Overrides (GROVE_ALGO, or the communicator config's `algo` string):
+//   "allreduce:ring;broadcast:direct"   per collective, ';'-separated
+//   "allreduce:ring,direct"             a set: the table picks within it
+//   "allreduce:^direct"                 everything but direct
+//   "ring"                              (no collective) applies to all
+// Unknown collective or algorithm names throw Error(groveInvalidArgument)
+// listing the valid names; an override that leaves a collective no
+// algorithm that supports it is ignored for that collective with a WARN log.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.h"
+
+namespace grove::plan {
+
+/// Algorithm families. Room is left for kTree (Blink tree packing).
+enum class Algo : uint8_t { kRing = 0, kDirect = 1 };
+/// Number of Algo values.
+constexpr int kNumAlgos = 2;
+/// Number of Coll values.
+constexpr int kNumColls = 9;
+
+/// Name of an algorithm: "ring", "direct".
+const char* algoName(Algo a);
+/// Parses an algorithm name (case-insensitive); nullopt if unknown.
+std::optional<Algo> parseAlgo(const std::string& name);
+/// Parses a collective name as collName() prints it (case-insensitive,
+/// '_' ignored: "all_reduce" works too); nullopt if unknown.
+std::optional<Coll> parseColl(const std::string& name);
+/// True if `algo` can run `coll` (kDirect runs sendrecv via buildP2P).
+bool algoSupports(Algo algo, Coll coll);
+
+/// Builds one rank's program for a collective with the given algorithm.
+/// Throws Error(groveInvalidArgument) if the algorithm does not support the
+/// collective (and for kSendRecv, which needs buildP2P).
+Program build(Algo algo, const CollArgs& args, const PlanParams& params);
+
+/// What kind of transport the communicator mostly uses (tunes the defaults).
+enum class TransportKind : uint8_t { kAuto, kShm, kSocket, kLoopback, kCuda };
+
+/// The selector's inputs, normally read from the config registry.
+struct SelectorConfig {
+  std::string algo;                 ///< override text ("" = none), see the file comment
+  uint64_t directMaxBytes = 16 << 10;  ///< direct algorithms up to this many message bytes
+  uint64_t chunkBytes = 0;          ///< pipelined step size; 0 = bufferBytes / 2
+  uint64_t bufferBytes = 1 << 20;   ///< each connection's buffer per direction
+  int nChannels = 0;                ///< channels per collective; 0 = automatic
+
+  /// Reads GROVE_ALGO, GROVE_DIRECT_MAX_BYTES, GROVE_CHUNKSIZE, GROVE_BUFFSIZE
+  /// and GROVE_NCHANNELS; a non-empty `algoOverride` (the comm config's
+  /// `algo`) replaces GROVE_ALGO, and `nChannels` > 0 replaces GROVE_NCHANNELS.
+  static SelectorConfig fromRegistry(const char* algoOverride = nullptr, int nChannels = 0);
+};
+
+/// The choice for one call.
+struct Selection {
+  Algo algo = Algo::kRing;
+  PlanParams params;
+};
+
+/// Maps (collective, message bytes) to an algorithm and its parameters.
+class Selector {
+ public:
+  /// Parses cfg.algo (throws Error(groveInvalidArgument) on unknown names)
+  /// and fixes the channel count and chunk size for this communicator.
+  Selector(int nranks, TransportKind kind, const SelectorConfig& cfg);
+
+  /// The algorithm for a collective of `bytes` total message bytes
+  /// (as messageBytes() counts them).
+  Selection select(Coll coll, uint64_t bytes) const;
+  /// The algorithm for a call.
+  Selection select(const CollArgs& args) const;
+
+  /// The planner knobs every selection carries.
+  const PlanParams& params() const { return params_; }
+  /// Algorithms allowed for `coll` after the overrides (bit i = Algo i).
+  unsigned allowedMask(Coll coll) const { return allowed_[static_cast<int>(coll)]; }
+
+  /// One human-readable line per collective, e.g.
+  /// "allreduce      direct <= 16384 B < ring", for grove-info.
+  std::vector<std::string> describeTable() const;
+
+ private:
+  void parseOverrides(const std::string& text);
+
+  int nranks_;
+  uint64_t directMaxBytes_;
+  PlanParams params_;
+  std::array<unsigned, kNumColls> allowed_{};
+  std::array<bool, kNumColls> overridden_{};
+};
+
+}  // namespace grove::plan
