@@ -1,0 +1,243 @@
+#include "perf/common/verify.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/dtype.h"
+
+namespace grove::perf {
+namespace {
+
+constexpr int64_t kExactLimit = 120;  // |partial results| stay <= this (int8, half, bf16 exact)
+constexpr int kMaxTwos = 24;          // ranks that may contribute a 2 to a product (<= 6 per index)
+
+bool isSigned(groveDataType_t t) {
+  return t == groveInt8 || t == groveInt32 || t == groveInt64 || dtypeIsFloat(t);
+}
+
+int64_t sumModulus(int nranks) {
+  return std::clamp<int64_t>(kExactLimit / std::max(nranks, 1) + 1, 1, 8);
+}
+
+int64_t avgBaseRange(int nranks) {
+  return std::clamp<int64_t>(kExactLimit / std::max(nranks, 1) - 1, 1, 8);
+}
+
+// d(rank) of the avg pattern: +1, -1 in pairs, 0 for the odd one out.
+int64_t avgDelta(int rank, int nranks) {
+  if (rank % 2 == 1) return -1;
+  return rank + 1 < nranks ? 1 : 0;
+}
+
+int64_t reduceInput(const DataSpec& s, int rank, size_t index) {
+  const uint64_t i = index;
+  const uint64_t r = static_cast<uint64_t>(rank);
+  switch (s.op) {
+    case groveSum: return static_cast<int64_t>((i * 5 + r * 3) % sumModulus(s.nranks));
+    case groveAvg:
+      return 1 + static_cast<int64_t>(i % avgBaseRange(s.nranks)) + avgDelta(rank, s.nranks);
+    case groveProd:
+      if (rank < kMaxTwos && (i + 2 * r) % 8 == 0) return 2;
+      if (isSigned(s.type) && (i + r) % 3 == 1) return -1;
+      return 1;
+    case groveMax:
+    case groveMin:
+    default: {
+      int64_t v = static_cast<int64_t>((r * 7 + i * 13) % 61);
+      return isSigned(s.type) ? v - 30 : v;
+    }
+  }
+}
+
+void storeBits(void* buf, size_t index, const void* bits, size_t size) {
+  std::memcpy(static_cast<char*>(buf) + index * size, bits, size);
+}
+
+}  // namespace
+
+int64_t inputValue(const DataSpec& spec, int rank, size_t index) {
+  if (collHasOp(spec.kind)) return reduceInput(spec, rank, index);
+  int64_t v = static_cast<int64_t>((static_cast<uint64_t>(rank) * 31 + index * 7) % 97);
+  return isSigned(spec.type) ? v - 48 : v;
+}
+
+int64_t reducedValue(const DataSpec& spec, size_t index) {
+  uint64_t acc = static_cast<uint64_t>(inputValue(spec, 0, index));
+  for (int r = 1; r < spec.nranks; ++r) {
+    const int64_t v = inputValue(spec, r, index);
+    switch (spec.op) {
+      case groveSum:
+      case groveAvg: acc += static_cast<uint64_t>(v); break;
+      case groveProd: acc *= static_cast<uint64_t>(v); break;  // wraps, as integer types do
+      case groveMax: acc = static_cast<uint64_t>(std::max(static_cast<int64_t>(acc), v)); break;
+      case groveMin: acc = static_cast<uint64_t>(std::min(static_cast<int64_t>(acc), v)); break;
+      default: break;
+    }
+  }
+  int64_t result = static_cast<int64_t>(acc);
+  if (spec.op == groveAvg) result /= std::max(spec.nranks, 1);
+  return result;
+}
+
+void storeValue(groveDataType_t type, void* buf, size_t index, int64_t v) {
+  switch (type) {
+    case groveInt8: case groveUint8: { uint8_t b = static_cast<uint8_t>(v); storeBits(buf, index, &b, 1); break; }
+    case groveInt32: case groveUint32: { uint32_t b = static_cast<uint32_t>(v); storeBits(buf, index, &b, 4); break; }
+    case groveInt64: case groveUint64: storeBits(buf, index, &v, 8); break;
+    case groveFloat16: { uint16_t b = floatToHalfBits(static_cast<float>(v)); storeBits(buf, index, &b, 2); break; }
+    case groveBfloat16: { uint16_t b = floatToBf16Bits(static_cast<float>(v)); storeBits(buf, index, &b, 2); break; }
+    case groveFloat32: { float f = static_cast<float>(v); storeBits(buf, index, &f, 4); break; }
+    case groveFloat64: { double d = static_cast<double>(v); storeBits(buf, index, &d, 8); break; }
+    default: break;
+  }
+}
+
+double loadValue(groveDataType_t type, const void* buf, size_t index) {
+  const char* p = static_cast<const char*>(buf) + index * dtypeSize(type);
+  switch (type) {
+    case groveInt8: { int8_t v; std::memcpy(&v, p, 1); return v; }
+    case groveUint8: { uint8_t v; std::memcpy(&v, p, 1); return v; }
+    case groveInt32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case groveUint32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+    case groveInt64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    case groveUint64: { uint64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    case groveFloat16: { uint16_t v; std::memcpy(&v, p, 2); return halfBitsToFloat(v); }
+    case groveBfloat16: { uint16_t v; std::memcpy(&v, p, 2); return bf16BitsToFloat(v); }
+    case groveFloat32: { float v; std::memcpy(&v, p, 4); return v; }
+    case groveFloat64: { double v; std::memcpy(&v, p, 8); return v; }
+    default: return 0;
+  }
+}
+
+size_t checkedRegionOffset(const DataSpec& spec, int rank, const CollCounts& counts,
+                           bool inPlace) {
+  return inPlace ? counts.recvInplaceOffset * static_cast<size_t>(rank) * dtypeSize(spec.type) : 0;
+}
+
+void prepareData(const DataSpec& spec, int rank, const CollCounts& c, bool inPlace, void* send,
+                 void* recv, void* expected) {
+  const size_t es = dtypeSize(spec.type);
+  const size_t region = checkedRegionOffset(spec, rank, c, inPlace);
+  char* recvBytes = static_cast<char*>(recv);
+  std::memset(recv, 0, std::max(c.recvCount * es, region + c.recvCount * es));
+  char* data = inPlace ? recvBytes + c.sendInplaceOffset * static_cast<size_t>(rank) * es
+                       : static_cast<char*>(send);
+  const bool rootOnlyInput = spec.kind == CollKind::kBroadcast || spec.kind == CollKind::kScatter;
+  if (!rootOnlyInput || rank == spec.root)
+    for (size_t i = 0; i < c.sendCount; ++i) storeValue(spec.type, data, i, inputValue(spec, rank, i));
+
+  // Start from what the region holds now: rooted collectives leave it alone off the root.
+  std::memcpy(expected, recvBytes + region, c.recvCount * es);
+  const int n = spec.nranks;
+  const size_t per = c.paramCount;
+  switch (spec.kind) {
+    case CollKind::kAllReduce:
+      for (size_t i = 0; i < c.recvCount; ++i) storeValue(spec.type, expected, i, reducedValue(spec, i));
+      break;
+    case CollKind::kReduce:
+      if (rank != spec.root) break;
+      for (size_t i = 0; i < c.recvCount; ++i) storeValue(spec.type, expected, i, reducedValue(spec, i));
+      break;
+    case CollKind::kReduceScatter:
+      for (size_t i = 0; i < c.recvCount; ++i)
+        storeValue(spec.type, expected, i, reducedValue(spec, static_cast<size_t>(rank) * per + i));
+      break;
+    case CollKind::kBroadcast:
+      for (size_t i = 0; i < c.recvCount; ++i) storeValue(spec.type, expected, i, inputValue(spec, spec.root, i));
+      break;
+    case CollKind::kGather:
+      if (rank != spec.root) break;
+      [[fallthrough]];
+    case CollKind::kAllGather:
+      for (int j = 0; j < n; ++j)
+        for (size_t i = 0; i < per; ++i)
+          storeValue(spec.type, expected, static_cast<size_t>(j) * per + i, inputValue(spec, j, i));
+      break;
+    case CollKind::kScatter:
+      for (size_t i = 0; i < c.recvCount; ++i)
+        storeValue(spec.type, expected, i, inputValue(spec, spec.root, static_cast<size_t>(rank) * per + i));
+      break;
+    case CollKind::kAlltoAll:
+      for (int j = 0; j < n; ++j)
+        for (size_t i = 0; i < per; ++i)
+          storeValue(spec.type, expected, static_cast<size_t>(j) * per + i,
+                     inputValue(spec, j, static_cast<size_t>(rank) * per + i));
+      break;
+    case CollKind::kSendRecv:
+      for (size_t i = 0; i < c.recvCount; ++i)
+        storeValue(spec.type, expected, i, inputValue(spec, (rank - 1 + n) % n, i));
+      break;
+  }
+}
+
+size_t countWrong(groveDataType_t type, const void* got, const void* expected, size_t count) {
+  const size_t es = dtypeSize(type);
+  const char* a = static_cast<const char*>(got);
+  const char* b = static_cast<const char*>(expected);
+  if (std::memcmp(a, b, count * es) == 0) return 0;
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i) wrong += std::memcmp(a + i * es, b + i * es, es) != 0;
+  return wrong;
+}
+
+uint16_t floatToHalfBits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff);
+  uint32_t mant = x & 0x7fffffu;
+  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
+  int32_t e = exp - 127 + 15;
+  if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
+  if (e <= 0) {                                                  // subnormal or zero
+    if (e < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    const int shift = 14 - e;
+    uint32_t h = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1u))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = (static_cast<uint32_t>(e) << 10) | (mant >> 13);
+  const uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into inf: correct
+  return static_cast<uint16_t>(sign | h);
+}
+
+float halfBitsToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
+  if (exp == 0x1f) {
+    x = sign | 0x7f800000u | (mant << 13);
+  } else if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {  // normalise the subnormal
+      int e = -1;
+      do { mant <<= 1; ++e; } while ((mant & 0x400u) == 0);
+      x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else {
+    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+uint16_t floatToBf16Bits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // NaN
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+float bf16BitsToFloat(uint16_t b) {
+  uint32_t x = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+}  // namespace grove::perf

@@ -1,0 +1,146 @@
+// Tests of the grove-launch binary with trivial commands: environment of the
+// ranks, output tagging, exit-status propagation, the grace period after a
+// failure, SIGKILL for ranks that ignore SIGTERM, --timeout, usage errors.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct RunResult {
+  int status = -1;       // exit status of grove-launch
+  std::string out, err;  // its stdout and stderr
+  double seconds = 0;
+};
+
+// Runs "grove-launch <args>" through sh; args are shell words.
+RunResult launch(const std::string& args) {
+  char errPath[] = "/tmp/grove_launch_test_XXXXXX";
+  int fd = mkstemp(errPath);
+  close(fd);
+  const std::string cmd = std::string("'") + GROVE_LAUNCH_PATH + "' " + args + " 2>" + errPath;
+  RunResult r;
+  auto t0 = std::chrono::steady_clock::now();
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  int st = pclose(p);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  std::ifstream in(errPath);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.err = ss.str();
+  unlink(errPath);
+  return r;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(GroveLaunch, SetsRankEnvironment) {
+  RunResult r = launch(
+      "-n 3 -- sh -c 'echo $GROVE_RANK $GROVE_NRANKS $GROVE_LOCAL_RANK $RANK $WORLD_SIZE "
+      "$LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(lines(r.out), (std::vector<std::string>{"0 3 0 0 3 0 3 127.0.0.1",
+                                                    "1 3 1 1 3 1 3 127.0.0.1",
+                                                    "2 3 2 2 3 2 3 127.0.0.1"}));
+}
+
+TEST(GroveLaunch, CommIdAndMasterPortDiffer) {
+  RunResult r = launch("-n 2 sh -c 'echo $GROVE_COMM_ID $MASTER_PORT'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto l = lines(r.out);
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0], l[1]);  // every rank sees the same addresses
+  std::istringstream in(l[0]);
+  std::string commId, masterPort;
+  in >> commId >> masterPort;
+  ASSERT_EQ(commId.rfind("127.0.0.1:", 0), 0u) << commId;
+  EXPECT_NE(commId.substr(10), masterPort);
+  EXPECT_GT(std::stoi(masterPort), 0);
+
+  r = launch("-n 1 --port 23456 sh -c 'echo $GROVE_COMM_ID'");
+  EXPECT_EQ(r.out, "127.0.0.1:23456\n");
+}
+
+TEST(GroveLaunch, TagOutput) {
+  RunResult r = launch("-n 2 --tag-output -- sh -c 'echo hello; echo oops >&2; printf tail'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(lines(r.out),
+            (std::vector<std::string>{"[0] hello", "[0] tail", "[1] hello", "[1] tail"}));
+  EXPECT_NE(r.err.find("[1] oops"), std::string::npos) << r.err;
+}
+
+TEST(GroveLaunch, PropagatesTheFailingRanksExitCode) {
+  RunResult r = launch("-n 3 -- sh -c 'if [ $GROVE_RANK = 1 ]; then exit 3; fi'");
+  EXPECT_EQ(r.status, 3);
+  EXPECT_NE(r.err.find("rank 1 exited with code 3"), std::string::npos) << r.err;
+  r = launch("-n 2 -- sh -c 'if [ $GROVE_RANK = 0 ]; then kill -9 $$; fi'");
+  EXPECT_EQ(r.status, 128 + 9);
+  EXPECT_NE(r.err.find("rank 0 killed by signal 9"), std::string::npos) << r.err;
+  r = launch("-n 2 -- /nonexistent/grove-program");
+  EXPECT_EQ(r.status, 127);
+  EXPECT_NE(r.err.find("cannot run"), std::string::npos) << r.err;
+}
+
+TEST(GroveLaunch, HangingRankIsKilledAfterTheGracePeriod) {
+  RunResult r = launch(
+      "-n 3 --grace 1 -- sh -c 'if [ $GROVE_RANK = 2 ]; then exit 5; fi; exec sleep 60'");
+  EXPECT_EQ(r.status, 5) << r.err;
+  EXPECT_LT(r.seconds, 15.0);
+  EXPECT_NE(r.err.find("grace period over"), std::string::npos) << r.err;
+  // A rank that ignores SIGTERM gets SIGKILL 2 s later.
+  r = launch(
+      "-n 2 --grace 0.5 -- sh -c 'if [ $GROVE_RANK = 0 ]; then exit 4; fi; trap \"\" TERM; "
+      "sleep 60'");
+  EXPECT_EQ(r.status, 4) << r.err;
+  EXPECT_LT(r.seconds, 15.0);
+  EXPECT_NE(r.err.find("ignored SIGTERM"), std::string::npos) << r.err;
+}
+
+TEST(GroveLaunch, OthersMayFinishWithinTheGracePeriod) {
+  RunResult r = launch(
+      "-n 2 --grace 20 -- sh -c 'if [ $GROVE_RANK = 0 ]; then exit 6; fi; sleep 0.3; echo done'");
+  EXPECT_EQ(r.status, 6);
+  EXPECT_EQ(r.out, "done\n");
+  EXPECT_LT(r.seconds, 10.0);
+}
+
+TEST(GroveLaunch, Timeout) {
+  RunResult r = launch("-n 2 --timeout 1 -- sleep 60");
+  EXPECT_EQ(r.status, 124);
+  EXPECT_LT(r.seconds, 15.0);
+  EXPECT_NE(r.err.find("timeout"), std::string::npos) << r.err;
+}
+
+TEST(GroveLaunch, UsageErrors) {
+  EXPECT_EQ(launch("-- true").status, 2);           // no -n
+  EXPECT_EQ(launch("-n 2").status, 2);              // no command
+  EXPECT_EQ(launch("-n 0 true").status, 2);         // bad count
+  EXPECT_EQ(launch("-n two true").status, 2);
+  EXPECT_EQ(launch("-n 2 --bogus true").status, 2);
+  RunResult r = launch("-n");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("usage"), std::string::npos);
+  EXPECT_EQ(launch("--help").status, 0);
+}
+
+}  // namespace
