@@ -1,0 +1,264 @@
+// C entry points for versions, errors, unique ids, communicators and host streams.
+#include <memory>
+
+#include "base/log.h"
+#include "capi/handles.h"
+#include "core/bootstrap.h"
+#include "core/group.h"
+#include "core/options.h"
+
+using grove::Error;
+using grove::capi::apiCall;
+namespace core = grove::core;
+
+namespace {
+
+// Creates the Comm behind h; records success or failure in h.
+void initHandle(groveComm* h, core::UniqueIdData id, core::CommOptions opts) {
+  std::unique_ptr<core::Comm> impl;
+  groveResult_t code = groveSuccess;
+  std::string text;
+  try {
+    impl = std::make_unique<core::Comm>(id, h->nranks, h->rank, opts);
+  } catch (const Error& e) {
+    code = e.code();
+    text = e.what();
+  } catch (const std::exception& e) {
+    code = groveInternalError;
+    text = e.what();
+  }
+  std::lock_guard<std::mutex> lock(h->mu);
+  if (code == groveSuccess) {
+    h->impl = std::move(impl);
+    h->state.store(CommState::kReady);
+  } else {
+    h->initError = code;
+    h->initErrorText = text;
+    h->lastError = "groveCommInitRank: " + text;
+    h->state.store(CommState::kFailed);
+  }
+}
+
+groveResult_t initRank(groveComm_t* comm, int nranks, const groveUniqueId& commId, int rank,
+                       groveConfig_t* config, const char* fn) {
+  return apiCall(fn, nullptr, [&] {
+    if (comm == nullptr) grove::throwInvalidArgument("comm (the output pointer) is NULL");
+    *comm = nullptr;
+    if (nranks < 1) grove::throwInvalidArgument("nranks " + std::to_string(nranks) + " must be >= 1");
+    if (rank < 0 || rank >= nranks)
+      grove::throwInvalidArgument("rank " + std::to_string(rank) + " out of range [0," +
+                                  std::to_string(nranks) + ")");
+    core::CommOptions opts = core::resolveOptions(config);
+    core::UniqueIdData id = core::decodeUniqueId(commId);
+    groveComm* h = grove::capi::newCommHandle(rank, nranks);
+    *comm = h;
+    if (core::groupActive()) {
+      core::groupRecordInit([h, id, opts] { initHandle(h, id, opts); });
+      return;
+    }
+    if (!opts.blocking) {
+      h->initThread = std::thread([h, id, opts] { initHandle(h, id, opts); });
+      throw Error(groveInProgress, "initialising");
+    }
+    initHandle(h, id, opts);
+    if (h->state.load() == CommState::kFailed) throw Error(h->initError, h->initErrorText);
+  });
+}
+
+}  // namespace
+
+GROVE_API groveResult_t groveGetVersion(int* version) {
+  return apiCall("groveGetVersion", nullptr, [&] {
+    if (version == nullptr) grove::throwInvalidArgument("version is NULL");
+    *version = GROVE_VERSION_CODE;
+  });
+}
+
+GROVE_API const char* groveGetErrorString(groveResult_t result) {
+  switch (result) {
+    case groveSuccess: return "no error";
+    case groveUnhandledCudaError: return "unhandled cuda error (run with GROVE_DEBUG=INFO for details)";
+    case groveSystemError: return "unhandled system error (run with GROVE_DEBUG=INFO for details)";
+    case groveInternalError: return "internal error - please report this issue to the grove developers";
+    case groveInvalidArgument: return "invalid argument (run with GROVE_DEBUG=WARN for details)";
+    case groveInvalidUsage: return "invalid usage (run with GROVE_DEBUG=WARN for details)";
+    case groveRemoteError: return "remote process exited or there was a network error";
+    case groveInProgress: return "grove operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+GROVE_API groveResult_t groveGetUniqueId(groveUniqueId* uniqueId) {
+  return apiCall("groveGetUniqueId", nullptr, [&] {
+    if (uniqueId == nullptr) grove::throwInvalidArgument("uniqueId is NULL");
+    core::encodeUniqueId(core::makeUniqueId(false), uniqueId);
+  });
+}
+
+GROVE_API groveResult_t groveCommInitRank(groveComm_t* comm, int nranks, groveUniqueId commId,
+                                          int rank) {
+  return initRank(comm, nranks, commId, rank, nullptr, "groveCommInitRank");
+}
+
+GROVE_API groveResult_t groveCommInitRankConfig(groveComm_t* comm, int nranks,
+                                                groveUniqueId commId, int rank,
+                                                groveConfig_t* config) {
+  return initRank(comm, nranks, commId, rank, config, "groveCommInitRankConfig");
+}
+
+GROVE_API groveResult_t groveCommInitAll(groveComm_t* comms, int ndev, const int* devlist) {
+  return apiCall("groveCommInitAll", nullptr, [&] {
+    if (comms == nullptr) grove::throwInvalidArgument("comms is NULL");
+    if (ndev < 1) grove::throwInvalidArgument("ndev " + std::to_string(ndev) + " must be >= 1");
+    groveConfig_t cfg = GROVE_CONFIG_INITIALIZER;
+    if (devlist != nullptr) cfg.deviceKind = groveDeviceCuda;
+    core::CommOptions opts = core::resolveOptions(devlist != nullptr ? &cfg : nullptr);
+    core::UniqueIdData id = core::makeUniqueId(/*ignoreEnv=*/true);
+    std::vector<groveComm*> handles;
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ndev; ++r) handles.push_back(grove::capi::newCommHandle(r, ndev));
+    for (int r = 0; r < ndev; ++r) threads.emplace_back([&, r] { initHandle(handles[r], id, opts); });
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < ndev; ++r) {
+      if (handles[r]->state.load() != CommState::kFailed) continue;
+      std::string why = handles[r]->initErrorText;
+      groveResult_t code = handles[r]->initError;
+      for (groveComm* h : handles)
+        if (h->impl) h->impl->abort("groveCommInitAll failed");
+      throw Error(code, "rank " + std::to_string(r) + ": " + why);
+    }
+    for (int r = 0; r < ndev; ++r) comms[r] = handles[r];
+  });
+}
+
+GROVE_API groveResult_t groveCommDestroy(groveComm_t comm) {
+  return apiCall("groveCommDestroy", nullptr, [&] {
+    if (comm == nullptr) return;  // like free(NULL)
+    if (!grove::capi::knownComm(comm)) grove::throwInvalidArgument("comm is not a grove communicator");
+    {
+      std::lock_guard<std::mutex> lock(comm->joinMu);
+      if (comm->initThread.joinable()) comm->initThread.join();
+    }
+    if (comm->state.exchange(CommState::kDestroyed) == CommState::kDestroyed)
+      grove::throwInvalidUsage("communicator was already destroyed");
+    std::unique_ptr<core::Comm> impl;
+    {
+      std::lock_guard<std::mutex> lock(comm->mu);
+      impl = std::move(comm->impl);
+    }
+    if (impl) impl->close();
+  });
+}
+
+GROVE_API groveResult_t groveCommAbort(groveComm_t comm) {
+  return apiCall("groveCommAbort", nullptr, [&] {
+    if (comm == nullptr) return;
+    if (!grove::capi::knownComm(comm)) grove::throwInvalidArgument("comm is not a grove communicator");
+    {
+      std::lock_guard<std::mutex> lock(comm->joinMu);
+      if (comm->initThread.joinable()) comm->initThread.join();
+    }
+    if (comm->state.exchange(CommState::kDestroyed) == CommState::kDestroyed)
+      grove::throwInvalidUsage("communicator was already destroyed");
+    std::unique_ptr<core::Comm> impl;
+    {
+      std::lock_guard<std::mutex> lock(comm->mu);
+      impl = std::move(comm->impl);
+    }
+    if (impl) impl->abort("rank " + std::to_string(comm->rank) + " called groveCommAbort");
+  });
+}
+
+GROVE_API groveResult_t groveCommSplit(groveComm_t comm, int color, int key, groveComm_t* newcomm,
+                                       groveConfig_t* config) {
+  return apiCall("groveCommSplit", comm, [&] {
+    if (newcomm == nullptr) grove::throwInvalidArgument("newcomm is NULL");
+    *newcomm = nullptr;
+    core::Comm& c = grove::capi::usableComm(comm);
+    if (color < 0 && color != GROVE_SPLIT_NOCOLOR)
+      grove::throwInvalidArgument("color must be >= 0 or GROVE_SPLIT_NOCOLOR");
+    core::CommOptions opts = config != nullptr ? core::resolveOptions(config) : c.options();
+    std::unique_ptr<core::Comm> child;
+    core::submit(c, nullptr, [&] { child = c.split(color, key, opts); });
+    if (!child) return;
+    groveComm* h = grove::capi::newCommHandle(child->rank(), child->nranks());
+    h->impl = std::move(child);
+    h->state.store(CommState::kReady);
+    *newcomm = h;
+  });
+}
+
+GROVE_API groveResult_t groveCommCount(const groveComm_t comm, int* count) {
+  return apiCall("groveCommCount", comm, [&] {
+    if (count == nullptr) grove::throwInvalidArgument("count is NULL");
+    *count = grove::capi::usableComm(comm).nranks();
+  });
+}
+
+GROVE_API groveResult_t groveCommUserRank(const groveComm_t comm, int* rank) {
+  return apiCall("groveCommUserRank", comm, [&] {
+    if (rank == nullptr) grove::throwInvalidArgument("rank is NULL");
+    *rank = grove::capi::usableComm(comm).rank();
+  });
+}
+
+GROVE_API groveResult_t groveCommCuDevice(const groveComm_t comm, int* device) {
+  return apiCall("groveCommCuDevice", comm, [&] {
+    if (device == nullptr) grove::throwInvalidArgument("device is NULL");
+    core::Comm& c = grove::capi::usableComm(comm);
+    *device = c.options().deviceKind == groveDeviceCuda ? c.options().device : -1;
+  });
+}
+
+GROVE_API groveResult_t groveCommGetAsyncError(groveComm_t comm, groveResult_t* asyncError) {
+  return apiCall("groveCommGetAsyncError", comm, [&] {
+    if (asyncError == nullptr) grove::throwInvalidArgument("asyncError is NULL");
+    if (comm == nullptr) grove::throwInvalidArgument("comm is NULL");
+    if (!grove::capi::knownComm(comm)) grove::throwInvalidArgument("comm is not a grove communicator");
+    switch (comm->state.load()) {
+      case CommState::kInitializing: *asyncError = groveInProgress; return;
+      case CommState::kFailed: *asyncError = comm->initError; return;
+      case CommState::kDestroyed: grove::throwInvalidUsage("communicator was destroyed or aborted");
+      case CommState::kReady: *asyncError = comm->impl->errorState(nullptr); return;
+    }
+  });
+}
+
+GROVE_API groveResult_t groveHostStreamCreate(groveHostStream_t* stream) {
+  return apiCall("groveHostStreamCreate", nullptr, [&] {
+    if (stream == nullptr) grove::throwInvalidArgument("stream is NULL");
+    auto* s = new groveHostStream();
+    grove::capi::addStream(s);
+    *stream = s;
+  });
+}
+
+namespace {
+groveResult_t streamResult(const char* fn, groveHostStream_t stream, bool wait) {
+  if (stream == nullptr || !grove::capi::knownStream(stream)) {
+    grove::capi::setLastError(nullptr, std::string(fn) + ": stream is not a live groveHostStream_t");
+    return groveInvalidArgument;
+  }
+  std::string text;
+  groveResult_t r = wait ? stream->impl.synchronize(&text) : stream->impl.query(&text);
+  if (r != groveSuccess && r != groveInProgress) grove::capi::setLastError(nullptr, std::string(fn) + ": " + text);
+  return r;
+}
+}  // namespace
+
+GROVE_API groveResult_t groveHostStreamSynchronize(groveHostStream_t stream) {
+  return streamResult("groveHostStreamSynchronize", stream, true);
+}
+
+GROVE_API groveResult_t groveHostStreamQuery(groveHostStream_t stream) {
+  return streamResult("groveHostStreamQuery", stream, false);
+}
+
+GROVE_API groveResult_t groveHostStreamDestroy(groveHostStream_t stream) {
+  return apiCall("groveHostStreamDestroy", nullptr, [&] {
+    if (stream == nullptr || !grove::capi::knownStream(stream))
+      grove::throwInvalidArgument("stream is not a live groveHostStream_t");
+    grove::capi::removeStream(stream);
+    delete stream;  // drains the queue first
+  });
+}

@@ -1,0 +1,85 @@
+// The objects behind the C handles, and the boundary between C and C++.
+//
+// Every communicator handle ever made stays registered; destroying one frees
+// its Comm but keeps a small tombstone, so a later call with that handle gets
+// a clear "destroyed" error instead of touching freed memory. apiCall() runs
+// the C++ body of an entry point and turns grove::Error (and any other
+// exception) into a result code plus the text groveGetLastError returns.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "base/error.h"
+#include "core/comm.h"
+#include "core/host_stream.h"
+#include "grove/grove.h"
+
+/// Exported entry point of the C API (libgrove.so hides everything else).
+#define GROVE_API extern "C" __attribute__((visibility("default")))
+
+/// Life stages of a communicator handle.
+enum class CommState { kInitializing, kReady, kFailed, kDestroyed };
+
+struct groveComm {
+  std::mutex mu;
+  std::atomic<CommState> state{CommState::kInitializing};
+  std::unique_ptr<grove::core::Comm> impl;
+  int rank = -1;
+  int nranks = 0;
+  groveResult_t initError = groveSuccess;
+  std::string initErrorText;
+  std::mutex joinMu;       ///< serialises joining initThread
+  std::thread initThread;  ///< non-blocking init
+  std::string lastError;
+};
+
+struct groveHostStream {
+  grove::core::HostStream impl;
+};
+
+namespace grove::capi {
+
+/// Registers a new handle (kept until process exit).
+groveComm* newCommHandle(int rank, int nranks);
+/// True if h was made by newCommHandle.
+bool knownComm(const groveComm* h);
+/// The ready Comm of h; waits for a pending init; throws a clear error for a
+/// null, unknown, failed or destroyed handle.
+core::Comm& usableComm(groveComm* h);
+
+/// Registers / unregisters / checks host streams.
+void addStream(groveHostStream* s);
+void removeStream(groveHostStream* s);
+bool knownStream(const groveHostStream* s);
+/// The host stream a collective's stream argument names (null = blocking);
+/// throws if it is not a live groveHostStream_t.
+core::HostStream* hostStreamOf(groveStream_t stream);
+
+/// Records the last error of this thread (and of comm, if given).
+void setLastError(groveComm* comm, const std::string& text);
+/// Runs an entry point's body; returns its result code.
+template <typename Fn>
+groveResult_t apiCall(const char* fn, groveComm* comm, Fn&& body) {
+  try {
+    body();
+    return groveSuccess;
+  } catch (const Error& e) {
+    if (e.code() != groveInProgress) setLastError(comm, std::string(fn) + ": " + e.what());
+    return e.code();
+  } catch (const std::bad_alloc&) {
+    setLastError(comm, std::string(fn) + ": out of memory");
+    return groveSystemError;
+  } catch (const std::exception& e) {
+    setLastError(comm, std::string(fn) + ": internal error: " + e.what());
+    return groveInternalError;
+  } catch (...) {
+    setLastError(comm, std::string(fn) + ": unknown internal error");
+    return groveInternalError;
+  }
+}
+
+}  // namespace grove::capi

@@ -1,0 +1,222 @@
+#include "core/comm.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "algorithms/builders.h"
+#include "algorithms/program_cache.h"
+#include "algorithms/selector.h"
+#include "base/dtype.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "core/bootstrap.h"
+#include "core/connections.h"
+#include "exec/host_executor.h"
+#include "transports/socket/socket_transport.h"
+
+namespace grove::core {
+Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& options)
+    : rank_(rank), nranks_(nranks), options_(options) {
+  wait_ = WaitContext::of(abort_, options_.timeoutSec);
+  if (options_.deviceKind == groveDeviceCuda)
+    throwInvalidArgument(
+        "CUDA communicators are not available in this build yet; use groveDeviceHost");
+  log::setRank(rank);
+
+  auto listener = transport::SocketTransport::listen(options_.timeoutSec);
+  transport::PeerInfo self = localPeerInfo(rank);
+  self.dataAddr = listener->address();
+  bootstrap_ = std::make_unique<Bootstrap>(id, rank, nranks, self, &abort_, options_.timeoutSec);
+
+  transport::Context ctx;
+  ctx.rank = rank;
+  ctx.nranks = nranks;
+  ctx.jobId = jobIdOf(id);
+  ctx.secret = id.secret;
+  ctx.peers = bootstrap_->peers();
+  ctx.bufferBytes = options_.bufferBytes;
+  ctx.wait = wait_;
+  auto socket = std::make_unique<transport::SocketTransport>(ctx, std::move(listener));
+  connections_ = std::make_unique<Connections>(ctx, options_.transport, std::move(socket));
+
+  plan::SelectorConfig sel = plan::SelectorConfig::fromRegistry(options_.algo.c_str(), options_.nChannels);
+  sel.bufferBytes = options_.bufferBytes;
+  sel.chunkBytes = options_.chunkBytes;
+  plan::TransportKind kind = connections_->usesSocket() ? plan::TransportKind::kSocket
+                                                        : plan::TransportKind::kShm;
+  selector_ = std::make_unique<plan::Selector>(nranks, kind, sel);
+  nChannels_ = selector_->params().nChannels;
+  cache_ = std::make_unique<plan::ProgramCache>();
+  GROVE_INFO(log::kInit, "comm %s rank %d/%d ready: transport %s, %d channel(s), buffer %zu B",
+             options_.name.empty() ? "-" : options_.name.c_str(), rank, nranks,
+             connections_->summary().c_str(), nChannels_, options_.bufferBytes);
+}
+
+Comm::~Comm() {
+  try {
+    close();
+  } catch (...) {
+    // Destruction never throws; close() already recorded what went wrong.
+  }
+}
+
+groveResult_t Comm::errorState(std::string* text) const {
+  std::lock_guard<std::mutex> lock(errorMu_);
+  if (text != nullptr) *text = errorText_;
+  return error_;
+}
+
+void Comm::checkUsable() const {
+  std::string text;
+  groveResult_t e = errorState(&text);
+  if (e != groveSuccess)
+    throw Error(e, "communicator is in an error state (" + text + "); destroy or abort it");
+  if (abort_.raised()) throw Error(groveRemoteError, abort_.reason());
+}
+
+// Runs fn; on failure records the error, tells the other ranks, and rethrows.
+template <typename Fn>
+void Comm::guarded(const char* what, Fn&& fn) {
+  checkUsable();
+  try {
+    fn();
+  } catch (const Error& e) {
+    bool remote = abort_.raised();
+    std::string text = std::string(what) + " failed on rank " + std::to_string(rank_) + ": " + e.what();
+    {
+      std::lock_guard<std::mutex> lock(errorMu_);
+      if (error_ == groveSuccess) {
+        error_ = e.code() == groveInvalidArgument ? groveInternalError : e.code();
+        errorText_ = text;
+      }
+    }
+    abort_.raise(text);
+    if (!remote && bootstrap_) bootstrap_->abort(text);
+    GROVE_WARN(log::kColl, "%s", text.c_str());
+    throw Error(e.code(), text);
+  }
+}
+
+void* Comm::scratch(size_t bytes) {
+  if (scratchStore_.size() < bytes) scratchStore_.resize(bytes);
+  return scratchStore_.data();
+}
+
+void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* recvbuff) {
+  guarded(plan::collName(args.coll), [&] {
+    uint64_t bytes = plan::messageBytes(args);
+    plan::Selection sel = selector_->select(args.coll, bytes);
+    std::shared_ptr<const plan::Program> shared = cache_->get(sel.algo, args, sel.params);
+    const plan::Program& program = *shared;
+    GROVE_INFO(log::kColl,
+               "%s count %zu %s %s root %d bytes %zu in-place %d algo %s channels %d transport %s",
+               plan::collName(args.coll), static_cast<size_t>(args.count), dtypeName(args.dtype),
+               opName(args.op), args.root, static_cast<size_t>(bytes), args.inPlace ? 1 : 0,
+               program.algo.c_str(), sel.params.nChannels, connections_->summary().c_str());
+    connections_->ensure(program);
+    exec::Buffers buffers;
+    buffers.input = sendbuff;
+    buffers.output = recvbuff;
+    buffers.scratch = scratch(program.scratchBytes);
+    exec::ReduceSpec spec{args.dtype, args.op, nranks_};
+    exec::runProgram(program, buffers, spec, connections_->links(), wait_);
+  });
+}
+
+void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype) {
+  guarded("send/recv", [&] {
+    // Sends to self pair with receives from self in call order: plain copies.
+    std::vector<const P2PCall*> selfSends, selfRecvs;
+    std::vector<plan::P2POp> ops;
+    exec::Buffers buffers;
+    for (const P2PCall& c : calls) {
+      if (c.peer == rank_) {
+        (c.isSend ? selfSends : selfRecvs).push_back(&c);
+        continue;
+      }
+      plan::P2POp op;
+      op.isSend = c.isSend;
+      op.peer = c.peer;
+      op.bytes = c.bytes;
+      op.buf.buf = plan::Buf::kExtra;
+      op.buf.index = static_cast<uint32_t>(buffers.extra.size());
+      buffers.extra.push_back(c.buffer);
+      ops.push_back(op);
+    }
+    if (selfSends.size() != selfRecvs.size())
+      throwInvalidUsage("a group has " + std::to_string(selfSends.size()) + " sends to self but " +
+                        std::to_string(selfRecvs.size()) + " receives from self");
+    for (size_t i = 0; i < selfSends.size(); ++i) {
+      if (selfSends[i]->bytes != selfRecvs[i]->bytes)
+        throwInvalidUsage("send to self and receive from self differ in size");
+      std::memmove(selfRecvs[i]->buffer, selfSends[i]->buffer, selfSends[i]->bytes);
+    }
+    if (ops.empty()) return;
+    plan::Program program = plan::buildP2P(ops, rank_, nranks_);
+    GROVE_INFO(log::kP2p, "send/recv group of %zu ops, transport %s", ops.size(),
+               connections_->summary().c_str());
+    connections_->ensure(program);
+    exec::ReduceSpec spec{dtype, groveSum, nranks_};
+    exec::runProgram(program, buffers, spec, connections_->links(), wait_);
+  });
+}
+
+std::unique_ptr<Comm> Comm::split(int color, int key, const CommOptions& options) {
+  std::unique_ptr<Comm> result;
+  guarded("groveCommSplit", [&] {
+    struct Entry { int32_t color, key, rank; };
+    Entry mine{color < 0 ? -1 : color, key, rank_};
+    std::vector<uint8_t> all = bootstrap_->allGather(&mine, sizeof(mine));
+    std::vector<Entry> members;
+    for (int r = 0; r < nranks_; ++r) {
+      Entry e;
+      std::memcpy(&e, all.data() + r * sizeof(Entry), sizeof(Entry));
+      if (color >= 0 && e.color == mine.color) members.push_back(e);
+    }
+    std::stable_sort(members.begin(), members.end(), [](const Entry& a, const Entry& b) {
+      return a.key != b.key ? a.key < b.key : a.rank < b.rank;
+    });
+    int newRank = -1;
+    for (size_t i = 0; i < members.size(); ++i)
+      if (members[i].rank == rank_) newRank = static_cast<int>(i);
+    groveUniqueId id{};
+    if (newRank == 0) encodeUniqueId(makeUniqueId(/*ignoreEnv=*/true), &id);
+    std::vector<uint8_t> ids = bootstrap_->allGather(&id, sizeof(id));
+    if (color < 0) return;
+    std::memcpy(&id, ids.data() + members[0].rank * sizeof(id), sizeof(id));
+    result = std::make_unique<Comm>(decodeUniqueId(id), static_cast<int>(members.size()), newRank,
+                                    options);
+  });
+  return result;
+}
+
+void Comm::abort(const std::string& why) {
+  abort_.raise(why);
+  {
+    std::lock_guard<std::mutex> lock(errorMu_);
+    if (error_ == groveSuccess) {
+      error_ = groveInvalidUsage;
+      errorText_ = "communicator was aborted";
+    }
+  }
+  if (bootstrap_) bootstrap_->abort(why);
+  // Running work sees the signal at its next wait; give it a moment to leave.
+  sequencer_.drainFor(std::min(options_.timeoutSec, 5.0));
+  closed_ = true;
+  bootstrap_.reset();
+}
+
+void Comm::close() {
+  if (closed_) return;
+  closed_ = true;
+  if (!sequencer_.drainFor(options_.timeoutSec > 0 ? options_.timeoutSec : 1e9)) {
+    abort_.raise("communicator destroyed while work was still pending");
+    sequencer_.drainFor(5.0);
+  }
+  if (bootstrap_) bootstrap_->close();
+}
+
+}  // namespace grove::core

@@ -1,0 +1,94 @@
+// Comm: one rank of a communicator -- the object behind groveComm_t.
+//
+// It joins the job through the bootstrap (src/core/bootstrap.h), keeps the
+// transports and open links (connections.h), picks an algorithm per call
+// from the selection table (algorithms/selector.h), gets the program from a
+// cache, and runs it with the host executor. Operations run in issue order
+// (sequencer.h). The first failure puts the communicator in an error state,
+// tells every other rank through the bootstrap so they fail fast too, and
+// makes every later call return that error.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "base/wait.h"
+#include "core/options.h"
+#include "core/sequencer.h"
+#include "grove/grove.h"
+
+namespace grove::plan {
+class Selector;
+class ProgramCache;
+}  // namespace grove::plan
+
+namespace grove::core {
+
+class Bootstrap;
+class Connections;
+struct UniqueIdData;
+
+/// One point-to-point operation of a group.
+struct P2PCall {
+  bool isSend = false;
+  int peer = -1;
+  void* buffer = nullptr;  ///< const for sends
+  size_t bytes = 0;
+};
+
+class Comm {
+ public:
+  /// Joins rank `rank` of an `nranks`-rank communicator; blocks until all joined.
+  Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& options);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  const CommOptions& options() const { return options_; }
+  Sequencer& sequencer() { return sequencer_; }
+
+  /// Runs a collective now (the caller holds its sequencer ticket).
+  void collective(const plan::CollArgs& args, const void* sendbuff, void* recvbuff);
+  /// Runs a batch of sends and receives concurrently.
+  void pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype);
+  /// Collective over this comm: the new comm of this rank's color, or null for a negative color.
+  std::unique_ptr<Comm> split(int color, int key, const CommOptions& options);
+
+  /// Stops every pending and future call here and on the other ranks.
+  void abort(const std::string& why);
+  /// Graceful end: waits for queued work, then leaves the job.
+  void close();
+  /// groveSuccess, or the error that put the comm in its error state (and its text).
+  groveResult_t errorState(std::string* text) const;
+
+ private:
+  template <typename Fn>
+  void guarded(const char* what, Fn&& fn);
+  void checkUsable() const;
+  void* scratch(size_t bytes);
+
+  int rank_;
+  int nranks_;
+  CommOptions options_;
+  AbortSignal abort_;
+  WaitContext wait_;
+  Sequencer sequencer_;
+  std::unique_ptr<Bootstrap> bootstrap_;
+  std::unique_ptr<Connections> connections_;
+  std::unique_ptr<plan::Selector> selector_;
+  std::unique_ptr<plan::ProgramCache> cache_;
+  int nChannels_ = 1;
+  std::vector<uint8_t, std::allocator<uint8_t>> scratchStore_;
+  mutable std::mutex errorMu_;
+  groveResult_t error_ = groveSuccess;
+  std::string errorText_;
+  bool closed_ = false;
+};
+
+}  // namespace grove::core

@@ -1,0 +1,118 @@
+#include "core/group.h"
+
+#include <exception>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+
+namespace grove::core {
+namespace {
+
+struct GroupState {
+  int depth = 0;
+  std::vector<GroupOp> ops;
+  std::vector<std::function<void()>> inits;
+};
+
+GroupState& state() {
+  thread_local GroupState s;
+  return s;
+}
+
+// Runs the functions concurrently (the first on this thread) and rethrows the first error.
+void runConcurrently(std::vector<std::function<void()>>& work) {
+  std::vector<std::exception_ptr> errors(work.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < work.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        work[i]();
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  if (!work.empty()) {
+    try {
+      work[0]();
+    } catch (...) {
+      errors[0] = std::current_exception();
+    }
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// The work of one communicator's share of a group.
+std::function<void()> commWork(Comm* comm, std::vector<GroupOp> ops) {
+  return [comm, ops = std::move(ops)] {
+    std::vector<P2PCall> p2p;
+    for (const GroupOp& op : ops) {
+      if (op.isP2P) p2p.push_back(op.p2p);
+      else comm->collective(op.args, op.sendbuff, op.recvbuff);
+    }
+    if (!p2p.empty()) comm->pointToPoint(p2p, groveUint8);
+  };
+}
+
+}  // namespace
+
+bool groupActive() { return state().depth > 0; }
+
+void groupStart() { ++state().depth; }
+
+void groupRecord(GroupOp op) { state().ops.push_back(std::move(op)); }
+
+void groupRecordInit(std::function<void()> init) { state().inits.push_back(std::move(init)); }
+
+void submit(Comm& comm, HostStream* stream, std::function<void()> work) {
+  uint64_t ticket = comm.sequencer().issue();
+  if (stream == nullptr) {
+    comm.sequencer().run(ticket, work);
+    return;
+  }
+  Comm* c = &comm;
+  stream->enqueue([c, ticket, work = std::move(work)] { c->sequencer().run(ticket, work); });
+}
+
+void groupEnd() {
+  GroupState& s = state();
+  if (s.depth == 0) throwInvalidUsage("groveGroupEnd without a matching groveGroupStart");
+  if (--s.depth > 0) return;
+  std::vector<GroupOp> ops = std::move(s.ops);
+  std::vector<std::function<void()>> inits = std::move(s.inits);
+  s.ops.clear();
+  s.inits.clear();
+  runConcurrently(inits);
+
+  // Split per communicator, in order of first use.
+  std::vector<Comm*> comms;
+  std::vector<std::vector<GroupOp>> perComm;
+  for (GroupOp& op : ops) {
+    size_t i = 0;
+    while (i < comms.size() && comms[i] != op.comm) ++i;
+    if (i == comms.size()) {
+      comms.push_back(op.comm);
+      perComm.emplace_back();
+    } else if (perComm[i].front().stream != op.stream) {
+      throwInvalidUsage("all operations of one communicator in a group must use the same stream");
+    }
+    perComm[i].push_back(std::move(op));
+  }
+  std::vector<std::function<void()>> blocking;
+  for (size_t i = 0; i < comms.size(); ++i) {
+    HostStream* stream = perComm[i].front().stream;
+    std::function<void()> work = commWork(comms[i], std::move(perComm[i]));
+    if (stream != nullptr) {
+      submit(*comms[i], stream, std::move(work));
+    } else {
+      Comm* c = comms[i];
+      uint64_t ticket = c->sequencer().issue();
+      blocking.push_back([c, ticket, work = std::move(work)] { c->sequencer().run(ticket, work); });
+    }
+  }
+  runConcurrently(blocking);
+}
+
+}  // namespace grove::core

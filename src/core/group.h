@@ -1,0 +1,48 @@
+// Group calls (groveGroupStart / groveGroupEnd).
+//
+// Between the outermost start and its end, calls are recorded per thread
+// instead of run. At the end:
+//   1. deferred communicator inits run, all at once on their own threads
+//      (so one thread can create several ranks, as with NCCL);
+//   2. the recorded operations are split per communicator, in order of first
+//      use; each communicator's collectives run in call order and then all
+//      its sends and receives run as one concurrent program;
+//   3. communicators run concurrently: on their host streams if given, else
+//      on helper threads (one thread may drive several ranks of one job).
+// The first error is rethrown from groupEnd.
+#pragma once
+
+#include <functional>
+
+#include "algorithms/schedule.h"
+#include "core/comm.h"
+#include "core/host_stream.h"
+
+namespace grove::core {
+
+/// A recorded operation.
+struct GroupOp {
+  Comm* comm = nullptr;
+  HostStream* stream = nullptr;  ///< null = blocking
+  bool isP2P = false;
+  plan::CollArgs args;           ///< collectives
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  P2PCall p2p;                   ///< sends and receives
+};
+
+/// True between the outermost groveGroupStart and its groveGroupEnd on this thread.
+bool groupActive();
+/// Opens a (possibly nested) group.
+void groupStart();
+/// Closes a group; the outermost one runs what was recorded. Throws the first error.
+void groupEnd();
+/// Records an operation in the open group.
+void groupRecord(GroupOp op);
+/// Records a deferred communicator init (run at the outermost end).
+void groupRecordInit(std::function<void()> init);
+
+/// Runs one operation now or queues it on its stream, keeping the comm's issue order.
+void submit(Comm& comm, HostStream* stream, std::function<void()> work);
+
+}  // namespace grove::core

@@ -1,0 +1,92 @@
+#include "core/options.h"
+
+#include <strings.h>
+
+#include <cstddef>
+
+#include "base/config.h"
+#include "base/error.h"
+
+namespace grove::core {
+namespace {
+
+TransportMode parseTransport(const std::string& text, const char* source) {
+  if (strcasecmp(text.c_str(), "auto") == 0 || text.empty()) return TransportMode::kAuto;
+  if (strcasecmp(text.c_str(), "shm") == 0) return TransportMode::kShm;
+  if (strcasecmp(text.c_str(), "socket") == 0 || strcasecmp(text.c_str(), "tcp") == 0)
+    return TransportMode::kSocket;
+  throwInvalidArgument(std::string(source) + " '" + text + "' is not a transport (auto, shm, socket)");
+}
+
+bool isSet(int v) { return v != GROVE_CONFIG_UNDEF_INT; }
+
+}  // namespace
+
+const char* transportModeName(TransportMode m) {
+  switch (m) {
+    case TransportMode::kShm: return "shm";
+    case TransportMode::kSocket: return "socket";
+    default: return "auto";
+  }
+}
+
+CommOptions resolveOptions(const groveConfig_t* cfg) {
+  CommOptions o;
+  o.timeoutSec = config::getDouble("GROVE_TIMEOUT");
+  if (o.timeoutSec < 0) throwInvalidArgument("GROVE_TIMEOUT must not be negative");
+  o.nChannels = static_cast<int>(config::getInt("GROVE_NCHANNELS"));
+  o.transport = parseTransport(config::getString("GROVE_TRANSPORT"), "GROVE_TRANSPORT");
+  o.algo = config::getString("GROVE_ALGO");
+  o.bufferBytes = config::getSize("GROVE_BUFFSIZE");
+  o.chunkBytes = config::getSize("GROVE_CHUNKSIZE");
+  std::string kind = config::getString("GROVE_DEVICE_KIND");
+  if (strcasecmp(kind.c_str(), "cuda") == 0) o.deviceKind = groveDeviceCuda;
+  else if (strcasecmp(kind.c_str(), "host") != 0)
+    throwInvalidArgument("GROVE_DEVICE_KIND '" + kind + "' is not host or cuda");
+
+  if (cfg != nullptr) {
+    if (cfg->magic != GROVE_CONFIG_MAGIC)
+      throwInvalidArgument("config was not initialised with GROVE_CONFIG_INITIALIZER (bad magic)");
+    if (cfg->size < offsetof(groveConfig_t, commName) + sizeof(cfg->commName) ||
+        cfg->size > sizeof(groveConfig_t))
+      throwInvalidArgument("config has an unknown size " + std::to_string(cfg->size));
+    if (cfg->version > GROVE_VERSION_CODE)
+      throwInvalidArgument("config comes from a newer grove.h (version " +
+                           std::to_string(cfg->version) + ")");
+    if (isSet(cfg->deviceKind)) {
+      if (cfg->deviceKind != groveDeviceHost && cfg->deviceKind != groveDeviceCuda)
+        throwInvalidArgument("config.deviceKind " + std::to_string(cfg->deviceKind) +
+                             " is not groveDeviceHost or groveDeviceCuda");
+      o.deviceKind = static_cast<groveDeviceKind_t>(cfg->deviceKind);
+    }
+    if (isSet(cfg->device)) o.device = cfg->device;
+    if (isSet(cfg->blocking)) {
+      if (cfg->blocking != 0 && cfg->blocking != 1)
+        throwInvalidArgument("config.blocking must be 0 or 1");
+      o.blocking = cfg->blocking == 1;
+    }
+    if (isSet(cfg->timeoutMs)) {
+      if (cfg->timeoutMs < 0) throwInvalidArgument("config.timeoutMs must not be negative");
+      o.timeoutSec = cfg->timeoutMs / 1000.0;
+    }
+    if (isSet(cfg->nChannels)) {
+      if (cfg->nChannels < 0 || cfg->nChannels > 32)
+        throwInvalidArgument("config.nChannels must be in [0, 32]");
+      o.nChannels = cfg->nChannels;
+    }
+    if (cfg->transport != nullptr) o.transport = parseTransport(cfg->transport, "config.transport");
+    if (cfg->algo != nullptr) o.algo = cfg->algo;
+    if (cfg->commName != nullptr) o.name = cfg->commName;
+  }
+  if (o.nChannels < 0 || o.nChannels > 32) throwInvalidArgument("GROVE_NCHANNELS must be in [0, 32]");
+  if (o.bufferBytes < 4096) throwInvalidArgument("GROVE_BUFFSIZE must be at least 4K");
+  o.bufferBytes = (o.bufferBytes + 63) / 64 * 64;
+  if (o.chunkBytes == 0) o.chunkBytes = o.bufferBytes / 2;
+  if (o.chunkBytes > o.bufferBytes / 2)
+    throwInvalidArgument("GROVE_CHUNKSIZE must be at most half of GROVE_BUFFSIZE");
+  o.chunkBytes = o.chunkBytes / 64 * 64;
+  if (o.chunkBytes == 0) o.chunkBytes = 64;
+  return o;
+}
+
+}  // namespace grove::core

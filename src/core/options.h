@@ -1,0 +1,36 @@
+// CommOptions: a communicator's settings, resolved once at init from the
+// caller's groveConfig_t (fields it set) and the GROVE_* registry (the rest).
+#pragma once
+
+#include <string>
+
+#include "grove/grove.h"
+
+namespace grove::core {
+
+/// Which transports a communicator may use.
+enum class TransportMode { kAuto, kShm, kSocket };
+
+/// Resolved settings of one communicator.
+struct CommOptions {
+  groveDeviceKind_t deviceKind = groveDeviceHost;
+  int device = -1;
+  bool blocking = true;
+  double timeoutSec = 30.0;
+  int nChannels = 0;            ///< 0 = automatic per transport
+  TransportMode transport = TransportMode::kAuto;
+  std::string algo;             ///< override text in GROVE_ALGO syntax
+  std::string name;             ///< for logs
+  size_t bufferBytes = 1 << 20; ///< per link half
+  size_t chunkBytes = 0;        ///< 0 = bufferBytes / 2
+};
+
+/// Resolves options; `config` may be null. Throws grove::Error
+/// (groveInvalidArgument) for a config with a bad size/magic/version or a
+/// field out of range, naming the field.
+CommOptions resolveOptions(const groveConfig_t* config);
+
+/// Name of a transport mode ("auto", "shm", "socket").
+const char* transportModeName(TransportMode m);
+
+}  // namespace grove::core
