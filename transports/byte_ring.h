@@ -5,9 +5,12 @@
 // consumer owns `tail` (bytes ever consumed); both only grow. Free space is
 // capacity - (head - tail); positions map into the data area modulo the
 // capacity. Each side keeps a cached copy of the other's counter and re-reads
-// the shared one only when the cache says "no room" / "no data", so a steady
-// stream costs one shared-cache-line read per batch, not per call. Release
-// stores publish the data; acquire loads see it.
+// the shared one only when the cache shows fewer than kRefreshBelow bytes of
+// room / data, so a steady stream costs one shared-cache-line read per batch,
+// not per call. (Refreshing below 16 bytes rather than at 0 matters: a caller
+// that needs a whole element or the rest of a 16-byte step pad must never be
+// shown a stale sliver smaller than that forever.) Release stores publish
+// the data; acquire loads see it.
 #pragma once
 
 #include <atomic>
@@ -33,10 +36,15 @@ class ByteRing {
 
   size_t capacity() const { return cap_; }
 
+  /// A cached view showing less than this many bytes is refreshed.
+  static constexpr size_t kRefreshBelow = 16;
+
   /// Producer: contiguous free bytes at the write position (0 when full).
   size_t reserve(void** ptr) {
     uint64_t head = ctl_->head.load(std::memory_order_relaxed);
-    if (head - tailCache_ >= cap_) tailCache_ = ctl_->tail.load(std::memory_order_acquire);
+    if (cap_ - static_cast<size_t>(head - tailCache_) < kRefreshBelow) {
+      tailCache_ = ctl_->tail.load(std::memory_order_acquire);
+    }
     size_t freeBytes = cap_ - static_cast<size_t>(head - tailCache_);
     size_t idx = static_cast<size_t>(head % cap_);
     size_t contiguous = cap_ - idx;
@@ -50,7 +58,9 @@ class ByteRing {
   /// Consumer: contiguous readable bytes at the read position (0 when empty).
   size_t peek(const void** ptr) {
     uint64_t tail = ctl_->tail.load(std::memory_order_relaxed);
-    if (headCache_ == tail) headCache_ = ctl_->head.load(std::memory_order_acquire);
+    if (static_cast<size_t>(headCache_ - tail) < kRefreshBelow) {
+      headCache_ = ctl_->head.load(std::memory_order_acquire);
+    }
     size_t avail = static_cast<size_t>(headCache_ - tail);
     size_t idx = static_cast<size_t>(tail % cap_);
     size_t contiguous = cap_ - idx;
