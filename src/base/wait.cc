@@ -1,5 +1,6 @@
 #include "base/wait.h"
 
+#include <poll.h>
 #include <sched.h>
 #include <time.h>
 
@@ -10,19 +11,21 @@
 
 namespace grove {
 namespace {
-uint32_t spinRounds() {
-  static const uint32_t rounds = [] {
-    int64_t us = config::getInt("GROVE_SPIN_US");
-    // About 20 pause rounds of ~50 ns per microsecond; checked every 64 rounds.
-    return static_cast<uint32_t>(us < 0 ? 0 : us * 20);
-  }();
-  return rounds;
-}
 }  // namespace
+
+int defaultSpinUs() {
+  static const int us = [] {
+    int64_t v = config::getInt("GROVE_SPIN_US");
+    return static_cast<int>(v < 0 ? 0 : v);
+  }();
+  return us;
+}
 
 Waiter::Waiter(const WaitContext& ctx, const char* what)
     : ctx_(ctx), what_(what), start_(std::chrono::steady_clock::now()), lastProgress_(start_),
-      spinLimit_(spinRounds()) {}
+      spin_(std::chrono::microseconds(ctx.spinUs >= 0 ? ctx.spinUs : defaultSpinUs())) {
+  spinning_ = spin_.count() > 0;
+}
 
 void Waiter::checkAbort() const {
   if (ctx_.abortFlag != nullptr && ctx_.abortFlag->load(std::memory_order_acquire)) {
@@ -33,26 +36,38 @@ void Waiter::checkAbort() const {
 
 void Waiter::progressed() {
   rounds_ = 0;
+  calls_ = 0;
+  spinning_ = spin_.count() > 0;
   lastProgress_ = std::chrono::steady_clock::now();
 }
 
-void Waiter::wait() {
-  ++rounds_;
-  if (rounds_ < spinLimit_) {
+void Waiter::wait(pollfd* fds, size_t nfds, bool fdsCoverAll) {
+  if (spinning_) {
     cpuRelax();
-    if ((rounds_ & 63) != 0) return;
+    if ((++calls_ & 15) != 0) return;
     checkAbort();
-    return;
+    if (std::chrono::steady_clock::now() - lastProgress_ < spin_) return;
+    spinning_ = false;
   }
   checkAbort();
-  uint32_t past = rounds_ - spinLimit_;
-  if (past < 16) {
+  uint32_t past = rounds_++;
+  if (nfds > 0 && fdsCoverAll) {
+    // Only sockets can wake us: block in poll (100 ms slices keep abort and timeout checks alive).
+    timespec ts{0, 100 * 1000 * 1000};
+    ppoll(fds, nfds, &ts, nullptr);
+    past = 0;  // check the clock every slice
+  } else if (past < 16) {
+    if (nfds > 0) {
+      timespec ts{0, 0};
+      ppoll(fds, nfds, &ts, nullptr);
+    }
     sched_yield();
   } else {
     // Naps grow from 20 us to 1 ms: a peer that is slow to arrive costs little CPU.
     long ns = 20000L * static_cast<long>(past < 66 ? past - 15 : 50);
     timespec ts{0, ns};
-    nanosleep(&ts, nullptr);
+    if (nfds > 0) ppoll(fds, nfds, &ts, nullptr);
+    else nanosleep(&ts, nullptr);
   }
   if ((past & 15) == 0) {
     auto now = std::chrono::steady_clock::now();

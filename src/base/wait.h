@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <string>
 
+struct pollfd;
+
 namespace grove {
 
 /// A one-shot alarm raised when a communicator must stop (local abort, a
@@ -43,6 +45,7 @@ struct WaitContext {
   std::atomic<bool>* abortFlag = nullptr;  ///< raised when the comm is aborted or a peer failed
   const std::string* abortReason = nullptr;///< why (read only after abortFlag is seen true)
   double timeoutSec = 30.0;                ///< time without progress before failing
+  int spinUs = -1;                         ///< busy-wait this long before yielding; -1 = GROVE_SPIN_US
 
   /// Context that watches `signal` and fails after `timeout` seconds idle.
   static WaitContext of(AbortSignal& signal, double timeout) {
@@ -54,14 +57,24 @@ struct WaitContext {
   }
 };
 
-/// One wait loop's backoff state.
+/// The process-wide default spin time (GROVE_SPIN_US).
+int defaultSpinUs();
+
+/// One wait loop's backoff state. The spin stage is bounded in time, not in
+/// calls, because a caller's pass between calls may itself cost system calls.
 class Waiter {
  public:
   /// `what` names the wait in the timeout error message.
   Waiter(const WaitContext& ctx, const char* what);
   /// Backs off once (spin, yield or sleep); throws grove::Error(RemoteError)
   /// on timeout, or the abort error if the flag is raised.
-  void wait();
+  void wait() { wait(nullptr, 0, false); }
+  /// As wait(), but past the spin stage it sleeps in poll() on `fds` (sockets
+  /// the caller waits for), so it wakes as soon as one is ready. When
+  /// `fdsCoverAll` is true, nothing else can make progress, and the poll may
+  /// block for long (still checking the timeout and the abort flag); when
+  /// false, it naps no longer than a plain wait() would.
+  void wait(struct pollfd* fds, size_t nfds, bool fdsCoverAll);
   /// Resets the backoff and the timeout clock after progress.
   void progressed();
   /// Throws if the abort flag is raised (cheap; call in hot loops).
@@ -72,8 +85,10 @@ class Waiter {
   const char* what_;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point lastProgress_;
-  uint32_t rounds_ = 0;
-  uint32_t spinLimit_;
+  uint32_t rounds_ = 0;     // backoff rounds past the spin stage
+  uint32_t calls_ = 0;      // wait() calls since the last progress
+  bool spinning_ = true;    // still in the spin stage
+  std::chrono::nanoseconds spin_;
 };
 
 /// Cheap CPU pause for spin loops.

@@ -1,5 +1,6 @@
 #include "core/comm.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,16 @@
 #include "transports/socket/socket_transport.h"
 
 namespace grove::core {
+namespace {
+
+int onlineCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+}  // namespace
 Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& options)
     : rank_(rank), nranks_(nranks), options_(options) {
   wait_ = WaitContext::of(abort_, options_.timeoutSec);
@@ -30,6 +41,16 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   transport::PeerInfo self = localPeerInfo(rank);
   self.dataAddr = listener->address();
   bootstrap_ = std::make_unique<Bootstrap>(id, rank, nranks, self, &abort_, options_.timeoutSec);
+
+  // More ranks on this host than CPUs: spinning only steals the CPU from the
+  // rank we wait for, so yield at once (as MPI libraries do when oversubscribed).
+  int local = 0;
+  for (const auto& p : bootstrap_->peers()) local += p.hostHash == self.hostHash ? 1 : 0;
+  if (local > onlineCpus()) {
+    wait_.spinUs = 0;
+    GROVE_INFO(log::kInit, "%d ranks share %d CPUs on this host: waits yield without spinning",
+               local, onlineCpus());
+  }
 
   transport::Context ctx;
   ctx.rank = rank;

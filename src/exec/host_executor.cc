@@ -41,6 +41,8 @@
 // stream (their bytes would interleave unpredictably).
 #include "exec/host_executor.h"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -200,6 +202,7 @@ class Runner {
   static uint64_t alignSend(SendLink& link);
   static uint64_t alignRecv(RecvLink& link);
   void flushAll();
+  void waitForPeers();
   void finalFlush();
   [[noreturn]] void rethrowWithContext(const Error& e, const char* where);
 
@@ -215,6 +218,7 @@ class Runner {
   std::vector<LaneState> lanes_;           // the current phase's lanes
   std::vector<SendLink*> phaseSends_;      // send links of the current phase (deduplicated)
   std::vector<SendLink*> allSends_;        // every send link used
+  std::vector<pollfd> pollFds_;            // what a wait sleeps on (socket links)
 };
 
 uint8_t* Runner::bufferBase(const plan::BufRef& ref, bool write, const plan::Step& s) {
@@ -492,17 +496,51 @@ void Runner::runPhase(size_t begin, size_t end) {
     if (moved) {
       waiter_.progressed();
     } else {
-      waiter_.wait();
+      waitForPeers();
     }
   }
+}
+
+// Waits for the links the blocked lanes need. Socket links give file
+// descriptors to sleep on: a receive that has nothing buffered waits for
+// POLLIN, a send with bytes still staged waits for POLLOUT. If every blocked
+// lane waits only on sockets, the wait can block in poll(); a shared-memory
+// link among them keeps it to short naps.
+void Runner::waitForPeers() {
+  pollFds_.clear();
+  bool coverAll = true;
+  for (const LaneState& lane : lanes_) {
+    if (lane.cur == lane.end) continue;
+    const Resolved& r = *lane.cur;
+    if (r.in != nullptr) {
+      const void* p;
+      int fd = r.in->half->pollFd();
+      if (fd < 0) coverAll = false;
+      else if (r.in->half->peek(&p) == 0) pollFds_.push_back(pollfd{fd, POLLIN, 0});
+    }
+    if (r.out != nullptr) {
+      int fd = r.out->half->pollFd();
+      if (fd < 0) coverAll = false;
+      else if (!r.out->half->flush()) pollFds_.push_back(pollfd{fd, POLLOUT, 0});
+    }
+  }
+  waiter_.wait(pollFds_.data(), pollFds_.size(), coverAll && !pollFds_.empty());
 }
 
 void Runner::finalFlush() {
   for (;;) {
     bool flushed = true;
-    for (SendLink* s : allSends_) flushed = s->half->flush() && flushed;
+    pollFds_.clear();
+    bool coverAll = true;
+    for (SendLink* s : allSends_) {
+      if (s->half->flush()) continue;
+      flushed = false;
+      int fd = s->half->pollFd();
+      if (fd < 0) coverAll = false;
+      else pollFds_.push_back(pollfd{fd, POLLOUT, 0});
+    }
     if (flushed) return;
-    waiter_.wait();
+    waiter_.wait(pollFds_.data(), pollFds_.size(), coverAll);
   }
 }
 
