@@ -31,8 +31,6 @@ const std::vector<Var>& registeredVars() {
       {"GROVE_SOCKET_BUFSIZE", Type::kSize, "4M",
        "SO_SNDBUF/SO_RCVBUF of socket-transport connections; 0 = kernel autotuning"},
       {"GROVE_SHM_DIR", Type::kString, "/dev/shm", "where shared-memory segments are made"},
-      {"GROVE_SHM_CMA", Type::kBool, "1",
-       "let the shm transport read peers' buffers directly (cross-memory attach) when allowed"},
       // Algorithms
       {"GROVE_ALGO", Type::kString, "",
        "algorithm overrides, e.g. allreduce:ring;broadcast:direct (see grove-info --algos)"},
