@@ -13,6 +13,18 @@
 namespace grove::transport {
 namespace {
 
+/// The wire rule (algorithms/schedule.h): steps start at 16-byte-aligned
+/// stream positions, and a ring's index must stay congruent to the stream
+/// position modulo 16 so that no element straddles the wrap.
+constexpr uint64_t kWireAlign = 16;
+
+/// Moves an empty ring's counters back to the start of the buffer while
+/// keeping them congruent to the stream position modulo kWireAlign.
+void rewindEmpty(uint64_t& head, uint64_t& tail) {
+  if (head != tail) return;
+  head = tail = head % kWireAlign;
+}
+
 /// Fills iov with the (up to two) pieces of ring range [from, from+len).
 int ringIov(uint8_t* buf, size_t cap, uint64_t from, size_t len, iovec iov[2]) {
   size_t idx = static_cast<size_t>(from % cap);
@@ -34,7 +46,7 @@ SocketSendHalf::SocketSendHalf(net::Fd fd, size_t capacity, int peer, int channe
 }
 
 size_t SocketSendHalf::reserve(void** ptr) {
-  if (head_ == tail_) head_ = tail_ = 0;  // empty: offer the whole buffer
+  rewindEmpty(head_, tail_);  // empty: offer (nearly) the whole buffer
   size_t freeBytes = cap_ - static_cast<size_t>(head_ - tail_);
   if (freeBytes == 0) {
     push();
@@ -85,7 +97,7 @@ SocketRecvHalf::SocketRecvHalf(net::Fd fd, size_t capacity, int peer, int channe
 }
 
 void SocketRecvHalf::pull() {
-  if (head_ == tail_) head_ = tail_ = 0;  // empty: receive from the start
+  rewindEmpty(head_, tail_);  // empty: receive from (nearly) the start
   size_t freeBytes = cap_ - static_cast<size_t>(head_ - tail_);
   if (freeBytes == 0 || eof_) return;
   iovec iov[2];
