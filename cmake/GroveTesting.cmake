@@ -7,10 +7,11 @@ function(grove_layer name)
   target_link_libraries(${name} PUBLIC Threads::Threads ${L_DEPS})
 endfunction()
 
-# grove_gtest(NAME SOURCES... [LIBS ...] [LABELS ...] [TIMEOUT s]): a GoogleTest
-# executable whose tests ctest discovers one by one.
+# grove_gtest(NAME SOURCES... [LIBS ...] [LABELS ...] [TIMEOUT s] [PROCESSORS n]):
+# a GoogleTest executable whose tests ctest discovers one by one. PROCESSORS
+# tells ctest -j how many CPUs each test occupies (multi-rank tests use all).
 function(grove_gtest name)
-  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "TIMEOUT;PROCESSORS" "SOURCES;LIBS;LABELS" ${ARGN})
   if(NOT TARGET GTest::gtest_main)
     find_package(GTest REQUIRED)
   endif()
@@ -21,7 +22,10 @@ function(grove_gtest name)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
   endif()
+  if(NOT T_PROCESSORS)
+    set(T_PROCESSORS 1)
+  endif()
   include(GoogleTest)
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST
-                       PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
+                       PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}" PROCESSORS ${T_PROCESSORS})
 endfunction()
