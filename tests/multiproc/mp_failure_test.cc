@@ -1,0 +1,289 @@
+// Failure tests with real processes. The ranks are started directly by this
+// test (GROVE_COMM_ID=127.0.0.1:port, GROVE_RANK, GROVE_NRANKS) rather than
+// through grove-launch, so that each rank's exit status, time of exit and
+// output can be seen, and no launcher kills the survivors for them; one test
+// checks grove-launch's own status propagation.
+//   (a) SIGKILL one of 4 ranks (rank 0, the bootstrap root's host, or rank 2)
+//       during a loop of all-reduces, over shm and over socket: the other 3
+//       must exit non-zero by themselves within 20 s (GROVE_TIMEOUT is 30 s),
+//       each with an error text.
+//   (b) a rank that never calls the all-reduce: with GROVE_TIMEOUT=3 the
+//       others fail (timeout) within 20 s.
+//   (c) a rank with the wrong secret (GROVE_COMM_SECRET) or the wrong nranks
+//       is refused with a clear error, and nobody hangs.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mp_spawn.h"
+
+namespace {
+
+struct Rank {
+  pid_t pid = -1;
+  std::string out;
+  bool done = false;
+  int status = 0;
+  double endedAt = 0;
+};
+
+struct Job {
+  std::string dir;
+  std::vector<Rank> ranks;
+  double startedAt = 0;
+
+  ~Job() {
+    for (Rank& r : ranks)
+      if (!r.done && r.pid > 0) mptest::killGroup(r.pid);
+  }
+  // Starts n ranks of grove_mp_check with args; extraEnv(rank) adds variables.
+  Job() : dir(mptest::makeTempDir("fail")) {}
+  void start(int n, const std::string& transport, const std::string& timeout,
+             const std::vector<std::string>& args,
+             const std::function<std::vector<std::string>(int)>& extraEnv = nullptr) {
+    int port = mptest::freePort();
+    startedAt = mptest::now();
+    ranks.resize(n);
+    for (int r = 0; r < n; ++r) {
+      std::vector<std::string> env = {"GROVE_COMM_ID=127.0.0.1:" + std::to_string(port),
+                                      "GROVE_RANK=" + std::to_string(r),
+                                      "GROVE_NRANKS=" + std::to_string(n),
+                                      "GROVE_LOCAL_RANK=" + std::to_string(r),
+                                      "GROVE_TRANSPORT=" + transport, "GROVE_TIMEOUT=" + timeout};
+      if (extraEnv) {
+        auto more = extraEnv(r);
+        env.insert(env.end(), more.begin(), more.end());
+      }
+      std::vector<std::string> argv = {GROVE_MP_CHECK_PATH};
+      argv.insert(argv.end(), args.begin(), args.end());
+      ranks[r].out = dir + "/rank" + std::to_string(r) + ".txt";
+      ranks[r].pid = mptest::spawn(argv, env, ranks[r].out);
+    }
+  }
+  // Reaps ranks that ended; true when all ranks in `which` have.
+  bool poll(const std::vector<int>& which) {
+    bool all = true;
+    for (int r : which) {
+      Rank& k = ranks[r];
+      if (!k.done && waitpid(k.pid, &k.status, WNOHANG) == k.pid) {
+        k.done = true;
+        k.endedAt = mptest::now();
+      }
+      all = all && k.done;
+    }
+    return all;
+  }
+  bool waitRanks(const std::vector<int>& which, double timeoutSec) {
+    double end = mptest::now() + timeoutSec;
+    while (!poll(which)) {
+      if (mptest::now() > end) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  }
+  bool waitReady(int n, double timeoutSec) {
+    double end = mptest::now() + timeoutSec;
+    for (;;) {
+      int ready = 0;
+      struct stat st;
+      for (int r = 0; r < n; ++r)
+        ready += stat((dir + "/ready." + std::to_string(r)).c_str(), &st) == 0;
+      if (ready == n) return true;
+      if (mptest::now() > end) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  std::string output(int r) const { return mptest::readFile(ranks[r].out); }
+  std::string allOutput() const {
+    std::string s;
+    for (size_t r = 0; r < ranks.size(); ++r)
+      s += "---- rank " + std::to_string(r) + " (" +
+           (ranks[r].done ? mptest::describeStatus(ranks[r].status) : std::string("running")) +
+           "):\n" + mptest::tail(output(static_cast<int>(r)), 2500);
+    return s;
+  }
+};
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// The library's error text in a rank's output: what follows "(result N): ".
+std::string libraryError(const std::string& out) {
+  size_t at = out.find("(result ");
+  if (at == std::string::npos) return "";
+  size_t colon = out.find("): ", at);
+  if (colon == std::string::npos) return "";
+  size_t end = out.find('\n', colon);
+  return out.substr(colon + 3, end == std::string::npos ? std::string::npos : end - colon - 3);
+}
+
+bool exitedNonZero(const Rank& r) {
+  return r.done && WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0;
+}
+
+// ------------------------------------------------------------ (a) a rank dies
+struct KillCase {
+  const char* transport;
+  int victim;
+};
+// Readable ctest names ("... # GetParam() = socket, kill rank 0").
+void PrintTo(const KillCase& k, std::ostream* os) {
+  *os << k.transport << ", kill rank " << k.victim;
+}
+
+class KillRank : public ::testing::TestWithParam<KillCase> {};
+
+TEST_P(KillRank, OthersFailFastWithAClearError) {
+  const KillCase kc = GetParam();
+  constexpr int kRanks = 4;
+  Job job;
+  job.start(kRanks, kc.transport, "30", {"--loop-seconds", "90", "--ready-dir", job.dir});
+  ASSERT_TRUE(job.waitReady(kRanks, 60)) << "ranks never got going\n" << job.allOutput();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_FALSE(job.poll({kc.victim})) << "victim ended early\n" << job.allOutput();
+  double killedAt = mptest::now();
+  ASSERT_EQ(kill(job.ranks[kc.victim].pid, SIGKILL), 0);
+  std::vector<int> others;
+  for (int r = 0; r < kRanks; ++r)
+    if (r != kc.victim) others.push_back(r);
+  bool all = job.waitRanks(others, 20);
+  job.waitRanks({kc.victim}, 5);
+  EXPECT_TRUE(all) << "survivors still running 20 s after rank " << kc.victim
+                   << " was killed (GROVE_TIMEOUT=30)\n"
+                   << job.allOutput();
+  for (int r : others) {
+    const Rank& k = job.ranks[r];
+    if (!k.done) continue;
+    std::string err = libraryError(job.output(r));
+    printf("rank %d: %s after %.2f s: %s\n", r, mptest::describeStatus(k.status).c_str(),
+           k.endedAt - killedAt, err.c_str());
+    EXPECT_TRUE(exitedNonZero(k)) << "rank " << r << ": " << mptest::describeStatus(k.status)
+                                  << " (want a non-zero exit, no crash)\n" << job.allOutput();
+    EXPECT_LT(k.endedAt - killedAt, 20.0);
+    EXPECT_FALSE(err.empty()) << "rank " << r << " printed no library error text\n"
+                              << job.allOutput();
+    // A dead non-root rank must be named. When rank 0 dies the root of the
+    // bootstrap dies with it: "lost its connection to the bootstrap root"
+    // names the problem too, and a survivor may first see a neighbour that
+    // already gave up ("connection from rank 1 closed ... exited or aborted").
+    std::string l = lower(err);
+    bool named = err.find("rank " + std::to_string(kc.victim)) != std::string::npos;
+    if (kc.victim == 0)
+      named = named || l.find("root") != std::string::npos ||
+              l.find("exited or aborted") != std::string::npos;
+    EXPECT_TRUE(named) << "rank " << r << "'s error does not name the dead rank " << kc.victim
+                       << ": \"" << err << "\"";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Mp, KillRank,
+                         ::testing::Values(KillCase{"shm", 2}, KillCase{"shm", 0},
+                                           KillCase{"socket", 2}, KillCase{"socket", 0}),
+                         [](const ::testing::TestParamInfo<KillCase>& i) {
+                           return std::string(i.param.transport) + "_rank" +
+                                  std::to_string(i.param.victim);
+                         });
+
+// grove-launch passes a rank's death on as its own non-zero status, and the
+// survivors end by themselves well before the launcher's grace period would
+// end them.
+TEST(MpFailure, LaunchPropagatesARankDeath) {
+  std::string dir = mptest::makeTempDir("launch");
+  std::vector<std::string> argv = {GROVE_LAUNCH_PATH, "-n", "4", "--tag-output", "--grace", "40",
+                                   "--timeout", "90", "--", GROVE_MP_CHECK_PATH,
+                                   "--loop-seconds", "60", "--die-rank", "2", "--die-after", "2"};
+  mptest::RunResult r = mptest::runCommand(argv, {"GROVE_TRANSPORT=shm", "GROVE_TIMEOUT=30"}, 100,
+                                           dir + "/out.txt");
+  printf("grove-launch: %s after %.1f s\n", mptest::describeStatus(r.status).c_str(), r.seconds);
+  ASSERT_TRUE(r.finished) << mptest::tail(r.output);
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0)
+      << mptest::describeStatus(r.status) << "\n" << mptest::tail(r.output);
+  // 2 s of loop, then the survivors fail; well under the 40 s grace.
+  EXPECT_LT(r.seconds, 25.0) << mptest::tail(r.output);
+  EXPECT_NE(r.output.find("groveAllReduce failed"), std::string::npos) << mptest::tail(r.output);
+}
+
+// ------------------------------------------------------------ (b) a rank never calls
+class SilentRank : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SilentRank, OthersTimeOut) {
+  constexpr int kRanks = 4, kSilent = 1;
+  Job job;
+  job.start(kRanks, GetParam(), "3",
+            {"--loop-seconds", "60", "--sleep-rank", std::to_string(kSilent), "--sleep-seconds", "60"});
+  std::vector<int> others = {0, 2, 3};
+  bool all = job.waitRanks(others, 20);
+  EXPECT_TRUE(all) << "ranks still waiting 20 s after start with GROVE_TIMEOUT=3\n" << job.allOutput();
+  int mentionsTimeout = 0;
+  for (int r : others) {
+    const Rank& k = job.ranks[r];
+    if (!k.done) continue;
+    std::string err = libraryError(job.output(r));
+    printf("rank %d: %s after %.2f s: %s\n", r, mptest::describeStatus(k.status).c_str(),
+           k.endedAt - job.startedAt, err.c_str());
+    EXPECT_TRUE(exitedNonZero(k)) << "rank " << r << ": " << mptest::describeStatus(k.status) << "\n"
+                                  << job.allOutput();
+    EXPECT_FALSE(err.empty()) << "rank " << r << " printed no library error\n" << job.allOutput();
+    std::string l = lower(err);
+    mentionsTimeout += l.find("timeout") != std::string::npos ||
+                       l.find("timed out") != std::string::npos ||
+                       l.find("no progress") != std::string::npos;
+  }
+  EXPECT_GE(mentionsTimeout, 1) << "no survivor's error says it timed out\n" << job.allOutput();
+}
+
+INSTANTIATE_TEST_SUITE_P(Mp, SilentRank, ::testing::Values("shm", "socket"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           return std::string(i.param);
+                         });
+
+// ------------------------------------------------------------ (c) refused ranks
+TEST(MpFailure, WrongSecretIsRefused) {
+  constexpr int kRanks = 4, kBad = 3;
+  Job job;
+  job.start(kRanks, "shm", "3", {"--loop-seconds", "2"}, [](int r) {
+    return r == kBad ? std::vector<std::string>{"GROVE_COMM_SECRET=not-the-secret"}
+                     : std::vector<std::string>{};
+  });
+  bool all = job.waitRanks({0, 1, 2, 3}, 20);
+  EXPECT_TRUE(all) << "ranks still running 20 s after start\n" << job.allOutput();
+  const Rank& bad = job.ranks[kBad];
+  EXPECT_TRUE(exitedNonZero(bad)) << job.allOutput();
+  std::string err = lower(libraryError(job.output(kBad)));
+  printf("refused rank: %s\n", err.c_str());
+  EXPECT_NE(err.find("secret"), std::string::npos)
+      << "the refused rank's error does not say why: \"" << err << "\"\n" << job.allOutput();
+  for (int r = 0; r < kRanks; ++r)
+    if (r != kBad) {
+      EXPECT_TRUE(exitedNonZero(job.ranks[r])) << "rank " << r << "\n" << job.allOutput();
+    }
+}
+
+TEST(MpFailure, WrongNranksIsRefused) {
+  constexpr int kRanks = 4, kBad = 3;
+  Job job;
+  job.start(kRanks, "shm", "3", {"--loop-seconds", "2", "--bad-nranks", "3:5"});
+  bool all = job.waitRanks({0, 1, 2, 3}, 20);
+  EXPECT_TRUE(all) << "ranks still running 20 s after start\n" << job.allOutput();
+  EXPECT_TRUE(exitedNonZero(job.ranks[kBad])) << job.allOutput();
+  std::string err = lower(libraryError(job.output(kBad)));
+  printf("refused rank: %s\n", err.c_str());
+  EXPECT_NE(err.find("nranks"), std::string::npos)
+      << "the refused rank's error does not say why: \"" << err << "\"\n" << job.allOutput();
+  for (int r = 0; r < kRanks; ++r)
+    if (r != kBad) {
+      EXPECT_TRUE(exitedNonZero(job.ranks[r])) << "rank " << r << "\n" << job.allOutput();
+    }
+}
+
+}  // namespace

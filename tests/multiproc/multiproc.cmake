@@ -1,0 +1,40 @@
+# Multi-process tier: real processes and real transports on one machine.
+#   grove_mp_check        the rank program (public API only: links grove)
+#   test_mp_matrix        grove-launch -n N -- grove_mp_check, N in {1,2,3,4,8} x {shm,socket}
+#   test_mp_failure       killed / silent / refused ranks
+#   test_mp_api           in-process API tests (ranks as threads)
+# Run with: ctest --test-dir <build> -L multiproc
+set(_mp ${CMAKE_CURRENT_LIST_DIR})
+
+if(TARGET grove)
+  add_executable(grove_mp_check ${_mp}/grove_mp_check.cc ${_mp}/mp_cases.cc)
+  target_link_libraries(grove_mp_check PRIVATE grove)
+
+  grove_gtest(test_mp_api
+    SOURCES ${_mp}/mp_api_errors_test.cc ${_mp}/mp_api_features_test.cc
+    LIBS grove
+    LABELS multiproc
+    TIMEOUT 120)
+
+  if(TARGET grove-launch)
+    grove_gtest(test_mp_matrix
+      SOURCES ${_mp}/mp_matrix_test.cc
+      LABELS multiproc
+      TIMEOUT 300
+      PROCESSORS 2)
+    target_compile_definitions(test_mp_matrix PRIVATE
+      GROVE_LAUNCH_PATH="$<TARGET_FILE:grove-launch>"
+      GROVE_MP_CHECK_PATH="$<TARGET_FILE:grove_mp_check>")
+    add_dependencies(test_mp_matrix grove_mp_check grove-launch)
+
+    grove_gtest(test_mp_failure
+      SOURCES ${_mp}/mp_failure_test.cc
+      LABELS multiproc
+      TIMEOUT 120
+      PROCESSORS 2)
+    target_compile_definitions(test_mp_failure PRIVATE
+      GROVE_LAUNCH_PATH="$<TARGET_FILE:grove-launch>"
+      GROVE_MP_CHECK_PATH="$<TARGET_FILE:grove_mp_check>")
+    add_dependencies(test_mp_failure grove_mp_check grove-launch)
+  endif()
+endif()
