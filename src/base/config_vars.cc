@@ -38,6 +38,11 @@ const std::vector<Var>& registeredVars() {
        "bytes a pipelined step moves at most; 0 = half the connection buffer"},
       {"GROVE_DIRECT_MAX_BYTES", Type::kSize, "16K",
        "messages up to this size use the latency (direct) algorithms"},
+      // Topology
+      {"GROVE_TOPO_FILE", Type::kString, "",
+       "topology file (grove JSON or NCCL XML) that describes this machine, a cluster, or overrides part of the detected graph"},
+      {"GROVE_TOPO_DUMP_FILE", Type::kString, "",
+       "write the detected (and file-adjusted) topology of this rank's machine to this JSON file"},
       // Waiting
       {"GROVE_SPIN_US", Type::kInt, "20",
        "microseconds a wait spins before it yields the CPU, then sleeps"},
