@@ -16,6 +16,8 @@
 #include "core/bootstrap.h"
 #include "core/connections.h"
 #include "exec/host_executor.h"
+#include "topology/comm_topology.h"
+#include "topology/detect.h"
 #include "transports/socket/socket_transport.h"
 
 namespace grove::core {
@@ -41,6 +43,14 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   transport::PeerInfo self = localPeerInfo(rank);
   self.dataAddr = listener->address();
   bootstrap_ = std::make_unique<Bootstrap>(id, rank, nranks, self, &abort_, options_.timeoutSec);
+
+  // Topology: each rank's local view, exchanged and merged identically on every rank.
+  const bool cuda = options_.deviceKind == groveDeviceCuda;
+  topo::LocalView view = topo::makeLocalView(
+      topo::localTopology(), cuda ? topo::DeviceKind::kCuda : topo::DeviceKind::kHost,
+      cuda ? options_.device : -1);
+  topology_ = std::make_unique<topo::CommTopology>(topo::exchangeCommTopology(
+      view, nranks, [this](const void* d, size_t n) { return bootstrap_->allGather(d, n); }));
 
   // More ranks on this host than CPUs: spinning only steals the CPU from the
   // rank we wait for, so yield at once (as MPI libraries do when oversubscribed).

@@ -26,6 +26,10 @@ class Selector;
 class ProgramCache;
 }  // namespace grove::plan
 
+namespace grove::topo {
+struct CommTopology;
+}  // namespace grove::topo
+
 namespace grove::core {
 
 class Bootstrap;
@@ -51,6 +55,8 @@ class Comm {
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   const CommOptions& options() const { return options_; }
+  /// The machine graph every rank agreed on at init, with this comm's ranks placed on it.
+  const topo::CommTopology& topology() const { return *topology_; }
   Sequencer& sequencer() { return sequencer_; }
 
   /// Runs a collective now (the caller holds its sequencer ticket).
@@ -80,6 +86,7 @@ class Comm {
   WaitContext wait_;
   Sequencer sequencer_;
   std::unique_ptr<Bootstrap> bootstrap_;
+  std::unique_ptr<topo::CommTopology> topology_;
   std::unique_ptr<Connections> connections_;
   std::unique_ptr<plan::Selector> selector_;
   std::unique_ptr<plan::ProgramCache> cache_;
