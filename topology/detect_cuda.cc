@@ -11,7 +11,6 @@
 #if GROVE_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
-#include <nvml.h>
 
 #include <algorithm>
 #include <cctype>
@@ -27,6 +26,25 @@ std::string normBus(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s.size() > 12 ? s.substr(s.size() - 12) : s;  // NVML writes an 8-digit domain
 }
+
+// The slice of NVML's C ABI we use, declared here because NVML is loaded with
+// dlopen and the toolkit need not ship nvml.h (layouts as in nvml.h, stable
+// since NVML 10: nvmlPciInfo_t is the v3 struct the *_v2 calls fill).
+using nvmlReturn_t = int;
+constexpr nvmlReturn_t NVML_SUCCESS = 0;
+using nvmlDevice_t = struct nvmlDevice_st*;
+using nvmlEnableState_t = int;
+constexpr nvmlEnableState_t NVML_FEATURE_ENABLED = 1;
+constexpr unsigned NVML_NVLINK_MAX_LINKS = 18;
+struct nvmlPciInfo_t {
+  char busIdLegacy[16];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  char busId[32];
+};
 
 // The few NVML entry points we need, resolved at run time.
 struct Nvml {

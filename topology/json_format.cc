@@ -205,7 +205,7 @@ void applyDocument(Graph& g, const Value& doc, const Ctx& c) {
     const Value& mv = *machines[i];
     if (!mv.isObject()) c.fail(mv, "a machine must be an object");
     std::string host = "host" + std::to_string(i);
-    if (const Value* h = mv.get("host")) host = needString(c, mv, "host");
+    if (mv.get("host") != nullptr) host = needString(c, mv, "host");
     NodeId m = g.findMachine(host);
     if (override && (host == "*" || !mv.get("host"))) {
       for (NodeId each : g.machines()) applyMachine(g, each, mv, true, c);
