@@ -6,20 +6,6 @@
 
 namespace grove::plan {
 
-const char* stepKindName(StepKind k) {
-  switch (k) {
-    case StepKind::kSend: return "send";
-    case StepKind::kRecv: return "recv";
-    case StepKind::kRecvReduce: return "recvReduce";
-    case StepKind::kRecvReduceSend: return "recvReduceSend";
-    case StepKind::kRecvReduceCopySend: return "recvReduceCopySend";
-    case StepKind::kRecvCopySend: return "recvCopySend";
-    case StepKind::kCopy: return "copy";
-    case StepKind::kReduce: return "reduce";
-  }
-  return "invalid";
-}
-
 const char* collName(Coll c) {
   switch (c) {
     case Coll::kAllReduce: return "allreduce";

@@ -49,8 +49,21 @@ enum class StepKind : uint8_t {
   kReduce,              ///< dst = dst op src (local)
 };
 
-/// Name of a step kind (for logs and tests).
-const char* stepKindName(StepKind k);
+/// Name of a step kind (for logs and tests). Inline so executors can name
+/// steps without linking the planners.
+inline const char* stepKindName(StepKind k) {
+  switch (k) {
+    case StepKind::kSend: return "send";
+    case StepKind::kRecv: return "recv";
+    case StepKind::kRecvReduce: return "recvReduce";
+    case StepKind::kRecvReduceSend: return "recvReduceSend";
+    case StepKind::kRecvReduceCopySend: return "recvReduceCopySend";
+    case StepKind::kRecvCopySend: return "recvCopySend";
+    case StepKind::kCopy: return "copy";
+    case StepKind::kReduce: return "reduce";
+  }
+  return "invalid";
+}
 
 /// One step of a lane.
 struct Step {

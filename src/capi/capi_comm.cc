@@ -131,41 +131,31 @@ GROVE_API groveResult_t groveCommInitAll(groveComm_t* comms, int ndev, const int
   });
 }
 
+// Takes a communicator out of service (waiting for a non-blocking init) and
+// hands back its Comm; null for a NULL handle. Shared by destroy and abort.
+std::unique_ptr<core::Comm> retire(groveComm_t comm) {
+  if (comm == nullptr) return nullptr;  // like free(NULL)
+  if (!grove::capi::knownComm(comm)) grove::throwInvalidArgument("comm is not a grove communicator");
+  {
+    std::lock_guard<std::mutex> lock(comm->joinMu);
+    if (comm->initThread.joinable()) comm->initThread.join();
+  }
+  if (comm->state.exchange(CommState::kDestroyed) == CommState::kDestroyed)
+    grove::throwInvalidUsage("communicator was already destroyed");
+  std::lock_guard<std::mutex> lock(comm->mu);
+  return std::move(comm->impl);
+}
+
 GROVE_API groveResult_t groveCommDestroy(groveComm_t comm) {
   return apiCall("groveCommDestroy", nullptr, [&] {
-    if (comm == nullptr) return;  // like free(NULL)
-    if (!grove::capi::knownComm(comm)) grove::throwInvalidArgument("comm is not a grove communicator");
-    {
-      std::lock_guard<std::mutex> lock(comm->joinMu);
-      if (comm->initThread.joinable()) comm->initThread.join();
-    }
-    if (comm->state.exchange(CommState::kDestroyed) == CommState::kDestroyed)
-      grove::throwInvalidUsage("communicator was already destroyed");
-    std::unique_ptr<core::Comm> impl;
-    {
-      std::lock_guard<std::mutex> lock(comm->mu);
-      impl = std::move(comm->impl);
-    }
-    if (impl) impl->close();
+    if (std::unique_ptr<core::Comm> impl = retire(comm)) impl->close();
   });
 }
 
 GROVE_API groveResult_t groveCommAbort(groveComm_t comm) {
   return apiCall("groveCommAbort", nullptr, [&] {
-    if (comm == nullptr) return;
-    if (!grove::capi::knownComm(comm)) grove::throwInvalidArgument("comm is not a grove communicator");
-    {
-      std::lock_guard<std::mutex> lock(comm->joinMu);
-      if (comm->initThread.joinable()) comm->initThread.join();
-    }
-    if (comm->state.exchange(CommState::kDestroyed) == CommState::kDestroyed)
-      grove::throwInvalidUsage("communicator was already destroyed");
-    std::unique_ptr<core::Comm> impl;
-    {
-      std::lock_guard<std::mutex> lock(comm->mu);
-      impl = std::move(comm->impl);
-    }
-    if (impl) impl->abort("rank " + std::to_string(comm->rank) + " called groveCommAbort");
+    if (std::unique_ptr<core::Comm> impl = retire(comm))
+      impl->abort("rank " + std::to_string(comm->rank) + " called groveCommAbort");
   });
 }
 

@@ -112,21 +112,6 @@ bool kindReadsSrc(StepKind k) {
          k == StepKind::kRecvReduceCopySend || k == StepKind::kCopy || k == StepKind::kReduce;
 }
 
-// Own names (plan::stepKindName lives in grove_algorithms, which we do not link).
-const char* kindName(StepKind k) {
-  switch (k) {
-    case StepKind::kSend: return "send";
-    case StepKind::kRecv: return "recv";
-    case StepKind::kRecvReduce: return "recvReduce";
-    case StepKind::kRecvReduceSend: return "recvReduceSend";
-    case StepKind::kRecvReduceCopySend: return "recvReduceCopySend";
-    case StepKind::kRecvCopySend: return "recvCopySend";
-    case StepKind::kCopy: return "copy";
-    case StepKind::kReduce: return "reduce";
-  }
-  return "?";
-}
-
 /// Most bytes a local copy/reduce does in one piece, so other lanes keep streaming.
 constexpr uint64_t kLocalPieceBytes = 256 << 10;
 /// Bytes after which a lane's visit ends even if it could go on (fairness).
@@ -253,7 +238,7 @@ uint8_t* Runner::bufferBase(const plan::BufRef& ref, bool write, const plan::Ste
       break;
   }
   if (base == nullptr) {
-    throwInvalidArgument(std::string("host executor: a ") + kindName(s.kind) +
+    throwInvalidArgument(std::string("host executor: a ") + plan::stepKindName(s.kind) +
                          " step uses the " + name + " buffer, which is null");
   }
   return static_cast<uint8_t*>(const_cast<void*>(base));
@@ -281,7 +266,7 @@ void Runner::resolve() {
         r.index = i;
         bool reduces = kindReduces(s.kind);
         if (reduces && s.bytes % esz_ != 0) {
-          throwInternalError(std::string("host executor: ") + kindName(s.kind) + " step of " +
+          throwInternalError(std::string("host executor: ") + plan::stepKindName(s.kind) + " step of " +
                              std::to_string(s.bytes) + " bytes is not a whole number of " +
                              std::to_string(esz_) + "-byte elements");
         }
@@ -553,7 +538,7 @@ void Runner::finalFlush() {
     if (lane.cur == lane.end) continue;
     const Resolved& r = *lane.cur;
     msg += "; lane " + std::to_string(r.lane) + " step " +
-           std::to_string(r.index) + " " + kindName(r.kind) + " " + std::to_string(lane.done) +
+           std::to_string(r.index) + " " + plan::stepKindName(r.kind) + " " + std::to_string(lane.done) +
            "/" + std::to_string(r.bytes) + " B";
     if (r.in != nullptr) {
       msg += " from rank " + std::to_string(r.step->recvPeer) + " ch " +
