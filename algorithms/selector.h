@@ -54,7 +54,7 @@ enum class TransportKind : uint8_t { kAuto, kShm, kSocket, kLoopback, kCuda };
 /// The selector's inputs, normally read from the config registry.
 struct SelectorConfig {
   std::string algo;                 ///< override text ("" = none), see the file comment
-  uint64_t directMaxBytes = 16 << 10;  ///< direct algorithms up to this many message bytes
+  uint64_t directMaxBytes = 0;      ///< direct algorithms up to this many message bytes; 0 = per transport
   uint64_t chunkBytes = 0;          ///< pipelined step size; 0 = bufferBytes / 2
   uint64_t bufferBytes = 1 << 20;   ///< each connection's buffer per direction
   int nChannels = 0;                ///< channels per collective; 0 = automatic
@@ -98,6 +98,7 @@ class Selector {
 
   int nranks_;
   uint64_t directMaxBytes_;
+  bool autoChannels_;  // channel count chosen here (not by the user): fewer for small messages
   PlanParams params_;
   std::array<unsigned, kNumColls> allowed_{};
   std::array<bool, kNumColls> overridden_{};

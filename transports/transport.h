@@ -54,6 +54,11 @@ class SendHalf {
   virtual bool flush() { return true; }
   /// A file descriptor that becomes writable when flush() can progress, or -1.
   virtual int pollFd() const { return -1; }
+  /// Sends up to n bytes straight from src, bypassing the buffer (sockets:
+  /// into the kernel without a staging copy). Returns the bytes taken (0:
+  /// would block), or -1 when this half cannot right now (no such path, or
+  /// bytes already staged must go first): then use reserve/commit.
+  virtual ptrdiff_t sendDirect(const void* src, size_t n) { return -1; }
 };
 
 /// Receiving half of a link.
@@ -66,6 +71,11 @@ class RecvHalf {
   virtual void consume(size_t n) = 0;
   /// A file descriptor that becomes readable when peek() can progress, or -1.
   virtual int pollFd() const { return -1; }
+  /// Receives up to n bytes straight into dst, bypassing the buffer. Returns
+  /// the bytes received (0: none yet), or -1 when this half cannot right now
+  /// (no such path, or bytes already buffered must be read first): then use
+  /// peek/consume.
+  virtual ptrdiff_t recvDirect(void* dst, size_t n) { return -1; }
 };
 
 /// What every rank tells the others about itself at init (fixed-size, POD).

@@ -36,8 +36,8 @@ const std::vector<Var>& registeredVars() {
        "algorithm overrides, e.g. allreduce:ring;broadcast:direct (see grove-info --algos)"},
       {"GROVE_CHUNKSIZE", Type::kSize, "0",
        "bytes a pipelined step moves at most; 0 = half the connection buffer"},
-      {"GROVE_DIRECT_MAX_BYTES", Type::kSize, "16K",
-       "messages up to this size use the latency (direct) algorithms"},
+      {"GROVE_DIRECT_MAX_BYTES", Type::kSize, "0",
+       "messages up to this size use the latency (direct) algorithms; 0 = 16K over shm, 64K over sockets"},
       // Topology
       {"GROVE_TOPO_FILE", Type::kString, "",
        "topology file (grove JSON or NCCL XML) that describes this machine, a cluster, or overrides part of the detected graph"},

@@ -63,8 +63,9 @@ void Waiter::wait(pollfd* fds, size_t nfds, bool fdsCoverAll) {
     }
     sched_yield();
   } else {
-    // Naps grow from 20 us to 1 ms: a peer that is slow to arrive costs little CPU.
-    long ns = 20000L * static_cast<long>(past < 66 ? past - 15 : 50);
+    // Naps grow from 20 us to 200 us: a slow peer costs little CPU, and a
+    // peer that arrives during a nap waits at most one short nap.
+    long ns = 20000L * static_cast<long>(past < 26 ? past - 15 : 10);
     timespec ts{0, ns};
     if (nfds > 0) ppoll(fds, nfds, &ts, nullptr);
     else nanosleep(&ts, nullptr);

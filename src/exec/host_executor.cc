@@ -138,7 +138,8 @@ struct Resolved {
 struct LaneState {
   const Resolved* cur;
   const Resolved* end;
-  uint64_t done;  // bytes of *cur done
+  uint64_t done;          // bytes of *cur done (for a forwarding step: forwarded)
+  uint64_t received = 0;  // forwarding step on the direct path: bytes received into dst
 };
 
 }  // namespace
@@ -182,7 +183,8 @@ class Runner {
   void checkPhaseLinks(size_t begin, size_t end);
   void runPhase(size_t begin, size_t end);
   bool visitLane(LaneState& lane);
-  bool movePiece(const Resolved& r, uint64_t& done);
+  bool movePiece(const Resolved& r, LaneState& lane);
+  ptrdiff_t moveDirect(const Resolved& r, LaneState& lane);
   uint64_t localPiece(const Resolved& r, uint64_t done);
   static uint64_t alignSend(SendLink& link);
   static uint64_t alignRecv(RecvLink& link);
@@ -361,13 +363,68 @@ uint64_t Runner::localPiece(const Resolved& r, uint64_t done) {
 
 // Moves one piece of step r and advances `done` by the data bytes moved.
 // Returns true if anything moved (pad bytes included).
-bool Runner::movePiece(const Resolved& r, uint64_t& done) {
+// Direct path for pure data movement over halves that can bypass their
+// buffers (sockets): a send goes from the user's buffer to the kernel, a
+// receive from the kernel into the user's buffer, and a forwarding step
+// receives into dst and then sends from dst -- no staging copies. Returns the
+// bytes moved, or -1 when the halves cannot (shared memory, bytes already
+// staged): the caller then uses the buffered path.
+ptrdiff_t Runner::moveDirect(const Resolved& r, LaneState& lane) {
+  switch (r.kind) {
+    case StepKind::kSend: {
+      ptrdiff_t k = r.out->half->sendDirect(r.src + lane.done, r.bytes - lane.done);
+      if (k > 0) {
+        r.out->position += static_cast<uint64_t>(k);
+        lane.done += static_cast<uint64_t>(k);
+      }
+      return k;
+    }
+    case StepKind::kRecv: {
+      ptrdiff_t k = r.in->half->recvDirect(r.dst + lane.done, r.bytes - lane.done);
+      if (k > 0) {
+        r.in->position += static_cast<uint64_t>(k);
+        lane.done += static_cast<uint64_t>(k);
+      }
+      return k;
+    }
+    case StepKind::kRecvCopySend: {
+      if (lane.received < lane.done) lane.received = lane.done;  // after buffered pieces
+      ptrdiff_t moved = 0;
+      if (lane.received < r.bytes) {
+        ptrdiff_t k = r.in->half->recvDirect(r.dst + lane.received, r.bytes - lane.received);
+        if (k < 0 && lane.received == lane.done) return -1;  // buffered bytes: fused path
+        if (k > 0) {
+          r.in->position += static_cast<uint64_t>(k);
+          lane.received += static_cast<uint64_t>(k);
+          moved += k;
+        }
+      }
+      uint64_t pending = lane.received - lane.done;
+      if (pending == 0) return moved;
+      ptrdiff_t s = r.out->half->sendDirect(r.dst + lane.done, pending);
+      if (s < 0) {  // the out half buffers: copy what fits
+        void* out = nullptr;
+        size_t space = r.out->half->reserve(&out);
+        s = static_cast<ptrdiff_t>(std::min<uint64_t>(space, pending));
+        std::memcpy(out, r.dst + lane.done, static_cast<size_t>(s));
+        r.out->half->commit(static_cast<size_t>(s));
+      }
+      r.out->position += static_cast<uint64_t>(s);
+      lane.done += static_cast<uint64_t>(s);
+      return moved + s;
+    }
+    default: return -1;
+  }
+}
+
+bool Runner::movePiece(const Resolved& r, LaneState& lane) {
+  uint64_t& done = lane.done;
   if (r.in == nullptr && r.out == nullptr) {
     done += localPiece(r, done);
     return true;
   }
   bool padded = false;
-  if (done == 0) {
+  if (done == 0 && lane.received == 0) {
     bool aligned = true;
     if (r.out != nullptr) {
       padded = alignSend(*r.out) != 0;
@@ -379,6 +436,7 @@ bool Runner::movePiece(const Resolved& r, uint64_t& done) {
     }
     if (!aligned) return padded;
   }
+  if (ptrdiff_t direct = moveDirect(r, lane); direct >= 0) return direct > 0 || padded;
   uint64_t n = r.bytes - done;
   const void* inPtr = nullptr;
   void* outPtr = nullptr;
@@ -436,12 +494,13 @@ bool Runner::visitLane(LaneState& lane) {
   while (lane.cur != lane.end) {
     const Resolved& r = *lane.cur;
     uint64_t before = lane.done;
-    if (!movePiece(r, lane.done)) break;
+    if (!movePiece(r, lane)) break;
     moved = true;
     budget -= std::min(budget, lane.done - before);
     if (lane.done >= r.bytes) {
       ++lane.cur;
       lane.done = 0;
+      lane.received = 0;
     }
     if (budget == 0) break;  // give the other lanes a turn
   }
@@ -497,16 +556,24 @@ void Runner::waitForPeers() {
   for (const LaneState& lane : lanes_) {
     if (lane.cur == lane.end) continue;
     const Resolved& r = *lane.cur;
+    // A pure send is blocked on the kernel's send buffer; a pure receive (or
+    // a forward with nothing pending) on incoming bytes.
+    bool forwarding = r.kind == StepKind::kRecvCopySend && lane.received > lane.done;
+    bool pureSend = r.kind == StepKind::kSend || forwarding;
+    bool awaitingInput = r.kind == StepKind::kRecv ||
+                         (r.kind == StepKind::kRecvCopySend && !forwarding);
     if (r.in != nullptr) {
       const void* p;
       int fd = r.in->half->pollFd();
       if (fd < 0) coverAll = false;
-      else if (r.in->half->peek(&p) == 0) pollFds_.push_back(pollfd{fd, POLLIN, 0});
+      else if (awaitingInput || (!pureSend && r.in->half->peek(&p) == 0))
+        pollFds_.push_back(pollfd{fd, POLLIN, 0});
     }
     if (r.out != nullptr) {
       int fd = r.out->half->pollFd();
       if (fd < 0) coverAll = false;
-      else if (!r.out->half->flush()) pollFds_.push_back(pollfd{fd, POLLOUT, 0});
+      else if (pureSend || (!awaitingInput && !r.out->half->flush()))
+        pollFds_.push_back(pollfd{fd, POLLOUT, 0});
     }
   }
   waiter_.wait(pollFds_.data(), pollFds_.size(), coverAll && !pollFds_.empty());

@@ -68,6 +68,33 @@ bool SocketSendHalf::flush() {
   return head_ == tail_;
 }
 
+[[noreturn]] void SocketSendHalf::closedError(int err) const {
+  throw Error(groveRemoteError, "socket connection to rank " + std::to_string(peer_) +
+                                    " (channel " + std::to_string(channel_) + ") closed: " +
+                                    std::strerror(err) + " (the peer exited or aborted)");
+}
+
+// Direct path: with nothing staged, the kernel takes bytes straight from the
+// caller's buffer. The counters advance together so the (empty) ring stays
+// congruent to the stream position modulo kWireAlign.
+ptrdiff_t SocketSendHalf::sendDirect(const void* src, size_t n) {
+  if (head_ != tail_) {
+    push();
+    if (head_ != tail_) return -1;  // staged bytes go first
+  }
+  for (;;) {
+    ssize_t k = ::send(fd_.get(), src, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (k > 0) {
+      head_ += static_cast<uint64_t>(k);
+      tail_ = head_;
+      return k;
+    }
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    closedError(k < 0 ? errno : EPIPE);
+  }
+}
+
 void SocketSendHalf::push() {
   while (head_ != tail_) {
     iovec iov[2];
@@ -81,10 +108,7 @@ void SocketSendHalf::push() {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    int err = n < 0 ? errno : EPIPE;
-    throw Error(groveRemoteError, "socket connection to rank " + std::to_string(peer_) +
-                                      " (channel " + std::to_string(channel_) + ") closed: " +
-                                      std::strerror(err) + " (the peer exited or aborted)");
+    closedError(n < 0 ? errno : EPIPE);
   }
 }
 
@@ -122,16 +146,44 @@ void SocketRecvHalf::pull() {
   }
 }
 
+[[noreturn]] void SocketRecvHalf::closedError() const {
+  throw Error(groveRemoteError,
+              "socket connection from rank " + std::to_string(peer_) + " (channel " +
+                  std::to_string(channel_) + ") closed " +
+                  (closeErr_ != 0 ? std::string("(") + std::strerror(closeErr_) + ") " : "") +
+                  "while data was still expected: the peer exited or aborted");
+}
+
+// Direct path: with nothing buffered, the kernel writes straight into the
+// caller's buffer (at most n bytes, so the next step's bytes stay queued).
+ptrdiff_t SocketRecvHalf::recvDirect(void* dst, size_t n) {
+  if (head_ != tail_) return -1;  // buffered bytes are read first
+  if (eof_) closedError();
+  for (;;) {
+    ssize_t k = ::recv(fd_.get(), dst, n, MSG_DONTWAIT);
+    if (k > 0) {
+      head_ += static_cast<uint64_t>(k);
+      tail_ = head_;
+      return k;
+    }
+    if (k == 0) {
+      eof_ = true;
+      closedError();
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    eof_ = true;
+    closeErr_ = errno;
+    closedError();
+  }
+}
+
 size_t SocketRecvHalf::peek(const void** ptr) {
   pull();
   size_t avail = static_cast<size_t>(head_ - tail_);
   if (avail == 0) {
     if (!eof_) return 0;
-    throw Error(groveRemoteError,
-                "socket connection from rank " + std::to_string(peer_) + " (channel " +
-                    std::to_string(channel_) + ") closed " +
-                    (closeErr_ != 0 ? std::string("(") + std::strerror(closeErr_) + ") " : "") +
-                    "while data was still expected: the peer exited or aborted");
+    closedError();
   }
   size_t idx = static_cast<size_t>(tail_ % cap_);
   *ptr = buf_.get() + idx;

@@ -31,9 +31,11 @@ class SocketSendHalf final : public SendHalf {
   void commit(size_t n) override;
   bool flush() override;
   int pollFd() const override { return fd_.get(); }
+  ptrdiff_t sendDirect(const void* src, size_t n) override;
 
  private:
   void push();
+  [[noreturn]] void closedError(int err) const;
   net::Fd fd_;
   std::unique_ptr<uint8_t[]> buf_;
   size_t cap_;
@@ -50,9 +52,11 @@ class SocketRecvHalf final : public RecvHalf {
   size_t peek(const void** ptr) override;
   void consume(size_t n) override;
   int pollFd() const override { return fd_.get(); }
+  ptrdiff_t recvDirect(void* dst, size_t n) override;
 
  private:
   void pull();
+  [[noreturn]] void closedError() const;
   net::Fd fd_;
   std::unique_ptr<uint8_t[]> buf_;
   size_t cap_;
