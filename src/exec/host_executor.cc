@@ -47,6 +47,7 @@
 #include <cstring>
 #include <string>
 
+#include "algorithms/step_traits.h"
 #include "base/dtype.h"
 #include "base/error.h"
 #include "kernels/cpu/reduce.h"
@@ -56,61 +57,9 @@ namespace grove::exec {
 using plan::StepKind;
 using transport::LinkKey;
 
-// ------------------------------------------------------------------ link table
-
-SendLink& MapLinkTable::sendLink(const LinkKey& key) {
-  auto it = sends_.find(key);
-  if (it == sends_.end()) {
-    throwInternalError("host executor: no send link to peer " + std::to_string(key.peer) +
-                       " on channel " + std::to_string(key.channel));
-  }
-  return it->second;
-}
-
-RecvLink& MapLinkTable::recvLink(const LinkKey& key) {
-  auto it = recvs_.find(key);
-  if (it == recvs_.end()) {
-    throwInternalError("host executor: no receive link from peer " + std::to_string(key.peer) +
-                       " on channel " + std::to_string(key.channel));
-  }
-  return it->second;
-}
-
-void MapLinkTable::addSend(const LinkKey& key, std::unique_ptr<transport::SendHalf> half) {
-  sends_[key] = SendLink{std::move(half), 0};
-}
-
-void MapLinkTable::addRecv(const LinkKey& key, std::unique_ptr<transport::RecvHalf> half) {
-  recvs_[key] = RecvLink{std::move(half), 0};
-}
-
 // ------------------------------------------------------------------ helpers
 
 namespace {
-
-bool kindSends(StepKind k) {
-  return k == StepKind::kSend || k == StepKind::kRecvReduceSend ||
-         k == StepKind::kRecvReduceCopySend || k == StepKind::kRecvCopySend;
-}
-
-bool kindRecvs(StepKind k) {
-  return k == StepKind::kRecv || k == StepKind::kRecvReduce || k == StepKind::kRecvReduceSend ||
-         k == StepKind::kRecvReduceCopySend || k == StepKind::kRecvCopySend;
-}
-
-bool kindReduces(StepKind k) {
-  return k == StepKind::kRecvReduce || k == StepKind::kRecvReduceSend ||
-         k == StepKind::kRecvReduceCopySend || k == StepKind::kReduce;
-}
-
-bool kindWritesDst(StepKind k) {
-  return k != StepKind::kSend && k != StepKind::kRecvReduceSend;
-}
-
-bool kindReadsSrc(StepKind k) {
-  return k == StepKind::kSend || k == StepKind::kRecvReduce || k == StepKind::kRecvReduceSend ||
-         k == StepKind::kRecvReduceCopySend || k == StepKind::kCopy || k == StepKind::kReduce;
-}
 
 /// Most bytes a local copy/reduce does in one piece, so other lanes keep streaming.
 constexpr uint64_t kLocalPieceBytes = 256 << 10;
@@ -143,26 +92,6 @@ struct LaneState {
 };
 
 }  // namespace
-
-// ------------------------------------------------------------------ collectLinks
-
-// Appends to what the vectors hold, then sorts and deduplicates them, so it
-// also gives the union over several programs.
-void collectLinks(const plan::Program& program, std::vector<LinkKey>& sends,
-                  std::vector<LinkKey>& recvs) {
-  for (const auto& phase : program.phases) {
-    for (const auto& lane : phase.lanes) {
-      for (const auto& s : lane.steps) {
-        if (kindSends(s.kind)) sends.push_back(LinkKey{s.sendPeer, s.channel});
-        if (kindRecvs(s.kind)) recvs.push_back(LinkKey{s.recvPeer, s.channel});
-      }
-    }
-  }
-  for (auto* v : {&sends, &recvs}) {
-    std::sort(v->begin(), v->end());
-    v->erase(std::unique(v->begin(), v->end()), v->end());
-  }
-}
 
 // ------------------------------------------------------------------ the runner
 
@@ -266,17 +195,17 @@ void Runner::resolve() {
         r.phase = p;
         r.lane = l;
         r.index = i;
-        bool reduces = kindReduces(s.kind);
+        bool reduces = plan::stepReduces(s.kind);
         if (reduces && s.bytes % esz_ != 0) {
           throwInternalError(std::string("host executor: ") + plan::stepKindName(s.kind) + " step of " +
                              std::to_string(s.bytes) + " bytes is not a whole number of " +
                              std::to_string(esz_) + "-byte elements");
         }
         r.gran = static_cast<uint32_t>(s.bytes % esz_ == 0 ? esz_ : 1);
-        if (kindSends(s.kind)) r.out = &links_.sendLink(LinkKey{s.sendPeer, s.channel});
-        if (kindRecvs(s.kind)) r.in = &links_.recvLink(LinkKey{s.recvPeer, s.channel});
-        if (kindReadsSrc(s.kind)) r.src = bufferBase(s.src, false, s) + s.src.offset;
-        if (kindWritesDst(s.kind)) r.dst = bufferBase(s.dst, true, s) + s.dst.offset;
+        if (plan::stepSends(s.kind)) r.out = &links_.sendLink(LinkKey{s.sendPeer, s.channel});
+        if (plan::stepReceives(s.kind)) r.in = &links_.recvLink(LinkKey{s.recvPeer, s.channel});
+        if (plan::stepReadsSrc(s.kind)) r.src = bufferBase(s.src, false, s) + s.src.offset;
+        if (plan::stepWritesDst(s.kind)) r.dst = bufferBase(s.dst, true, s) + s.dst.offset;
         if (s.kind == StepKind::kCopy) {
           r.overlap = r.src < r.dst + s.bytes && r.dst < r.src + s.bytes;
         }

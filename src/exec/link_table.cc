@@ -1,0 +1,61 @@
+// The map-backed link table and collectLinks: which links a program uses.
+#include <algorithm>
+#include <string>
+
+#include "algorithms/step_traits.h"
+#include "base/error.h"
+#include "exec/host_executor.h"
+
+namespace grove::exec {
+
+using transport::LinkKey;
+
+// ------------------------------------------------------------------ link table
+
+SendLink& MapLinkTable::sendLink(const LinkKey& key) {
+  auto it = sends_.find(key);
+  if (it == sends_.end()) {
+    throwInternalError("host executor: no send link to peer " + std::to_string(key.peer) +
+                       " on channel " + std::to_string(key.channel));
+  }
+  return it->second;
+}
+
+RecvLink& MapLinkTable::recvLink(const LinkKey& key) {
+  auto it = recvs_.find(key);
+  if (it == recvs_.end()) {
+    throwInternalError("host executor: no receive link from peer " + std::to_string(key.peer) +
+                       " on channel " + std::to_string(key.channel));
+  }
+  return it->second;
+}
+
+void MapLinkTable::addSend(const LinkKey& key, std::unique_ptr<transport::SendHalf> half) {
+  sends_[key] = SendLink{std::move(half), 0};
+}
+
+void MapLinkTable::addRecv(const LinkKey& key, std::unique_ptr<transport::RecvHalf> half) {
+  recvs_[key] = RecvLink{std::move(half), 0};
+}
+
+// ------------------------------------------------------------------ collectLinks
+
+// Appends to what the vectors hold, then sorts and deduplicates them, so it
+// also gives the union over several programs.
+void collectLinks(const plan::Program& program, std::vector<LinkKey>& sends,
+                  std::vector<LinkKey>& recvs) {
+  for (const auto& phase : program.phases) {
+    for (const auto& lane : phase.lanes) {
+      for (const auto& s : lane.steps) {
+        if (plan::stepSends(s.kind)) sends.push_back(LinkKey{s.sendPeer, s.channel});
+        if (plan::stepReceives(s.kind)) recvs.push_back(LinkKey{s.recvPeer, s.channel});
+      }
+    }
+  }
+  for (auto* v : {&sends, &recvs}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
+}
+
+}  // namespace grove::exec
