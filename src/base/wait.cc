@@ -38,6 +38,7 @@ void Waiter::progressed() {
   rounds_ = 0;
   calls_ = 0;
   spinning_ = spin_.count() > 0;
+  yielding_ = true;
   lastProgress_ = std::chrono::steady_clock::now();
 }
 
@@ -56,16 +57,22 @@ void Waiter::wait(pollfd* fds, size_t nfds, bool fdsCoverAll) {
     timespec ts{0, 100 * 1000 * 1000};
     ppoll(fds, nfds, &ts, nullptr);
     past = 0;  // check the clock every slice
-  } else if (past < 16) {
+  } else if (yielding_) {
+    // Yield while the wait is young: the peer we wait for may need this CPU
+    // (more ranks than cores), and a yielding rank sees its data at once.
     if (nfds > 0) {
       timespec ts{0, 0};
       ppoll(fds, nfds, &ts, nullptr);
     }
     sched_yield();
+    if ((past & 15) == 15 && std::chrono::steady_clock::now() - lastProgress_ > kYieldFor) {
+      yielding_ = false;
+      rounds_ = 0;
+    }
   } else {
-    // Naps grow from 20 us to 200 us: a slow peer costs little CPU, and a
-    // peer that arrives during a nap waits at most one short nap.
-    long ns = 20000L * static_cast<long>(past < 26 ? past - 15 : 10);
+    // Then naps grow from 20 us to 200 us: a slow peer costs little CPU, and
+    // a peer that arrives during a nap waits at most one short nap.
+    long ns = 20000L * static_cast<long>(past < 10 ? past + 1 : 10);
     timespec ts{0, ns};
     if (nfds > 0) ppoll(fds, nfds, &ts, nullptr);
     else nanosleep(&ts, nullptr);

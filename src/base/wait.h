@@ -88,6 +88,9 @@ class Waiter {
   uint32_t rounds_ = 0;     // backoff rounds past the spin stage
   uint32_t calls_ = 0;      // wait() calls since the last progress
   bool spinning_ = true;    // still in the spin stage
+  bool yielding_ = true;    // still in the yield stage (then naps)
+  /// How long a wait yields before it naps.
+  static constexpr std::chrono::microseconds kYieldFor{1000};
   std::chrono::nanoseconds spin_;
 };
 

@@ -147,7 +147,7 @@ void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* re
                plan::collName(args.coll), static_cast<size_t>(args.count), dtypeName(args.dtype),
                opName(args.op), args.root, static_cast<size_t>(bytes), args.inPlace ? 1 : 0,
                program.algo.c_str(), sel.params.nChannels, connections_->summary().c_str());
-    connections_->ensure(program);
+    connections_->ensure(shared);
     exec::Buffers buffers;
     buffers.input = sendbuff;
     buffers.output = recvbuff;

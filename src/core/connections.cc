@@ -42,6 +42,13 @@ transport::Transport* Connections::transportFor(int peer) const {
   return byPeer_[peer];
 }
 
+void Connections::ensure(const std::shared_ptr<const plan::Program>& program) {
+  if (ready_.count(program) != 0) return;
+  ensure(*program);
+  if (ready_.size() >= 1024) ready_.clear();  // bound the memo; a miss only re-checks
+  ready_.insert(program);
+}
+
 void Connections::ensure(const plan::Program& program) {
   std::vector<transport::LinkKey> sends, recvs;
   exec::collectLinks(program, sends, recvs);

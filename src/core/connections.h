@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,10 @@ class Connections {
               std::unique_ptr<transport::Transport> socket);
   ~Connections();
 
-  /// Opens every link `program` uses that is not open yet.
+  /// Opens every link `program` uses that is not open yet. A program seen
+  /// before (held by the caller's cache) is recognised and costs nothing.
+  void ensure(const std::shared_ptr<const plan::Program>& program);
+  /// As above, for a program built for one call.
   void ensure(const plan::Program& program);
   /// The open links, for the executor.
   exec::LinkTable& links() { return table_; }
@@ -42,6 +46,8 @@ class Connections {
   std::unique_ptr<transport::Transport> socket_;
   std::vector<transport::Transport*> byPeer_;
   exec::MapLinkTable table_;
+  // Programs whose links are all open (kept alive so their addresses stay unique).
+  std::set<std::shared_ptr<const plan::Program>> ready_;
   std::string summary_;
   int socketPeers_ = 0;
 };

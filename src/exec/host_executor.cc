@@ -97,6 +97,29 @@ struct LaneState {
 
 namespace {
 
+/// The runner's work lists; one set per thread, cleared (not freed) per call.
+struct WorkLists {
+  std::vector<Resolved> steps;
+  std::vector<size_t> phaseBegin;
+  std::vector<std::pair<size_t, size_t>> laneRanges;
+  std::vector<LaneState> lanes;
+  std::vector<SendLink*> phaseSends;
+  std::vector<SendLink*> allSends;
+  std::vector<pollfd> pollFds;
+};
+
+WorkLists& workLists() {
+  thread_local WorkLists lists;
+  lists.steps.clear();
+  lists.phaseBegin.clear();
+  lists.laneRanges.clear();
+  lists.lanes.clear();
+  lists.phaseSends.clear();
+  lists.allSends.clear();
+  lists.pollFds.clear();
+  return lists;
+}
+
 class Runner {
  public:
   Runner(const plan::Program& program, const Buffers& buffers, const ReduceSpec& spec,
@@ -128,13 +151,16 @@ class Runner {
   LinkTable& links_;
   Waiter waiter_;
   size_t esz_ = 1;
-  std::vector<Resolved> steps_;            // all non-empty steps, phase by phase, lane by lane
-  std::vector<size_t> phaseBegin_;         // index into laneRanges_ of each phase's first lane
-  std::vector<std::pair<size_t, size_t>> laneRanges_;  // [begin, end) into steps_
-  std::vector<LaneState> lanes_;           // the current phase's lanes
-  std::vector<SendLink*> phaseSends_;      // send links of the current phase (deduplicated)
-  std::vector<SendLink*> allSends_;        // every send link used
-  std::vector<pollfd> pollFds_;            // what a wait sleeps on (socket links)
+  // Work lists live in a per-thread WorkLists reused across calls, so a
+  // small collective allocates nothing.
+  WorkLists& work_ = workLists();
+  std::vector<Resolved>& steps_ = work_.steps;  // all non-empty steps, phase by phase, lane by lane
+  std::vector<size_t>& phaseBegin_ = work_.phaseBegin;  // index into laneRanges_ of each phase's first lane
+  std::vector<std::pair<size_t, size_t>>& laneRanges_ = work_.laneRanges;  // [begin, end) into steps_
+  std::vector<LaneState>& lanes_ = work_.lanes;          // the current phase's lanes
+  std::vector<SendLink*>& phaseSends_ = work_.phaseSends;  // send links of the current phase
+  std::vector<SendLink*>& allSends_ = work_.allSends;      // every send link used
+  std::vector<pollfd>& pollFds_ = work_.pollFds;           // what a wait sleeps on (sockets)
 };
 
 uint8_t* Runner::bufferBase(const plan::BufRef& ref, bool write, const plan::Step& s) {
