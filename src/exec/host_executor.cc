@@ -22,6 +22,13 @@
 // Local steps (copy, reduce) go in pieces of 256 KiB for the same fairness;
 // a copy whose source and destination overlap is one memmove.
 //
+// Direct path. Halves that can bypass their buffers (sockets) move pure data
+// without staging copies: a send goes from the user's buffer to the kernel, a
+// receive from the kernel into the user's buffer, and a forwarding step
+// receives into its destination and then sends from there (a second counter
+// tracks bytes received ahead of bytes forwarded). Shared-memory halves
+// decline, and the buffered path above runs.
+//
 // Wire rule. Before the first byte of a step, every stream the step touches
 // is brought to a 16-byte-aligned position: the sender reserves and commits
 // zero bytes up to the boundary, the receiver consumes the same number. The
@@ -30,8 +37,10 @@
 //
 // Waiting. After every pass the phase's send halves are flushed (free for
 // shared memory; pushes held bytes for sockets). A pass that moved nothing
-// calls Waiter::wait() (spin, yield, sleep; timeout and abort); any movement
-// calls progressed(). After the last phase the executor waits until every
+// calls Waiter::wait() (spin, yield, nap; timeout and abort) with the socket
+// descriptors the blocked lanes wait on, so it sleeps in poll() and wakes on
+// arrival; any movement calls progressed(). Work lists are per-thread and
+// reused, so a small collective allocates nothing. After the last phase the executor waits until every
 // send half it used reports flush() == true. A timeout or a broken link is
 // rethrown with a description of what each lane was doing.
 //
