@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "base/json_text.h"
 
 namespace grove::topo::json {
 
@@ -223,27 +224,6 @@ class Parser {
   int line_ = 1;
 };
 
-void writeString(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-}
-
 bool isFlat(const Value& v) {
   if (!v.isArray() && !v.isObject()) return true;
   size_t n = v.isArray() ? v.items.size() : v.fields.size();
@@ -262,7 +242,7 @@ void writeValue(std::string& out, const Value& v, bool pretty, int indent) {
     case Value::Type::kNull: out += "null"; return;
     case Value::Type::kBool: out += v.boolean ? "true" : "false"; return;
     case Value::Type::kNumber: out += formatNumber(v.number); return;
-    case Value::Type::kString: writeString(out, v.text); return;
+    case Value::Type::kString: appendJsonString(out, v.text); return;
     case Value::Type::kArray:
       out += '[';
       for (size_t i = 0; i < v.items.size(); ++i) {
@@ -278,7 +258,7 @@ void writeValue(std::string& out, const Value& v, bool pretty, int indent) {
       for (size_t i = 0; i < v.fields.size(); ++i) {
         out += i ? (oneLine && pretty ? ", " : ",") : "";
         if (!oneLine) out += pad;
-        writeString(out, v.fields[i].first);
+        appendJsonString(out, v.fields[i].first);
         out += pretty ? ": " : ":";
         writeValue(out, v.fields[i].second, pretty, indent + 1);
       }

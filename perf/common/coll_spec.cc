@@ -1,6 +1,15 @@
 #include "perf/common/coll_spec.h"
 
+#include "base/dtype.h"
+
 namespace grove::perf {
+
+Setting makeSetting(CollKind kind, int nranks, size_t size, groveDataType_t type, groveRedOp_t op,
+                    int root) {
+  Setting s{type, op, root, {}, dtypeSize(type)};
+  s.counts = collCounts(kind, size / s.es, nranks);
+  return s;
+}
 
 CollCounts collCounts(CollKind kind, size_t count, int nranks) {
   const size_t n = nranks > 0 ? static_cast<size_t>(nranks) : 1;

@@ -38,6 +38,19 @@ struct CollCounts {
 /// Counts for `count` = size / elemsize elements over nranks ranks.
 CollCounts collCounts(CollKind kind, size_t count, int nranks);
 
+/// One measured setting: element type, op, root and the counts of one size.
+struct Setting {
+  groveDataType_t type = groveFloat32;
+  groveRedOp_t op = groveSum;
+  int root = -1;
+  CollCounts counts;
+  size_t es = 1;  ///< element size in bytes
+};
+
+/// The setting for a run of `size` bytes of `type` over nranks ranks.
+Setting makeSetting(CollKind kind, int nranks, size_t size, groveDataType_t type, groveRedOp_t op,
+                    int root);
+
 /// nccl-tests' algorithm and bus bandwidth in GB/s for paramCount elements of
 /// typeSize bytes taking `sec` seconds.
 void collBandwidth(CollKind kind, size_t paramCount, size_t typeSize, double sec, int nranks,

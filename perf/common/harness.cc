@@ -90,20 +90,6 @@ struct Rank {
   }
 };
 
-/// One (type, op, root, size) setting.
-struct Setting {
-  groveDataType_t type = groveFloat32;
-  groveRedOp_t op = groveSum;
-  int root = -1;
-  CollCounts counts;
-  size_t es = 1;
-};
-
-Setting makeSetting(const Rank& r, size_t size, groveDataType_t type, groveRedOp_t op, int root) {
-  Setting s{type, op, root, {}, dtypeSize(type)};
-  s.counts = collCounts(r.shared->kind, size / s.es, r.shared->nranks);
-  return s;
-}
 
 double seconds() {
   using Clock = std::chrono::steady_clock;
@@ -211,7 +197,7 @@ std::string benchTime(Rank& r, const Setting& s, bool inPlace) {
 }
 
 void warmUp(Rank& r, size_t size, groveDataType_t type, groveRedOp_t op, int root) {
-  Setting s = makeSetting(r, size, type, op, root);
+  Setting s = makeSetting(r.shared->kind, r.shared->nranks, size, type, op, root);
   for (int iter = 0; iter < r.shared->args.warmupIters; ++iter) startColl(r, s, false, iter);
   completeColl(r);
 }
@@ -223,7 +209,7 @@ void timeTest(Rank& r, groveDataType_t type, groveRedOp_t op, int root) {
   warmUp(r, sh.args.maxBytes, type, op, root);
   warmUp(r, sh.args.minBytes, type, op, root);
   for (size_t size : perfSizes(sh.args)) {
-    Setting s = makeSetting(r, size, type, op, root);
+    Setting s = makeSetting(r.shared->kind, r.shared->nranks, size, type, op, root);
     std::string row = formatRowParams(std::max(s.counts.sendCount, s.counts.recvCount) * s.es,
                                       s.counts.paramCount, dtypeName(type), opText, root);
     row += benchTime(r, s, false);

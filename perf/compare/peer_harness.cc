@@ -64,20 +64,6 @@ struct Job {
   }
 };
 
-/// One (type, op, root, size) setting.
-struct Setting {
-  groveDataType_t type = groveFloat32;
-  groveRedOp_t op = groveSum;
-  int root = -1;
-  CollCounts counts;
-  size_t es = 1;
-};
-
-Setting makeSetting(const Job& j, size_t size, groveDataType_t type, groveRedOp_t op, int root) {
-  Setting s{type, op, root, {}, dtypeSize(type)};
-  s.counts = collCounts(j.kind, size / s.es, j.nranks);
-  return s;
-}
 
 void startColl(Job& j, const Setting& s, bool inPlace, int iter) {
   const size_t total = std::max(s.counts.sendCount, s.counts.recvCount) * s.es;
@@ -166,7 +152,7 @@ std::string benchTime(Job& j, const Setting& s, bool inPlace) {
 }
 
 void warmUp(Job& j, size_t size, groveDataType_t type, groveRedOp_t op, int root) {
-  Setting s = makeSetting(j, size, type, op, root);
+  Setting s = makeSetting(j.kind, j.nranks, size, type, op, root);
   const bool inPlace = !j.peer->hasVariant(j.kind, false);
   for (int iter = 0; iter < j.args.warmupIters; ++iter) startColl(j, s, inPlace, iter);
 }
@@ -177,7 +163,7 @@ void timeTest(Job& j, groveDataType_t type, groveRedOp_t op, int root) {
   warmUp(j, j.args.maxBytes, type, op, root);
   warmUp(j, j.args.minBytes, type, op, root);
   for (size_t size : perfSizes(j.args)) {
-    Setting s = makeSetting(j, size, type, op, root);
+    Setting s = makeSetting(j.kind, j.nranks, size, type, op, root);
     std::string row = formatRowParams(std::max(s.counts.sendCount, s.counts.recvCount) * s.es,
                                       s.counts.paramCount, dtypeName(type), opText, root);
     row += benchTime(j, s, false);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/config.h"
+#include "base/json_text.h"
 #include "grove/grove.h"
 #include "grove_build_info.h"
 
@@ -29,26 +30,6 @@ const char* typeName(config::Type t) {
   return "?";
 }
 
-std::string jsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::vector<std::string> featureLines() {
   std::vector<std::string> lines;
@@ -97,20 +78,20 @@ void printJson(bool varsOnly) {
   if (!varsOnly) {
     int code = 0;
     std::string version = versionText(&code);
-    out += "  \"version\": " + jsonString(version) + ",\n";
+    out += "  \"version\": " + grove::jsonQuoted(version) + ",\n";
     out += "  \"version_code\": " + std::to_string(code) + ",\n";
-    out += "  \"build_type\": " + jsonString(GROVE_BUILD_TYPE) + ",\n";
+    out += "  \"build_type\": " + grove::jsonQuoted(GROVE_BUILD_TYPE) + ",\n";
     out += "  \"features\": {\n";
     const std::pair<const char*, int> flags[] = {
         {"cuda", GROVE_BUILD_HAVE_CUDA}, {"hwloc", GROVE_BUILD_HAVE_HWLOC},
         {"ibverbs", GROVE_BUILD_HAVE_IBVERBS}, {"mpi", GROVE_BUILD_HAVE_MPI},
         {"torch", GROVE_BUILD_HAVE_TORCH}};
     for (size_t i = 0; i < std::size(flags); ++i)
-      out += std::string("    ") + jsonString(flags[i].first) + ": " +
+      out += std::string("    ") + grove::jsonQuoted(flags[i].first) + ": " +
              (flags[i].second ? "true" : "false") + (i + 1 < std::size(flags) ? ",\n" : "\n");
     out += "  },\n  \"feature_lines\": [";
     auto lines = featureLines();
-    for (size_t i = 0; i < lines.size(); ++i) out += (i ? ", " : "") + jsonString(lines[i]);
+    for (size_t i = 0; i < lines.size(); ++i) out += (i ? ", " : "") + grove::jsonQuoted(lines[i]);
     out += "],\n";
   }
   out += "  \"variables\": [\n";
@@ -118,10 +99,10 @@ void printJson(bool varsOnly) {
   for (size_t i = 0; i < vars.size(); ++i) {
     const config::Var& v = vars[i];
     auto raw = config::rawValue(v.name);
-    out += "    {\"name\": " + jsonString(v.name) + ", \"type\": " + jsonString(typeName(v.type)) +
-           ", \"default\": " + jsonString(v.defaultValue) +
-           ", \"value\": " + jsonString(raw ? *raw : v.defaultValue) +
-           ", \"set\": " + (raw ? "true" : "false") + ", \"help\": " + jsonString(v.help) + "}" +
+    out += "    {\"name\": " + grove::jsonQuoted(v.name) + ", \"type\": " + grove::jsonQuoted(typeName(v.type)) +
+           ", \"default\": " + grove::jsonQuoted(v.defaultValue) +
+           ", \"value\": " + grove::jsonQuoted(raw ? *raw : v.defaultValue) +
+           ", \"set\": " + (raw ? "true" : "false") + ", \"help\": " + grove::jsonQuoted(v.help) + "}" +
            (i + 1 < vars.size() ? ",\n" : "\n");
   }
   out += "  ]\n}\n";
