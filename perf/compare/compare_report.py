@@ -9,7 +9,7 @@ reduce-scatter, 1 for broadcast and reduce), so tiny sizes keep their
 precision. Grove's ratio to the best peer is best peer time / grove time:
 above 1 grove is faster. Two comparisons: shared memory (grove-shm against
 ompi-vader, mpich, gloo) and TCP loopback (grove-socket against ompi-tcp,
-gloo). The targets of issue 3 are checked on those ratios.
+gloo). The performance targets are checked on those ratios.
 """
 import glob
 import os
@@ -118,7 +118,7 @@ def min_ratio(res, grove, peers, coll, n, lo):
 
 
 def target_rows(res):
-    """[(target, measured text, met text)] for issue 3's targets, per rank count."""
+    """[(target, measured text, met text)] for the performance targets, per rank count."""
     a, rows = res["args"], []
     shm_g, shm_p = FABRICS[0][2], FABRICS[0][3]
     tcp_g, tcp_p = FABRICS[1][2], FABRICS[1][3]
@@ -219,7 +219,7 @@ def ratio_summary(res):
 
 
 def markdown(res):
-    parts = [header(res), "", "## Targets (issue 3)", "", "| target | measured | |",
+    parts = [header(res), "", "## Performance targets", "", "| target | measured | |",
              "|---|---|---|"]
     parts += ["| %s | %s | %s |" % r for r in target_rows(res)]
     parts += ["", "## grove / best peer at a glance", "",
