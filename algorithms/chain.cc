@@ -31,6 +31,28 @@ using detail::modRank;
 using detail::ref;
 using detail::Span;
 
+namespace {
+
+/// One lane per channel, holding this rank's single chain step (`kind`, from
+/// r-1 to r+1) on the channel's part of the message; the step is final when
+/// it ends a reduction.
+void addChainLanes(Phase& phase, const CollArgs& a, const PlanParams& p, uint64_t es,
+                   StepKind kind) {
+  const int prev = modRank(a.rank - 1, a.nranks), next = modRank(a.rank + 1, a.nranks);
+  for (int ch = 0; ch < p.nChannels; ++ch) {
+    const Span part = detail::evenSplit(a.count, p.nChannels, ch);
+    if (part.count == 0) continue;
+    const uint64_t off = part.offset * es;
+    Lane lane;
+    lane.steps.push_back(detail::netStep(kind, prev, next, ch, ref(Buf::kInput, off),
+                                         ref(Buf::kOutput, off), part.count * es,
+                                         /*final=*/kind == StepKind::kRecvReduce));
+    detail::addLane(phase, std::move(lane));
+  }
+}
+
+}  // namespace
+
 Program buildChainBroadcast(const CollArgs& a, const PlanParams& p) {
   const uint64_t es = detail::checkArgs(a, p, "chain broadcast");
   const uint64_t bytes = a.count * es;
@@ -38,22 +60,13 @@ Program buildChainBroadcast(const CollArgs& a, const PlanParams& p) {
   if (a.nranks == 1) return detail::selfCopyProgram(a, bytes, 0, 0, "ring");
   const int n = a.nranks;
   const int pos = modRank(a.rank - a.root, n);  // 0 = root, n-1 = end of the chain
-  const int prev = modRank(a.rank - 1, n), next = modRank(a.rank + 1, n);
   const StepKind kind = pos == 0 ? StepKind::kSend
                         : pos == n - 1 ? StepKind::kRecv
                                        : StepKind::kRecvCopySend;
   Program prog;
   prog.algo = "ring";
   Phase phase;
-  for (int ch = 0; ch < p.nChannels; ++ch) {
-    const Span part = detail::evenSplit(a.count, p.nChannels, ch);
-    if (part.count == 0) continue;
-    const uint64_t off = part.offset * es;
-    Lane lane;
-    lane.steps.push_back(detail::netStep(kind, prev, next, ch, ref(Buf::kInput, off),
-                                         ref(Buf::kOutput, off), part.count * es));
-    detail::addLane(phase, std::move(lane));
-  }
+  addChainLanes(phase, a, p, es, kind);
   if (isRoot && !a.inPlace && bytes > 0) {
     Lane local;
     local.steps.push_back(detail::copyStep(ref(Buf::kInput, 0), ref(Buf::kOutput, 0), bytes));
@@ -69,23 +82,13 @@ Program buildChainReduce(const CollArgs& a, const PlanParams& p) {
   if (a.nranks == 1) return detail::selfCopyProgram(a, bytes, 0, 0, "ring");
   const int n = a.nranks;
   const int pos = modRank(a.rank - a.root - 1, n);  // 0 = root+1 (start), n-1 = root
-  const int prev = modRank(a.rank - 1, n), next = modRank(a.rank + 1, n);
   const StepKind kind = pos == 0 ? StepKind::kSend
                         : pos == n - 1 ? StepKind::kRecvReduce
                                        : StepKind::kRecvReduceSend;
   Program prog;
   prog.algo = "ring";
   Phase phase;
-  for (int ch = 0; ch < p.nChannels; ++ch) {
-    const Span part = detail::evenSplit(a.count, p.nChannels, ch);
-    if (part.count == 0) continue;
-    const uint64_t off = part.offset * es;
-    Lane lane;
-    lane.steps.push_back(detail::netStep(kind, prev, next, ch, ref(Buf::kInput, off),
-                                         ref(Buf::kOutput, off), part.count * es,
-                                         /*final=*/kind == StepKind::kRecvReduce));
-    detail::addLane(phase, std::move(lane));
-  }
+  addChainLanes(phase, a, p, es, kind);
   detail::addPhase(prog, std::move(phase));
   return prog;
 }

@@ -80,6 +80,24 @@ void allReduceLoop(Lane& lane, const RingCtx& c, ChunkAt chunkAt) {
   ringStep(lane, c, StepKind::kRecv, chunkAt(modRank(r + 1, n)));
 }
 
+/// The skeleton all-gather and reduce-scatter share: one lane per channel,
+/// and per chunk of the channel's part of each block, the steps body(lane,
+/// ctx, byte offset within a block, bytes) appends.
+template <typename Body>
+void blockRingLanes(Phase& phase, const CollArgs& a, const PlanParams& p, uint64_t es, Body body) {
+  const uint64_t chunk = detail::chunkElems(p, es);
+  for (int ch = 0; ch < p.nChannels; ++ch) {
+    const Span part = detail::evenSplit(a.count, p.nChannels, ch);
+    const RingCtx c = makeCtx(a, es, ch);
+    Lane lane;
+    for (uint64_t off = 0; off < part.count; off += chunk) {
+      const uint64_t elems = std::min(chunk, part.count - off);
+      body(lane, c, (part.offset + off) * es, elems * es);
+    }
+    detail::addLane(phase, std::move(lane));
+  }
+}
+
 }  // namespace
 
 Program buildRingAllReduce(const CollArgs& a, const PlanParams& p) {
@@ -115,31 +133,22 @@ Program buildRingAllGather(const CollArgs& a, const PlanParams& p) {
   const uint64_t blockBytes = a.count * es;
   const uint64_t myBlock = static_cast<uint64_t>(a.rank) * blockBytes;
   if (a.nranks == 1) return detail::selfCopyProgram(a, blockBytes, 0, myBlock, "ring");
-  const uint64_t chunk = detail::chunkElems(p, es);
   const int n = a.nranks, r = a.rank;
   Program prog;
   prog.algo = "ring";
   Phase phase;
-  for (int ch = 0; ch < p.nChannels; ++ch) {
-    const Span part = detail::evenSplit(a.count, p.nChannels, ch);
-    const RingCtx c = makeCtx(a, es, ch);
-    Lane lane;
-    for (uint64_t off = 0; off < part.count; off += chunk) {
-      const uint64_t elems = std::min(chunk, part.count - off);
-      const uint64_t inOff = (part.offset + off) * es, bytes = elems * es;
-      auto outRef = [&](int block) {
-        return ref(Buf::kOutput, static_cast<uint64_t>(block) * blockBytes + inOff);
-      };
-      lane.steps.push_back(detail::netStep(StepKind::kSend, c.prev, c.next, ch,
-                                           ref(Buf::kInput, inOff), {}, bytes));
-      for (int j = 1; j <= n - 2; ++j)
-        lane.steps.push_back(detail::netStep(StepKind::kRecvCopySend, c.prev, c.next, ch, {},
-                                             outRef(modRank(r - j, n)), bytes));
-      lane.steps.push_back(detail::netStep(StepKind::kRecv, c.prev, c.next, ch, {},
-                                           outRef(modRank(r + 1, n)), bytes));
-    }
-    detail::addLane(phase, std::move(lane));
-  }
+  blockRingLanes(phase, a, p, es, [&](Lane& lane, const RingCtx& c, uint64_t inOff, uint64_t bytes) {
+    auto outRef = [&](int block) {
+      return ref(Buf::kOutput, static_cast<uint64_t>(block) * blockBytes + inOff);
+    };
+    lane.steps.push_back(detail::netStep(StepKind::kSend, c.prev, c.next, c.channel,
+                                         ref(Buf::kInput, inOff), {}, bytes));
+    for (int j = 1; j <= n - 2; ++j)
+      lane.steps.push_back(detail::netStep(StepKind::kRecvCopySend, c.prev, c.next, c.channel, {},
+                                           outRef(modRank(r - j, n)), bytes));
+    lane.steps.push_back(detail::netStep(StepKind::kRecv, c.prev, c.next, c.channel, {},
+                                         outRef(modRank(r + 1, n)), bytes));
+  });
   if (!a.inPlace && blockBytes > 0) {
     Lane local;
     local.steps.push_back(detail::copyStep(ref(Buf::kInput, 0), ref(Buf::kOutput, myBlock),
@@ -154,31 +163,22 @@ Program buildRingReduceScatter(const CollArgs& a, const PlanParams& p) {
   const uint64_t es = detail::checkArgs(a, p, "ring reducescatter");
   const uint64_t blockBytes = a.count * es;
   if (a.nranks == 1) return detail::selfCopyProgram(a, blockBytes, 0, 0, "ring");
-  const uint64_t chunk = detail::chunkElems(p, es);
   const int n = a.nranks, r = a.rank;
   Program prog;
   prog.algo = "ring";
   Phase phase;
-  for (int ch = 0; ch < p.nChannels; ++ch) {
-    const Span part = detail::evenSplit(a.count, p.nChannels, ch);
-    const RingCtx c = makeCtx(a, es, ch);
-    Lane lane;
-    for (uint64_t off = 0; off < part.count; off += chunk) {
-      const uint64_t elems = std::min(chunk, part.count - off);
-      const uint64_t outOff = (part.offset + off) * es, bytes = elems * es;
-      auto inRef = [&](int block) {
-        return ref(Buf::kInput, static_cast<uint64_t>(block) * blockBytes + outOff);
-      };
-      lane.steps.push_back(detail::netStep(StepKind::kSend, c.prev, c.next, ch,
-                                           inRef(modRank(r - 1, n)), {}, bytes));
-      for (int j = 2; j <= n - 1; ++j)
-        lane.steps.push_back(detail::netStep(StepKind::kRecvReduceSend, c.prev, c.next, ch,
-                                             inRef(modRank(r - j, n)), {}, bytes));
-      lane.steps.push_back(detail::netStep(StepKind::kRecvReduce, c.prev, c.next, ch, inRef(r),
-                                           ref(Buf::kOutput, outOff), bytes, /*final=*/true));
-    }
-    detail::addLane(phase, std::move(lane));
-  }
+  blockRingLanes(phase, a, p, es, [&](Lane& lane, const RingCtx& c, uint64_t outOff, uint64_t bytes) {
+    auto inRef = [&](int block) {
+      return ref(Buf::kInput, static_cast<uint64_t>(block) * blockBytes + outOff);
+    };
+    lane.steps.push_back(detail::netStep(StepKind::kSend, c.prev, c.next, c.channel,
+                                         inRef(modRank(r - 1, n)), {}, bytes));
+    for (int j = 2; j <= n - 1; ++j)
+      lane.steps.push_back(detail::netStep(StepKind::kRecvReduceSend, c.prev, c.next, c.channel,
+                                           inRef(modRank(r - j, n)), {}, bytes));
+    lane.steps.push_back(detail::netStep(StepKind::kRecvReduce, c.prev, c.next, c.channel, inRef(r),
+                                         ref(Buf::kOutput, outOff), bytes, /*final=*/true));
+  });
   detail::addPhase(prog, std::move(phase));
   return prog;
 }
