@@ -1,0 +1,106 @@
+// Internal to src/exec: the host executor's runner, shared by the file that
+// lowers a program (host_executor.cc) and the file that moves its bytes
+// (runner_progress.cc). See host_executor.cc for how it works.
+#pragma once
+
+#include <poll.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+#include "exec/host_executor.h"
+
+namespace grove::exec::detail {
+
+using plan::StepKind;
+
+/// Most bytes a local copy/reduce does in one piece, so other lanes keep streaming.
+constexpr uint64_t kLocalPieceBytes = 256 << 10;
+/// Bytes after which a lane's visit ends even if it could go on (fairness).
+constexpr uint64_t kVisitBytes = 1 << 20;
+/// The wire rule's alignment of every step's start in each stream.
+constexpr uint64_t kStepAlign = 16;
+
+/// A step lowered to pointers.
+struct Resolved {
+  StepKind kind;
+  bool final;
+  bool overlap;         // kCopy whose src and dst overlap: one memmove
+  uint32_t gran;        // piece granularity in bytes
+  SendLink* out;        // null unless the kind sends
+  RecvLink* in;         // null unless the kind receives
+  const uint8_t* src;
+  uint8_t* dst;
+  uint64_t bytes;
+  const plan::Step* step;  // for error messages
+  uint32_t phase, lane, index;
+};
+
+/// Where a lane is.
+struct LaneState {
+  const Resolved* cur;
+  const Resolved* end;
+  uint64_t done;          // bytes of *cur done (for a forwarding step: forwarded)
+  uint64_t received = 0;  // forwarding step on the direct path: bytes received into dst
+};
+
+/// The runner's work lists; one set per thread, cleared (not freed) per call.
+struct WorkLists {
+  std::vector<Resolved> steps;
+  std::vector<size_t> phaseBegin;
+  std::vector<std::pair<size_t, size_t>> laneRanges;
+  std::vector<LaneState> lanes;
+  std::vector<SendLink*> phaseSends;
+  std::vector<SendLink*> allSends;
+  std::vector<pollfd> pollFds;
+};
+
+/// This thread's work lists, cleared.
+WorkLists& workLists();
+
+class Runner {
+ public:
+  Runner(const plan::Program& program, const Buffers& buffers, const ReduceSpec& spec,
+         LinkTable& links, const WaitContext& wait)
+      : program_(program), buffers_(buffers), spec_(spec), links_(links),
+        waiter_(wait, "waiting for peers in a host program") {}
+
+  void run();
+
+ private:
+  void resolve();
+  uint8_t* bufferBase(const plan::BufRef& ref, bool write, const plan::Step& s);
+  void checkPhaseLinks(size_t begin, size_t end);
+  void runPhase(size_t begin, size_t end);
+  bool visitLane(LaneState& lane);
+  bool movePiece(const Resolved& r, LaneState& lane);
+  ptrdiff_t moveDirect(const Resolved& r, LaneState& lane);
+  uint64_t localPiece(const Resolved& r, uint64_t done);
+  static uint64_t alignSend(SendLink& link);
+  static uint64_t alignRecv(RecvLink& link);
+  void flushAll();
+  void waitForPeers();
+  void finalFlush();
+  [[noreturn]] void rethrowWithContext(const Error& e, const char* where);
+
+  const plan::Program& program_;
+  const Buffers& buffers_;
+  const ReduceSpec& spec_;
+  LinkTable& links_;
+  Waiter waiter_;
+  size_t esz_ = 1;
+  // Work lists live in a per-thread WorkLists reused across calls, so a
+  // small collective allocates nothing.
+  WorkLists& work_ = workLists();
+  std::vector<Resolved>& steps_ = work_.steps;  // all non-empty steps, phase by phase, lane by lane
+  std::vector<size_t>& phaseBegin_ = work_.phaseBegin;  // index into laneRanges_ of each phase's first lane
+  std::vector<std::pair<size_t, size_t>>& laneRanges_ = work_.laneRanges;  // [begin, end) into steps_
+  std::vector<LaneState>& lanes_ = work_.lanes;          // the current phase's lanes
+  std::vector<SendLink*>& phaseSends_ = work_.phaseSends;  // send links of the current phase
+  std::vector<SendLink*>& allSends_ = work_.allSends;      // every send link used
+  std::vector<pollfd>& pollFds_ = work_.pollFds;           // what a wait sleeps on (sockets)
+};
+
+}  // namespace grove::exec::detail
