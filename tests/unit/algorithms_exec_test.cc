@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithm_combos.h"
 #include "algorithms/builders.h"
 #include "algorithms/program_cache.h"
 #include "algorithms/selector.h"
@@ -195,13 +196,7 @@ void execute(const ExecRun& x) {
 
 // ------------------------------------------------------------------ sweeps
 
-struct Combo {
-  Coll coll;
-  Algo algo;
-};
-
-/// Readable parameter in gtest messages.
-void PrintTo(const Combo& c, std::ostream* os) { *os << collName(c.coll) << "/" << algoName(c.algo); }
+using testing::Combo;
 
 bool reduces(Coll c) { return c == Coll::kAllReduce || c == Coll::kReduce || c == Coll::kReduceScatter; }
 
@@ -254,20 +249,7 @@ TEST_P(ExecTest, LargerMessagesAndEdgeRankCounts) {
   }
 }
 
-const Combo kCombos[] = {
-    {Coll::kAllReduce, Algo::kRing},  {Coll::kAllReduce, Algo::kDirect},
-    {Coll::kBroadcast, Algo::kRing},  {Coll::kBroadcast, Algo::kDirect},
-    {Coll::kReduce, Algo::kRing},     {Coll::kReduce, Algo::kDirect},
-    {Coll::kAllGather, Algo::kRing},  {Coll::kAllGather, Algo::kDirect},
-    {Coll::kReduceScatter, Algo::kRing}, {Coll::kGather, Algo::kDirect},
-    {Coll::kScatter, Algo::kDirect},  {Coll::kAlltoAll, Algo::kDirect},
-};
-
-INSTANTIATE_TEST_SUITE_P(All, ExecTest, ::testing::ValuesIn(kCombos),
-                         [](const ::testing::TestParamInfo<Combo>& info) {
-                           return std::string(collName(info.param.coll)) + "_" +
-                                  algoName(info.param.algo);
-                         });
+INSTANTIATE_TEST_SUITE_P(All, ExecTest, ::testing::ValuesIn(testing::kCombos), testing::comboName);
 
 // Random floats: every rank must end with bitwise the same result.
 TEST(ExecAllReduce, BitwiseIdenticalOnEveryRank) {

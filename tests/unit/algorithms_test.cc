@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithm_combos.h"
 #include "algorithms/builders.h"
 #include "algorithms/selector.h"
 #include "algorithms/validate.h"
@@ -161,13 +162,7 @@ void checkCase(const Case& c, bool forceInterpret = false) {
   if (forceInterpret || c.count * es * c.nranks <= (64u << 10)) interpretAndCheck(c, progs, es);
 }
 
-struct Combo {
-  Coll coll;
-  Algo algo;
-};
-
-/// Readable parameter in gtest messages.
-void PrintTo(const Combo& c, std::ostream* os) { *os << collName(c.coll) << "/" << algoName(c.algo); }
+using testing::Combo;
 
 class BuilderTest : public ::testing::TestWithParam<Combo> {};
 
@@ -204,20 +199,7 @@ TEST_P(BuilderTest, LargeMessageComputes) {
   checkCase(c, /*forceInterpret=*/true);
 }
 
-const Combo kCombos[] = {
-    {Coll::kAllReduce, Algo::kRing},  {Coll::kAllReduce, Algo::kDirect},
-    {Coll::kBroadcast, Algo::kRing},  {Coll::kBroadcast, Algo::kDirect},
-    {Coll::kReduce, Algo::kRing},     {Coll::kReduce, Algo::kDirect},
-    {Coll::kAllGather, Algo::kRing},  {Coll::kAllGather, Algo::kDirect},
-    {Coll::kReduceScatter, Algo::kRing}, {Coll::kGather, Algo::kDirect},
-    {Coll::kScatter, Algo::kDirect},  {Coll::kAlltoAll, Algo::kDirect},
-};
-
-INSTANTIATE_TEST_SUITE_P(All, BuilderTest, ::testing::ValuesIn(kCombos),
-                         [](const ::testing::TestParamInfo<Combo>& info) {
-                           return std::string(collName(info.param.coll)) + "_" +
-                                  algoName(info.param.algo);
-                         });
+INSTANTIATE_TEST_SUITE_P(All, BuilderTest, ::testing::ValuesIn(testing::kCombos), testing::comboName);
 
 // ------------------------------------------------------------------ structure
 
