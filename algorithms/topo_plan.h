@@ -1,0 +1,181 @@
+// Topology-aware planning: the graph the planners work on, the rings and
+// trees they produce, and the planner entry points. This header is the
+// contract between the planners (plan_graph.cc, ring_search.cc,
+// tree_pack.cc, ...), the lowering to the schedule IR (tree builders,
+// ordered-ring builders), the cost model / simulator, grove-plan and the
+// communicator, which plans once at init from its CommTopology.
+//
+// Units: capacities and rates are GB/s (1e9 bytes/s) per direction,
+// latencies microseconds.
+//
+// Rates: a Ring's or a Tree's `rate` is the bytes per second of the
+// collective's message that it carries; its share of a message is
+// rate / sum of rates. For broadcast/reduce trees, a tree edge parent->child
+// carries `rate` on every link of the route parent->child (broadcast) or
+// child->parent (reduce). For all-reduce trees (reduce up, broadcast down,
+// pipelined), every edge carries `rate` in both directions at once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "topology/comm_topology.h"
+#include "topology/graph.h"
+
+namespace grove::plan {
+
+/// A ring: order[i] sends to order[(i+1) % n]. Holds every rank once.
+struct Ring {
+  std::vector<int> order;
+  double rate = 0;  ///< GB/s of message data this ring carries
+};
+
+/// A spanning arborescence over the ranks, rooted at `root`.
+struct Tree {
+  int root = 0;
+  std::vector<int> parent;  ///< by rank; -1 for the root
+  double rate = 0;          ///< GB/s of message data this tree carries
+};
+
+/// One direction of a link the planners may load.
+struct PlanLink {
+  int from = -1;                 ///< plan-graph vertex
+  int to = -1;                   ///< plan-graph vertex
+  double cap = 0;                ///< GB/s
+  double latencyUs = 0;
+  topo::LinkKind kind = topo::LinkKind::kPcie;
+  int topoLink = -1;             ///< index in the topo::Graph, -1 for a rank's virtual port
+};
+
+/// Knobs of the plan graph.
+struct PlanGraphOptions {
+  /// Capacity (GB/s per direction) of the virtual port joining a rank to its
+  /// topology node when several ranks share that node (host communicators:
+  /// ranks on one CPU; several ranks per GPU). 0 = the node attribute
+  /// "mem_bw" when present, else 10.
+  double sharedPortBw = 0;
+};
+
+/// The planners' graph: the machine graph's nodes and directed links plus one
+/// vertex per rank, joined to the rank's topology node by a virtual port (of
+/// unbounded capacity when the rank is alone on its node). Routes between
+/// ranks never relay through another rank's vertex nor through any GPU node
+/// (a GPU does not forward NVLink/PCIe traffic for others), cross a NIC only
+/// between its PCIe and network sides, and use network links only between
+/// different machines -- the rules of topo::pathBetween().
+class PlanGraph {
+ public:
+  /// Builds the graph of a communicator's topology.
+  static PlanGraph fromTopology(const topo::CommTopology& topology,
+                                const PlanGraphOptions& options = {});
+
+  int nranks() const { return nranks_; }
+  int numVertices() const { return static_cast<int>(names_.size()); }
+  /// Vertex of a rank.
+  int rankVertex(int rank) const { return rankVertex_.at(static_cast<size_t>(rank)); }
+  /// Every directed link.
+  const std::vector<PlanLink>& links() const { return links_; }
+  /// Links leaving vertex v.
+  const std::vector<int>& outLinks(int v) const { return out_.at(static_cast<size_t>(v)); }
+  /// Readable vertex name ("rank3", "host/gpu2", "host/pci1").
+  const std::string& vertexName(int v) const { return names_.at(static_cast<size_t>(v)); }
+  /// Machine index (0-based, graph order) of a rank.
+  int machineOf(int rank) const { return machineOf_.at(static_cast<size_t>(rank)); }
+
+  /// Cheapest route (link indices) from rank a to rank b when link i costs
+  /// price[i] (every price > 0); empty when b is unreachable or a == b.
+  std::vector<int> cheapestRoute(int a, int b, const std::vector<double>& price) const;
+  /// Widest route from rank a to rank b (bottleneck capacity, then fewest
+  /// links); empty when unreachable or a == b.
+  std::vector<int> widestRoute(int a, int b) const;
+  /// Smallest capacity along a route (0 for an empty route).
+  double bottleneck(const std::vector<int>& route) const;
+  /// Summed latency along a route.
+  double latencyUs(const std::vector<int>& route) const;
+
+ private:
+  int nranks_ = 0;
+  std::vector<std::string> names_;
+  std::vector<PlanLink> links_;
+  std::vector<std::vector<int>> out_;
+  std::vector<int> rankVertex_;
+  std::vector<int> machineOf_;
+  std::vector<bool> relay_;  ///< may a route cross this vertex
+  friend struct PlanGraphBuilder;
+};
+
+/// Maximum flow (GB/s) from rank a to rank b over the plan graph's link
+/// capacities, with the same relay rules as routes.
+double maxFlow(const PlanGraph& g, int fromRank, int toRank);
+/// The best broadcast rate from `root` (Edmonds): min over ranks v != root of
+/// maxFlow(root, v). No packing of trees can exceed it.
+double broadcastBound(const PlanGraph& g, int root);
+/// An upper bound on all-reduce algorithm bandwidth (GB/s of message) over
+/// the graph, documented with its derivation where it is defined.
+double allReduceBound(const PlanGraph& g);
+
+/// Load a set of rings or trees puts on every link (GB/s), by link index.
+std::vector<double> linkLoad(const PlanGraph& g, const std::vector<Ring>& rings);
+/// Same for trees; `bothDirections` for all-reduce trees.
+std::vector<double> linkLoad(const PlanGraph& g, const std::vector<Tree>& trees,
+                             bool bothDirections);
+
+/// What a ring search found.
+struct RingPlan {
+  std::vector<Ring> rings;
+  double rate = 0;        ///< sum of the rings' rates
+  std::string linkClass;  ///< "nvlink", "pcie", "mixed", ... (what the rings run over)
+  double planMs = 0;      ///< planning time
+};
+
+/// The best set of rings: several rings in parallel, in both directions when
+/// the links allow, each loading a link at most up to its capacity.
+RingPlan searchRings(const PlanGraph& g, int maxRings = 16);
+/// What an NCCL-like search picks: rings over one link class only (NVLink
+/// when an NVLink ring exists, else the PCIe/host path), no mixing.
+RingPlan ncclLikeRings(const PlanGraph& g);
+
+/// Knobs of tree packing.
+struct PackOptions {
+  double epsilon = 0.05;    ///< MWU accuracy
+  int maxRounds = 2000;     ///< MWU rounds at most
+  int maxTrees = 8;         ///< trees kept after reduction (fewer when they suffice)
+  double keep = 0.97;       ///< reduced packing keeps at least this fraction of the MWU rate
+};
+
+/// What tree packing found.
+struct TreePlan {
+  std::vector<Tree> trees;
+  double rate = 0;     ///< sum of the trees' rates
+  double bound = 0;    ///< the matching upper bound (broadcastBound / allReduceBound)
+  int rounds = 0;      ///< MWU rounds run
+  int mwuTrees = 0;    ///< distinct trees before reduction
+  double planMs = 0;   ///< planning time
+};
+
+/// Broadcast / reduce trees rooted at `root` (fractional packing by MWU,
+/// then reduced to few trees).
+TreePlan packTrees(const PlanGraph& g, int root, const PackOptions& options = {});
+/// All-reduce trees (each edge loaded in both directions), roots chosen by
+/// the packer; each tree reduces its share up to its root and broadcasts it
+/// back down.
+TreePlan packAllReduceTrees(const PlanGraph& g, const PackOptions& options = {});
+/// Heterogeneous split: packs the fast class (NVLink / NVSwitch) and the
+/// rest (PCIe, host, network) separately and returns both sets of trees in
+/// one plan, rates as packed, so each class carries data in proportion to
+/// its rate and both finish together. `allReduce` picks the tree kind.
+TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOptions& options = {});
+
+/// Hierarchical plan for several machines: reduce inside each machine to a
+/// leader per channel, all-reduce among the leaders across machines (one ring
+/// per NIC), broadcast inside each machine.
+struct HierPlan {
+  std::vector<std::vector<int>> machines;  ///< ranks of each machine (ascending)
+  std::vector<std::vector<int>> leaders;   ///< per channel: the leader rank of each machine
+  double rate = 0;                         ///< predicted all-reduce algbw (GB/s)
+};
+/// The hierarchical plan (one channel per NIC of the busiest machine).
+HierPlan planHierarchical(const PlanGraph& g);
+
+}  // namespace grove::plan
