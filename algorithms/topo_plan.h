@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,9 @@ namespace grove::plan {
 struct Ring {
   std::vector<int> order;
   double rate = 0;  ///< GB/s of message data this ring carries
+  /// routes[i]: plan-graph links of the hop order[i] -> order[(i+1) % n], as
+  /// planned; empty (or missing) means PlanGraph::widestRoute of that hop.
+  std::vector<std::vector<int>> routes;
 };
 
 /// A spanning arborescence over the ranks, rooted at `root`.
@@ -36,6 +41,12 @@ struct Tree {
   int root = 0;
   std::vector<int> parent;  ///< by rank; -1 for the root
   double rate = 0;          ///< GB/s of message data this tree carries
+  /// down[r]: plan-graph links of the route parent[r] -> r, as planned; empty
+  /// (or missing) means PlanGraph::widestRoute(parent[r], r).
+  std::vector<std::vector<int>> down;
+  /// up[r]: links of the route r -> parent[r] (reduce / all-reduce); empty
+  /// (or missing) means PlanGraph::widestRoute(r, parent[r]).
+  std::vector<std::vector<int>> up;
 };
 
 /// One direction of a link the planners may load.
@@ -82,6 +93,24 @@ class PlanGraph {
   const std::string& vertexName(int v) const { return names_.at(static_cast<size_t>(v)); }
   /// Machine index (0-based, graph order) of a rank.
   int machineOf(int rank) const { return machineOf_.at(static_cast<size_t>(rank)); }
+  /// Number of machines of the topology (graph order, with or without ranks).
+  int numMachines() const { return numMachines_; }
+  /// Vertex of the topology node a rank sits on (its port's far end).
+  int rankNode(int rank) const { return rankNode_.at(static_cast<size_t>(rank)); }
+  /// Rank of a rank vertex, -1 for any other vertex.
+  int rankOfVertex(int v) const { return vertexRank_.at(static_cast<size_t>(v)); }
+  /// Whether routes may cross vertex v (false for ranks and GPUs; a route
+  /// still leaves its source's node and enters its destination's node).
+  bool mayRelay(int v) const { return relay_.at(static_cast<size_t>(v)); }
+  /// Machine index of a vertex; -1 for network nodes.
+  int machineOfVertex(int v) const { return vertexMachine_.at(static_cast<size_t>(v)); }
+  /// The link in the opposite direction (same endpoints, same kind), or -1.
+  int reverseLink(int link) const { return reverse_.at(static_cast<size_t>(link)); }
+  /// Every link's capacity, by link index.
+  std::vector<double> capacities() const;
+  /// Capacity given to a virtual port that no other rank shares: unbounded
+  /// in effect, finite so that arithmetic stays exact.
+  static constexpr double kUnbounded = 1e9;
 
   /// Cheapest route (link indices) from rank a to rank b when link i costs
   /// price[i] (every price > 0); empty when b is unreachable or a == b.
@@ -102,6 +131,11 @@ class PlanGraph {
   std::vector<int> rankVertex_;
   std::vector<int> machineOf_;
   std::vector<bool> relay_;  ///< may a route cross this vertex
+  int numMachines_ = 0;
+  std::vector<int> rankNode_;       ///< by rank: vertex of its topology node
+  std::vector<int> vertexRank_;     ///< by vertex: rank, or -1
+  std::vector<int> vertexMachine_;  ///< by vertex: machine index, or -1
+  std::vector<int> reverse_;        ///< by link: the opposite link, or -1
   friend struct PlanGraphBuilder;
 };
 
@@ -109,7 +143,9 @@ class PlanGraph {
 /// capacities, with the same relay rules as routes.
 double maxFlow(const PlanGraph& g, int fromRank, int toRank);
 /// The best broadcast rate from `root` (Edmonds): min over ranks v != root of
-/// maxFlow(root, v). No packing of trees can exceed it.
+/// the max flow root -> v where, as in a tree, every rank may receive and
+/// send on (maxFlow() with ranks as relays; GPUs still relay only through a
+/// rank on them). No packing of trees can exceed it.
 double broadcastBound(const PlanGraph& g, int root);
 /// An upper bound on all-reduce algorithm bandwidth (GB/s of message) over
 /// the graph, documented with its derivation where it is defined.
@@ -177,5 +213,28 @@ struct HierPlan {
 };
 /// The hierarchical plan (one channel per NIC of the busiest machine).
 HierPlan planHierarchical(const PlanGraph& g);
+
+/// A communicator's plans: built lazily on first use, then cached.
+class TopoPlans {
+ public:
+  /// Takes the graph the plans are made for and the packing knobs.
+  explicit TopoPlans(PlanGraph graph, PackOptions options = {});
+  /// The plan graph.
+  const PlanGraph& graph() const { return graph_; }
+  const RingPlan& rings();                 ///< searchRings (cached)
+  const RingPlan& ncclRings();             ///< ncclLikeRings (cached)
+  const TreePlan& allReduceTrees();        ///< packAllReduceTrees, or packHetero when that is faster (cached)
+  const TreePlan& rootedTrees(int root);   ///< packTrees / packHetero for broadcast & reduce (cached per root)
+  const HierPlan& hierarchical();          ///< planHierarchical (cached)
+
+ private:
+  PlanGraph graph_;
+  PackOptions options_;
+  std::optional<RingPlan> rings_;
+  std::optional<RingPlan> ncclRings_;
+  std::optional<TreePlan> allReduceTrees_;
+  std::map<int, TreePlan> rootedTrees_;
+  std::optional<HierPlan> hierarchical_;
+};
 
 }  // namespace grove::plan

@@ -1,0 +1,102 @@
+// Internals shared by the planners (plan_graph.cc, maxflow.cc,
+// ring_search.cc, tree_pack.cc, hetero.cc, hierarchy.cc): routes under a
+// per-link capacity vector (a link with capacity 0 is not usable, which is
+// how a planner restricts itself to one link class or to residual
+// capacities), multi-terminal max flow, the minimum arborescence / spanning
+// tree oracles, and the small LP that weights a set of candidate rings or
+// trees. Not part of the planners' contract (topo_plan.h).
+#pragma once
+
+#include <chrono>
+#include <vector>
+
+#include "algorithms/topo_plan.h"
+
+namespace grove::plan::detail {
+
+/// Cheapest routes between every ordered pair of ranks under link prices.
+struct RouteTable {
+  int n = 0;
+  std::vector<double> cost;               ///< n*n: price of the route a->b (inf when none)
+  std::vector<std::vector<int>> routes;   ///< n*n: links of the route a->b
+  double at(int a, int b) const { return cost[static_cast<size_t>(a) * n + b]; }
+  const std::vector<int>& route(int a, int b) const { return routes[static_cast<size_t>(a) * n + b]; }
+};
+
+/// Routes from every rank to every rank, cheapest under `price`, over links
+/// whose `cap` is > 0, with the relay rules of PlanGraph.
+RouteTable cheapestRoutes(const PlanGraph& g, const std::vector<double>& price, const std::vector<double>& cap);
+/// Widest route a->b over links with cap > 0 (bottleneck, then fewest links);
+/// `toVertex` >= 0 ends the route at that vertex instead of rank b.
+std::vector<int> widestRouteCapped(const PlanGraph& g, int a, int b, const std::vector<double>& cap,
+                                   int toVertex = -1);
+
+/// Max flow from the ranks `sources` to the ranks `sinks` over links with
+/// cap > 0, with the relay rules of routes; `ranksForward` lets every other
+/// rank receive and send on (as a tree node does).
+double maxFlowSets(const PlanGraph& g, const std::vector<int>& sources, const std::vector<int>& sinks,
+                   const std::vector<double>& cap, bool ranksForward);
+/// broadcastBound over a capacity vector.
+double broadcastBoundCapped(const PlanGraph& g, int root, const std::vector<double>& cap);
+/// allReduceBound over a capacity vector.
+double allReduceBoundCapped(const PlanGraph& g, const std::vector<double>& cap);
+
+/// Minimum-weight spanning arborescence rooted at `root` over n vertices
+/// (Chu-Liu/Edmonds); w[u*n+v] is the weight of u->v (inf: no edge).
+/// Returns parent by vertex (-1 for the root), or empty when some vertex is
+/// unreachable.
+std::vector<int> minArborescence(int n, int root, const std::vector<double>& w);
+/// Minimum spanning tree (Prim) of a symmetric weight matrix, as parents
+/// rooted at vertex 0; empty when disconnected.
+std::vector<int> minSpanningTree(int n, const std::vector<double>& w);
+
+/// max sum(x) subject to sum_j a[i][j] x_j <= b[i], x >= 0 (b >= 0), by the
+/// simplex method. `a` is row-major rows x cols. Returns x.
+std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>& a, const std::vector<double>& b);
+
+/// The same graph (same vertices and link indices) with only `ranks`, renumbered
+/// 0.. in that order, as ranks; the other ranks' vertices become dead ends.
+PlanGraph subsetOfRanks(const PlanGraph& g, const std::vector<int>& ranks);
+
+/// Per-link use counts of a set of routes (a link crossed twice counts 2).
+void addUse(const std::vector<std::vector<int>>& routes, double rate, std::vector<double>& load);
+
+/// Milliseconds since `start`.
+double msSince(std::chrono::steady_clock::time_point start);
+
+/// A candidate for the packing LP: how often it crosses each link it uses.
+struct Candidate {
+  std::vector<std::pair<int, int>> use;  ///< (link, times crossed)
+  double weight = 0;                     ///< weight found by MWU / LP
+};
+
+/// Optimal weights of `cands` (LP over the links they load, capacities
+/// `cap`); then drops the lightest candidates and re-solves while more than
+/// `maxKeep` remain or while the rate stays >= keep * the full optimum.
+/// Returns the indices kept; their `weight` holds the final rates.
+std::vector<int> weightAndReduce(std::vector<Candidate>& cands, const std::vector<double>& cap, int maxKeep,
+                                 double keep);
+
+/// Tree packing over a capacity vector (cap 0: link unusable): rooted at
+/// `root`, or all-reduce trees; `bound` stops MWU early when reached.
+/// Returns an empty plan when the ranks cannot be spanned.
+TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOptions& o, const std::vector<double>& cap,
+                    double bound);
+/// Chain candidates for the packing LP (tree_candidates.cc): Hamiltonian
+/// paths over links with cap > 0, rooted at `root` (all-reduce: at the
+/// path's middle), with their routes filled in.
+std::vector<Tree> chainCandidates(const PlanGraph& g, int root, bool allReduce, const std::vector<double>& cap);
+/// The capacity vector split by link class: {NVLink, the rest} (virtual
+/// ports in both); empty when the graph has only one class.
+std::vector<std::vector<double>> classCapacities(const PlanGraph& g, const std::vector<double>& cap);
+/// Throws grove::Error on nonsensical packing knobs.
+void checkPackOptions(const PackOptions& o);
+
+/// Ring packing over a capacity vector: MWU with a Hamiltonian-cycle oracle,
+/// then the packing LP; at most maxRings rings. Empty when no ring exists.
+RingPlan packRings(const PlanGraph& g, const std::vector<double>& cap, int maxRings, int rounds);
+/// Greedy NCCL-style rings over a capacity vector: repeatedly the widest
+/// Hamiltonian cycle on the residual capacities, at its bottleneck rate.
+RingPlan greedyRings(const PlanGraph& g, const std::vector<double>& cap, int maxRings);
+
+}  // namespace grove::plan::detail

@@ -1,0 +1,48 @@
+// TopoPlans: a communicator's plans, each built on first use and cached.
+#include <utility>
+
+#include "algorithms/topo_plan.h"
+#include "base/error.h"
+
+namespace grove::plan {
+
+TopoPlans::TopoPlans(PlanGraph graph, PackOptions options) : graph_(std::move(graph)), options_(options) {}
+
+const RingPlan& TopoPlans::rings() {
+  if (!rings_) rings_ = searchRings(graph_);
+  return *rings_;
+}
+
+const RingPlan& TopoPlans::ncclRings() {
+  if (!ncclRings_) ncclRings_ = ncclLikeRings(graph_);
+  return *ncclRings_;
+}
+
+const TreePlan& TopoPlans::allReduceTrees() {
+  if (!allReduceTrees_) {
+    TreePlan joint = packAllReduceTrees(graph_, options_);
+    TreePlan split = packHetero(graph_, 0, true, options_);
+    allReduceTrees_ = split.rate > joint.rate ? std::move(split) : std::move(joint);
+  }
+  return *allReduceTrees_;
+}
+
+const TreePlan& TopoPlans::rootedTrees(int root) {
+  if (root < 0 || root >= graph_.nranks())
+    throwInvalidArgument("TopoPlans::rootedTrees: root " + std::to_string(root) + " out of range [0, " +
+                         std::to_string(graph_.nranks()) + ")");
+  auto it = rootedTrees_.find(root);
+  if (it == rootedTrees_.end()) {
+    TreePlan joint = packTrees(graph_, root, options_);
+    TreePlan split = packHetero(graph_, root, false, options_);
+    it = rootedTrees_.emplace(root, split.rate > joint.rate ? std::move(split) : std::move(joint)).first;
+  }
+  return it->second;
+}
+
+const HierPlan& TopoPlans::hierarchical() {
+  if (!hierarchical_) hierarchical_ = planHierarchical(graph_);
+  return *hierarchical_;
+}
+
+}  // namespace grove::plan

@@ -1,0 +1,276 @@
+// Tree packing (Blink): broadcast / reduce trees rooted at one rank, and
+// all-reduce trees, each carrying a share of the message at its rate.
+//
+// How it works: the packing LP (maximise the summed rate of spanning trees
+// whose summed load on every link stays within its capacity) is solved
+// approximately by multiplicative weights (Garg-Koenemann). Every link has a
+// price, 1/capacity at first. Each round:
+//   1. the cheapest route between every ordered pair of ranks under the
+//      current prices is found (Dijkstra with the plan graph's relay rules);
+//   2. the oracle builds the cheapest spanning tree over the ranks, an edge
+//      u->v costing its route's price: for rooted trees the minimum
+//      arborescence (Chu-Liu/Edmonds); for all-reduce trees, whose edges
+//      carry data both ways, the minimum spanning tree of the symmetric
+//      costs price(u->v) + price(v->u) (Prim), re-rooted at its centre;
+//   3. the tree is added at its bottleneck rate f = min over links of
+//      capacity / (times the tree crosses the link), and every link it
+//      crosses has its price multiplied by exp(eps * f * times / capacity).
+// The accumulated rates, scaled down by the worst overload, are a feasible
+// packing; the rounds stop when that scaled rate is within 0.1% of the
+// bound, stops improving for a while, or after maxRounds. The distinct trees
+// found are then re-weighted optimally by the packing LP (packing_lp.cc),
+// and the lightest dropped while more than maxTrees remain or while the rate
+// stays >= keep * the LP optimum. A tree's routes are stored in the Tree
+// (down: parent->child, up: child->parent) so loads can be recomputed
+// exactly; for rooted trees `up` is the reverse of `down` where the reverse
+// links exist.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "algorithms/planner_internal.h"
+#include "base/error.h"
+
+namespace grove::plan::detail {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct TreeCand {
+  Tree tree;
+  double weight = 0;
+  std::map<int, int> use;
+};
+
+// Re-roots an undirected tree (given as parents) at its centre (smallest
+// eccentricity in hops; ties to the lowest rank after `offset`, rotating roots).
+std::vector<int> reroot(const std::vector<int>& parent, int offset, int* rootOut) {
+  const int n = static_cast<int>(parent.size());
+  std::vector<std::vector<int>> adj(static_cast<size_t>(n));
+  for (int v = 0; v < n; ++v)
+    if (parent[static_cast<size_t>(v)] >= 0) {
+      adj[static_cast<size_t>(v)].push_back(parent[static_cast<size_t>(v)]);
+      adj[static_cast<size_t>(parent[static_cast<size_t>(v)])].push_back(v);
+    }
+  auto bfs = [&](int s, std::vector<int>& par) {
+    std::vector<int> dist(static_cast<size_t>(n), -1), queue{s};
+    par.assign(static_cast<size_t>(n), -1);
+    dist[static_cast<size_t>(s)] = 0;
+    int ecc = 0;
+    for (size_t i = 0; i < queue.size(); ++i) {
+      int u = queue[i];
+      ecc = std::max(ecc, dist[static_cast<size_t>(u)]);
+      for (int w : adj[static_cast<size_t>(u)])
+        if (dist[static_cast<size_t>(w)] < 0) {
+          dist[static_cast<size_t>(w)] = dist[static_cast<size_t>(u)] + 1;
+          par[static_cast<size_t>(w)] = u;
+          queue.push_back(w);
+        }
+    }
+    return ecc;
+  };
+  std::vector<int> par, best;
+  int bestEcc = n + 1;
+  for (int k = 0; k < n; ++k) {
+    const int s = (k + offset) % n;
+    const int ecc = bfs(s, par);
+    if (ecc < bestEcc) {
+      bestEcc = ecc;
+      best = par;
+      *rootOut = s;
+    }
+  }
+  return best;
+}
+
+std::string keyOf(const Tree& t) {
+  std::ostringstream os;
+  for (size_t v = 0; v < t.parent.size(); ++v) {
+    os << t.parent[v] << ':';
+    for (int li : t.down[v]) os << li << ',';
+    os << '|';
+    if (!t.up.empty())
+      for (int li : t.up[v]) os << li << ',';
+    os << ';';
+  }
+  return os.str();
+}
+
+// The reverse of a route when every reverse link exists and is usable, else empty.
+std::vector<int> reverseRoute(const PlanGraph& g, const std::vector<int>& route, const std::vector<double>& cap) {
+  std::vector<int> back;
+  for (auto it = route.rbegin(); it != route.rend(); ++it) {
+    int r = g.reverseLink(*it);
+    if (r < 0 || !(cap[static_cast<size_t>(r)] > 0)) return {};
+    back.push_back(r);
+  }
+  return back;
+}
+
+// One oracle call: the cheapest tree under the route table's prices.
+bool cheapestTree(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
+                  const std::vector<double>& cap, Tree& tree) {
+  const int n = g.nranks();
+  std::vector<double> w(static_cast<size_t>(n) * n, kInf);
+  for (int u = 0; u < n; ++u)
+    for (int v = 0; v < n; ++v)
+      if (u != v) w[static_cast<size_t>(u) * n + v] = allReduce ? table.at(u, v) + table.at(v, u) : table.at(u, v);
+  std::vector<int> parent = allReduce ? minSpanningTree(n, w) : minArborescence(n, root, w);
+  if (parent.empty()) return false;
+  if (allReduce) parent = reroot(parent, round, &root);
+  tree.root = root;
+  tree.parent = parent;
+  tree.down.assign(static_cast<size_t>(n), {});
+  tree.up.assign(static_cast<size_t>(n), {});
+  for (int v = 0; v < n; ++v) {
+    const int p = parent[static_cast<size_t>(v)];
+    if (p < 0) continue;
+    tree.down[static_cast<size_t>(v)] = table.route(p, v);
+    tree.up[static_cast<size_t>(v)] = allReduce ? table.route(v, p) : reverseRoute(g, table.route(p, v), cap);
+    if (tree.up[static_cast<size_t>(v)].empty()) tree.up[static_cast<size_t>(v)] = table.route(v, p);
+  }
+  return true;
+}
+
+std::map<int, int> useOf(const Tree& t, bool allReduce) {
+  std::map<int, int> use;
+  for (size_t v = 0; v < t.parent.size(); ++v) {
+    if (t.parent[v] < 0) continue;
+    for (int li : t.down[v]) ++use[li];
+    if (allReduce)
+      for (int li : t.up[v]) ++use[li];
+  }
+  return use;
+}
+
+// MWU rounds; returns the distinct trees with their accumulated weights.
+std::vector<TreeCand> mwuTrees(const PlanGraph& g, int root, bool allReduce, const PackOptions& o,
+                               const std::vector<double>& cap, double bound, int* roundsOut) {
+  const size_t m = g.links().size();
+  std::vector<double> price(m), load(m, 0.0);
+  for (size_t l = 0; l < m; ++l) price[l] = cap[l] > 0 ? 1.0 / cap[l] : kInf;
+  std::map<std::string, TreeCand> found;
+  double total = 0, bestScaled = 0;
+  int sinceBetter = 0, round = 0;
+  const int patience = 40 + 2 * g.nranks();
+  for (; round < o.maxRounds; ++round) {
+    RouteTable table = cheapestRoutes(g, price, cap);
+    Tree t;
+    if (!cheapestTree(g, table, root, allReduce, round, cap, t)) break;
+    std::map<int, int> use = useOf(t, allReduce);
+    double f = kInf;
+    for (auto [l, times] : use) f = std::min(f, cap[static_cast<size_t>(l)] / times);
+    for (auto [l, times] : use) {
+      load[static_cast<size_t>(l)] += f * times;
+      price[static_cast<size_t>(l)] *= std::exp(o.epsilon * f * times / cap[static_cast<size_t>(l)]);
+    }
+    total += f;
+    TreeCand& c = found[keyOf(t)];
+    if (c.tree.parent.empty()) {
+      c.tree = std::move(t);
+      c.use = std::move(use);
+    }
+    c.weight += f;
+    double over = 0;
+    for (size_t l = 0; l < m; ++l)
+      if (load[l] > 0 && cap[l] < PlanGraph::kUnbounded / 2) over = std::max(over, load[l] / cap[l]);
+    const double scaled = over > 0 ? total / over : total;
+    if (scaled > bestScaled * (1 + 1e-3)) {
+      sinceBetter = 0;
+    } else if (++sinceBetter >= patience) {
+      ++round;
+      break;
+    }
+    bestScaled = std::max(bestScaled, scaled);
+    if (bound > 0 && bestScaled >= bound * (1 - 1e-3)) {
+      ++round;
+      break;
+    }
+  }
+  *roundsOut = round;
+  std::vector<TreeCand> out;
+  for (auto& [key, c] : found) out.push_back(std::move(c));
+  return out;
+}
+
+}  // namespace
+
+TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOptions& o, const std::vector<double>& cap,
+                    double bound) {
+  const auto start = std::chrono::steady_clock::now();
+  TreePlan plan;
+  plan.bound = bound;
+  if (g.nranks() < 2) return plan;
+  std::vector<TreeCand> found = mwuTrees(g, root, allReduce, o, cap, bound, &plan.rounds);
+  plan.mwuTrees = static_cast<int>(found.size());
+  // The LP over at most 64 MWU candidates (the heaviest), plus chains over the
+  // whole graph and over each link class, plus (small jobs) MWU trees of each
+  // class alone: the candidates the heterogeneous split would use.
+  std::sort(found.begin(), found.end(), [](const TreeCand& a, const TreeCand& b) { return a.weight > b.weight; });
+  if (found.size() > 64) found.resize(64);
+  auto addTree = [&](Tree t) {
+    TreeCand c;
+    c.use = useOf(t, allReduce);
+    c.tree = std::move(t);
+    found.push_back(std::move(c));
+  };
+  for (Tree& t : chainCandidates(g, root, allReduce, cap)) addTree(std::move(t));
+  for (const std::vector<double>& classCap : classCapacities(g, cap)) {
+    for (Tree& t : chainCandidates(g, root, allReduce, classCap)) addTree(std::move(t));
+    if (g.nranks() > 16) continue;
+    int rounds = 0;
+    std::vector<TreeCand> more = mwuTrees(g, root, allReduce, o, classCap, 0, &rounds);
+    std::sort(more.begin(), more.end(), [](const TreeCand& a, const TreeCand& b) { return a.weight > b.weight; });
+    if (more.size() > 32) more.resize(32);
+    plan.rounds += rounds;
+    for (TreeCand& c : more) found.push_back(std::move(c));
+  }
+  std::vector<Candidate> cands;
+  for (const TreeCand& c : found) cands.push_back(Candidate{{c.use.begin(), c.use.end()}, c.weight});
+  for (int k : weightAndReduce(cands, cap, std::max(1, o.maxTrees), o.keep)) {
+    Tree t = found[static_cast<size_t>(k)].tree;
+    t.rate = cands[static_cast<size_t>(k)].weight;
+    plan.rate += t.rate;
+    plan.trees.push_back(std::move(t));
+  }
+  std::sort(plan.trees.begin(), plan.trees.end(), [](const Tree& a, const Tree& b) { return a.rate > b.rate; });
+  plan.planMs = msSince(start);
+  return plan;
+}
+
+void checkPackOptions(const PackOptions& o) {
+  if (!(o.epsilon > 0 && o.epsilon < 1)) throwInvalidArgument("tree packing: epsilon must be in (0, 1)");
+  if (o.maxRounds < 1) throwInvalidArgument("tree packing: maxRounds must be >= 1");
+  if (o.maxTrees < 1) throwInvalidArgument("tree packing: maxTrees must be >= 1");
+  if (!(o.keep > 0 && o.keep <= 1)) throwInvalidArgument("tree packing: keep must be in (0, 1]");
+}
+
+}  // namespace grove::plan::detail
+
+namespace grove::plan {
+
+TreePlan packTrees(const PlanGraph& g, int root, const PackOptions& options) {
+  detail::checkPackOptions(options);
+  if (root < 0 || root >= g.nranks())
+    throwInvalidArgument("packTrees: root " + std::to_string(root) + " out of range [0, " +
+                         std::to_string(g.nranks()) + ")");
+  const std::vector<double> cap = g.capacities();
+  TreePlan plan = detail::packCapped(g, root, false, options, cap, detail::broadcastBoundCapped(g, root, cap));
+  if (g.nranks() > 1 && plan.trees.empty())
+    throwInvalidUsage("packTrees: some rank cannot be reached from rank " + std::to_string(root));
+  return plan;
+}
+
+TreePlan packAllReduceTrees(const PlanGraph& g, const PackOptions& options) {
+  detail::checkPackOptions(options);
+  const std::vector<double> cap = g.capacities();
+  TreePlan plan = detail::packCapped(g, 0, true, options, cap, detail::allReduceBoundCapped(g, cap));
+  if (g.nranks() > 1 && plan.trees.empty()) throwInvalidUsage("packAllReduceTrees: the ranks are not connected");
+  return plan;
+}
+
+}  // namespace grove::plan
