@@ -1,6 +1,7 @@
 #include "algorithms/builder_util.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "algorithms/builders.h"
 #include "algorithms/step_traits.h"
@@ -66,6 +67,36 @@ Span evenSplit(uint64_t total, int parts, int i) {
   const uint64_t n = static_cast<uint64_t>(parts), k = static_cast<uint64_t>(i);
   const uint64_t base = total / n, rem = total % n;
   return Span{k * base + std::min(k, rem), base + (k < rem ? 1 : 0)};
+}
+
+std::vector<Span> rateSplit(uint64_t total, const std::vector<double>& rates, const char* who) {
+  if (rates.empty()) throwInvalidArgument(std::string(who) + ": no rings or trees to split over");
+  long double sum = 0;
+  for (double r : rates) {
+    if (!std::isfinite(r) || r < 0)
+      throwInvalidArgument(std::string(who) + ": rate " + std::to_string(r) +
+                           " is not a finite non-negative number");
+    sum += r;
+  }
+  std::vector<Span> out(rates.size());
+  const int parts = static_cast<int>(rates.size());
+  if (sum <= 0) {
+    for (int i = 0; i < parts; ++i) out[i] = evenSplit(total, parts, i);
+    return out;
+  }
+  // Share i ends at round(total * (rates[0] + ... + rates[i]) / sum): the
+  // boundaries only grow, and the last one is exactly `total`.
+  long double cum = 0;
+  uint64_t start = 0;
+  for (int i = 0; i < parts; ++i) {
+    cum += rates[i];
+    uint64_t end = i == parts - 1 ? total
+                                  : static_cast<uint64_t>(std::llroundl(total * (cum / sum)));
+    end = std::clamp(end, start, total);
+    out[i] = Span{start, end - start};
+    start = end;
+  }
+  return out;
 }
 
 uint64_t chunkElems(const PlanParams& p, uint64_t elemSize) {

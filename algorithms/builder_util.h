@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "algorithms/schedule.h"
 
@@ -21,6 +22,12 @@ uint64_t checkArgs(const CollArgs& args, const PlanParams& params, const char* w
 
 /// Part `i` of `total` elements split into `parts` near-equal contiguous parts.
 Span evenSplit(uint64_t total, int parts, int i);
+
+/// Splits `total` elements into contiguous shares, one per rate, each
+/// proportional to its rate (element-aligned; all rates 0 = equal shares).
+/// Every rank computes the same split. Throws Error(groveInvalidArgument)
+/// naming `who` when `rates` is empty or holds a negative or non-finite rate.
+std::vector<Span> rateSplit(uint64_t total, const std::vector<double>& rates, const char* who);
 
 /// Elements of one pipelined chunk: chunkBytes / elemSize, at least 1.
 uint64_t chunkElems(const PlanParams& params, uint64_t elemSize);

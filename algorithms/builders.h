@@ -5,7 +5,10 @@
 // the peer receives on it.
 //
 // Families (one source file each, with a "how it works" block):
-//   ring.cc     ring all-reduce, ring all-gather, ring reduce-scatter
+//   ring.cc     ring all-reduce, ring all-gather, ring reduce-scatter (rank
+//               order, or any rings with data shares by rate)
+//   tree.cc     broadcast, reduce, all-reduce over weighted spanning trees
+//   hier.cc     hierarchical all-reduce (machines, leaders, leader rings)
 //   chain.cc    pipelined chain broadcast and chain reduce
 //   direct.cc   latency ("direct") all-reduce, broadcast, all-gather, reduce
 //   exchange.cc gather, scatter, all-to-all (direct to/from each peer)
@@ -21,6 +24,10 @@
 #include "algorithms/schedule.h"
 
 namespace grove::plan {
+
+struct Ring;
+struct Tree;
+struct HierPlan;
 
 /// Connection channel used by grouped send/recv: far above the collectives'
 /// channels 0..nChannels-1, so p2p bytes never share a stream with them.
@@ -38,6 +45,39 @@ Program buildRingAllReduce(const CollArgs& args, const PlanParams& params);
 Program buildRingAllGather(const CollArgs& args, const PlanParams& params);
 /// Ring reduce-scatter (rank order), chunks of at most params.chunkBytes.
 Program buildRingReduceScatter(const CollArgs& args, const PlanParams& params);
+
+/// Ring all-reduce over rings in any order (topo_plan.h's Ring), several at
+/// once: each ring carries a share of the message proportional to its rate
+/// (all rates 0: equal shares) on channels of its own (params.nChannels / rings, at least 1).
+/// Throws Error(groveInvalidArgument) when a ring is not a permutation of the ranks.
+Program buildRingsAllReduce(const CollArgs& args, const PlanParams& params,
+                            const std::vector<Ring>& rings);
+/// Ring all-gather over rings in any order (shares of each block by rate).
+Program buildRingsAllGather(const CollArgs& args, const PlanParams& params,
+                            const std::vector<Ring>& rings);
+/// Ring reduce-scatter over rings in any order (shares of each block by rate).
+Program buildRingsReduceScatter(const CollArgs& args, const PlanParams& params,
+                                const std::vector<Ring>& rings);
+
+/// Broadcast down weighted spanning trees (topo_plan.h's Tree), every one
+/// rooted at args.root; each tree carries a share of the message
+/// proportional to its rate, pipelined in chunks of at most params.chunkBytes.
+/// Throws Error(groveInvalidArgument) when a tree is not a spanning tree
+/// rooted at args.root, or there are more trees than channels.
+Program buildTreeBroadcast(const CollArgs& args, const PlanParams& params,
+                           const std::vector<Tree>& trees);
+/// Reduce up weighted spanning trees rooted at args.root (as buildTreeBroadcast).
+Program buildTreeReduce(const CollArgs& args, const PlanParams& params,
+                        const std::vector<Tree>& trees);
+/// All-reduce over weighted spanning trees with any roots: each tree reduces
+/// its share up to its root and broadcasts it back down, pipelined by chunks.
+Program buildTreeAllReduce(const CollArgs& args, const PlanParams& params,
+                           const std::vector<Tree>& trees);
+/// Hierarchical all-reduce: per channel of the plan, reduce inside each
+/// machine to its leader, ring all-reduce among the leaders, broadcast inside
+/// each machine. Throws Error(groveInvalidArgument) when the plan does not
+/// cover every rank exactly once or a leader is not on its machine.
+Program buildHierAllReduce(const CollArgs& args, const PlanParams& params, const HierPlan& plan);
 
 /// Chain broadcast root -> root+1 -> ... -> root-1 (ring order), one
 /// streaming step per channel.

@@ -20,7 +20,8 @@ ProgramKey programKey(Algo algo, const CollArgs& a, const PlanParams& p) {
   return k;
 }
 
-ProgramCache::ProgramCache(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {}
+ProgramCache::ProgramCache(size_t capacity, TopoPlans* plans)
+    : capacity_(std::max<size_t>(capacity, 1)), plans_(plans) {}
 
 std::shared_ptr<const Program> ProgramCache::get(Algo algo, const CollArgs& args,
                                                  const PlanParams& params) {
@@ -32,7 +33,7 @@ std::shared_ptr<const Program> ProgramCache::get(Algo algo, const CollArgs& args
     return it->second.program;
   }
   ++misses_;
-  auto program = std::make_shared<const Program>(build(algo, args, params));
+  auto program = std::make_shared<const Program>(build(algo, args, params, plans_));
   if (map_.size() >= capacity_) {
     map_.erase(lru_.back());
     lru_.pop_back();

@@ -35,11 +35,14 @@ struct ProgramKey {
 ProgramKey programKey(Algo algo, const CollArgs& args, const PlanParams& params);
 
 /// LRU cache of programs keyed by ProgramKey. Not thread-safe: a
-/// communicator runs its calls one at a time.
+/// communicator runs its calls one at a time. One cache serves one
+/// communicator, so its topology plans need no place in the key.
 class ProgramCache {
  public:
-  /// A cache holding at most `capacity` programs (at least 1).
-  explicit ProgramCache(size_t capacity = 256);
+  /// A cache holding at most `capacity` programs (at least 1), built with
+  /// the communicator's topology plans (null: rank-order builders only;
+  /// the plans must outlive the cache).
+  explicit ProgramCache(size_t capacity = 256, TopoPlans* plans = nullptr);
 
   /// The program for this call: cached, or built with build() and cached.
   /// The pointer stays valid after eviction.
@@ -60,6 +63,7 @@ class ProgramCache {
     std::list<ProgramKey>::iterator lru;
   };
   size_t capacity_;
+  TopoPlans* plans_;
   std::map<ProgramKey, Entry> map_;
   std::list<ProgramKey> lru_;  ///< most recently used first
   uint64_t hits_ = 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 
 #include "algorithms/builders.h"
 #include "base/config.h"
@@ -88,11 +89,14 @@ const char* algoName(Algo a) {
   switch (a) {
     case Algo::kRing: return "ring";
     case Algo::kDirect: return "direct";
+    case Algo::kTree: return "tree";
+    case Algo::kHier: return "hier";
   }
   return "invalid";
 }
 
 std::optional<Algo> parseAlgo(const std::string& name) {
+  if (strcasecmp(name.c_str(), "trees") == 0) return Algo::kTree;
   for (int i = 0; i < kNumAlgos; ++i)
     if (strcasecmp(name.c_str(), algoName(static_cast<Algo>(i))) == 0) return static_cast<Algo>(i);
   return std::nullopt;
@@ -114,6 +118,10 @@ bool algoSupports(Algo algo, Coll coll) {
              coll == Coll::kAllGather || coll == Coll::kReduceScatter;
     case Algo::kDirect:
       return coll != Coll::kReduceScatter;
+    case Algo::kTree:
+      return coll == Coll::kAllReduce || coll == Coll::kBroadcast || coll == Coll::kReduce;
+    case Algo::kHier:
+      return coll == Coll::kAllReduce;
   }
   return false;
 }
@@ -123,6 +131,9 @@ Program build(Algo algo, const CollArgs& args, const PlanParams& params) {
     throwInvalidArgument(std::string("algorithm ") + algoName(algo) + " cannot build " +
                          collName(args.coll) +
                          (args.coll == Coll::kSendRecv ? " (use buildP2P)" : ""));
+  if (algo == Algo::kTree || algo == Algo::kHier)
+    throwInvalidArgument(std::string("algorithm ") + algoName(algo) +
+                         " needs the communicator's topology plans");
   const bool ring = algo == Algo::kRing;
   switch (args.coll) {
     case Coll::kAllReduce:
@@ -205,15 +216,39 @@ void Selector::parseOverrides(const std::string& text) {
   }
 }
 
+void Selector::setSizeTable(Coll coll, std::vector<SizeRule> rules) {
+  const std::string w = std::string("size table of ") + collName(coll) + ": ";
+  for (size_t i = 0; i < rules.size(); ++i) {
+    if (!algoSupports(rules[i].algo, coll))
+      throwInvalidArgument(w + algoName(rules[i].algo) + " cannot run " + collName(coll));
+    if (i > 0 && rules[i].maxBytes <= rules[i - 1].maxBytes)
+      throwInvalidArgument(w + "rows must have strictly ascending maxBytes");
+  }
+  if (!rules.empty() && rules.back().maxBytes != std::numeric_limits<uint64_t>::max())
+    throwInvalidArgument(w + "the last row must cover every size (maxBytes UINT64_MAX)");
+  tables_[static_cast<int>(coll)] = std::move(rules);
+}
+
+Algo Selector::defaultAlgo(unsigned mask, uint64_t bytes) const {
+  if ((mask & bit(Algo::kRing)) && (mask & bit(Algo::kDirect)))
+    return bytes <= directMaxBytes_ ? Algo::kDirect : Algo::kRing;
+  // Preference when the overrides leave one family: ring, direct, tree, hier.
+  for (Algo a : {Algo::kRing, Algo::kDirect, Algo::kTree, Algo::kHier})
+    if (mask & bit(a)) return a;
+  return Algo::kDirect;
+}
+
 Selection Selector::select(Coll coll, uint64_t bytes) const {
   const unsigned mask = allowed_[static_cast<int>(coll)] & supportedMask(coll);
   Selection s;
   s.params = params_;
   if (autoChannels_ && bytes < kMultiChannelMinBytes) s.params.nChannels = 1;
-  if ((mask & bit(Algo::kRing)) && (mask & bit(Algo::kDirect)))
-    s.algo = bytes <= directMaxBytes_ ? Algo::kDirect : Algo::kRing;
-  else
-    s.algo = (mask & bit(Algo::kRing)) ? Algo::kRing : Algo::kDirect;
+  s.algo = defaultAlgo(mask, bytes);
+  for (const SizeRule& rule : tables_[static_cast<int>(coll)]) {
+    if (bytes > rule.maxBytes) continue;
+    if (mask & bit(rule.algo)) s.algo = rule.algo;
+    break;
+  }
   return s;
 }
 
@@ -233,10 +268,19 @@ std::vector<std::string> Selector::describeTable() const {
     std::string name = collName(coll);
     name.resize(std::max<size_t>(name.size(), 14), ' ');
     std::string rule;
-    if ((mask & bit(Algo::kRing)) && (mask & bit(Algo::kDirect)))
+    if (!tables_[c].empty()) {
+      for (const SizeRule& r : tables_[c]) {
+        if (!rule.empty()) rule += " < ";
+        rule += algoName(r.algo);
+        if (r.maxBytes != std::numeric_limits<uint64_t>::max())
+          rule += " <= " + std::to_string(r.maxBytes) + " B";
+      }
+      rule += "  (table)";
+    } else if ((mask & bit(Algo::kRing)) && (mask & bit(Algo::kDirect))) {
       rule = "direct <= " + std::to_string(directMaxBytes_) + " B < ring";
-    else
-      rule = algoName((mask & bit(Algo::kRing)) ? Algo::kRing : Algo::kDirect);
+    } else {
+      rule = algoName(defaultAlgo(mask, 0));
+    }
     if (overridden_[c]) rule += "  (override)";
     lines.push_back(name + " " + rule);
   }

@@ -5,6 +5,9 @@
 // (latency) algorithms up to GROVE_DIRECT_MAX_BYTES total message bytes and
 // the ring (chain for broadcast/reduce) above; reduce-scatter always uses the
 // ring; gather, scatter, all-to-all and send/recv have one (direct) algorithm.
+// Trees and the hierarchical algorithm are never picked by default: only
+// through an override (GROVE_ALGO=tree) or a per-size table (setSizeTable,
+// which the cost model fills).
 //
 // Overrides (GROVE_ALGO, or the communicator config's `algo` string):
 //   "allreduce:ring;broadcast:direct"   per collective, ';'-separated
@@ -26,27 +29,40 @@
 
 namespace grove::plan {
 
-/// Algorithm families. Room is left for kTree (Blink tree packing).
-enum class Algo : uint8_t { kRing = 0, kDirect = 1 };
+/// Algorithm families: rings (chains for broadcast/reduce), direct
+/// (latency), trees packed from the topology, hierarchical (machines).
+enum class Algo : uint8_t { kRing = 0, kDirect = 1, kTree = 2, kHier = 3 };
 /// Number of Algo values.
-constexpr int kNumAlgos = 2;
+constexpr int kNumAlgos = 4;
 /// Number of Coll values.
 constexpr int kNumColls = 9;
 
-/// Name of an algorithm: "ring", "direct".
+/// Name of an algorithm: "ring", "direct", "tree", "hier".
 const char* algoName(Algo a);
-/// Parses an algorithm name (case-insensitive); nullopt if unknown.
+/// Parses an algorithm name (case-insensitive; "trees" is "tree"); nullopt if unknown.
 std::optional<Algo> parseAlgo(const std::string& name);
 /// Parses a collective name as collName() prints it (case-insensitive,
 /// '_' ignored: "all_reduce" works too); nullopt if unknown.
 std::optional<Coll> parseColl(const std::string& name);
-/// True if `algo` can run `coll` (kDirect runs sendrecv via buildP2P).
+/// True if `algo` can run `coll` (kDirect runs sendrecv via buildP2P; kTree
+/// runs allreduce, broadcast and reduce; kHier runs allreduce).
 bool algoSupports(Algo algo, Coll coll);
 
-/// Builds one rank's program for a collective with the given algorithm.
-/// Throws Error(groveInvalidArgument) if the algorithm does not support the
-/// collective (and for kSendRecv, which needs buildP2P).
+class TopoPlans;
+
+/// Builds one rank's program for a collective with the given algorithm, in
+/// rank order (no topology plans). Throws Error(groveInvalidArgument) if the
+/// algorithm does not support the collective (and for kSendRecv, which needs
+/// buildP2P) or needs plans (kTree, kHier).
 Program build(Algo algo, const CollArgs& args, const PlanParams& params);
+
+/// Builds one rank's program using the communicator's topology plans: kTree
+/// lowers plans->allReduceTrees() or plans->rootedTrees(root), kHier
+/// plans->hierarchical(), and kRing the planned ring orders for all-reduce,
+/// all-gather and reduce-scatter when they differ from the one rank-order
+/// ring. `plans` may be null (then as build() above). Every rank must pass
+/// plans built from the same graph.
+Program build(Algo algo, const CollArgs& args, const PlanParams& params, TopoPlans* plans);
 
 /// What kind of transport the communicator mostly uses (tunes the defaults).
 enum class TransportKind : uint8_t { kAuto, kShm, kSocket, kLoopback, kCuda };
@@ -63,6 +79,13 @@ struct SelectorConfig {
   /// and GROVE_NCHANNELS; a non-empty `algoOverride` (the comm config's
   /// `algo`) replaces GROVE_ALGO, and `nChannels` > 0 replaces GROVE_NCHANNELS.
   static SelectorConfig fromRegistry(const char* algoOverride = nullptr, int nChannels = 0);
+};
+
+/// One row of a per-size table: `algo` runs messages of at most maxBytes
+/// (and more than the previous row's maxBytes); the last row has UINT64_MAX.
+struct SizeRule {
+  uint64_t maxBytes = 0;
+  Algo algo = Algo::kRing;
 };
 
 /// The choice for one call.
@@ -84,6 +107,18 @@ class Selector {
   /// The algorithm for a call.
   Selection select(const CollArgs& args) const;
 
+  /// Replaces the default thresholds of `coll` with a size table (rows in
+  /// ascending maxBytes, the last one UINT64_MAX; an empty table restores the
+  /// defaults). Overrides still apply: a row whose algorithm they exclude
+  /// falls back to the default choice among the allowed ones. Throws
+  /// Error(groveInvalidArgument) on unsorted rows, a missing UINT64_MAX row or
+  /// an algorithm that cannot run `coll`.
+  void setSizeTable(Coll coll, std::vector<SizeRule> rules);
+  /// The size table of `coll` (empty = default thresholds).
+  const std::vector<SizeRule>& sizeTable(Coll coll) const {
+    return tables_[static_cast<int>(coll)];
+  }
+
   /// The planner knobs every selection carries.
   const PlanParams& params() const { return params_; }
   /// Algorithms allowed for `coll` after the overrides (bit i = Algo i).
@@ -95,6 +130,7 @@ class Selector {
 
  private:
   void parseOverrides(const std::string& text);
+  Algo defaultAlgo(unsigned mask, uint64_t bytes) const;
 
   int nranks_;
   uint64_t directMaxBytes_;
@@ -102,6 +138,7 @@ class Selector {
   PlanParams params_;
   std::array<unsigned, kNumColls> allowed_{};
   std::array<bool, kNumColls> overridden_{};
+  std::array<std::vector<SizeRule>, kNumColls> tables_;
 };
 
 }  // namespace grove::plan

@@ -33,7 +33,8 @@ const std::vector<Var>& registeredVars() {
       {"GROVE_SHM_DIR", Type::kString, "/dev/shm", "where shared-memory segments are made"},
       // Algorithms
       {"GROVE_ALGO", Type::kString, "",
-       "algorithm overrides, e.g. allreduce:ring;broadcast:direct (see grove-info --algos)"},
+       "algorithm overrides, e.g. allreduce:ring;broadcast:direct or tree (algorithms: ring, "
+       "direct, tree, hier; see grove-info --algos)"},
       {"GROVE_CHUNKSIZE", Type::kSize, "0",
        "bytes a pipelined step moves at most; 0 = half the connection buffer"},
       {"GROVE_DIRECT_MAX_BYTES", Type::kSize, "0",

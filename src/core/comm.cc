@@ -10,6 +10,7 @@
 #include "algorithms/builders.h"
 #include "algorithms/program_cache.h"
 #include "algorithms/selector.h"
+#include "algorithms/topo_plan.h"
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -80,7 +81,16 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
                                                         : plan::TransportKind::kShm;
   selector_ = std::make_unique<plan::Selector>(nranks, kind, sel);
   nChannels_ = selector_->params().nChannels;
-  cache_ = std::make_unique<plan::ProgramCache>();
+  // Plans over the agreed topology: building the graph is cheap, the rings
+  // and trees are searched on first use. Every rank has the same topology,
+  // so every rank plans the same rings and trees.
+  try {
+    plans_ = std::make_unique<plan::TopoPlans>(plan::PlanGraph::fromTopology(*topology_));
+  } catch (const Error& e) {
+    GROVE_WARN(log::kPlan, "no topology plans (%s): tree and hier algorithms are unavailable",
+               e.what());
+  }
+  cache_ = std::make_unique<plan::ProgramCache>(256, plans_.get());
   GROVE_INFO(log::kInit, "comm %s rank %d/%d ready: transport %s, %d channel(s), buffer %zu B",
              options_.name.empty() ? "-" : options_.name.c_str(), rank, nranks,
              connections_->summary().c_str(), nChannels_, options_.bufferBytes);

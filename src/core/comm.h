@@ -3,7 +3,9 @@
 // It joins the job through the bootstrap (src/core/bootstrap.h), keeps the
 // transports and open links (connections.h), picks an algorithm per call
 // from the selection table (algorithms/selector.h), gets the program from a
-// cache, and runs it with the host executor. Operations run in issue order
+// cache (built with the topology plans made at init: rings, trees and the
+// hierarchical plan, each planned on first use), and runs it with the host
+// executor. Operations run in issue order
 // (sequencer.h). The first failure puts the communicator in an error state,
 // tells every other rank through the bootstrap so they fail fast too, and
 // makes every later call return that error.
@@ -24,6 +26,7 @@
 namespace grove::plan {
 class Selector;
 class ProgramCache;
+class TopoPlans;
 }  // namespace grove::plan
 
 namespace grove::topo {
@@ -89,6 +92,7 @@ class Comm {
   std::unique_ptr<topo::CommTopology> topology_;
   std::unique_ptr<Connections> connections_;
   std::unique_ptr<plan::Selector> selector_;
+  std::unique_ptr<plan::TopoPlans> plans_;  ///< rings / trees / hier plan of the topology (lazy)
   std::unique_ptr<plan::ProgramCache> cache_;
   int nChannels_ = 1;
   std::vector<uint8_t, std::allocator<uint8_t>> scratchStore_;

@@ -2,6 +2,7 @@
 #   grove_mp_check        the rank program (public API only: links grove)
 #   test_mp_matrix        grove-launch -n N -- grove_mp_check, N in {1,2,3,4,8} x {shm,socket}
 #   test_mp_failure       killed / silent / refused ranks
+#   test_mp_trees         GROVE_ALGO=tree / hier runs of allreduce, broadcast, reduce
 #   test_mp_api           in-process API tests (ranks as threads)
 # Run with: ctest --test-dir <build> -L multiproc
 set(_mp ${CMAKE_CURRENT_LIST_DIR})
@@ -36,5 +37,16 @@ if(TARGET grove)
       GROVE_LAUNCH_PATH="$<TARGET_FILE:grove-launch>"
       GROVE_MP_CHECK_PATH="$<TARGET_FILE:grove_mp_check>")
     add_dependencies(test_mp_failure grove_mp_check grove-launch)
+
+    grove_gtest(test_mp_trees
+      SOURCES ${_mp}/mp_tree_test.cc
+      LABELS multiproc
+      TIMEOUT 300
+      PROCESSORS 2)
+    target_compile_definitions(test_mp_trees PRIVATE
+      GROVE_LAUNCH_PATH="$<TARGET_FILE:grove-launch>"
+      GROVE_MP_CHECK_PATH="$<TARGET_FILE:grove_mp_check>"
+      GROVE_TOPO_FIXTURES="${PROJECT_SOURCE_DIR}/tests/fixtures/topology")
+    add_dependencies(test_mp_trees grove_mp_check grove-launch)
   endif()
 endif()

@@ -271,7 +271,7 @@ void expectBadOverride(const std::string& text, const std::string& fragment) {
 }
 
 TEST(Selector, BadOverrideText) {
-  expectBadOverride("allreduce:trees", "valid: ring, direct");
+  expectBadOverride("allreduce:blink", "valid: ring, direct, tree, hier");
   expectBadOverride("allreduc:ring", "valid: allreduce, broadcast");
   expectBadOverride("allreduce:", "no algorithm");
   expectBadOverride("allreduce:ring,", "unknown algorithm ''");
@@ -308,7 +308,8 @@ TEST(Selector, DescribesItsTable) {
   EXPECT_NE(lines[2].find("direct <= 16384 B < ring"), std::string::npos) << lines[2];
   EXPECT_EQ(parseColl("ReduceScatter"), Coll::kReduceScatter);
   EXPECT_EQ(parseAlgo("DIRECT"), Algo::kDirect);
-  EXPECT_FALSE(parseAlgo("tree").has_value());
+  EXPECT_EQ(parseAlgo("tree"), Algo::kTree);
+  EXPECT_FALSE(parseAlgo("blink").has_value());
 }
 
 // ------------------------------------------------------------------ cache

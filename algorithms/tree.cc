@@ -1,0 +1,269 @@
+// Tree algorithms: broadcast, reduce and all-reduce over a set of weighted
+// spanning trees (the output of tree packing, or any hand-made trees).
+//
+// How it works:
+//
+// The message is split into one contiguous share per tree, proportional to
+// the tree's rate (rateSplit; empty shares are skipped). Each share is split
+// again into `subs` near-equal parts, one per sub-channel, where subs is
+// params.nChannels / (number of trees), at least 1 (trees are parallel
+// streams already), limited so that every tree and direction has its own
+// channels below kP2PChannel. Each (tree, part) is processed in chunks of at
+// most params.chunkBytes, and each rank emits the steps of its own node of
+// the tree. Children are served in ascending rank order.
+//
+// The IR's steps talk to one peer each, so a node with k children moves a
+// chunk as:
+//
+//   down (broadcast):  RecvCopySend parent -> output -> first child, then
+//                      k-1 plain Sends of the output chunk to the others
+//                      (a leaf just Recvs; the root Sends its input k times);
+//   up (reduce):       k-1 RecvReduce steps folding child 1..k-1 into an
+//                      accumulator, then RecvReduceSend of the last child
+//                      to the parent (a leaf just Sends its input; the root's
+//                      last RecvReduce is final: avg divides there).
+//
+// The accumulator is the output chunk where the rank has an output of the
+// full size (all-reduce, and the root of reduce: the broadcast that follows
+// overwrites it anyway), else a chunk-sized scratch slot per lane.
+//
+// Broadcast and reduce: one lane per (tree, part) on channel t*subs+s. The
+// trees are acyclic and each lane only waits on its parent (broadcast) or
+// its children (reduce), so any chunk size is deadlock free; chunks let the
+// children of a node receive in turn instead of one after another.
+//
+// All-reduce (every tree may have its own root): each tree reduces its share
+// up to its root and broadcasts it back down, pipelined by chunks. A non-root
+// rank runs two lanes per (tree, part): the up lane on channel 2c and the
+// down lane on channel 2c+1 (c = t*subs+s), so the two directions between a
+// parent and a child never share a stream or a lane. The root runs one lane:
+// per chunk, reduce the children's contributions (final), then send the
+// result down. Lanes depend on one another only leaf -> root -> leaf, so the
+// pipeline cannot deadlock whatever the link buffer; in place is safe because
+// an output chunk is overwritten by the down lane only after the root has
+// received -- so this rank has finished reading -- the same input chunk.
+#include <algorithm>
+#include <string>
+
+#include "algorithms/builder_util.h"
+#include "algorithms/builders.h"
+#include "algorithms/topo_plan.h"
+#include "base/error.h"
+
+namespace grove::plan {
+
+using detail::ref;
+using detail::Span;
+
+namespace {
+
+/// One rank's node in one tree.
+struct Node {
+  int rank = 0;
+  int parent = -1;            ///< -1 at the root
+  std::vector<int> children;  ///< ascending
+};
+
+/// Checks that `t` is a spanning arborescence over `n` ranks (rooted at
+/// `wantRoot` unless it is -1) and returns rank's node.
+Node nodeOf(const Tree& t, int n, int rank, int wantRoot, const std::string& who) {
+  if (static_cast<int>(t.parent.size()) != n)
+    throwInvalidArgument(who + ": tree has " + std::to_string(t.parent.size()) +
+                         " parent entries for " + std::to_string(n) + " ranks");
+  if (t.root < 0 || t.root >= n || t.parent[t.root] != -1)
+    throwInvalidArgument(who + ": tree root " + std::to_string(t.root) +
+                         " is out of range or has a parent");
+  if (wantRoot >= 0 && t.root != wantRoot)
+    throwInvalidArgument(who + ": tree rooted at " + std::to_string(t.root) +
+                         " but the call's root is " + std::to_string(wantRoot));
+  for (int v = 0; v < n; ++v) {
+    int u = v, hops = 0;
+    while (u != t.root) {
+      const int p = t.parent[u];
+      if (p < 0 || p >= n || p == u || ++hops > n)
+        throwInvalidArgument(who + ": rank " + std::to_string(v) +
+                             " does not reach the tree root (bad parent " + std::to_string(p) +
+                             " of rank " + std::to_string(u) + ")");
+      u = p;
+    }
+  }
+  Node node;
+  node.rank = rank;
+  node.parent = t.parent[rank];
+  for (int v = 0; v < n; ++v)
+    if (v != t.root && t.parent[v] == rank) node.children.push_back(v);
+  return node;
+}
+
+/// What every emitter needs about the call.
+struct Setup {
+  std::vector<Node> nodes;   ///< this rank's node in each tree
+  std::vector<Span> shares;  ///< each tree's elements
+  int subs = 1;              ///< parts (channels) per tree and direction
+  uint64_t es = 1;
+  uint64_t chunk = 1;        ///< elements per chunk
+};
+
+Setup makeSetup(const CollArgs& a, const PlanParams& p, const std::vector<Tree>& trees,
+                uint64_t es, int dirs, bool rooted, const std::string& who) {
+  if (trees.empty()) throwInvalidArgument(who + ": no trees");
+  const int slots = kP2PChannel / dirs;
+  if (static_cast<int>(trees.size()) > slots)
+    throwInvalidArgument(who + ": " + std::to_string(trees.size()) + " trees need more than the " +
+                         std::to_string(kP2PChannel) + " channels available (at most " +
+                         std::to_string(slots) + " trees)");
+  Setup s;
+  std::vector<double> rates;
+  for (const Tree& t : trees) {
+    s.nodes.push_back(nodeOf(t, a.nranks, a.rank, rooted ? a.root : -1, who));
+    rates.push_back(t.rate);
+  }
+  s.shares = detail::rateSplit(a.count, rates, who.c_str());
+  // Several trees are parallel streams already: sub-channels only make up
+  // the difference to params.nChannels (this bounds the connections opened).
+  const int nt = static_cast<int>(trees.size());
+  s.subs = std::max(1, std::min(p.nChannels / nt, slots / nt));
+  s.es = es;
+  s.chunk = detail::chunkElems(p, es);
+  return s;
+}
+
+/// Calls body(tree, channelIndex, part) for every non-empty part of every
+/// tree's share; channelIndex = tree * subs + sub.
+template <typename Body>
+void forEachPart(const Setup& s, Body body) {
+  for (size_t t = 0; t < s.shares.size(); ++t)
+    for (int sub = 0; sub < s.subs; ++sub) {
+      Span part = detail::evenSplit(s.shares[t].count, s.subs, sub);
+      part.offset += s.shares[t].offset;
+      if (part.count > 0) body(t, static_cast<int>(t) * s.subs + sub, part);
+    }
+}
+
+/// Calls body(byteOffset, bytes) for each chunk of a part.
+template <typename Body>
+void forEachChunk(const Setup& s, Span part, Body body) {
+  for (uint64_t off = 0; off < part.count; off += s.chunk)
+    body((part.offset + off) * s.es, std::min(s.chunk, part.count - off) * s.es);
+}
+
+/// Down steps of one chunk: the root sends `rootSrc`; others receive into the output.
+void emitDown(Lane& lane, const Node& n, int ch, BufRef rootSrc, uint64_t off, uint64_t bytes) {
+  const BufRef out = ref(Buf::kOutput, off);
+  if (n.parent < 0) {
+    for (int c : n.children)
+      lane.steps.push_back(detail::netStep(StepKind::kSend, -1, c, ch, rootSrc, {}, bytes));
+    return;
+  }
+  if (n.children.empty()) {
+    lane.steps.push_back(detail::netStep(StepKind::kRecv, n.parent, -1, ch, {}, out, bytes));
+    return;
+  }
+  lane.steps.push_back(detail::netStep(StepKind::kRecvCopySend, n.parent, n.children[0], ch, {},
+                                       out, bytes));
+  for (size_t i = 1; i < n.children.size(); ++i)
+    lane.steps.push_back(detail::netStep(StepKind::kSend, -1, n.children[i], ch, out, {}, bytes));
+}
+
+/// Up steps of one chunk: fold the children into `acc` (the root into the
+/// output, final at the last child), then pass the result to the parent.
+void emitUp(Lane& lane, const Node& n, int ch, uint64_t off, uint64_t bytes, BufRef acc) {
+  BufRef src = ref(Buf::kInput, off);
+  const size_t k = n.children.size();
+  if (n.parent < 0) {
+    const BufRef out = ref(Buf::kOutput, off);
+    for (size_t i = 0; i < k; ++i) {
+      lane.steps.push_back(detail::netStep(StepKind::kRecvReduce, n.children[i], -1, ch, src, out,
+                                           bytes, /*final=*/i + 1 == k));
+      src = out;
+    }
+    return;
+  }
+  if (k == 0) {
+    lane.steps.push_back(detail::netStep(StepKind::kSend, -1, n.parent, ch, src, {}, bytes));
+    return;
+  }
+  for (size_t i = 0; i + 1 < k; ++i) {
+    lane.steps.push_back(
+        detail::netStep(StepKind::kRecvReduce, n.children[i], -1, ch, src, acc, bytes));
+    src = acc;
+  }
+  lane.steps.push_back(
+      detail::netStep(StepKind::kRecvReduceSend, n.children[k - 1], n.parent, ch, src, {}, bytes));
+}
+
+Program treeProgram() {
+  Program prog;
+  prog.algo = "tree";
+  return prog;
+}
+
+}  // namespace
+
+Program buildTreeBroadcast(const CollArgs& a, const PlanParams& p, const std::vector<Tree>& trees) {
+  const uint64_t es = detail::checkArgs(a, p, "tree broadcast");
+  const uint64_t bytes = a.count * es;
+  if (a.nranks == 1) return detail::selfCopyProgram(a, bytes, 0, 0, "tree");
+  const Setup s = makeSetup(a, p, trees, es, 1, /*rooted=*/true, "tree broadcast");
+  Program prog = treeProgram();
+  Phase phase;
+  forEachPart(s, [&](size_t t, int ch, Span part) {
+    Lane lane;
+    forEachChunk(s, part, [&](uint64_t off, uint64_t b) {
+      emitDown(lane, s.nodes[t], ch, ref(Buf::kInput, off), off, b);
+    });
+    detail::addLane(phase, std::move(lane));
+  });
+  if (a.rank == a.root && !a.inPlace && bytes > 0) {
+    Lane local;
+    local.steps.push_back(detail::copyStep(ref(Buf::kInput, 0), ref(Buf::kOutput, 0), bytes));
+    detail::addLane(phase, std::move(local));
+  }
+  detail::addPhase(prog, std::move(phase));
+  return prog;
+}
+
+Program buildTreeReduce(const CollArgs& a, const PlanParams& p, const std::vector<Tree>& trees) {
+  const uint64_t es = detail::checkArgs(a, p, "tree reduce");
+  if (a.nranks == 1) return detail::selfCopyProgram(a, a.count * es, 0, 0, "tree");
+  const Setup s = makeSetup(a, p, trees, es, 1, /*rooted=*/true, "tree reduce");
+  Program prog = treeProgram();
+  Phase phase;
+  forEachPart(s, [&](size_t t, int ch, Span part) {
+    const Node& n = s.nodes[t];
+    // A middle rank with several children folds them into its own scratch slot.
+    BufRef slot = ref(Buf::kScratch, prog.scratchBytes);
+    if (n.parent >= 0 && n.children.size() > 1)
+      prog.scratchBytes += std::min(s.chunk, part.count) * es;
+    Lane lane;
+    forEachChunk(s, part, [&](uint64_t off, uint64_t b) { emitUp(lane, n, ch, off, b, slot); });
+    detail::addLane(phase, std::move(lane));
+  });
+  detail::addPhase(prog, std::move(phase));
+  return prog;
+}
+
+Program buildTreeAllReduce(const CollArgs& a, const PlanParams& p, const std::vector<Tree>& trees) {
+  const uint64_t es = detail::checkArgs(a, p, "tree allreduce");
+  if (a.nranks == 1) return detail::selfCopyProgram(a, a.count * es, 0, 0, "tree");
+  const Setup s = makeSetup(a, p, trees, es, 2, /*rooted=*/false, "tree allreduce");
+  Program prog = treeProgram();
+  Phase phase;
+  forEachPart(s, [&](size_t t, int c, Span part) {
+    const Node& n = s.nodes[t];
+    const int up = 2 * c, down = 2 * c + 1;
+    Lane upLane, downLane;
+    forEachChunk(s, part, [&](uint64_t off, uint64_t b) {
+      const BufRef out = ref(Buf::kOutput, off);
+      emitUp(upLane, n, up, off, b, out);
+      // The root sends the reduced chunk down from the same lane, after the reduction.
+      emitDown(n.parent < 0 ? upLane : downLane, n, down, out, off, b);
+    });
+    detail::addLane(phase, std::move(upLane));
+    detail::addLane(phase, std::move(downLane));
+  });
+  detail::addPhase(prog, std::move(phase));
+  return prog;
+}
+
+}  // namespace grove::plan

@@ -1,0 +1,365 @@
+// Tree, ordered-ring and hierarchical builders x validator x deadlock
+// simulation x reference interpreter, over hand-made trees (chains, stars,
+// binary and random trees, several weighted trees with different roots),
+// rings in random orders, and hierarchical plans; plus the rate split, the
+// argument checks and the selector's tree / hier / size-table handling.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "algorithms/builder_util.h"
+#include "algorithms/builders.h"
+#include "algorithms/selector.h"
+#include "algorithms/topo_plan.h"
+#include "base/error.h"
+#include "tree_check.h"
+
+namespace grove::plan {
+namespace {
+
+using testing::binaryTree;
+using testing::BuildFn;
+using testing::chainTree;
+using testing::checkTreeCase;
+using testing::randomRing;
+using testing::randomTree;
+using testing::starTree;
+using testing::TreeCase;
+
+/// Tree sets for `n` ranks: rooted at `root` when `root` >= 0, else with
+/// different roots (all-reduce).
+std::vector<std::vector<Tree>> treeSets(int n, int root) {
+  auto at = [&](int k) { return root >= 0 ? root : k % n; };
+  std::vector<std::vector<Tree>> sets = {
+      {chainTree(n, at(0))},
+      {starTree(n, at(1))},
+      {binaryTree(n, at(2))},
+      {randomTree(n, at(3), 11u + n)},
+      {binaryTree(n, at(0), 3.0), chainTree(n, at(1), 1.0), randomTree(n, at(2), 5u, 0.5)},
+      {starTree(n, at(1), 0.0), randomTree(n, at(4), 9u, 2.0)},  // a zero-rate tree gets no data
+  };
+  return sets;
+}
+
+/// Sweeps sizes, element sizes, in/out of place and channel counts.
+void sweep(Coll coll, int n, int root, const std::function<BuildFn(const PlanParams&)>& make) {
+  int variant = 0;
+  for (groveDataType_t dt : {groveInt8, groveFloat16, groveFloat32, groveFloat64}) {
+    const uint64_t es = dtypeSize(dt);
+    for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{1021}, (uint64_t{1} << 18) / es + 3}) {
+      for (bool inPlace : {false, true}) {
+        ++variant;
+        TreeCase c{coll, n, count, dt, inPlace, root, PlanParams{}};
+        c.params.nChannels = 1 + variant % 3;
+        c.params.chunkBytes = count <= 1021 ? 64 : 4096;
+        checkTreeCase(c, make(c.params));
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(TreeBuilders, BroadcastAndReduceOverEveryTreeShape) {
+  for (int n : {1, 2, 3, 4, 5, 8}) {
+    const int root = (n * 3 + 1) % n;
+    for (const std::vector<Tree>& trees : treeSets(n, root)) {
+      sweep(Coll::kBroadcast, n, root, [&](const PlanParams& p) {
+        return [&trees, p](const CollArgs& a) { return buildTreeBroadcast(a, p, trees); };
+      });
+      if (HasFatalFailure()) return;
+      sweep(Coll::kReduce, n, root, [&](const PlanParams& p) {
+        return [&trees, p](const CollArgs& a) { return buildTreeReduce(a, p, trees); };
+      });
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(TreeBuilders, AllReduceOverTreesWithDifferentRoots) {
+  for (int n : {1, 2, 3, 4, 5, 8}) {
+    for (const std::vector<Tree>& trees : treeSets(n, -1)) {
+      sweep(Coll::kAllReduce, n, 0, [&](const PlanParams& p) {
+        return [&trees, p](const CollArgs& a) { return buildTreeAllReduce(a, p, trees); };
+      });
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(TreeBuilders, LargeAllReduceComputes) {
+  const std::vector<Tree> trees = {randomTree(6, 2, 3u, 1.5), binaryTree(6, 5, 1.0)};
+  TreeCase c{Coll::kAllReduce, 6, (uint64_t{1} << 20) / 4 + 3, groveInt32, true, 0, PlanParams{}};
+  c.params.nChannels = 2;
+  c.params.chunkBytes = 16 << 10;
+  checkTreeCase(c, [&](const CollArgs& a) { return buildTreeAllReduce(a, c.params, trees); }, true);
+}
+
+TEST(TreeBuilders, StructureOfAMiddleNode) {
+  // 0 -> {1, 2}, 1 -> {3, 4}: rank 1 receives from 0, forwards to 3, sends to 4.
+  const Tree t = testing::treeOf(0, {-1, 0, 0, 1, 1});
+  CollArgs a{Coll::kBroadcast, 16, groveFloat32, groveSum, 0, 1, 5, false};
+  PlanParams p;
+  p.chunkBytes = 32;  // two chunks of 8 floats
+  Program prog = buildTreeBroadcast(a, p, {t});
+  EXPECT_EQ(prog.algo, "tree");
+  ASSERT_EQ(prog.phases.size(), 1u);
+  ASSERT_EQ(prog.phases[0].lanes.size(), 1u);
+  const auto& steps = prog.phases[0].lanes[0].steps;
+  ASSERT_EQ(steps.size(), 4u) << describe(prog);
+  EXPECT_EQ(steps[0].kind, StepKind::kRecvCopySend);
+  EXPECT_EQ(steps[0].recvPeer, 0);
+  EXPECT_EQ(steps[0].sendPeer, 3);
+  EXPECT_EQ(steps[1].kind, StepKind::kSend);
+  EXPECT_EQ(steps[1].sendPeer, 4);
+  EXPECT_EQ(steps[1].src.buf, Buf::kOutput);
+  EXPECT_EQ(steps[2].dst.offset, 32u);
+  // All-reduce: a middle rank has an up lane and a down lane on different channels.
+  a.coll = Coll::kAllReduce;
+  prog = buildTreeAllReduce(a, p, {t});
+  ASSERT_EQ(prog.phases[0].lanes.size(), 2u);
+  const Step up = prog.phases[0].lanes[0].steps.back();
+  const Step down = prog.phases[0].lanes[1].steps.front();
+  EXPECT_EQ(up.kind, StepKind::kRecvReduceSend);
+  EXPECT_EQ(up.sendPeer, 0);
+  EXPECT_NE(up.channel, down.channel);
+  EXPECT_FALSE(up.final);
+  // The root's last reduction of a chunk is final, then it sends down.
+  a.rank = 0;
+  prog = buildTreeAllReduce(a, p, {t});
+  ASSERT_EQ(prog.phases[0].lanes.size(), 1u);
+  const auto& rs = prog.phases[0].lanes[0].steps;
+  ASSERT_EQ(rs.size(), 8u) << describe(prog);
+  EXPECT_EQ(rs[0].kind, StepKind::kRecvReduce);
+  EXPECT_FALSE(rs[0].final);
+  EXPECT_TRUE(rs[1].final);
+  EXPECT_EQ(rs[2].kind, StepKind::kSend);
+  EXPECT_EQ(rs[2].channel, down.channel);
+}
+
+TEST(TreeBuilders, ReduceMiddleNodeUsesScratch) {
+  const Tree t = testing::treeOf(0, {-1, 0, 1, 1});
+  CollArgs a{Coll::kReduce, 100, groveFloat32, groveSum, 0, 1, 4, false};
+  PlanParams p;
+  p.chunkBytes = 64;
+  const Program prog = buildTreeReduce(a, p, {t});
+  EXPECT_EQ(prog.scratchBytes, 64u);
+  a.rank = 0;
+  EXPECT_EQ(buildTreeReduce(a, p, {t}).scratchBytes, 0u);
+}
+
+TEST(TreeBuilders, RejectBadTrees) {
+  CollArgs a{Coll::kBroadcast, 8, groveFloat32, groveSum, 0, 0, 4, false};
+  const PlanParams p;
+  auto expectError = [&](const std::vector<Tree>& trees, const char* what) {
+    try {
+      buildTreeBroadcast(a, p, trees);
+      ADD_FAILURE() << "expected an error: " << what;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), groveInvalidArgument) << what;
+      EXPECT_NE(std::string(e.what()).find("tree"), std::string::npos) << e.what();
+    }
+  };
+  expectError({}, "no trees");
+  expectError({testing::treeOf(0, {-1, 2, 1, 0})}, "cycle 1 <-> 2");
+  expectError({testing::treeOf(0, {-1, 0, 0})}, "too few parents");
+  expectError({testing::treeOf(1, {1, -1, 1, 1})}, "root is not the call's root");
+  expectError({testing::treeOf(0, {-1, 0, 7, 0})}, "parent out of range");
+  expectError({chainTree(4, 0, -1.0)}, "negative rate");
+  expectError(std::vector<Tree>(65, chainTree(4, 0)), "more trees than channels");
+  a.coll = Coll::kAllReduce;
+  EXPECT_THROW(buildTreeAllReduce(a, p, std::vector<Tree>(33, chainTree(4, 0))), Error);
+  EXPECT_NO_THROW(buildTreeAllReduce(a, p, std::vector<Tree>(32, chainTree(4, 1))));
+}
+
+// ------------------------------------------------------------------ rings in any order
+
+TEST(OrderedRings, AllReduceAllGatherReduceScatterInRandomOrders) {
+  for (int n : {1, 2, 3, 5, 8}) {
+    const std::vector<std::vector<Ring>> sets = {
+        {randomRing(n, 1u)},
+        {randomRing(n, 2u, 2.0), randomRing(n, 3u, 1.0)},
+        {randomRing(n, 4u, 0.0), randomRing(n, 5u, 1.0), randomRing(n, 6u, 0.25)},
+    };
+    for (const std::vector<Ring>& rings : sets) {
+      sweep(Coll::kAllReduce, n, 0, [&](const PlanParams& p) {
+        return [&rings, p](const CollArgs& a) { return buildRingsAllReduce(a, p, rings); };
+      });
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// All-gather / reduce-scatter: structure and deadlock freedom here; their
+// bytes are checked end to end in tree_algorithms_exec_test.cc.
+TEST(OrderedRings, AllGatherAndReduceScatterValidateAndSimulate) {
+  for (int n : {2, 3, 6}) {
+    const std::vector<Ring> rings = {randomRing(n, 7u, 1.0), randomRing(n, 8u, 3.0)};
+    for (Coll coll : {Coll::kAllGather, Coll::kReduceScatter}) {
+      for (uint64_t count : {uint64_t{0}, uint64_t{5}, uint64_t{999}}) {
+        CollArgs base{coll, count, groveFloat32, groveSum, 0, 0, n, false};
+        PlanParams p;
+        p.chunkBytes = 64;
+        p.nChannels = 2;
+        std::vector<Program> progs;
+        ValidateOptions vo;
+        vo.elemSize = 4;
+        for (int r = 0; r < n; ++r) {
+          base.rank = r;
+          progs.push_back(coll == Coll::kAllGather ? buildRingsAllGather(base, p, rings)
+                                                   : buildRingsReduceScatter(base, p, rings));
+          vo.sizes.push_back(bufferSizesFor(base));
+        }
+        ASSERT_NO_THROW(validatePrograms(progs, vo));
+        SimOptions so;
+        so.elemSize = 4;
+        so.linkCapacity = 80;
+        ASSERT_TRUE(simulatePrograms(progs, so).completed);
+      }
+    }
+  }
+}
+
+TEST(OrderedRings, IdentityRingEqualsRankOrderRing) {
+  CollArgs a{Coll::kAllReduce, 1000, groveFloat32, groveSum, 0, 2, 4, false};
+  PlanParams p;
+  p.chunkBytes = 128;
+  p.nChannels = 2;
+  Ring id;
+  id.order = {0, 1, 2, 3};
+  EXPECT_EQ(describe(buildRingsAllReduce(a, p, {id})), describe(buildRingAllReduce(a, p)));
+  // Reversed order: rank 2 receives from 3 and sends to 1.
+  Ring rev;
+  rev.order = {3, 2, 1, 0};
+  const Step& s = buildRingsAllReduce(a, p, {rev}).phases[0].lanes[0].steps[1];
+  EXPECT_EQ(s.recvPeer, 3);
+  EXPECT_EQ(s.sendPeer, 1);
+  Ring bad;
+  bad.order = {0, 1, 1, 3};
+  EXPECT_THROW(buildRingsAllReduce(a, p, {bad}), Error);
+  EXPECT_THROW(buildRingsAllReduce(a, p, {}), Error);
+}
+
+// ------------------------------------------------------------------ hierarchical
+
+TEST(HierBuilder, MachinesLeadersAndChannels) {
+  struct PlanCase {
+    int n;
+    HierPlan plan;
+  };
+  std::vector<PlanCase> plans;
+  plans.push_back({4, HierPlan{{{0, 1}, {2, 3}}, {{0, 2}, {1, 3}}, 0}});
+  plans.push_back({4, HierPlan{{{0, 1, 2, 3}}, {{2}}, 0}});
+  plans.push_back({3, HierPlan{{{0}, {1}, {2}}, {{0, 1, 2}}, 0}});
+  plans.push_back({6, HierPlan{{{0}, {1, 2, 3}, {4, 5}}, {{0, 3, 4}, {0, 1, 5}, {0, 2, 4}}, 0}});
+  plans.push_back({8, HierPlan{{{0, 2, 4, 6}, {1, 3, 5, 7}}, {{6, 1}}, 0}});
+  for (const PlanCase& pc : plans) {
+    sweep(Coll::kAllReduce, pc.n, 0, [&](const PlanParams& p) {
+      return [&pc, p](const CollArgs& a) { return buildHierAllReduce(a, p, pc.plan); };
+    });
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(HierBuilder, RejectsBadPlans) {
+  CollArgs a{Coll::kAllReduce, 8, groveFloat32, groveSum, 0, 0, 4, false};
+  const PlanParams p;
+  EXPECT_THROW(buildHierAllReduce(a, p, HierPlan{}), Error);
+  EXPECT_THROW(buildHierAllReduce(a, p, HierPlan{{{0, 1}, {2}}, {{0, 2}}, 0}), Error);        // rank 3 missing
+  EXPECT_THROW(buildHierAllReduce(a, p, HierPlan{{{0, 1}, {2, 3, 1}}, {{0, 2}}, 0}), Error);  // rank 1 twice
+  EXPECT_THROW(buildHierAllReduce(a, p, HierPlan{{{0, 1}, {2, 3}}, {{0, 1}}, 0}), Error);     // leader elsewhere
+  EXPECT_THROW(buildHierAllReduce(a, p, HierPlan{{{0, 1}, {2, 3}}, {{0}}, 0}), Error);        // too few leaders
+}
+
+// ------------------------------------------------------------------ rate split
+
+TEST(RateSplit, ProportionalContiguousAndComplete) {
+  auto spans = detail::rateSplit(100, {3.0, 1.0}, "t");
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0].offset, 0u);
+  EXPECT_EQ(spans[0].count, 75u);
+  EXPECT_EQ(spans[1].offset, 75u);
+  EXPECT_EQ(spans[1].count, 25u);
+  spans = detail::rateSplit(10, {0.0, 1.0, 0.0}, "t");
+  EXPECT_EQ(spans[0].count, 0u);
+  EXPECT_EQ(spans[1].count, 10u);
+  EXPECT_EQ(spans[2].count, 0u);
+  spans = detail::rateSplit(10, {0.0, 0.0, 0.0}, "t");
+  EXPECT_EQ(spans[0].count + spans[1].count + spans[2].count, 10u);
+  EXPECT_EQ(spans[0].count, 4u);
+  spans = detail::rateSplit(7, {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0}, "t");
+  uint64_t sum = 0, next = 0;
+  for (const auto& s : spans) {
+    EXPECT_EQ(s.offset, next);
+    next += s.count;
+    sum += s.count;
+  }
+  EXPECT_EQ(sum, 7u);
+  EXPECT_THROW(detail::rateSplit(10, {}, "t"), Error);
+  EXPECT_THROW(detail::rateSplit(10, {1.0, std::numeric_limits<double>::quiet_NaN()}, "t"), Error);
+}
+
+// ------------------------------------------------------------------ selector
+
+TEST(TreeSelector, NamesSupportAndOverrides) {
+  EXPECT_EQ(parseAlgo("tree"), Algo::kTree);
+  EXPECT_EQ(parseAlgo("TREES"), Algo::kTree);
+  EXPECT_EQ(parseAlgo("hier"), Algo::kHier);
+  EXPECT_STREQ(algoName(Algo::kTree), "tree");
+  EXPECT_STREQ(algoName(Algo::kHier), "hier");
+  EXPECT_TRUE(algoSupports(Algo::kTree, Coll::kBroadcast));
+  EXPECT_TRUE(algoSupports(Algo::kTree, Coll::kReduce));
+  EXPECT_FALSE(algoSupports(Algo::kTree, Coll::kAllGather));
+  EXPECT_TRUE(algoSupports(Algo::kHier, Coll::kAllReduce));
+  EXPECT_FALSE(algoSupports(Algo::kHier, Coll::kBroadcast));
+
+  SelectorConfig cfg;
+  Selector def(4, TransportKind::kShm, cfg);
+  for (uint64_t bytes : {uint64_t{8}, uint64_t{1} << 30}) {
+    const Algo a = def.select(Coll::kAllReduce, bytes).algo;
+    EXPECT_TRUE(a == Algo::kRing || a == Algo::kDirect) << "trees are never picked by default";
+  }
+  cfg.algo = "tree";
+  Selector trees(4, TransportKind::kShm, cfg);
+  EXPECT_EQ(trees.select(Coll::kAllReduce, 8).algo, Algo::kTree);
+  EXPECT_EQ(trees.select(Coll::kBroadcast, 1 << 20).algo, Algo::kTree);
+  EXPECT_NE(trees.select(Coll::kAllGather, 1 << 20).algo, Algo::kTree);
+  cfg.algo = "allreduce:hier";
+  Selector hier(4, TransportKind::kShm, cfg);
+  EXPECT_EQ(hier.select(Coll::kAllReduce, 1 << 20).algo, Algo::kHier);
+
+  CollArgs a{Coll::kAllReduce, 8, groveFloat32, groveSum, 0, 0, 4, false};
+  EXPECT_THROW(build(Algo::kTree, a, PlanParams{}), Error);
+  EXPECT_THROW(build(Algo::kHier, a, PlanParams{}), Error);
+}
+
+TEST(TreeSelector, SizeTableReplacesThresholdsWithinOverrides) {
+  SelectorConfig cfg;
+  Selector sel(4, TransportKind::kShm, cfg);
+  const uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  sel.setSizeTable(Coll::kAllReduce, {{4096, Algo::kDirect}, {1 << 20, Algo::kTree}, {kMax, Algo::kRing}});
+  EXPECT_EQ(sel.select(Coll::kAllReduce, 4096).algo, Algo::kDirect);
+  EXPECT_EQ(sel.select(Coll::kAllReduce, 4097).algo, Algo::kTree);
+  EXPECT_EQ(sel.select(Coll::kAllReduce, 1 << 20).algo, Algo::kTree);
+  EXPECT_EQ(sel.select(Coll::kAllReduce, (1 << 20) + 1).algo, Algo::kRing);
+  EXPECT_EQ(sel.sizeTable(Coll::kAllReduce).size(), 3u);
+  bool listed = false;
+  for (const std::string& line : sel.describeTable()) listed |= line.find("tree <= 1048576") != std::string::npos;
+  EXPECT_TRUE(listed);
+  EXPECT_THROW(sel.setSizeTable(Coll::kAllGather, {{kMax, Algo::kTree}}), Error);
+  EXPECT_THROW(sel.setSizeTable(Coll::kAllReduce, {{100, Algo::kRing}}), Error);
+  EXPECT_THROW(sel.setSizeTable(Coll::kAllReduce, {{100, Algo::kRing}, {50, Algo::kDirect}, {kMax, Algo::kRing}}), Error);
+  sel.setSizeTable(Coll::kAllReduce, {});
+  EXPECT_NE(sel.select(Coll::kAllReduce, 1 << 20).algo, Algo::kTree);
+
+  // An override that excludes the table's choice falls back among the allowed.
+  cfg.algo = "allreduce:ring,direct";
+  Selector restricted(4, TransportKind::kShm, cfg);
+  restricted.setSizeTable(Coll::kAllReduce, {{kMax, Algo::kTree}});
+  const Algo a = restricted.select(Coll::kAllReduce, 1 << 20).algo;
+  EXPECT_TRUE(a == Algo::kRing || a == Algo::kDirect);
+}
+
+}  // namespace
+}  // namespace grove::plan

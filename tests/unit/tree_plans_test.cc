@@ -1,0 +1,116 @@
+// Trees, rings and hierarchical plans from the planners (TopoPlans on the
+// topology fixtures), lowered to programs by build(algo, args, params,
+// plans), checked by the validator, the deadlock simulation and the
+// reference interpreter, and run on thread ranks over the host executor.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "algorithms/builders.h"
+#include "algorithms/selector.h"
+#include "algorithms/topo_plan.h"
+#include "topology/comm_topology.h"
+#include "topology/topo_file.h"
+#include "tree_check.h"
+#include "unit/harness/thread_ranks.h"
+
+namespace grove::plan {
+namespace {
+
+using testing::checkTreeCase;
+using testing::TreeCase;
+
+topo::Graph fixture(const std::string& name) {
+  return topo::loadTopologyFile(std::string(GROVE_TOPO_FIXTURES) + "/" + name);
+}
+
+/// The communicator of the ranks on the given GPUs of a one-machine graph.
+topo::CommTopology onGpus(const topo::Graph& g, const std::vector<int>& gpus) {
+  const topo::CommTopology all = topo::placeRanks(g, 8, 0, topo::DeviceKind::kCuda);
+  topo::CommTopology t;
+  t.graph = g;
+  std::vector<int> machine;
+  for (int gpu : gpus) {
+    machine.push_back(static_cast<int>(t.ranks.size()));
+    t.ranks.push_back(all.ranks.at(static_cast<size_t>(gpu)));
+  }
+  t.ranksByMachine = {machine};
+  return t;
+}
+
+/// Lowers every algorithm the plans support for allreduce, broadcast and
+/// reduce, and checks each over several sizes.
+void checkPlans(TopoPlans& plans, int n) {
+  for (Coll coll : {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce}) {
+    for (Algo algo : {Algo::kTree, Algo::kRing, Algo::kHier}) {
+      if (!algoSupports(algo, coll)) continue;
+      for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{777}, uint64_t{40000}}) {
+        TreeCase c{coll, n, count, groveInt32, count % 2 == 1, (count % 3 == 0) ? 0 : n - 1, PlanParams{}};
+        c.params.chunkBytes = count > 1000 ? 4096 : 64;
+        c.params.nChannels = 2;
+        SCOPED_TRACE(algoName(algo));
+        checkTreeCase(c, [&](const CollArgs& a) { return build(algo, a, c.params, &plans); },
+                      /*interpret=*/true);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(PlannedPrograms, Dgx1V100FourGpus) {
+  TopoPlans plans(PlanGraph::fromTopology(onGpus(fixture("dgx1_v100.json"), {0, 3, 4, 7})));
+  ASSERT_FALSE(plans.allReduceTrees().trees.empty());
+  ASSERT_FALSE(plans.rootedTrees(0).trees.empty());
+  checkPlans(plans, 4);
+}
+
+TEST(PlannedPrograms, EveryFixtureAllGpus) {
+  for (const char* name : {"dgx1_v100.json", "dgx1_p100.json", "pcie_8gpu_2socket.json", "dgx_a100.json"}) {
+    SCOPED_TRACE(name);
+    const topo::Graph g = fixture(name);
+    TopoPlans plans(PlanGraph::fromTopology(topo::placeRanks(g, 8, 0, topo::DeviceKind::kCuda)));
+    checkPlans(plans, 8);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(PlannedPrograms, ClusterHierarchicalAndHostRanks) {
+  const topo::Graph cluster = fixture("cluster_2x4nic.json");
+  TopoPlans plans(PlanGraph::fromTopology(topo::placeRanks(cluster, 8, 0, topo::DeviceKind::kCuda)));
+  ASSERT_GE(plans.hierarchical().machines.size(), 2u);
+  checkPlans(plans, 8);
+  if (HasFatalFailure()) return;
+  // Host ranks sharing one CPU node: trees over the shared port.
+  TopoPlans host(PlanGraph::fromTopology(topo::placeRanks(fixture("cpu_host.json"), 4, 0, topo::DeviceKind::kHost)));
+  checkPlans(host, 4);
+}
+
+// The lowered programs of a planned all-reduce run on the real executor.
+TEST(PlannedPrograms, TreeAllReduceRunsOnThreads) {
+  TopoPlans plans(PlanGraph::fromTopology(onGpus(fixture("dgx1_v100.json"), {0, 3, 4, 7})));
+  const int n = 4;
+  const uint64_t count = 50001;
+  PlanParams p;
+  p.chunkBytes = 8192;
+  for (Algo algo : {Algo::kTree, Algo::kRing, Algo::kHier}) {
+    std::vector<std::vector<float>> buf(n, std::vector<float>(count));
+    std::vector<Program> progs;
+    std::vector<exec::Buffers> bufs(n);
+    for (int r = 0; r < n; ++r) {
+      for (uint64_t i = 0; i < count; ++i) buf[r][i] = static_cast<float>((i * 7 + r) % 13);
+      progs.push_back(build(algo, CollArgs{Coll::kAllReduce, count, groveFloat32, groveSum, 0, r, n, true}, p, &plans));
+      bufs[r].input = bufs[r].output = buf[r].data();
+    }
+    harness::runProgramsOnThreads(progs, bufs, exec::ReduceSpec{groveFloat32, groveSum, n}, 16384);
+    for (int r = 0; r < n; ++r)
+      for (uint64_t i = 0; i < count; i += 101) {
+        float want = 0;
+        for (int q = 0; q < n; ++q) want += static_cast<float>((i * 7 + q) % 13);
+        ASSERT_EQ(buf[r][i], want) << algoName(algo) << " rank " << r << " element " << i;
+      }
+  }
+}
+
+}  // namespace
+}  // namespace grove::plan
