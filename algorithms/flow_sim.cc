@@ -1,0 +1,476 @@
+// Flow-level (fluid) simulation of every rank's program; see flow_sim.h.
+//
+// How it works:
+//
+// Matching. Every step that sends is paired with the step of its peer that
+// receives the same bytes: on each directed connection (src, dst, channel)
+// the k-th sending step of src meets the k-th receiving step of dst (phases
+// in order, then lane order; a phase touches a connection from one lane per
+// end, as the validator checks). A pair is a transfer: `bytes` over the
+// route net.route(src, dst). Empty steps have no transfer.
+//
+// Steps. Each rank runs its phases in order; a phase starts all its lanes at
+// once and ends when the last lane ends; a lane starts its next step when the
+// previous one ends. When a step that sends starts, its transfer begins to
+// flow after a delay (the route's latency + SimParams::stepOverheadUs); a
+// forward's delay counts from the later of its start and the arrival of its
+// input's first byte, so latencies add up along a chain. A sending step ends when its transfer has fully arrived; a step that only
+// receives ends when it has started and its incoming transfer has arrived
+// (bytes may arrive before it starts: the connection buffers them). Local
+// steps take bytes / SimParams::localGBps (or nothing).
+//
+// Rates. Between two events the rates are constant. The transfers flowing
+// share every link max-min fairly (progressive filling: raise every
+// unfrozen rate together until a link is full or a rate reaches its cap,
+// freeze those, repeat). A forwarding step (receives and sends) never sends
+// bytes it has not received: while its outgoing transfer has caught up with
+// the incoming one, its rate is capped by the incoming rate; the caps depend
+// on other rates, so the filling repeats until the caps stop changing.
+//
+// Events. The next event is the earliest of: a delayed transfer starting to
+// flow, a transfer finishing, a forward catching up with its input, a local
+// step ending. Time jumps there, every transfer advances by rate * dt, and
+// finished transfers end their steps, which start the next steps (events
+// closer than a nanosecond merge, so a transfer may end up to 1 ns late). If nothing
+// is flowing or pending while a rank is unfinished, the programs stall.
+#include "algorithms/flow_sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include "algorithms/step_traits.h"
+#include "base/error.h"
+
+namespace grove::plan {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int kMaxCapRounds = 12;  // fillings per event while forward caps settle
+// Shortest time step: events closer than this merge (transfers whose shares
+// differ by a few bytes would otherwise each cost an event).
+constexpr double kMinDt = 1e-9;
+
+/// Bytes within which a transfer counts as finished / caught up.
+double tolerance(double bytes) { return std::max(1e-9 * bytes, 1e-6); }
+
+struct SimStep {
+  const Step* step = nullptr;
+  int rank = 0;
+  int laneEnd = 0;  ///< one past the last step id of its lane
+  int in = -1;      ///< transfer it receives
+  int out = -1;     ///< transfer it sends
+  bool started = false;
+  bool ended = false;
+  double startedAt = 0;
+  double localEnd = kInf;
+};
+
+struct Transfer {
+  double bytes = 0;
+  double sent = 0;       ///< bytes arrived so far
+  double rate = 0;       ///< bytes/s now
+  double cap = kInf;     ///< forward cap now
+  double lag = 0;        ///< bytes a forward may trail its input and still count as caught up
+  double delay = 0;      ///< seconds from the sender's start to the first byte
+  double activeAt = kInf;
+  int route = -1;
+  int sender = -1, receiver = -1;  ///< step ids
+  int upstream = -1;     ///< transfer its sender forwards (-1: a plain send)
+  bool done = false;
+};
+
+class FlowSim {
+ public:
+  FlowSim(const FlowNet& net, const std::vector<Program>& progs, const SimParams& p)
+      : net_(net), progs_(progs), p_(p), nranks_(static_cast<int>(progs.size())) {
+    if (net.capGBps.size() != net.latencyUs.size())
+      throwInvalidArgument("simulate: link capacity and latency lists differ in length");
+    for (double c : net.capGBps)
+      if (!(c > 0)) throwInvalidArgument("simulate: every link needs a positive capacity");
+    flattenSteps();
+    matchTransfers();
+    linkRem_.assign(net.capGBps.size(), 0);
+    linkUsers_.assign(net.capGBps.size(), 0);
+  }
+
+  FlowSimResult run() {
+    FlowSimResult res;
+    res.linkBytes.assign(net_.capGBps.size(), 0);
+    for (const Transfer& t : xfers_)
+      for (int l : routes_[t.route]) res.linkBytes[l] += t.bytes;
+    res.transfers = static_cast<int>(xfers_.size());
+    finish_.assign(nranks_, -1);
+    phase_.assign(nranks_, 0);
+    lanesLeft_.assign(nranks_, 0);
+    for (int r = 0; r < nranks_; ++r) startPhase(r);
+    drainReady();
+    while (unfinished_ > 0) {
+      computeRates();
+      ++res.events;
+      const double dt = nextEventDt();
+      if (dt == kInf) throwInvalidArgument("simulate: the programs stall:\n" + stuckText());
+      advance(dt);
+      now_ += dt;
+      settle();
+      drainReady();
+    }
+    res.rankSeconds = finish_;
+    for (int r = 0; r < nranks_; ++r)
+      if (res.criticalRank < 0 || finish_[r] >= res.seconds) res.seconds = finish_[r], res.criticalRank = r;
+    return res;
+  }
+
+ private:
+  void flattenSteps() {
+    laneStart_.resize(nranks_);
+    for (int r = 0; r < nranks_; ++r) {
+      for (const Phase& ph : progs_[r].phases) {
+        auto& lanes = laneStart_[r].emplace_back();
+        for (const Lane& lane : ph.lanes) {
+          lanes.push_back(static_cast<int>(steps_.size()));
+          const int end = static_cast<int>(steps_.size() + lane.steps.size());
+          for (const Step& s : lane.steps) {
+            checkPeers(r, s);
+            steps_.push_back(SimStep{&s, r, end});
+          }
+        }
+      }
+    }
+  }
+
+  void checkPeers(int r, const Step& s) const {
+    auto bad = [&](int peer) { return peer < 0 || peer >= nranks_ || peer == r; };
+    if ((stepSends(s.kind) && bad(s.sendPeer)) || (stepReceives(s.kind) && bad(s.recvPeer)))
+      throwInvalidArgument("simulate: rank " + std::to_string(r) + " has a step with an invalid peer: " +
+                           describe(s));
+  }
+
+  void matchTransfers() {
+    using Key = std::tuple<int, int, int>;
+    std::map<Key, std::pair<std::vector<int>, std::vector<int>>> byLink;
+    for (int id = 0; id < static_cast<int>(steps_.size()); ++id) {
+      const Step& s = *steps_[id].step;
+      if (s.bytes == 0) continue;
+      const int r = steps_[id].rank;
+      if (stepSends(s.kind)) byLink[{r, s.sendPeer, s.channel}].first.push_back(id);
+      if (stepReceives(s.kind)) byLink[{s.recvPeer, r, s.channel}].second.push_back(id);
+    }
+    std::map<std::pair<int, int>, int> routeIds;
+    for (const auto& [key, ends] : byLink) {
+      const auto [src, dst, ch] = key;
+      const std::string where = "connection " + std::to_string(src) + "->" + std::to_string(dst) +
+                                " channel " + std::to_string(ch);
+      if (ends.first.size() != ends.second.size())
+        throwInvalidArgument("simulate: " + where + " has " + std::to_string(ends.first.size()) +
+                             " sending steps but " + std::to_string(ends.second.size()) +
+                             " receiving steps");
+      auto [it, added] = routeIds.try_emplace({src, dst}, static_cast<int>(routes_.size()));
+      if (added) addRoute(src, dst);
+      for (size_t k = 0; k < ends.first.size(); ++k) {
+        SimStep& snd = steps_[ends.first[k]];
+        SimStep& rcv = steps_[ends.second[k]];
+        if (snd.step->bytes != rcv.step->bytes)
+          throwInvalidArgument("simulate: " + where + " transfer " + std::to_string(k) + ": " +
+                               std::to_string(snd.step->bytes) + " B sent but " +
+                               std::to_string(rcv.step->bytes) + " B received");
+        Transfer t;
+        t.bytes = static_cast<double>(snd.step->bytes);
+        t.route = it->second;
+        t.delay = routeDelay_[t.route];
+        t.sender = ends.first[k];
+        t.receiver = ends.second[k];
+        snd.out = static_cast<int>(xfers_.size());
+        rcv.in = snd.out;
+        xfers_.push_back(t);
+      }
+    }
+    for (Transfer& t : xfers_) t.upstream = steps_[t.sender].in;
+  }
+
+  void addRoute(int src, int dst) {
+    std::vector<int> route = net_.route ? net_.route(src, dst) : std::vector<int>{};
+    if (route.empty())
+      throwInvalidArgument("simulate: no route from rank " + std::to_string(src) + " to rank " +
+                           std::to_string(dst));
+    double lat = p_.stepOverheadUs;
+    for (int l : route) {
+      if (l < 0 || l >= static_cast<int>(net_.capGBps.size()))
+        throwInvalidArgument("simulate: route " + std::to_string(src) + "->" + std::to_string(dst) +
+                             " names link " + std::to_string(l) + ", which does not exist");
+      lat += net_.latencyUs[l];
+    }
+    routes_.push_back(std::move(route));
+    routeDelay_.push_back(lat * 1e-6);
+  }
+
+  // ---------------------------------------------------------------- steps
+
+  void startPhase(int r) {
+    while (phase_[r] < laneStart_[r].size()) {
+      const auto& lanes = laneStart_[r][phase_[r]];
+      int nonEmpty = 0;
+      for (size_t l = 0; l < lanes.size(); ++l) {
+        const int end = l + 1 < lanes.size() ? lanes[l + 1] : laneEndOfPhase(r, phase_[r]);
+        if (lanes[l] < end) ready_.push_back(lanes[l]), ++nonEmpty;
+      }
+      if (nonEmpty > 0) {
+        lanesLeft_[r] = nonEmpty;
+        ++unfinished_;
+        return;
+      }
+      ++phase_[r];
+    }
+    finish_[r] = now_;
+  }
+
+  int laneEndOfPhase(int r, size_t ph) const {
+    const auto& lanes = laneStart_[r][ph];
+    const Lane& last = progs_[r].phases[ph].lanes.back();
+    return lanes.back() + static_cast<int>(last.steps.size());
+  }
+
+  void drainReady() {
+    while (!ready_.empty()) {
+      const int id = ready_.back();
+      ready_.pop_back();
+      startStep(id);
+    }
+  }
+
+  void startStep(int id) {
+    SimStep& s = steps_[id];
+    s.started = true;
+    s.startedAt = now_;
+    const StepKind k = s.step->kind;
+    if (s.step->bytes == 0 || stepIsLocal(k)) {
+      if (s.step->bytes > 0 && p_.localGBps > 0) {
+        s.localEnd = now_ + static_cast<double>(s.step->bytes) / (p_.localGBps * 1e9);
+        timedLocal_.push_back(id);
+      } else {
+        endStep(id);
+      }
+      return;
+    }
+    if (s.out >= 0) {
+      live_.push_back(s.out);
+      schedule(s.out);
+    } else if (xfers_[s.in].done) {
+      endStep(id);
+    }
+  }
+
+  /// Fixes when transfer x (whose sender has started) begins to flow: its
+  /// delay after the sender starts, and for a forward not before its input's
+  /// first byte arrives; then does the same for the transfer forwarding x.
+  void schedule(int x) {
+    Transfer& t = xfers_[x];
+    double ready = steps_[t.sender].startedAt;
+    if (t.upstream >= 0 && !xfers_[t.upstream].done) {
+      const Transfer& u = xfers_[t.upstream];
+      if (u.activeAt == kInf) return;  // scheduled when its input is
+      ready = std::max(ready, u.activeAt);
+    }
+    t.activeAt = ready + t.delay;
+    const int down = steps_[t.receiver].out;
+    if (down >= 0 && steps_[xfers_[down].sender].started && xfers_[down].activeAt == kInf) schedule(down);
+  }
+
+  void endStep(int id) {
+    SimStep& s = steps_[id];
+    s.ended = true;
+    if (id + 1 < s.laneEnd) {
+      ready_.push_back(id + 1);
+      return;
+    }
+    const int r = s.rank;
+    if (--lanesLeft_[r] > 0) return;
+    --unfinished_;
+    ++phase_[r];
+    startPhase(r);
+  }
+
+  void endTransfer(int x) {
+    Transfer& t = xfers_[x];
+    t.done = true;
+    t.sent = t.bytes;
+    t.rate = 0;
+    endStep(t.sender);
+    const SimStep& rcv = steps_[t.receiver];
+    if (rcv.out < 0 && rcv.started) endStep(t.receiver);
+  }
+
+  // ---------------------------------------------------------------- rates
+
+  bool flowing(const Transfer& t) const { return !t.done && t.activeAt <= now_; }
+
+  bool caughtUp(const Transfer& t) const {
+    if (t.upstream < 0) return false;
+    const Transfer& u = xfers_[t.upstream];
+    return !u.done && u.sent - t.sent <= tolerance(t.bytes) + t.lag;
+  }
+
+  void computeRates() {
+    flow_.clear();
+    for (int x : live_)
+      if (flowing(xfers_[x])) flow_.push_back(x);
+    for (int x : flow_) {
+      // A forward trails its input by the bytes that arrive during its own
+      // start delay; within that lag it streams at the input's rate.
+      Transfer& t = xfers_[x];
+      t.lag = t.upstream >= 0 ? t.delay * xfers_[t.upstream].rate : 0;
+      t.cap = kInf;
+    }
+    for (int round = 0; round < kMaxCapRounds; ++round) {
+      fill();
+      bool changed = false;
+      for (int x : flow_) {
+        Transfer& t = xfers_[x];
+        double cap = kInf;
+        if (caughtUp(t)) {
+          const Transfer& u = xfers_[t.upstream];
+          cap = flowing(u) ? u.rate : 0;
+        }
+        if (cap != t.cap && !(std::abs(cap - t.cap) <= 1e-9 * std::max(cap, t.cap))) changed = true;
+        t.cap = cap;
+      }
+      if (!changed) break;
+    }
+  }
+
+  /// Progressive filling of the flowing transfers under link capacities and caps.
+  void fill() {
+    for (int x : flow_) {
+      xfers_[x].rate = 0;
+      for (int l : routes_[xfers_[x].route]) linkRem_[l] = net_.capGBps[l] * 1e9, linkUsers_[l] = 0;
+    }
+    unfrozen_.clear();
+    for (int x : flow_) {
+      if (xfers_[x].cap <= 0) continue;
+      unfrozen_.push_back(x);
+      for (int l : routes_[xfers_[x].route]) ++linkUsers_[l];
+    }
+    while (!unfrozen_.empty()) {
+      double inc = kInf;
+      for (int x : unfrozen_) {
+        const Transfer& t = xfers_[x];
+        inc = std::min(inc, t.cap - t.rate);
+        for (int l : routes_[t.route]) inc = std::min(inc, linkRem_[l] / linkUsers_[l]);
+      }
+      for (int x : unfrozen_) {
+        xfers_[x].rate += inc;
+        for (int l : routes_[xfers_[x].route]) linkRem_[l] -= inc;
+      }
+      size_t keep = 0;
+      for (int x : unfrozen_) {
+        const Transfer& t = xfers_[x];
+        bool frozen = t.rate >= t.cap * (1 - 1e-12);
+        for (int l : routes_[t.route]) frozen |= linkRem_[l] <= net_.capGBps[l] * 1e9 * 1e-12;
+        if (frozen) {
+          for (int l : routes_[t.route]) --linkUsers_[l];
+        } else {
+          unfrozen_[keep++] = x;
+        }
+      }
+      unfrozen_.resize(keep);
+    }
+  }
+
+  double nextEventDt() const {
+    double dt = kInf;
+    for (int x : live_) {
+      const Transfer& t = xfers_[x];
+      if (t.done) continue;
+      if (t.activeAt > now_) {
+        dt = std::min(dt, t.activeAt - now_);
+        continue;
+      }
+      if (t.rate > 0) dt = std::min(dt, (t.bytes - t.sent) / t.rate);
+      if (t.upstream >= 0 && !caughtUp(t)) {
+        const Transfer& u = xfers_[t.upstream];
+        const double gap = u.sent - t.sent - t.lag;
+        if (!u.done && t.rate > u.rate) dt = std::min(dt, std::max(gap, 0.0) / (t.rate - u.rate));
+      }
+    }
+    for (int id : timedLocal_) dt = std::min(dt, steps_[id].localEnd - now_);
+    return std::max(dt, kMinDt);
+  }
+
+  void advance(double dt) {
+    for (int x : flow_) xfers_[x].sent += xfers_[x].rate * dt;
+    for (int x : flow_) {
+      Transfer& t = xfers_[x];
+      if (t.upstream >= 0 && !xfers_[t.upstream].done) t.sent = std::min(t.sent, xfers_[t.upstream].sent);
+      t.sent = std::min(t.sent, t.bytes);
+    }
+  }
+
+  void settle() {
+    size_t keep = 0;
+    for (size_t i = 0; i < live_.size(); ++i) {
+      const int x = live_[i];
+      const Transfer& t = xfers_[x];
+      if (!t.done && t.activeAt <= now_ && t.bytes - t.sent <= tolerance(t.bytes)) {
+        endTransfer(x);
+        continue;
+      }
+      if (!t.done) live_[keep++] = x;
+    }
+    live_.resize(keep);
+    keep = 0;
+    for (size_t i = 0; i < timedLocal_.size(); ++i) {
+      const int id = timedLocal_[i];
+      if (steps_[id].localEnd <= now_ * (1 + 1e-12)) {
+        endStep(id);
+      } else {
+        timedLocal_[keep++] = id;
+      }
+    }
+    timedLocal_.resize(keep);
+  }
+
+  std::string stuckText() const {
+    std::string out;
+    int shown = 0;
+    for (const SimStep& s : steps_) {
+      if (!s.started || s.ended || shown >= 16) continue;
+      out += "  rank " + std::to_string(s.rank) + " phase " + std::to_string(phase_[s.rank]) +
+             " waits in " + describe(*s.step) + "\n";
+      ++shown;
+    }
+    return out;
+  }
+
+  const FlowNet& net_;
+  const std::vector<Program>& progs_;
+  const SimParams& p_;
+  const int nranks_;
+  double now_ = 0;
+  std::vector<SimStep> steps_;
+  std::vector<std::vector<std::vector<int>>> laneStart_;  // [rank][phase][lane] -> first step id
+  std::vector<Transfer> xfers_;
+  std::vector<std::vector<int>> routes_;
+  std::vector<double> routeDelay_;
+  std::vector<size_t> phase_;
+  std::vector<int> lanesLeft_;
+  std::vector<double> finish_;
+  int unfinished_ = 0;
+  std::vector<int> ready_, live_, flow_, unfrozen_, timedLocal_;
+  std::vector<double> linkRem_;
+  std::vector<int> linkUsers_;
+};
+
+}  // namespace
+
+FlowSimResult simulate(const FlowNet& net, const std::vector<Program>& programs,
+                       const SimParams& p) {
+  if (programs.empty()) throwInvalidArgument("simulate: no programs");
+  if (!(p.stepOverheadUs >= 0) || !(p.localGBps >= 0))
+    throwInvalidArgument("simulate: step overhead and local speed must be >= 0");
+  return FlowSim(net, programs, p).run();
+}
+
+}  // namespace grove::plan

@@ -1,0 +1,236 @@
+// grove-plan's text and JSON renderings of a planning run.
+#include <cstdio>
+#include <string>
+
+#include "topology/json.h"
+#include "tools/plan/plan_report.h"
+
+namespace grove::tools {
+
+namespace json = topo::json;
+
+namespace {
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+std::string pad(std::string s, size_t width) {
+  if (s.size() < width) s.resize(width, ' ');
+  return s;
+}
+
+std::string linkName(const plan::PlanGraph& g, int l) {
+  const plan::PlanLink& k = g.links()[l];
+  return g.vertexName(k.from) + " -> " + g.vertexName(k.to);
+}
+
+/// Links worth showing: physical ones, and rank ports that other ranks share.
+bool shownLink(const plan::PlanGraph& g, int l) {
+  const plan::PlanLink& k = g.links()[l];
+  return k.topoLink >= 0 || k.cap < plan::PlanGraph::kUnbounded;
+}
+
+const AlgoPrediction* selected(const PlanReport& r) {
+  for (const AlgoPrediction& p : r.predictions)
+    if (p.name == "selected" && p.ok) return &p;
+  return nullptr;
+}
+
+std::string ringsText(const char* title, const plan::RingPlan& rp) {
+  std::string out = std::string(title) + ": " + std::to_string(rp.rings.size()) + " ring(s), " +
+                    fmt("%.1f", rp.rate) + " GB/s over " + (rp.linkClass.empty() ? "-" : rp.linkClass) +
+                    fmt(", %.2f ms\n", rp.planMs);
+  for (size_t i = 0; i < rp.rings.size(); ++i) {
+    out += "  ring " + std::to_string(i) + fmt("  %6.1f GB/s  ", rp.rings[i].rate);
+    for (int v : rp.rings[i].order) out += std::to_string(v) + " ";
+    out += "\n";
+  }
+  return out;
+}
+
+std::string treesText(const PlanReport& r) {
+  const plan::TreePlan& tp = r.trees;
+  std::string out = std::string(r.request.coll == plan::Coll::kAllReduce ? "all-reduce" : "rooted") +
+                    " trees: " + std::to_string(tp.trees.size()) + " tree(s), " +
+                    fmt("%.1f GB/s", tp.rate) + fmt(" of bound %.1f GB/s", tp.bound) + ", " +
+                    std::to_string(tp.rounds) + " MWU rounds, " + std::to_string(tp.mwuTrees) +
+                    " MWU trees" + fmt(", %.2f ms\n", tp.planMs);
+  for (size_t i = 0; i < tp.trees.size(); ++i) {
+    const plan::Tree& t = tp.trees[i];
+    out += "  tree " + std::to_string(i) + "  root " + std::to_string(t.root) +
+           fmt("  %6.1f GB/s", t.rate) + fmt(" (weight %.3f)  edges", tp.rate > 0 ? t.rate / tp.rate : 0);
+    for (size_t v = 0; v < t.parent.size(); ++v)
+      if (t.parent[v] >= 0) out += " " + std::to_string(t.parent[v]) + "->" + std::to_string(v);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string hierText(const PlanReport& r) {
+  if (!r.hasHier) return "";
+  std::string out = "hierarchical: " + std::to_string(r.hier.machines.size()) + " machine(s), " +
+                    std::to_string(r.hier.leaders.size()) + " channel(s), " +
+                    fmt("%.1f GB/s\n", r.hier.rate);
+  for (size_t c = 0; c < r.hier.leaders.size(); ++c) {
+    out += "  channel " + std::to_string(c) + " leaders";
+    for (int l : r.hier.leaders[c]) out += " " + std::to_string(l);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string linksText(const PlanReport& r, const plan::PlanGraph& g) {
+  const AlgoPrediction* sel = selected(r);
+  std::string out = "link utilisation (planned load / capacity; 'sim': busy share of the selected run):\n  " +
+                    pad("link", 40) + pad("kind", 8) + pad("GB/s", 9) + pad("rings", 8) + pad("trees", 8) +
+                    "sim\n";
+  for (int l = 0; l < static_cast<int>(g.links().size()); ++l) {
+    const double rl = l < static_cast<int>(r.ringLoad.size()) ? r.ringLoad[l] : 0;
+    const double tl = l < static_cast<int>(r.treeLoad.size()) ? r.treeLoad[l] : 0;
+    const double sb = sel != nullptr ? sel->linkBytes[l] : 0;
+    if (!shownLink(g, l) || (rl <= 0 && tl <= 0 && sb <= 0)) continue;
+    const plan::PlanLink& k = g.links()[l];
+    const double sim = sel != nullptr ? sb / (k.cap * 1e9 * sel->seconds) : 0;
+    out += "  " + pad(linkName(g, l), 40) + pad(topo::kindName(k.kind), 8) + pad(fmt("%.1f", k.cap), 9) +
+           pad(fmt("%.0f%%", 100 * rl / k.cap), 8) + pad(fmt("%.0f%%", 100 * tl / k.cap), 8) +
+           fmt("%.0f%%", 100 * sim) + "\n";
+  }
+  return out;
+}
+
+json::Value ringsJson(const plan::RingPlan& rp) {
+  json::Value o = json::Value::makeObject();
+  o.set("rate", json::Value::makeNumber(rp.rate));
+  o.set("link_class", json::Value::makeString(rp.linkClass));
+  o.set("plan_ms", json::Value::makeNumber(rp.planMs));
+  json::Value list = json::Value::makeArray();
+  for (const plan::Ring& ring : rp.rings) {
+    json::Value x = json::Value::makeObject(), order = json::Value::makeArray();
+    for (int v : ring.order) order.push(json::Value::makeNumber(v));
+    x.set("order", order);
+    x.set("rate", json::Value::makeNumber(ring.rate));
+    list.push(x);
+  }
+  o.set("rings", list);
+  return o;
+}
+
+json::Value treesJson(const plan::TreePlan& tp) {
+  json::Value o = json::Value::makeObject();
+  o.set("rate", json::Value::makeNumber(tp.rate));
+  o.set("bound", json::Value::makeNumber(tp.bound));
+  o.set("rounds", json::Value::makeNumber(tp.rounds));
+  o.set("mwu_trees", json::Value::makeNumber(tp.mwuTrees));
+  o.set("plan_ms", json::Value::makeNumber(tp.planMs));
+  json::Value list = json::Value::makeArray();
+  for (const plan::Tree& t : tp.trees) {
+    json::Value x = json::Value::makeObject(), parent = json::Value::makeArray();
+    for (int p : t.parent) parent.push(json::Value::makeNumber(p));
+    x.set("root", json::Value::makeNumber(t.root));
+    x.set("parent", parent);
+    x.set("rate", json::Value::makeNumber(t.rate));
+    x.set("weight", json::Value::makeNumber(tp.rate > 0 ? t.rate / tp.rate : 0));
+    list.push(x);
+  }
+  o.set("trees", list);
+  return o;
+}
+
+json::Value predictionJson(const AlgoPrediction& p) {
+  json::Value x = json::Value::makeObject();
+  x.set("algorithm", json::Value::makeString(p.name));
+  if (!p.detail.empty()) x.set("picks", json::Value::makeString(p.detail));
+  x.set("ok", json::Value::makeBool(p.ok));
+  if (p.ok) {
+    x.set("seconds", json::Value::makeNumber(p.seconds));
+    x.set("algbw", json::Value::makeNumber(p.algbw));
+    x.set("busbw", json::Value::makeNumber(p.busbw));
+    x.set("critical_rank", json::Value::makeNumber(p.criticalRank));
+  } else {
+    x.set("why", json::Value::makeString(p.why));
+  }
+  return x;
+}
+
+}  // namespace
+
+std::string reportText(const PlanReport& r, const plan::PlanGraph& g) {
+  std::string out = std::string(plan::collName(r.request.coll)) + " of " + bytesText(r.request.bytes) +
+                    " over " + std::to_string(r.nranks) + " rank(s) on " + std::to_string(r.machines) +
+                    " machine(s)" +
+                    (r.request.coll == plan::Coll::kAllReduce ? "" : ", root " + std::to_string(r.request.root)) +
+                    "\nranks:";
+  for (size_t i = 0; i < r.rankNodes.size(); ++i) out += " " + std::to_string(i) + "=" + r.rankNodes[i];
+  out += fmt("\nplanning time: %.2f ms\n\n", r.planMs);
+  out += ringsText("best rings", r.rings) + ringsText("NCCL-like rings", r.ncclRings) + treesText(r) +
+         hierText(r) + "\n" + linksText(r, g) + "\npredicted (" + bytesText(r.request.bytes) + "):\n  " +
+         pad("algorithm", 18) + pad("algbw GB/s", 12) + pad("busbw GB/s", 12) + "time ms\n";
+  for (const AlgoPrediction& p : r.predictions) {
+    const std::string name = p.detail.empty() ? p.name : p.name + " (" + p.detail + ")";
+    if (!p.ok) {
+      out += "  " + pad(name, 18) + "cannot run: " + p.why + "\n";
+      continue;
+    }
+    out += "  " + pad(name, 18) + pad(fmt("%.2f", p.algbw), 12) + pad(fmt("%.2f", p.busbw), 12) +
+           fmt("%.3f", p.seconds * 1e3) + "\n";
+  }
+  out += "  " + pad("upper bound", 18) + pad(fmt("%.2f", r.boundAlgbw), 12) + fmt("%.2f", r.boundBusbw) + "\n";
+  return out;
+}
+
+std::string reportJson(const PlanReport& r, const plan::PlanGraph& g) {
+  json::Value o = json::Value::makeObject();
+  o.set("collective", json::Value::makeString(plan::collName(r.request.coll)));
+  o.set("bytes", json::Value::makeNumber(static_cast<double>(r.request.bytes)));
+  o.set("root", json::Value::makeNumber(r.request.root));
+  o.set("nranks", json::Value::makeNumber(r.nranks));
+  o.set("machines", json::Value::makeNumber(r.machines));
+  json::Value ranks = json::Value::makeArray();
+  for (const std::string& n : r.rankNodes) ranks.push(json::Value::makeString(n));
+  o.set("ranks", ranks);
+  o.set("plan_ms", json::Value::makeNumber(r.planMs));
+  o.set("rings", ringsJson(r.rings));
+  o.set("nccl_rings", ringsJson(r.ncclRings));
+  o.set("trees", treesJson(r.trees));
+  if (r.hasHier) {
+    json::Value h = json::Value::makeObject(), leaders = json::Value::makeArray();
+    h.set("rate", json::Value::makeNumber(r.hier.rate));
+    for (const auto& ch : r.hier.leaders) {
+      json::Value l = json::Value::makeArray();
+      for (int v : ch) l.push(json::Value::makeNumber(v));
+      leaders.push(l);
+    }
+    h.set("leaders", leaders);
+    o.set("hier", h);
+  }
+  const AlgoPrediction* sel = selected(r);
+  json::Value links = json::Value::makeArray();
+  for (int l = 0; l < static_cast<int>(g.links().size()); ++l) {
+    const double rl = r.ringLoad.at(l), tl = r.treeLoad.at(l);
+    const double sim = sel != nullptr ? sel->linkBytes[l] / (g.links()[l].cap * 1e9 * sel->seconds) : 0;
+    if (!shownLink(g, l) || (rl <= 0 && tl <= 0 && sim <= 0)) continue;
+    json::Value x = json::Value::makeObject();
+    x.set("from", json::Value::makeString(g.vertexName(g.links()[l].from)));
+    x.set("to", json::Value::makeString(g.vertexName(g.links()[l].to)));
+    x.set("kind", json::Value::makeString(topo::kindName(g.links()[l].kind)));
+    x.set("cap", json::Value::makeNumber(g.links()[l].cap));
+    x.set("ring_load", json::Value::makeNumber(rl));
+    x.set("tree_load", json::Value::makeNumber(tl));
+    x.set("sim_util", json::Value::makeNumber(sim));
+    links.push(x);
+  }
+  o.set("links", links);
+  json::Value preds = json::Value::makeArray();
+  for (const AlgoPrediction& p : r.predictions) preds.push(predictionJson(p));
+  o.set("predictions", preds);
+  json::Value bound = json::Value::makeObject();
+  bound.set("algbw", json::Value::makeNumber(r.boundAlgbw));
+  bound.set("busbw", json::Value::makeNumber(r.boundBusbw));
+  o.set("bound", bound);
+  return json::write(o) + "\n";
+}
+
+}  // namespace grove::tools

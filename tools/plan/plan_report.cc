@@ -1,0 +1,209 @@
+// grove-plan's planning run: plans, link loads, predictions of every
+// algorithm through the cost model, and the text / JSON renderings.
+#include "tools/plan/plan_report.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <set>
+
+#include "algorithms/builders.h"
+#include "base/error.h"
+#include "topology/json.h"
+
+namespace grove::tools {
+
+using plan::Algo;
+using plan::Coll;
+
+namespace {
+
+using BuildFn = std::function<plan::Program(const plan::CollArgs&)>;
+
+/// A ring as a chain rooted at `root` (NCCL's pipelined ring broadcast/reduce).
+plan::Tree chainOf(const plan::Ring& ring, int root) {
+  const int n = static_cast<int>(ring.order.size());
+  plan::Tree t;
+  t.root = root;
+  t.rate = ring.rate;
+  t.parent.assign(static_cast<size_t>(n), -1);
+  const int at = static_cast<int>(std::find(ring.order.begin(), ring.order.end(), root) - ring.order.begin());
+  for (int j = 1; j < n; ++j) t.parent[ring.order[(at + j) % n]] = ring.order[(at + j - 1) % n];
+  return t;
+}
+
+/// Programs that run a collective over a set of rings.
+BuildFn ringsBuilder(Coll coll, const std::vector<plan::Ring>& rings, const plan::PlanParams& params) {
+  return [coll, rings, params](const plan::CollArgs& a) {
+    if (rings.empty()) throwInvalidArgument("no rings were found");
+    if (coll == Coll::kAllReduce) return plan::buildRingsAllReduce(a, params, rings);
+    std::vector<plan::Tree> chains;
+    for (const plan::Ring& r : rings) chains.push_back(chainOf(r, a.root));
+    if (coll == Coll::kBroadcast) return plan::buildTreeBroadcast(a, params, chains);
+    return plan::buildTreeReduce(a, params, chains);
+  };
+}
+
+/// Simulates `fn`'s programs; above 64 MiB the time is extrapolated from 16
+/// and 64 MiB (plan::secondsBySize) and the link bytes scaled from 64 MiB.
+AlgoPrediction predictWith(const std::string& name, const plan::PlanGraph& g,
+                           const plan::CollArgs& args, const BuildFn& fn) {
+  AlgoPrediction p;
+  p.name = name;
+  try {
+    plan::FlowSimResult last;
+    uint64_t lastBytes = 0;
+    auto secondsAt = [&](uint64_t bytes) {
+      std::vector<plan::Program> progs;
+      plan::CollArgs a = args;
+      a.count = std::max<uint64_t>(1, bytes / 4);
+      for (int r = 0; r < args.nranks; ++r) {
+        a.rank = r;
+        progs.push_back(fn(a));
+      }
+      last = plan::simulate(g, progs, plan::SimParams{});
+      lastBytes = bytes;
+      return last.seconds;
+    };
+    const uint64_t bytes = plan::messageBytes(args);
+    p.seconds = plan::secondsBySize(bytes, secondsAt);
+    p.ok = p.seconds > 0;
+    p.algbw = p.ok ? static_cast<double>(bytes) / p.seconds / 1e9 : 0;
+    p.busbw = p.algbw * plan::busBwFactor(args.coll, args.nranks);
+    p.criticalRank = last.criticalRank;
+    p.linkBytes = last.linkBytes;
+    for (double& b : p.linkBytes) b *= static_cast<double>(bytes) / static_cast<double>(lastBytes);
+  } catch (const Error& e) {
+    p.why = e.what();
+  }
+  return p;
+}
+
+plan::TransportKind transportOf(const topo::CommTopology& t, int machines) {
+  if (!t.ranks.empty() && t.graph.node(t.ranks[0].node).kind == topo::NodeKind::kGpu)
+    return plan::TransportKind::kCuda;
+  return machines > 1 ? plan::TransportKind::kSocket : plan::TransportKind::kShm;
+}
+
+}  // namespace
+
+PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans,
+                      const PlanRequest& req) {
+  const plan::PlanGraph& g = plans.graph();
+  if (req.coll != Coll::kAllReduce && req.coll != Coll::kBroadcast && req.coll != Coll::kReduce)
+    throwInvalidArgument("grove-plan plans allreduce, broadcast or reduce");
+  if (req.root < 0 || req.root >= g.nranks())
+    throwInvalidArgument("root " + std::to_string(req.root) + " out of range [0," +
+                         std::to_string(g.nranks()) + ")");
+  PlanReport r;
+  r.request = req;
+  r.nranks = g.nranks();
+  std::set<int> machines;
+  for (int i = 0; i < r.nranks; ++i) {
+    machines.insert(g.machineOf(i));
+    r.rankNodes.push_back(topology.graph.qualifiedName(topology.ranks[i].node));
+  }
+  r.machines = static_cast<int>(machines.size());
+  const bool allReduce = req.coll == Coll::kAllReduce;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  r.rings = plans.rings();
+  r.ncclRings = plans.ncclRings();
+  r.trees = allReduce ? plans.allReduceTrees() : plans.rootedTrees(req.root);
+  r.hasHier = allReduce;
+  if (r.hasHier) r.hier = plans.hierarchical();
+  r.planMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  r.ringLoad = plan::linkLoad(g, r.rings.rings);
+  r.treeLoad = plan::linkLoad(g, r.trees.trees, allReduce);
+  r.boundAlgbw = allReduce ? plan::allReduceBound(g) : plan::broadcastBound(g, req.root);
+  r.boundBusbw = r.boundAlgbw * plan::busBwFactor(req.coll, r.nranks);
+
+  plan::Selector sel(r.nranks, transportOf(topology, r.machines), plan::SelectorConfig::fromRegistry());
+  const plan::PlanParams params = sel.select(req.coll, req.bytes).params;
+  plan::CollArgs args;
+  args.coll = req.coll;
+  args.nranks = r.nranks;
+  args.root = req.root;
+  args.count = std::max<uint64_t>(1, req.bytes / 4);
+  auto planned = [&](Algo a) {
+    return [a, params, &plans](const plan::CollArgs& x) { return plan::build(a, x, params, &plans); };
+  };
+  r.predictions.push_back(predictWith("nccl-rings", g, args, ringsBuilder(req.coll, r.ncclRings.rings, params)));
+  r.predictions.push_back(predictWith("rings", g, args, ringsBuilder(req.coll, r.rings.rings, params)));
+  r.predictions.push_back(predictWith("trees", g, args, planned(Algo::kTree)));
+  if (r.hasHier) r.predictions.push_back(predictWith("hier", g, args, planned(Algo::kHier)));
+  if (!req.select) return r;
+  r.predictions.push_back(predictWith("direct", g, args, planned(Algo::kDirect)));
+
+  // What the communicator would run: the cost model's table for this size.
+  sel.setSizeTable(req.coll, plan::sizeRulesOf(plan::tuneCollective(sel, plans, req.coll, r.nranks,
+                                                                     plan::SimParams{})));
+  const plan::Selection chosen = sel.select(req.coll, req.bytes);
+  AlgoPrediction s = predictWith("selected", g, args, [&](const plan::CollArgs& x) {
+    return plan::build(chosen.algo, x, chosen.params, &plans);
+  });
+  s.detail = plan::algoName(chosen.algo);
+  r.predictions.push_back(s);
+  return r;
+}
+
+topo::CommTopology placeOnGpus(const topo::Graph& g, const std::vector<int>& cudaIndices) {
+  const std::vector<topo::NodeId> machines = g.machines();
+  if (machines.size() != 1)
+    throwInvalidArgument("--gpus needs a single-machine topology (this one has " +
+                         std::to_string(machines.size()) + " machines; use --ranks)");
+  topo::CommTopology t;
+  t.graph = g;
+  t.ranksByMachine.resize(1);
+  std::set<int> seen;
+  for (int idx : cudaIndices) {
+    if (!seen.insert(idx).second) throwInvalidArgument("--gpus lists GPU " + std::to_string(idx) + " twice");
+    topo::NodeId node = -1;
+    for (topo::NodeId id : g.nodesOfKind(topo::NodeKind::kGpu))
+      if (g.node(id).index == idx) node = id;
+    if (node < 0) {
+      std::string have;
+      for (topo::NodeId id : g.nodesOfKind(topo::NodeKind::kGpu))
+        have += (have.empty() ? "" : ",") + std::to_string(g.node(id).index);
+      throwInvalidArgument("no GPU with CUDA index " + std::to_string(idx) + " (the topology has " +
+                           (have.empty() ? std::string("none") : have) + ")");
+    }
+    topo::RankPlacement p;
+    p.node = node;
+    p.machine = machines[0];
+    p.localRank = static_cast<int>(t.ranks.size());
+    t.ranksByMachine[0].push_back(static_cast<int>(t.ranks.size()));
+    t.ranks.push_back(p);
+  }
+  if (t.ranks.empty()) throwInvalidArgument("--gpus lists no GPU");
+  return t;
+}
+
+uint64_t parseBytes(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throwInvalidArgument("bad size '" + text + "' (e.g. 4096, 64K, 256M, 1G)");
+  }
+  const std::string unit = text.substr(used);
+  double mult = 1;
+  if (unit == "K" || unit == "k" || unit == "KiB") mult = 1024;
+  else if (unit == "M" || unit == "m" || unit == "MiB") mult = 1024.0 * 1024;
+  else if (unit == "G" || unit == "g" || unit == "GiB") mult = 1024.0 * 1024 * 1024;
+  else if (!unit.empty() && unit != "B") throwInvalidArgument("bad size '" + text + "' (e.g. 4096, 64K, 256M, 1G)");
+  if (!(v * mult >= 4) || v * mult > 64.0 * (1ull << 30))
+    throwInvalidArgument("size '" + text + "' out of range (4 B .. 64 GiB)");
+  return static_cast<uint64_t>(v * mult);
+}
+
+std::string bytesText(uint64_t b) {
+  if (b >= (1ull << 30) && b % (1ull << 30) == 0) return std::to_string(b >> 30) + " GiB";
+  if (b >= (1u << 20) && b % (1u << 20) == 0) return std::to_string(b >> 20) + " MiB";
+  if (b >= (1u << 10) && b % (1u << 10) == 0) return std::to_string(b >> 10) + " KiB";
+  return std::to_string(b) + " B";
+}
+
+}  // namespace grove::tools

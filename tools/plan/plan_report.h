@@ -1,0 +1,78 @@
+// grove-plan's model of one planning run: where the ranks sit, the plans
+// (rings, NCCL-like rings, trees, hierarchical), their link loads, the
+// predicted bandwidth of every algorithm, the upper bound and the planning
+// time; and its renderings (text, JSON, SVG) and the fixture survey.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms/cost_model.h"
+#include "algorithms/topo_plan.h"
+#include "topology/comm_topology.h"
+
+namespace grove::tools {
+
+/// What to plan for.
+struct PlanRequest {
+  plan::Coll coll = plan::Coll::kAllReduce;  ///< allreduce, broadcast or reduce
+  uint64_t bytes = 256ull << 20;             ///< message bytes of the predictions
+  int root = 0;                              ///< broadcast / reduce root
+  bool select = true;  ///< also predict direct and what the tuned selector picks
+};
+
+/// The prediction of one algorithm.
+struct AlgoPrediction {
+  std::string name;      ///< "nccl-rings", "rings", "trees", "hier", "direct", "selected"
+  std::string detail;    ///< e.g. what "selected" picked
+  bool ok = false;       ///< false: cannot run here (see why)
+  std::string why;
+  double seconds = 0;
+  double algbw = 0;      ///< GB/s
+  double busbw = 0;      ///< GB/s (nccl-tests formulas)
+  int criticalRank = -1;
+  std::vector<double> linkBytes;  ///< by plan-graph link
+};
+
+/// One planning run.
+struct PlanReport {
+  PlanRequest request;
+  int nranks = 0;
+  int machines = 0;
+  std::vector<std::string> rankNodes;  ///< by rank: qualified topology node name
+  plan::RingPlan rings, ncclRings;
+  plan::TreePlan trees;                ///< all-reduce trees, or rooted at the root
+  plan::HierPlan hier;                 ///< all-reduce only
+  bool hasHier = false;                ///< all-reduce: the hierarchical plan was made
+  std::vector<double> ringLoad, treeLoad;  ///< GB/s by plan-graph link
+  std::vector<AlgoPrediction> predictions;
+  double boundAlgbw = 0;               ///< upper bound on algbw (GB/s)
+  double boundBusbw = 0;
+  double planMs = 0;                   ///< wall time of every plan above
+};
+
+/// Plans and predicts for a placed communicator; `plans` is built from it.
+PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans,
+                      const PlanRequest& request);
+
+/// Ranks on the GPUs with these CUDA indices of a single-machine graph.
+topo::CommTopology placeOnGpus(const topo::Graph& g, const std::vector<int>& cudaIndices);
+
+/// Human-readable report.
+std::string reportText(const PlanReport& r, const plan::PlanGraph& g);
+/// The same as JSON (see docs/planning.md for the fields).
+std::string reportJson(const PlanReport& r, const plan::PlanGraph& g);
+/// Standalone SVG: the topology's nodes and links, the trees' edges on top
+/// (one colour per tree, width by rate).
+std::string reportSvg(const PlanReport& r, const topo::CommTopology& topology);
+
+/// The docs/planning.md results table over the fixtures in `fixturesDir`.
+std::string surveyText(const std::string& fixturesDir, uint64_t bytes);
+
+/// Message bytes from "256M", "1G", "4096", "64K" (binary units).
+uint64_t parseBytes(const std::string& text);
+/// "256 MiB"-style text of a byte count.
+std::string bytesText(uint64_t bytes);
+
+}  // namespace grove::tools
