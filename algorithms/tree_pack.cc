@@ -157,7 +157,10 @@ std::vector<TreeCand> mwuTrees(const PlanGraph& g, int root, bool allReduce, con
   double total = 0, bestScaled = 0;
   int sinceBetter = 0, round = 0;
   const int patience = 40 + 2 * g.nranks();
-  for (; round < o.maxRounds; ++round) {
+  // A round costs n Dijkstras and an O(n^3) oracle: large jobs get fewer
+  // rounds (their chains and the LP carry most of the rate anyway).
+  const int maxRounds = g.nranks() > 16 ? std::min(o.maxRounds, 4000 / g.nranks()) : o.maxRounds;
+  for (; round < maxRounds; ++round) {
     RouteTable table = cheapestRoutes(g, price, cap);
     Tree t;
     if (!cheapestTree(g, table, root, allReduce, round, cap, t)) break;
