@@ -7,14 +7,18 @@
 // the k-th sending step of src meets the k-th receiving step of dst (phases
 // in order, then lane order; a phase touches a connection from one lane per
 // end, as the validator checks). A pair is a transfer: `bytes` over the
-// route net.route(src, dst). Empty steps have no transfer.
+// route net.route(src, dst). Empty steps have no transfer. A fan-out step
+// (several destinations) sends one transfer per destination: they flow
+// concurrently and independently, each capped by the step's input if it
+// forwards, and the step ends when the last of them has arrived.
 //
 // Steps. Each rank runs its phases in order; a phase starts all its lanes at
 // once and ends when the last lane ends; a lane starts its next step when the
 // previous one ends. When a step that sends starts, its transfer begins to
 // flow after a delay (the route's latency + SimParams::stepOverheadUs); a
 // forward's delay counts from the later of its start and the arrival of its
-// input's first byte, so latencies add up along a chain. A sending step ends when its transfer has fully arrived; a step that only
+// input's first byte, so latencies add up along a chain. A sending step ends
+// when its transfers have fully arrived; a step that only
 // receives ends when it has started and its incoming transfer has arrived
 // (bytes may arrive before it starts: the connection buffers them). Local
 // steps take bytes / SimParams::localGBps (or nothing).
@@ -62,7 +66,8 @@ struct SimStep {
   int rank = 0;
   int laneEnd = 0;  ///< one past the last step id of its lane
   int in = -1;      ///< transfer it receives
-  int out = -1;     ///< transfer it sends
+  std::vector<int> outs;  ///< transfers it sends (one per destination)
+  int outsLeft = 0;       ///< of those, not yet arrived
   bool started = false;
   bool ended = false;
   double startedAt = 0;
@@ -135,7 +140,7 @@ class FlowSim {
           const int end = static_cast<int>(steps_.size() + lane.steps.size());
           for (const Step& s : lane.steps) {
             checkPeers(r, s);
-            steps_.push_back(SimStep{&s, r, end});
+            steps_.push_back(SimStep{&s, r, end, -1, {}});
           }
         }
       }
@@ -144,7 +149,9 @@ class FlowSim {
 
   void checkPeers(int r, const Step& s) const {
     auto bad = [&](int peer) { return peer < 0 || peer >= nranks_ || peer == r; };
-    if ((stepSends(s.kind) && bad(s.sendPeer)) || (stepReceives(s.kind) && bad(s.recvPeer)))
+    bool badSend = false;
+    forEachSendPeer(s, [&](int peer) { badSend = badSend || bad(peer); });
+    if (badSend || (stepReceives(s.kind) && bad(s.recvPeer)))
       throwInvalidArgument("simulate: rank " + std::to_string(r) + " has a step with an invalid peer: " +
                            describe(s));
   }
@@ -156,7 +163,7 @@ class FlowSim {
       const Step& s = *steps_[id].step;
       if (s.bytes == 0) continue;
       const int r = steps_[id].rank;
-      if (stepSends(s.kind)) byLink[{r, s.sendPeer, s.channel}].first.push_back(id);
+      forEachSendPeer(s, [&](int peer) { byLink[{r, peer, s.channel}].first.push_back(id); });
       if (stepReceives(s.kind)) byLink[{s.recvPeer, r, s.channel}].second.push_back(id);
     }
     std::map<std::pair<int, int>, int> routeIds;
@@ -183,8 +190,9 @@ class FlowSim {
         t.delay = routeDelay_[t.route];
         t.sender = ends.first[k];
         t.receiver = ends.second[k];
-        snd.out = static_cast<int>(xfers_.size());
-        rcv.in = snd.out;
+        snd.outs.push_back(static_cast<int>(xfers_.size()));
+        ++snd.outsLeft;
+        rcv.in = snd.outs.back();
         xfers_.push_back(t);
       }
     }
@@ -255,9 +263,11 @@ class FlowSim {
       }
       return;
     }
-    if (s.out >= 0) {
-      live_.push_back(s.out);
-      schedule(s.out);
+    if (!s.outs.empty()) {
+      for (int x : s.outs) {
+        live_.push_back(x);
+        schedule(x);
+      }
     } else if (xfers_[s.in].done) {
       endStep(id);
     }
@@ -275,8 +285,8 @@ class FlowSim {
       ready = std::max(ready, u.activeAt);
     }
     t.activeAt = ready + t.delay;
-    const int down = steps_[t.receiver].out;
-    if (down >= 0 && steps_[xfers_[down].sender].started && xfers_[down].activeAt == kInf) schedule(down);
+    for (int down : steps_[t.receiver].outs)
+      if (steps_[xfers_[down].sender].started && xfers_[down].activeAt == kInf) schedule(down);
   }
 
   void endStep(int id) {
@@ -298,9 +308,9 @@ class FlowSim {
     t.done = true;
     t.sent = t.bytes;
     t.rate = 0;
-    endStep(t.sender);
+    if (--steps_[t.sender].outsLeft == 0) endStep(t.sender);
     const SimStep& rcv = steps_[t.receiver];
-    if (rcv.out < 0 && rcv.started) endStep(t.receiver);
+    if (rcv.outs.empty() && rcv.started) endStep(t.receiver);
   }
 
   // ---------------------------------------------------------------- rates

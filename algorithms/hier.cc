@@ -61,6 +61,8 @@ void appendLowered(Phase& phase, const Program& sub, const Lowering& l) {
     Lane out;
     for (Step s : lane.steps) {
       if (s.sendPeer >= 0) s.sendPeer = (*l.ranks)[static_cast<size_t>(s.sendPeer)];
+      for (int32_t& p : s.moreSendPeers)
+        if (p >= 0) p = (*l.ranks)[static_cast<size_t>(p)];
       if (s.recvPeer >= 0) s.recvPeer = (*l.ranks)[static_cast<size_t>(s.recvPeer)];
       if (s.sendPeer >= 0 || s.recvPeer >= 0) s.channel = l.channel;
       if (stepReadsSrc(s.kind)) s.src = lowerRef(s.src, l);

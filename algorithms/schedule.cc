@@ -1,5 +1,6 @@
 #include "algorithms/schedule.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "algorithms/step_traits.h"
@@ -48,13 +49,26 @@ std::string describe(const Step& s) {
     o << " ";
     if (stepReceives(s.kind)) o << s.recvPeer << "->";
     o << "[me]";
-    if (stepSends(s.kind)) o << "->" << s.sendPeer;
+    if (stepFansOut(s)) {
+      o << "->{";
+      forEachSendPeer(s, [&, first = true](int peer) mutable {
+        o << (first ? "" : ",") << peer;
+        first = false;
+      });
+      o << "}";
+    } else if (stepSends(s.kind)) {
+      o << "->" << s.sendPeer;
+    }
     o << " ch" << s.channel;
   }
   o << " src=" << (stepReadsSrc(s.kind) ? refText(s.src) : "-");
   o << " dst=" << (stepWritesDst(s.kind) ? refText(s.dst) : "-");
   o << " " << s.bytes << "B";
   if (s.final) o << " final";
+  // Extra peers that sendPeerCount does not see (validatePrograms rejects them): show them.
+  int used = 0;
+  for (int32_t p : s.moreSendPeers) used += p >= 0 ? 1 : 0;
+  if (used != std::max(sendPeerCount(s) - 1, 0)) o << " moreSendPeers(malformed)";
   return o.str();
 }
 

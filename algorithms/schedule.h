@@ -18,6 +18,7 @@
 // deadlock (every link can hold one whole step).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,7 +38,8 @@ struct BufRef {
   uint64_t offset = 0;
 };
 
-/// What a step does. "received" = bytes arriving from recvPeer.
+/// What a step does. "received" = bytes arriving from recvPeer; "sendPeer"
+/// stands for sendPeer and every extra peer of Step::moreSendPeers (fan-out).
 enum class StepKind : uint8_t {
   kSend,                ///< send src to sendPeer
   kRecv,                ///< dst = received
@@ -65,12 +67,20 @@ inline const char* stepKindName(StepKind k) {
   return "invalid";
 }
 
+/// Most extra destinations of one sending step (Step::moreSendPeers).
+inline constexpr int kMaxMoreSendPeers = 3;
+
 /// One step of a lane.
 struct Step {
   StepKind kind = StepKind::kCopy;
   bool final = false;     ///< last reduction of these elements: avg divides here
   int32_t sendPeer = -1;  ///< rank sent to (send kinds)
   int32_t recvPeer = -1;  ///< rank received from (recv kinds)
+  /// Fan-out (send kinds only): further ranks that get the same outgoing
+  /// bytes as sendPeer, on the same channel, in the same order, concurrently.
+  /// Used entries come first; -1 marks the unused ones. Each destination is
+  /// its own stream: the step ends when every destination has all its bytes.
+  std::array<int32_t, kMaxMoreSendPeers> moreSendPeers{-1, -1, -1};
   int32_t channel = 0;    ///< connection namespace of the streams used
   BufRef src;             ///< local operand: what is sent, or the local side of a reduction
   BufRef dst;             ///< where the result lands
@@ -127,7 +137,8 @@ const char* bufName(Buf b);
 /// debugging and test failure messages.
 std::string describe(const Program& program);
 
-/// One-line dump of a step, e.g. "recvReduceSend 2->[me]->4 ch1 src=in+64 dst=- 128B final".
+/// One-line dump of a step, e.g. "recvReduceSend 2->[me]->4 ch1 src=in+64 dst=- 128B final"
+/// (a fan-out step lists its destinations: "send [me]->{1,2,5} ch0 ...").
 std::string describe(const Step& step);
 
 }  // namespace grove::plan

@@ -7,11 +7,14 @@
 //     free space of its outgoing link), rounded down to whole elements;
 //   - every step starts at a 16-byte-aligned position of each stream it
 //     touches (the padding occupies link space until the receiver skips it);
+//   - a fan-out step writes the same bytes to each of its outgoing links, so
+//     it moves no more than the fullest of them has room for;
 //   - local steps (copy, reduce) and empty steps finish at once.
 //
 // If a whole pass over all ranks moves nothing while some rank is
 // unfinished, the programs deadlock for this link capacity.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -33,16 +36,21 @@ struct LinkState {
   uint64_t consumed = 0;  ///< stream position the receiver released
 };
 
+constexpr int kMaxSends = kMaxMoreSendPeers + 1;
+
 struct LaneState {
   size_t step = 0;
   uint64_t done = 0;
-  uint64_t sendStart = 0, recvStart = 0;
+  std::array<uint64_t, kMaxSends> sendStart{};
+  uint64_t recvStart = 0;
   bool started = false;
 };
 
 /// Link indices of one step (-1: none).
 struct StepLinks {
-  int send = -1, recv = -1;
+  std::array<int, kMaxSends> send{-1, -1, -1, -1};  ///< one per destination, used first
+  int nSend = 0;
+  int recv = -1;
 };
 
 class Simulator {
@@ -62,7 +70,9 @@ class Simulator {
           auto& perStep = perLane.emplace_back();
           for (const Step& s : lane.steps) {
             StepLinks sl;
-            if (stepSends(s.kind)) sl.send = linkOf(static_cast<int>(r), s.sendPeer, s.channel);
+            forEachSendPeer(s, [&](int peer) {
+              sl.send[sl.nSend++] = linkOf(static_cast<int>(r), peer, s.channel);
+            });
             if (stepReceives(s.kind)) sl.recv = linkOf(s.recvPeer, static_cast<int>(r), s.channel);
             perStep.push_back(sl);
           }
@@ -141,7 +151,7 @@ class Simulator {
         continue;
       }
       if (!ls.started) {
-        if (sl.send >= 0) ls.sendStart = alignUp(links_[sl.send].written);
+        for (int i = 0; i < sl.nSend; ++i) ls.sendStart[i] = alignUp(links_[sl.send[i]].written);
         if (sl.recv >= 0) ls.recvStart = alignUp(links_[sl.recv].consumed);
         ls.started = true;
       }
@@ -151,14 +161,14 @@ class Simulator {
         const uint64_t pos = ls.recvStart + ls.done, w = links_[sl.recv].written;
         can = std::min(can, w > pos ? w - pos : 0);
       }
-      if (sl.send >= 0) {
-        const uint64_t used = ls.sendStart + ls.done - links_[sl.send].consumed;
+      for (int i = 0; i < sl.nSend; ++i) {
+        const uint64_t used = ls.sendStart[i] + ls.done - links_[sl.send[i]].consumed;
         can = std::min(can, opt_.linkCapacity > used ? opt_.linkCapacity - used : 0);
       }
       if (can < remaining) can -= can % opt_.elemSize;
       if (can == 0) break;
       if (sl.recv >= 0) links_[sl.recv].consumed = ls.recvStart + ls.done + can;
-      if (sl.send >= 0) links_[sl.send].written = ls.sendStart + ls.done + can;
+      for (int i = 0; i < sl.nSend; ++i) links_[sl.send[i]].written = ls.sendStart[i] + ls.done + can;
       ls.done += can;
       moved = true;
       if (ls.done < s.bytes) break;
@@ -194,7 +204,7 @@ class Simulator {
                std::to_string(l) + " step " + std::to_string(ls.step) + " " + describe(s) +
                ": " + std::to_string(ls.done) + "/" + std::to_string(s.bytes) + " B";
         if (sl.recv >= 0) out += "; in " + linkText(sl.recv);
-        if (sl.send >= 0) out += "; out " + linkText(sl.send);
+        for (int i = 0; i < sl.nSend; ++i) out += "; out " + linkText(sl.send[i]);
         out += "\n";
         ++shown;
       }

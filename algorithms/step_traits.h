@@ -41,4 +41,26 @@ constexpr bool stepReduces(StepKind k) {
 /// True if the step touches no link.
 constexpr bool stepIsLocal(StepKind k) { return !stepReceives(k) && !stepSends(k); }
 
+/// Number of ranks the step sends to: 0 for kinds that do not send, else
+/// sendPeer plus the used entries of moreSendPeers (those before the first -1).
+inline int sendPeerCount(const Step& s) {
+  if (!stepSends(s.kind)) return 0;
+  int n = 1;
+  while (n <= kMaxMoreSendPeers && s.moreSendPeers[n - 1] >= 0) ++n;
+  return n;
+}
+
+/// Destination i (0 <= i < sendPeerCount(s)) of a sending step: sendPeer, then moreSendPeers.
+inline int sendPeerAt(const Step& s, int i) { return i == 0 ? s.sendPeer : s.moreSendPeers[i - 1]; }
+
+/// True if the step sends to more than one rank.
+inline bool stepFansOut(const Step& s) { return sendPeerCount(s) > 1; }
+
+/// Calls f(peer) for every rank the step sends to, sendPeer first.
+template <typename F>
+void forEachSendPeer(const Step& s, F f) {
+  const int n = sendPeerCount(s);
+  for (int i = 0; i < n; ++i) f(sendPeerAt(s, i));
+}
+
 }  // namespace grove::plan

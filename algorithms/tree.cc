@@ -12,12 +12,13 @@
 // most params.chunkBytes, and each rank emits the steps of its own node of
 // the tree. Children are served in ascending rank order.
 //
-// The IR's steps talk to one peer each, so a node with k children moves a
-// chunk as:
+// A step receives from one peer but may send to up to four (fan-out, see
+// Step::moreSendPeers), so a node with k children moves a chunk as:
 //
-//   down (broadcast):  RecvCopySend parent -> output -> first child, then
-//                      k-1 plain Sends of the output chunk to the others
-//                      (a leaf just Recvs; the root Sends its input k times);
+//   down (broadcast):  one RecvCopySend parent -> output -> children 1..4,
+//                      all at once, then for children 5.. further fan-out
+//                      Sends of the output chunk, four children each (a leaf
+//                      just Recvs; the root Sends its input to groups of four);
 //   up (reduce):       k-1 RecvReduce steps folding child 1..k-1 into an
 //                      accumulator, then RecvReduceSend of the last child
 //                      to the parent (a leaf just Sends its input; the root's
@@ -147,22 +148,38 @@ void forEachChunk(const Setup& s, Span part, Body body) {
     body((part.offset + off) * s.es, std::min(s.chunk, part.count - off) * s.es);
 }
 
-/// Down steps of one chunk: the root sends `rootSrc`; others receive into the output.
+/// Destinations of one fan-out step.
+constexpr size_t kFanOut = kMaxMoreSendPeers + 1;
+
+/// Makes `s` send to children [first, first + kFanOut) (those that exist).
+void setDestinations(Step& s, const std::vector<int>& children, size_t first) {
+  s.sendPeer = children[first];
+  for (size_t i = 1; i < kFanOut && first + i < children.size(); ++i)
+    s.moreSendPeers[i - 1] = children[first + i];
+}
+
+/// Down steps of one chunk: the root sends `rootSrc`; others receive into the
+/// output and forward it; every step serves up to kFanOut children at once.
 void emitDown(Lane& lane, const Node& n, int ch, BufRef rootSrc, uint64_t off, uint64_t bytes) {
   const BufRef out = ref(Buf::kOutput, off);
-  if (n.parent < 0) {
-    for (int c : n.children)
-      lane.steps.push_back(detail::netStep(StepKind::kSend, -1, c, ch, rootSrc, {}, bytes));
-    return;
-  }
-  if (n.children.empty()) {
+  if (n.parent >= 0 && n.children.empty()) {
     lane.steps.push_back(detail::netStep(StepKind::kRecv, n.parent, -1, ch, {}, out, bytes));
     return;
   }
-  lane.steps.push_back(detail::netStep(StepKind::kRecvCopySend, n.parent, n.children[0], ch, {},
-                                       out, bytes));
-  for (size_t i = 1; i < n.children.size(); ++i)
-    lane.steps.push_back(detail::netStep(StepKind::kSend, -1, n.children[i], ch, out, {}, bytes));
+  size_t next = 0;
+  BufRef src = rootSrc;
+  if (n.parent >= 0) {
+    Step fwd = detail::netStep(StepKind::kRecvCopySend, n.parent, n.children[0], ch, {}, out, bytes);
+    setDestinations(fwd, n.children, 0);
+    lane.steps.push_back(fwd);
+    next = kFanOut;
+    src = out;
+  }
+  for (; next < n.children.size(); next += kFanOut) {
+    Step send = detail::netStep(StepKind::kSend, -1, n.children[next], ch, src, {}, bytes);
+    setDestinations(send, n.children, next);
+    lane.steps.push_back(send);
+  }
 }
 
 /// Up steps of one chunk: fold the children into `acc` (the root into the

@@ -78,6 +78,27 @@ void checkRef(const Site& w, const char* role, const BufRef& ref, uint64_t bytes
          std::to_string(size) + " B)");
 }
 
+/// The extra send peers: only on sending kinds, used entries first, each a
+/// valid rank, none repeated (with sendPeer either).
+void checkFanOut(const Site& w, int nranks) {
+  const Step& s = *w.s;
+  const int n = sendPeerCount(s);
+  for (int i = std::max(n, 1); i <= kMaxMoreSendPeers; ++i)
+    if (s.moreSendPeers[i - 1] >= 0)
+      fail(siteText(w) + (stepSends(s.kind)
+                              ? ": moreSendPeers has a used entry after an unused (-1) one"
+                              : ": moreSendPeers set on a step kind that does not send"));
+  for (int i = 1; i < n; ++i) {
+    const int peer = sendPeerAt(s, i);
+    if (peer >= nranks || peer == w.rank)
+      fail(siteText(w) + ": extra send peer " + std::to_string(peer) +
+           (peer == w.rank ? " is the rank itself" : " out of range"));
+    for (int j = 0; j < i; ++j)
+      if (sendPeerAt(s, j) == peer)
+        fail(siteText(w) + ": sends to rank " + std::to_string(peer) + " twice");
+  }
+}
+
 void checkStep(const Site& w, int nranks, const ValidateOptions& opt, uint64_t scratchBytes) {
   const Step& s = *w.s;
   auto checkPeer = [&](int peer, const char* what) {
@@ -87,6 +108,7 @@ void checkStep(const Site& w, int nranks, const ValidateOptions& opt, uint64_t s
     if (peer == w.rank) fail(siteText(w) + ": " + what + " peer is the rank itself");
   };
   if (stepSends(s.kind)) checkPeer(s.sendPeer, "send");
+  checkFanOut(w, nranks);
   if (stepReceives(s.kind)) checkPeer(s.recvPeer, "receive");
   if (!stepIsLocal(s.kind) && s.channel < 0) fail(siteText(w) + ": negative channel");
   if (s.bytes % opt.elemSize != 0)
@@ -144,11 +166,11 @@ void validatePrograms(const std::vector<Program>& perRank, const ValidateOptions
           const Site w{r, ph, l, i, &lane.steps[i]};
           checkStep(w, n, opt, prog.scratchBytes);
           const Step& s = lane.steps[i];
-          if (stepSends(s.kind)) {
-            const LinkId id{r, s.sendPeer, s.channel};
+          forEachSendPeer(s, [&](int peer) {
+            const LinkId id{r, peer, s.channel};
             claim(sendOwners, id, w, "sent on");
             sent[id].push_back(w);
-          }
+          });
           if (stepReceives(s.kind)) {
             const LinkId id{s.recvPeer, r, s.channel};
             claim(recvOwners, id, w, "received from");

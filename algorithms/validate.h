@@ -4,6 +4,9 @@
 //
 // validatePrograms: given one Program per rank, checks that
 //   - every step names valid peers (in range, never itself) and a channel >= 0;
+//   - fan-out destinations (Step::moreSendPeers) only on kinds that send,
+//     used entries first, no rank twice; each destination counts as a send
+//     on its own link in everything below;
 //   - within a phase, each directed link (src, dst, channel) is touched by at
 //     most one lane on each end, so its order is well defined;
 //   - for every link, the sequence of step byte counts the sender sends
@@ -15,8 +18,8 @@
 // simulatePrograms: runs all ranks' programs symbolically (byte counts only)
 // the way the host executor does -- phases in order, the lanes of a phase
 // progressing round-robin, each step streaming piecewise, limited by the
-// bytes its incoming link holds, the free space of its outgoing link
-// (capacity C), element boundaries, and the 16-byte wire alignment at the
+// bytes its incoming link holds, the free space of its outgoing links
+// (capacity C each; a fan-out step moves what all of them have room for), element boundaries, and the 16-byte wire alignment at the
 // start of every step -- and reports a deadlock if no lane of any rank can
 // move while some are unfinished.
 #pragma once

@@ -22,6 +22,12 @@
 // Local steps (copy, reduce) go in pieces of 256 KiB for the same fairness;
 // a copy whose source and destination overlap is one memmove.
 //
+// Fan-out. A step with several destinations commits every piece to each of
+// their send halves: the piece is as large as the smallest free space among
+// them, produced once into the first and copied to the others, so all
+// destinations advance together by the least progress. Fan-out steps always
+// take the buffered path.
+//
 // Direct path. Halves that can bypass their buffers (sockets) move pure data
 // without staging copies: a send goes from the user's buffer to the kernel, a
 // receive from the kernel into the user's buffer, and a forwarding step
@@ -141,16 +147,17 @@ void Runner::resolve() {
         }
         r.gran = static_cast<uint32_t>(s.bytes % esz_ == 0 ? esz_ : 1);
         if (plan::stepSends(s.kind)) r.out = &links_.sendLink(LinkKey{s.sendPeer, s.channel});
+        for (int k = 1; k < plan::sendPeerCount(s); ++k)
+          r.more[r.nMore++] = &links_.sendLink(LinkKey{plan::sendPeerAt(s, k), s.channel});
         if (plan::stepReceives(s.kind)) r.in = &links_.recvLink(LinkKey{s.recvPeer, s.channel});
         if (plan::stepReadsSrc(s.kind)) r.src = bufferBase(s.src, false, s) + s.src.offset;
         if (plan::stepWritesDst(s.kind)) r.dst = bufferBase(s.dst, true, s) + s.dst.offset;
         if (s.kind == StepKind::kCopy) {
           r.overlap = r.src < r.dst + s.bytes && r.dst < r.src + s.bytes;
         }
-        if (r.out != nullptr &&
-            std::find(allSends_.begin(), allSends_.end(), r.out) == allSends_.end()) {
-          allSends_.push_back(r.out);
-        }
+        for (SendLink* out : sendsOf(r))
+          if (std::find(allSends_.begin(), allSends_.end(), out) == allSends_.end())
+            allSends_.push_back(out);
         steps_.push_back(r);
       }
       laneRanges_.emplace_back(first, steps_.size());
@@ -166,7 +173,9 @@ void Runner::checkPhaseLinks(size_t begin, size_t end) {
   for (size_t l = begin; l < end; ++l) {
     for (size_t i = laneRanges_[l].first; i < laneRanges_[l].second; ++i) {
       const Resolved& r = steps_[i];
-      for (const void* link : {static_cast<const void*>(r.out), static_cast<const void*>(r.in)}) {
+      const void* touched[2 + plan::kMaxMoreSendPeers] = {r.out, r.in};
+      for (uint32_t k = 0; k < r.nMore; ++k) touched[2 + k] = r.more[k];
+      for (const void* link : touched) {
         if (link == nullptr) continue;
         bool known = false;
         for (const auto& u : users) {
@@ -201,8 +210,9 @@ void Runner::checkPhaseLinks(size_t begin, size_t end) {
              std::to_string(r.step->channel);
     }
     if (r.out != nullptr) {
-      msg += " to rank " + std::to_string(r.step->sendPeer) + " ch " +
-             std::to_string(r.step->channel);
+      msg += " to rank";
+      plan::forEachSendPeer(*r.step, [&](int peer) { msg += " " + std::to_string(peer); });
+      msg += " ch " + std::to_string(r.step->channel);
     }
   }
   msg += "]";

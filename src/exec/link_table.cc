@@ -47,7 +47,7 @@ void collectLinks(const plan::Program& program, std::vector<LinkKey>& sends,
   for (const auto& phase : program.phases) {
     for (const auto& lane : phase.lanes) {
       for (const auto& s : lane.steps) {
-        if (plan::stepSends(s.kind)) sends.push_back(LinkKey{s.sendPeer, s.channel});
+        plan::forEachSendPeer(s, [&](int peer) { sends.push_back(LinkKey{peer, s.channel}); });
         if (plan::stepReceives(s.kind)) recvs.push_back(LinkKey{s.recvPeer, s.channel});
       }
     }

@@ -29,7 +29,9 @@ struct Resolved {
   bool final;
   bool overlap;         // kCopy whose src and dst overlap: one memmove
   uint32_t gran;        // piece granularity in bytes
-  SendLink* out;        // null unless the kind sends
+  SendLink* out;        // null unless the kind sends (a fan-out step: its first destination)
+  SendLink* more[plan::kMaxMoreSendPeers];  // a fan-out step's other destinations
+  uint32_t nMore;       // used entries of `more`; > 0 disables the direct path
   RecvLink* in;         // null unless the kind receives
   const uint8_t* src;
   uint8_t* dst;
@@ -37,6 +39,23 @@ struct Resolved {
   const plan::Step* step;  // for error messages
   uint32_t phase, lane, index;
 };
+
+/// Every send link of a resolved step (out, then more), iterable.
+struct SendList {
+  SendLink* links[1 + plan::kMaxMoreSendPeers];
+  uint32_t n = 0;
+  SendLink* const* begin() const { return links; }
+  SendLink* const* end() const { return links + n; }
+};
+
+/// The send links of r: none, or out followed by the fan-out destinations.
+inline SendList sendsOf(const Resolved& r) {
+  SendList l{};
+  if (r.out == nullptr) return l;
+  l.links[l.n++] = r.out;
+  for (uint32_t k = 0; k < r.nMore; ++k) l.links[l.n++] = r.more[k];
+  return l;
+}
 
 /// Where a lane is.
 struct LaneState {

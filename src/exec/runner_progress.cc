@@ -61,6 +61,7 @@ uint64_t Runner::localPiece(const Resolved& r, uint64_t done) {
 // bytes moved, or -1 when the halves cannot (shared memory, bytes already
 // staged): the caller then uses the buffered path.
 ptrdiff_t Runner::moveDirect(const Resolved& r, LaneState& lane) {
+  if (r.nMore != 0) return -1;  // fan-out: the buffered path commits to every destination
   switch (r.kind) {
     case StepKind::kSend: {
       ptrdiff_t k = r.out->half->sendDirect(r.src + lane.done, r.bytes - lane.done);
@@ -117,9 +118,9 @@ bool Runner::movePiece(const Resolved& r, LaneState& lane) {
   bool padded = false;
   if (done == 0 && lane.received == 0) {
     bool aligned = true;
-    if (r.out != nullptr) {
-      padded = alignSend(*r.out) != 0;
-      aligned = r.out->position % kStepAlign == 0;
+    for (SendLink* out : sendsOf(r)) {
+      padded = (alignSend(*out) != 0) || padded;
+      aligned = aligned && out->position % kStepAlign == 0;
     }
     if (r.in != nullptr) {
       padded = (alignRecv(*r.in) != 0) || padded;
@@ -135,9 +136,14 @@ bool Runner::movePiece(const Resolved& r, LaneState& lane) {
     size_t avail = r.in->half->peek(&inPtr);
     if (avail < n) n = avail;
   }
+  void* morePtr[plan::kMaxMoreSendPeers] = {};
   if (r.out != nullptr && n >= r.gran) {
     size_t space = r.out->half->reserve(&outPtr);
     if (space < n) n = space;
+    for (uint32_t k = 0; k < r.nMore && n >= r.gran; ++k) {
+      space = r.more[k]->half->reserve(&morePtr[k]);
+      if (space < n) n = space;
+    }
   }
   n -= n % r.gran;
   if (n == 0) return padded;
@@ -169,9 +175,10 @@ bool Runner::movePiece(const Resolved& r, LaneState& lane) {
     r.in->half->consume(n);
     r.in->position += n;
   }
-  if (r.out != nullptr) {
-    r.out->half->commit(n);
-    r.out->position += n;
+  for (uint32_t k = 0; k < r.nMore; ++k) std::memcpy(morePtr[k], out, n);
+  for (SendLink* o : sendsOf(r)) {
+    o->half->commit(n);
+    o->position += n;
   }
   done += n;
   return true;
@@ -209,13 +216,10 @@ void Runner::runPhase(size_t begin, size_t end) {
     const auto& range = laneRanges_[l];
     if (range.first == range.second) continue;
     lanes_.push_back(LaneState{&steps_[range.first], steps_.data() + range.second, 0});
-    for (size_t i = range.first; i < range.second; ++i) {
-      SendLink* out = steps_[i].out;
-      if (out != nullptr &&
-          std::find(phaseSends_.begin(), phaseSends_.end(), out) == phaseSends_.end()) {
-        phaseSends_.push_back(out);
-      }
-    }
+    for (size_t i = range.first; i < range.second; ++i)
+      for (SendLink* out : sendsOf(steps_[i]))
+        if (std::find(phaseSends_.begin(), phaseSends_.end(), out) == phaseSends_.end())
+          phaseSends_.push_back(out);
   }
   checkPhaseLinks(begin, end);
   size_t active = lanes_.size();
@@ -249,10 +253,11 @@ void Runner::waitForPeers() {
     const Resolved& r = *lane.cur;
     // A pure send is blocked on the kernel's send buffer; a pure receive (or
     // a forward with nothing pending) on incoming bytes.
-    bool forwarding = r.kind == StepKind::kRecvCopySend && lane.received > lane.done;
+    // (A fan-out forward takes the buffered path: it waits like the fused kinds.)
+    bool directForward = r.kind == StepKind::kRecvCopySend && r.nMore == 0;
+    bool forwarding = directForward && lane.received > lane.done;
     bool pureSend = r.kind == StepKind::kSend || forwarding;
-    bool awaitingInput = r.kind == StepKind::kRecv ||
-                         (r.kind == StepKind::kRecvCopySend && !forwarding);
+    bool awaitingInput = r.kind == StepKind::kRecv || (directForward && !forwarding);
     if (r.in != nullptr) {
       const void* p;
       int fd = r.in->half->pollFd();
@@ -260,10 +265,10 @@ void Runner::waitForPeers() {
       else if (awaitingInput || (!pureSend && r.in->half->peek(&p) == 0))
         pollFds_.push_back(pollfd{fd, POLLIN, 0});
     }
-    if (r.out != nullptr) {
-      int fd = r.out->half->pollFd();
+    for (SendLink* out : sendsOf(r)) {
+      int fd = out->half->pollFd();
       if (fd < 0) coverAll = false;
-      else if (pureSend || (!awaitingInput && !r.out->half->flush()))
+      else if (pureSend || (!awaitingInput && !out->half->flush()))
         pollFds_.push_back(pollfd{fd, POLLOUT, 0});
     }
   }

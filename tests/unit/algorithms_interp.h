@@ -1,7 +1,8 @@
 // A tiny reference interpreter of schedule programs for the algorithms unit
 // tests: it executes all ranks' programs on real bytes, each step atomically
 // once its whole incoming message is there (links are unbounded FIFOs of
-// whole steps), with elements treated as little-endian unsigned integers of
+// whole steps; a fan-out step queues its result on every destination's
+// link), with elements treated as little-endian unsigned integers of
 // the element size and the op sum or avg (avg divides on `final` steps).
 // It is independent of the host executor, so the builders are checked on
 // their own; the executor harness checks them again end to end.
@@ -124,7 +125,7 @@ class Interpreter {
           store(result.data() + i, combine(load(src + i), load(incoming.data() + i), s.final));
     }
     if (dst != nullptr) std::memmove(dst, result.data(), s.bytes);
-    if (stepSends(s.kind)) queues_[Key{r, s.sendPeer, s.channel}].push_back(std::move(result));
+    forEachSendPeer(s, [&](int peer) { queues_[Key{r, peer, s.channel}].push_back(result); });
     return true;
   }
 

@@ -174,6 +174,67 @@ TEST(FlowSim, ForwardIsCappedByASlowerInput) {
   EXPECT_NEAR(res.seconds, (4 << 20) / (2 * kGB), 2e-9);  // events merge within 1 ns
 }
 
+/// A send to `peers` (the first is sendPeer, the rest fan out).
+Step fanOutStep(StepKind kind, int from, std::vector<int> peers, uint64_t bytes) {
+  Step s = sendStep(peers[0], bytes);
+  s.kind = kind;
+  s.recvPeer = from;
+  for (size_t i = 1; i < peers.size(); ++i) s.moreSendPeers[i - 1] = peers[i];
+  return s;
+}
+
+TEST(FlowSim, FanOutSendsToEveryDestinationConcurrently) {
+  // 0 -> {1, 2} over two disjoint 10 GB/s links: one fan-out step takes about
+  // bytes / C; two plain sends in one lane take twice as long.
+  const FlowNet net = fullMesh(3, 10, 0);
+  SimParams p;
+  p.stepOverheadUs = 1;
+  const uint64_t bytes = 64 << 20;
+  const double one = bytes / (10 * kGB);
+  const auto fan = simulate(net,
+                            {phases({fanOutStep(StepKind::kSend, -1, {1, 2}, bytes)}),
+                             phases({recvStep(0, bytes)}), phases({recvStep(0, bytes)})},
+                            p);
+  EXPECT_NEAR(fan.seconds, one + 1e-6, 1e-9);
+  EXPECT_EQ(fan.transfers, 2);
+  Program serial;
+  serial.phases.push_back(Phase{{Lane{{sendStep(1, bytes), sendStep(2, bytes)}}}});
+  const auto seq = simulate(net, {serial, phases({recvStep(0, bytes)}), phases({recvStep(0, bytes)})}, p);
+  EXPECT_NEAR(seq.seconds, 2 * (one + 1e-6), 1e-9);
+}
+
+TEST(FlowSim, FanOutForwardIsCappedByItsInputAndEndsWithItsSlowestFlow) {
+  // 0 -> 1 at 2 GB/s; 1 forwards to {2, 3} at 10 GB/s each: both flows run
+  // at the input's 2 GB/s at once.
+  TestNet t;
+  t.routes[{0, 1}] = {t.addLink(2, 0)};
+  t.routes[{1, 2}] = {t.addLink(10, 0)};
+  t.routes[{1, 3}] = {t.addLink(10, 0)};
+  const FlowNet net = t.finish();
+  SimParams p;
+  p.stepOverheadUs = 0;
+  const uint64_t bytes = 4 << 20;
+  Step fwd = fanOutStep(StepKind::kRecvCopySend, 0, {2, 3}, bytes);
+  const auto res = simulate(net,
+                            {phases({sendStep(1, bytes)}), phases({fwd}),
+                             phases({recvStep(1, bytes)}), phases({recvStep(1, bytes)})},
+                            p);
+  EXPECT_NEAR(res.seconds, bytes / (2 * kGB), 2e-9);
+  EXPECT_EQ(res.transfers, 3);
+  // A plain fan-out send whose destinations differ in speed ends with the slower one.
+  TestNet u;
+  u.routes[{0, 1}] = {u.addLink(10, 0)};
+  u.routes[{0, 2}] = {u.addLink(5, 0)};
+  const FlowNet net2 = u.finish();
+  Program root;
+  root.phases.push_back(Phase{{Lane{{fanOutStep(StepKind::kSend, -1, {1, 2}, bytes), sendStep(1, bytes)}}}});
+  const auto res2 = simulate(net2, {root, phases({recvStep(0, bytes), recvStep(0, bytes)}),
+                                    phases({recvStep(0, bytes)})},
+                             p);
+  EXPECT_NEAR(res2.seconds, bytes / (5 * kGB) + bytes / (10 * kGB), 2e-9);
+  EXPECT_NEAR(res2.rankSeconds[2], bytes / (5 * kGB), 2e-9);
+}
+
 TEST(FlowSim, PhasesAddUp) {
   const FlowNet net = fullMesh(2, 5, 1);
   SimParams p;

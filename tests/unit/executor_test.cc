@@ -1,6 +1,6 @@
 // Host executor over the loopback transport: hand-written programs on 2-4
 // thread ranks (tests/unit/harness/thread_ranks.h), checking streaming,
-// fused steps, the 16-byte wire rule, extra buffers, zero-byte steps,
+// fused steps, fan-out steps, the 16-byte wire rule, extra buffers, zero-byte steps,
 // timeouts, aborts and the executor's own checks.
 #include <gtest/gtest.h>
 
@@ -203,6 +203,66 @@ TEST(Executor, ThreeRankRingReduceWithFusedSteps) {
   ringReduce<uint8_t>(groveUint8, groveProd, 100001, true, 0);
   ringReduce<double>(groveFloat64, groveMin, 12345, false, 0);
   ringReduce<uint16_t>(groveFloat16, groveSum, 3001, false, 0);
+}
+
+// ------------------------------------------------------------ fan-out
+
+/// `s` with further destinations (fan-out).
+Step fanOut(Step s, std::vector<int> more) {
+  for (size_t i = 0; i < more.size(); ++i) s.moreSendPeers[i] = more[i];
+  return s;
+}
+
+// 0 -> {1, 2, 3} in one step, 1 -> {4, 5} forwarding, through small rings
+// (every step wraps many times), then an odd-sized second step whose start
+// is padded differently on every link: every receiver gets the bytes intact.
+TEST(Executor, FanOutBroadcastStreamsToEveryDestination) {
+  const size_t n = (1 << 20) + 13, m = 37;
+  auto data = pattern(n + m, 7);
+  for (size_t ring : {size_t{4} << 10, size_t{64} << 10}) {
+    std::vector<std::vector<uint8_t>> outs(6, std::vector<uint8_t>(n + m));
+    std::vector<Program> progs = {
+        program({{{fanOut(send(1, in(), n), {2, 3}), fanOut(send(1, in(n), m), {2, 3})}}}),
+        program({{{fanOut(fused(StepKind::kRecvCopySend, 0, 4, {}, out(), n), {5}),
+                   fanOut(fused(StepKind::kRecvCopySend, 0, 4, {}, out(n), m), {5})}}}),
+    };
+    for (int from : {0, 0, 1, 1})  // ranks 2, 3 (from 0) and 4, 5 (from 1)
+      progs.push_back(program({{{recv(from, out(), n), recv(from, out(n), m)}}}));
+    std::vector<Buffers> bufs(6);
+    bufs[0].input = data.data();
+    for (int r = 1; r < 6; ++r) bufs[r].output = outs[r].data();
+    runProgramsOnThreads(progs, bufs, ReduceSpec{groveUint8, groveSum, 6}, ring, 20.0);
+    for (int r = 1; r < 6; ++r) EXPECT_TRUE(outs[r] == data) << "rank " << r << " ring " << ring;
+  }
+}
+
+// Fused kinds fan out too: 1 reduces and sends to {2, 3} (keeping a copy),
+// 2 reduces and sends to {0, 3} without keeping one.
+TEST(Executor, FanOutOfFusedReductions) {
+  const size_t count = 300007, n = count * sizeof(float);
+  std::vector<std::vector<float>> data(4, std::vector<float>(count));
+  for (int r = 0; r < 4; ++r)
+    for (size_t i = 0; i < count; ++i) data[r][i] = static_cast<float>((i * (r + 3)) % 1000);
+  std::vector<float> out0(count), out1(count), out3(2 * count);
+  std::vector<Program> progs = {
+      program({{{send(1, in(), n)}, {recv(2, out(), n)}}}),  // a cycle: needs two lanes
+      program({{{fanOut(fused(StepKind::kRecvReduceCopySend, 0, 2, in(), out(), n), {3})}}}),
+      program({{{fanOut(fused(StepKind::kRecvReduceSend, 1, 0, in(), {}, n), {3})}}}),
+      program({{{recv(1, out(), n)}, {recv(2, out(n), n)}}}),
+  };
+  std::vector<Buffers> bufs(4);
+  for (int r = 0; r < 4; ++r) bufs[r].input = data[r].data();
+  bufs[0].output = out0.data();
+  bufs[1].output = out1.data();
+  bufs[3].output = out3.data();
+  runProgramsOnThreads(progs, bufs, ReduceSpec{groveFloat32, groveSum, 4}, 16 << 10, 20.0);
+  for (size_t i = 0; i < count; ++i) {
+    const float two = data[0][i] + data[1][i], three = two + data[2][i];
+    ASSERT_EQ(out1[i], two) << i;
+    ASSERT_EQ(out3[i], two) << i;
+    ASSERT_EQ(out0[i], three) << i;
+    ASSERT_EQ(out3[count + i], three) << i;
+  }
 }
 
 // ------------------------------------------------------------ the wire rule
@@ -493,13 +553,13 @@ TEST(Executor, RejectsBadPrograms) {
 }
 
 TEST(Executor, CollectLinksSortsAndDeduplicates) {
-  Program p = program({{{send(3, in(), 8), send(1, in(), 8, 1), send(1, in(), 8)},
+  Program p = program({{{send(3, in(), 8), send(1, in(), 8, 1), fanOut(send(1, in(), 8), {5, 3})},
                         {fused(StepKind::kRecvReduceSend, 2, 3, in(), {}, 8)}},
                        {{recv(2, out(), 8), recv(0, out(), 0, 2), local(StepKind::kCopy, in(),
                                                                         out(), 8)}}});
   std::vector<transport::LinkKey> sends, recvs;
   exec::collectLinks(p, sends, recvs);
-  std::vector<transport::LinkKey> wantSends = {{1, 0}, {1, 1}, {3, 0}};
+  std::vector<transport::LinkKey> wantSends = {{1, 0}, {1, 1}, {3, 0}, {5, 0}};
   std::vector<transport::LinkKey> wantRecvs = {{0, 2}, {2, 0}};
   EXPECT_EQ(sends, wantSends);
   EXPECT_EQ(recvs, wantRecvs);

@@ -2,7 +2,8 @@
 // simulation x reference interpreter, over hand-made trees (chains, stars,
 // binary and random trees, several weighted trees with different roots),
 // rings in random orders, and hierarchical plans; plus the rate split, the
-// argument checks and the selector's tree / hier / size-table handling.
+// argument checks, fan-out steps in the validator and the deadlock
+// simulation, and the selector's tree / hier / size-table handling.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -12,7 +13,9 @@
 #include "algorithms/builder_util.h"
 #include "algorithms/builders.h"
 #include "algorithms/selector.h"
+#include "algorithms/step_traits.h"
 #include "algorithms/topo_plan.h"
+#include "algorithms/validate.h"
 #include "base/error.h"
 #include "tree_check.h"
 
@@ -88,6 +91,74 @@ TEST(TreeBuilders, AllReduceOverTreesWithDifferentRoots) {
   }
 }
 
+/// 0 fans out `bytes` to {1, 2}; 1 and 2 receive them.
+std::vector<Program> fanOutPrograms(uint64_t bytes) {
+  Step send = detail::netStep(StepKind::kSend, -1, 1, 0, detail::ref(Buf::kInput, 0), {}, bytes);
+  send.moreSendPeers[0] = 2;
+  std::vector<Program> progs(3);
+  progs[0].phases.push_back(Phase{{Lane{{send}}}});
+  for (int r : {1, 2}) {
+    const Step recv = detail::netStep(StepKind::kRecv, 0, -1, 0, {}, detail::ref(Buf::kOutput, 0), bytes);
+    progs[r].phases.push_back(Phase{{Lane{{recv}}}});
+  }
+  return progs;
+}
+
+TEST(FanOut, ValidatorChecksEveryDestination) {
+  ValidateOptions vo;
+  validatePrograms(fanOutPrograms(64), vo);
+  auto rejects = [&](std::vector<Program> progs, const std::string& what) {
+    try {
+      validatePrograms(progs, vo);
+      ADD_FAILURE() << "accepted: " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  auto progs = fanOutPrograms(64);
+  progs[2].phases.clear();  // destination 2 never receives
+  rejects(progs, "no matching receive");
+  progs = fanOutPrograms(64);
+  progs[0].phases[0].lanes[0].steps[0].moreSendPeers = {1, -1, -1};
+  rejects(progs, "twice");
+  progs = fanOutPrograms(64);
+  progs[0].phases[0].lanes[0].steps[0].moreSendPeers = {-1, 2, -1};
+  rejects(progs, "after an unused");
+  progs = fanOutPrograms(64);
+  progs[0].phases[0].lanes[0].steps[0].moreSendPeers = {2, 0, -1};
+  rejects(progs, "the rank itself");
+  progs = fanOutPrograms(64);
+  progs[0].phases[0].lanes[0].steps[0].moreSendPeers = {2, 3, -1};
+  rejects(progs, "out of range");
+  progs = fanOutPrograms(64);
+  progs[1].phases[0].lanes[0].steps[0].moreSendPeers = {2, -1, -1};  // on a receive
+  rejects(progs, "does not send");
+  // A second lane sending to 2 in the same phase collides with the fan-out's stream.
+  progs = fanOutPrograms(64);
+  progs[0].phases[0].lanes.push_back(
+      Lane{{detail::netStep(StepKind::kSend, -1, 2, 0, detail::ref(Buf::kInput, 0), {}, 64)}});
+  rejects(progs, "same phase");
+}
+
+TEST(FanOut, SimulationWaitsForTheFullestDestination) {
+  SimOptions so;
+  so.linkCapacity = 64;
+  EXPECT_TRUE(simulatePrograms(fanOutPrograms(1000), so).completed);
+  // Destination 2 only receives after it has received from 1, which waits on
+  // 0's fan-out: 0 stalls once 0->2 is full, so 1000 B cannot pass 64 B links.
+  auto progs = fanOutPrograms(1000);
+  progs[1].phases[0].lanes[0].steps.push_back(
+      detail::netStep(StepKind::kSend, -1, 2, 1, detail::ref(Buf::kOutput, 0), {}, 8));
+  progs[2].phases[0].lanes[0].steps.insert(
+      progs[2].phases[0].lanes[0].steps.begin(),
+      detail::netStep(StepKind::kRecv, 1, -1, 1, {}, detail::ref(Buf::kOutput, 0), 8));
+  const SimResult stuck = simulatePrograms(progs, so);
+  EXPECT_FALSE(stuck.completed);
+  EXPECT_NE(stuck.problem.find("deadlock"), std::string::npos) << stuck.problem;
+  so.linkCapacity = 1024;  // room for the whole step: it completes
+  EXPECT_TRUE(simulatePrograms(progs, so).completed) << simulatePrograms(progs, so).problem;
+}
+
 TEST(TreeBuilders, LargeAllReduceComputes) {
   const std::vector<Tree> trees = {randomTree(6, 2, 3u, 1.5), binaryTree(6, 5, 1.0)};
   TreeCase c{Coll::kAllReduce, 6, (uint64_t{1} << 20) / 4 + 3, groveInt32, true, 0, PlanParams{}};
@@ -97,7 +168,7 @@ TEST(TreeBuilders, LargeAllReduceComputes) {
 }
 
 TEST(TreeBuilders, StructureOfAMiddleNode) {
-  // 0 -> {1, 2}, 1 -> {3, 4}: rank 1 receives from 0, forwards to 3, sends to 4.
+  // 0 -> {1, 2}, 1 -> {3, 4}: rank 1 receives from 0 and forwards to 3 and 4 in one step.
   const Tree t = testing::treeOf(0, {-1, 0, 0, 1, 1});
   CollArgs a{Coll::kBroadcast, 16, groveFloat32, groveSum, 0, 1, 5, false};
   PlanParams p;
@@ -107,14 +178,15 @@ TEST(TreeBuilders, StructureOfAMiddleNode) {
   ASSERT_EQ(prog.phases.size(), 1u);
   ASSERT_EQ(prog.phases[0].lanes.size(), 1u);
   const auto& steps = prog.phases[0].lanes[0].steps;
-  ASSERT_EQ(steps.size(), 4u) << describe(prog);
+  ASSERT_EQ(steps.size(), 2u) << describe(prog);
   EXPECT_EQ(steps[0].kind, StepKind::kRecvCopySend);
   EXPECT_EQ(steps[0].recvPeer, 0);
   EXPECT_EQ(steps[0].sendPeer, 3);
-  EXPECT_EQ(steps[1].kind, StepKind::kSend);
-  EXPECT_EQ(steps[1].sendPeer, 4);
-  EXPECT_EQ(steps[1].src.buf, Buf::kOutput);
-  EXPECT_EQ(steps[2].dst.offset, 32u);
+  EXPECT_EQ(steps[0].moreSendPeers[0], 4);
+  EXPECT_EQ(steps[0].moreSendPeers[1], -1);
+  EXPECT_EQ(steps[0].dst.buf, Buf::kOutput);
+  EXPECT_EQ(steps[1].dst.offset, 32u);
+  EXPECT_NE(describe(steps[0]).find("0->[me]->{3,4}"), std::string::npos) << describe(steps[0]);
   // All-reduce: a middle rank has an up lane and a down lane on different channels.
   a.coll = Coll::kAllReduce;
   prog = buildTreeAllReduce(a, p, {t});
@@ -130,12 +202,53 @@ TEST(TreeBuilders, StructureOfAMiddleNode) {
   prog = buildTreeAllReduce(a, p, {t});
   ASSERT_EQ(prog.phases[0].lanes.size(), 1u);
   const auto& rs = prog.phases[0].lanes[0].steps;
-  ASSERT_EQ(rs.size(), 8u) << describe(prog);
+  ASSERT_EQ(rs.size(), 6u) << describe(prog);
   EXPECT_EQ(rs[0].kind, StepKind::kRecvReduce);
   EXPECT_FALSE(rs[0].final);
   EXPECT_TRUE(rs[1].final);
   EXPECT_EQ(rs[2].kind, StepKind::kSend);
+  EXPECT_EQ(rs[2].sendPeer, 1);
+  EXPECT_EQ(rs[2].moreSendPeers[0], 2);
   EXPECT_EQ(rs[2].channel, down.channel);
+}
+
+TEST(TreeBuilders, WideNodesFanOutInGroupsOfFour) {
+  // A star of 11 ranks rooted at 0 (10 children: 4 + 4 + 2 per chunk), and 0 -> 1 -> {2..10}
+  // (rank 1 forwards to 4 children, then sends to 4 and 1 more).
+  const Tree star = starTree(11, 0);
+  std::vector<int> parent(11, 1);
+  parent[0] = -1;
+  parent[1] = 0;
+  const Tree deep = testing::treeOf(0, parent);
+  CollArgs a{Coll::kBroadcast, 64, groveFloat32, groveSum, 0, 0, 11, false};
+  PlanParams p;
+  p.chunkBytes = 128;  // two chunks
+  Program prog = buildTreeBroadcast(a, p, {star});
+  const auto& rs = prog.phases[0].lanes[0].steps;
+  ASSERT_EQ(rs.size(), 6u) << describe(prog);
+  EXPECT_EQ(sendPeerCount(rs[0]), 4);
+  EXPECT_EQ(sendPeerCount(rs[1]), 4);
+  EXPECT_EQ(sendPeerCount(rs[2]), 2);
+  EXPECT_EQ(sendPeerAt(rs[2], 1), 10);
+  a.rank = 1;
+  prog = buildTreeBroadcast(a, p, {deep});
+  const auto& ms = prog.phases[0].lanes[0].steps;
+  ASSERT_EQ(ms.size(), 6u) << describe(prog);
+  EXPECT_EQ(ms[0].kind, StepKind::kRecvCopySend);
+  EXPECT_EQ(sendPeerCount(ms[0]), 4);
+  EXPECT_EQ(ms[1].kind, StepKind::kSend);
+  EXPECT_EQ(ms[1].src.buf, Buf::kOutput);
+  EXPECT_EQ(sendPeerAt(ms[1], 0), 6);
+  EXPECT_EQ(sendPeerCount(ms[2]), 1);
+  // Both shapes compute, validate and simulate without deadlock for every rank.
+  for (const Tree& t : {star, deep}) {
+    for (Coll coll : {Coll::kBroadcast, Coll::kAllReduce}) {
+      TreeCase c{coll, 11, 1021, groveFloat32, false, 0, p};
+      checkTreeCase(c, [&](const CollArgs& x) {
+        return coll == Coll::kBroadcast ? buildTreeBroadcast(x, p, {t}) : buildTreeAllReduce(x, p, {t});
+      });
+    }
+  }
 }
 
 TEST(TreeBuilders, ReduceMiddleNodeUsesScratch) {
