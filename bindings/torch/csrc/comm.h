@@ -1,0 +1,70 @@
+// comm.h - a grove communicator as the torch backend uses it.
+//
+// SharedComm owns one groveComm_t. The backend and every Work it hands out
+// hold it by shared_ptr, so a Work that times out after its process group is
+// gone can still ask for an abort safely. Calls are made by the backend's
+// single worker thread; abort() may come from any thread (a waiter that ran
+// out of time) and makes the worker's current and later calls fail.
+#pragma once
+
+#include <grove/grove.h>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace grove::pytorch {
+
+/// Owns one grove communicator; thread-safe abort and destroy.
+class SharedComm {
+ public:
+  /// Takes ownership of comm (made by groveCommInitRank*).
+  explicit SharedComm(groveComm_t comm);
+  /// Destroys the communicator if nobody did.
+  ~SharedComm();
+  SharedComm(const SharedComm&) = delete;
+  SharedComm& operator=(const SharedComm&) = delete;
+
+  /// The handle for grove calls; null once destroyed.
+  groveComm_t get() const { return comm_; }
+  /// Stops the communicator at once on every rank (first call wins).
+  void abort(const std::string& why);
+  /// Leaves gracefully (after the worker drained); no-op after abort.
+  void destroy();
+  /// True once abort() ran.
+  bool aborted() const { return aborted_.load(); }
+  /// Why abort() ran; empty otherwise.
+  std::string abortReason() const;
+  /// Throws a std::runtime_error naming `what` and grove's error text when
+  /// result is not groveSuccess.
+  void check(groveResult_t result, const char* what) const;
+
+ private:
+  groveComm_t comm_;                 ///< the handle (grove keeps it valid after abort)
+  mutable std::mutex mu_;            ///< orders abort and destroy
+  std::atomic<bool> aborted_{false}; ///< abort() ran
+  bool destroyed_ = false;           ///< abort() or destroy() ran (under mu_)
+  std::string abortReason_;          ///< why abort() ran (under mu_)
+};
+
+/// grove data type of a tensor's dtype; throws a clear error for the rest.
+/// `reducing` refuses bool (only copies and max/min make sense for it).
+groveDataType_t groveTypeOf(const at::Tensor& tensor, const char* op);
+
+/// grove reduction of a c10d ReduceOp (and of bool data, where max/min are
+/// or/and); throws for the ops grove does not have.
+groveRedOp_t groveOpOf(const ::c10d::ReduceOp& op, const at::Tensor& tensor, const char* what);
+
+/// Checks that a tensor can be used: dense, on the CPU (this build has no
+/// CUDA executor), with a dtype grove knows.
+void checkTensor(const at::Tensor& tensor, const char* op);
+
+/// Milliseconds as grove's int timeout field, clamped to its range (>= 1).
+int timeoutMsOf(std::chrono::milliseconds timeout);
+
+}  // namespace grove::pytorch

@@ -1,0 +1,59 @@
+// module.cc - the grove.torch._C Python module: the ProcessGroupGrove class
+// (a torch ProcessGroup on torch 1.x, a Backend on torch 2.x) and the
+// creator function grove/torch/__init__.py registers with torch.distributed.
+#include "process_group_grove.h"
+
+#include <pybind11/chrono.h>
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+namespace {
+
+// Blocking waits of the backend (its destructor joining the worker thread)
+// release the GIL when the caller holds it: the worker may need the GIL to
+// free tensors Python knows, and the last reference to a process group can
+// go from Python code (DDP's reducer) with the GIL held.
+void withoutGil(const std::function<void()>& fn) {
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    py::gil_scoped_release release;
+    fn();
+  } else {
+    fn();
+  }
+}
+
+}  // namespace
+
+// torch binds its c10d classes (Store, ProcessGroup, Backend) with
+// c10::intrusive_ptr holders; declaring the same lets pybind11 pass them in
+// and hand ours to torch.
+PYBIND11_DECLARE_HOLDER_TYPE(T, c10::intrusive_ptr<T>, true);
+
+PYBIND11_MODULE(_C, m) {
+  using grove::pytorch::BackendBase;
+  using grove::pytorch::ProcessGroupGrove;
+  m.doc() = "grove's torch.distributed backend (native part; import grove.torch instead)";
+  // The base class is registered by torch; make sure it is loaded.
+  py::module_::import("torch.distributed");
+  grove::pytorch::setBlockingScope(&withoutGil);
+
+  py::class_<ProcessGroupGrove, c10::intrusive_ptr<ProcessGroupGrove>, BackendBase>(m, "ProcessGroupGrove")
+      .def(py::init([](const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
+                       std::chrono::milliseconds timeout) {
+             return ProcessGroupGrove::create(store, rank, size, timeout);
+           }),
+           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+           py::call_guard<py::gil_scoped_release>(),
+           "Joins a grove communicator of `size` ranks, meeting the others through `store`.");
+
+  m.attr("TORCH_BACKEND_API") = grove::pytorch::kBackendApi;
+  m.def(
+      "grove_version",
+      [] {
+        int v = 0;
+        groveGetVersion(&v);
+        return v;
+      },
+      "grove's version code (major * 10000 + minor * 100 + patch).");
+}

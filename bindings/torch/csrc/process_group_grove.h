@@ -1,0 +1,113 @@
+// process_group_grove.h - the "grove" torch.distributed backend.
+//
+// How it works: create() meets the other ranks through the c10d store torch
+// hands to every backend (rank 0 makes grove's unique id and publishes it
+// under kUniqueIdKey; the others read it), then joins a host communicator
+// whose timeout is the process group's. Each collective checks its
+// arguments on the calling thread (bad input raises at once), then queues a
+// job on the OpQueue and returns its Work. A job calls grove's blocking API
+// on contiguous buffers: tensors that are not contiguous, and list-of-tensor
+// forms (allgather into a list, scatter from a list, ...), go through a flat
+// staging buffer that the job copies in or out. Ops grove has no primitive
+// for are built from ones it has: uneven all-to-all and the list forms of
+// all-to-all are a group of sends and receives; barrier is a one-byte
+// all-reduce.
+#pragma once
+
+#include "comm.h"
+#include "compat.h"
+#include "work.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace grove::pytorch {
+
+/// Store key (under the store prefix torch gives each group) of rank 0's id.
+inline constexpr const char* kUniqueIdKey = "grove/unique_id";
+
+/// torch.distributed backend over a grove host communicator.
+class ProcessGroupGrove : public BackendBase {
+ public:
+  /// Rendezvous through store and join the communicator (collective).
+  static c10::intrusive_ptr<ProcessGroupGrove> create(const c10::intrusive_ptr<::c10d::Store>& store,
+                                                      int rank, int size,
+                                                      std::chrono::milliseconds timeout);
+  /// Wraps a joined communicator; use create().
+  ProcessGroupGrove(int rank, int size, groveComm_t comm, std::chrono::milliseconds timeout);
+  /// Finishes queued work, then leaves the communicator.
+  ~ProcessGroupGrove() override;
+
+  /// "grove".
+  const std::string getBackendName() const override { return "grove"; }
+
+  /// In-place broadcast of one tensor from opts.rootRank.
+  c10::intrusive_ptr<::c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                             const ::c10d::BroadcastOptions& opts) override;
+  /// In-place all-reduce of one tensor.
+  c10::intrusive_ptr<::c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                             const ::c10d::AllreduceOptions& opts) override;
+  /// All-reduce of several tensors of one dtype through one flat buffer.
+  c10::intrusive_ptr<::c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const ::c10d::AllreduceCoalescedOptions& opts) override;
+  /// Reduce of one tensor to opts.rootRank (in place).
+  c10::intrusive_ptr<::c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                          const ::c10d::ReduceOptions& opts) override;
+  /// All-gather of one tensor into a list of size() tensors.
+  c10::intrusive_ptr<::c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                             std::vector<at::Tensor>& inputs,
+                                             const ::c10d::AllgatherOptions& opts) override;
+  /// All-gather into one tensor of size() * input.numel() elements.
+  c10::intrusive_ptr<::c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                   const ::c10d::AllgatherOptions& opts) override;
+  /// Gather of one tensor into a list on opts.rootRank.
+  c10::intrusive_ptr<::c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const ::c10d::GatherOptions& opts) override;
+  /// Scatter of a list on opts.rootRank, one tensor to each rank.
+  c10::intrusive_ptr<::c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                           std::vector<std::vector<at::Tensor>>& inputs,
+                                           const ::c10d::ScatterOptions& opts) override;
+  /// Reduce-scatter of a list of size() tensors into one.
+  c10::intrusive_ptr<::c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                  std::vector<std::vector<at::Tensor>>& inputs,
+                                                  const ::c10d::ReduceScatterOptions& opts) override;
+  /// Reduce-scatter of one tensor of size() * output.numel() elements.
+  c10::intrusive_ptr<::c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) override;
+  /// All-to-all along dim 0, even (empty split lists) or uneven.
+  c10::intrusive_ptr<::c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                 std::vector<int64_t>& outputSplits,
+                                                 std::vector<int64_t>& inputSplits,
+                                                 const ::c10d::AllToAllOptions& opts) override;
+  /// All-to-all of lists: inputs[j] goes to rank j, outputs[j] comes from it.
+  c10::intrusive_ptr<::c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                            std::vector<at::Tensor>& inputs,
+                                            const ::c10d::AllToAllOptions& opts) override;
+  /// Sends one tensor to dstRank (tags are not matched: order is).
+  c10::intrusive_ptr<::c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank,
+                                        int tag) override;
+  /// Receives one tensor from srcRank (tags are not matched: order is).
+  c10::intrusive_ptr<::c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
+                                        int tag) override;
+  /// Completes when every rank reached the barrier.
+  c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions& opts) override;
+
+ private:
+  /// Makes the Work of one operation and queues its job.
+  c10::intrusive_ptr<::c10d::Work> enqueue(::c10d::OpType type, const char* name,
+                                           std::vector<at::Tensor> outputs,
+                                           std::chrono::milliseconds timeout, Job job);
+  /// opts.timeout when set, else the group's.
+  std::chrono::milliseconds opTimeout(std::chrono::milliseconds requested) const;
+  /// Checks a root rank argument.
+  int checkRoot(int64_t root, const char* op) const;
+
+  std::shared_ptr<SharedComm> comm_;   ///< shared with every Work
+  std::chrono::milliseconds timeout_;  ///< the group's timeout
+  OpQueue queue_;  ///< last member: its thread stops before the others go
+};
+
+}  // namespace grove::pytorch

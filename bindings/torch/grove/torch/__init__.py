@@ -1,0 +1,49 @@
+"""The "grove" backend of torch.distributed.
+
+Importing this package registers the backend, so that
+
+    import grove.torch
+    torch.distributed.init_process_group("grove", init_method=..., rank=..., world_size=...)
+
+and DistributedDataParallel work with no other change. Ranks meet through the
+c10d store torch gives the backend (rank 0 publishes grove's unique id), so
+every init_method torch supports (env://, tcp://, file://, torchrun) works.
+Tensors must be on the CPU: this grove release has no CUDA executor.
+"""
+import datetime
+
+import torch
+import torch.distributed as _dist
+
+from . import _C
+
+__all__ = ["ProcessGroupGrove", "BACKEND_NAME", "grove_version"]
+
+#: The name to give init_process_group / new_group.
+BACKEND_NAME = "grove"
+
+ProcessGroupGrove = _C.ProcessGroupGrove
+grove_version = _C.grove_version
+
+
+def _create(store, rank, size, timeout):
+    """Creator torch.distributed calls for every "grove" process group."""
+    if not isinstance(timeout, datetime.timedelta):
+        timeout = datetime.timedelta(seconds=float(timeout))
+    return _C.ProcessGroupGrove(store, rank, size, timeout)
+
+
+def _register():
+    if not _dist.is_available():
+        raise ImportError("grove.torch: this torch was built without torch.distributed")
+    if hasattr(_dist.Backend, BACKEND_NAME.upper()):
+        return  # already registered (e.g. the module was reloaded)
+    if _C.TORCH_BACKEND_API:
+        # torch >= 2: the creator returns a Backend that torch wraps; say
+        # which devices it serves.
+        _dist.Backend.register_backend(BACKEND_NAME, _create, devices=["cpu"])
+    else:
+        _dist.Backend.register_backend(BACKEND_NAME, _create)
+
+
+_register()
