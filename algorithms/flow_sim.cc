@@ -10,7 +10,10 @@
 // route net.route(src, dst). Empty steps have no transfer. A fan-out step
 // (several destinations) sends one transfer per destination: they flow
 // concurrently and independently, each capped by the step's input if it
-// forwards, and the step ends when the last of them has arrived.
+// forwards, and the step ends when the last of them has arrived. A fan-in
+// step (several sources) receives one transfer per source, likewise
+// concurrent; a forward never sends more than its slowest input has
+// delivered, and a step that only receives ends once all have arrived.
 //
 // Steps. Each rank runs its phases in order; a phase starts all its lanes at
 // once and ends when the last lane ends; a lane starts its next step when the
@@ -28,7 +31,8 @@
 // unfrozen rate together until a link is full or a rate reaches its cap,
 // freeze those, repeat). A forwarding step (receives and sends) never sends
 // bytes it has not received: while its outgoing transfer has caught up with
-// the incoming one, its rate is capped by the incoming rate; the caps depend
+// an incoming one (a fan-in forward: any of them), its rate is capped by that
+// input's rate; the caps depend
 // on other rates, so the filling repeats until the caps stop changing.
 //
 // Events. The next event is the earliest of: a delayed transfer starting to
@@ -65,7 +69,8 @@ struct SimStep {
   const Step* step = nullptr;
   int rank = 0;
   int laneEnd = 0;  ///< one past the last step id of its lane
-  int in = -1;      ///< transfer it receives
+  std::vector<int> ins;   ///< transfers it receives (one per source)
+  int insLeft = 0;        ///< of those, not yet arrived
   std::vector<int> outs;  ///< transfers it sends (one per destination)
   int outsLeft = 0;       ///< of those, not yet arrived
   bool started = false;
@@ -79,12 +84,13 @@ struct Transfer {
   double sent = 0;       ///< bytes arrived so far
   double rate = 0;       ///< bytes/s now
   double cap = kInf;     ///< forward cap now
-  double lag = 0;        ///< bytes a forward may trail its input and still count as caught up
+  /// Per input: bytes a forward may trail it and still count as caught up.
+  std::vector<double> lags;
   double delay = 0;      ///< seconds from the sender's start to the first byte
   double activeAt = kInf;
   int route = -1;
   int sender = -1, receiver = -1;  ///< step ids
-  int upstream = -1;     ///< transfer its sender forwards (-1: a plain send)
+  std::vector<int> upstreams;  ///< transfers its sender forwards (empty: a plain send)
   bool done = false;
 };
 
@@ -140,7 +146,7 @@ class FlowSim {
           const int end = static_cast<int>(steps_.size() + lane.steps.size());
           for (const Step& s : lane.steps) {
             checkPeers(r, s);
-            steps_.push_back(SimStep{&s, r, end, -1, {}});
+            steps_.push_back(SimStep{&s, r, end, {}, 0, {}});
           }
         }
       }
@@ -151,7 +157,8 @@ class FlowSim {
     auto bad = [&](int peer) { return peer < 0 || peer >= nranks_ || peer == r; };
     bool badSend = false;
     forEachSendPeer(s, [&](int peer) { badSend = badSend || bad(peer); });
-    if (badSend || (stepReceives(s.kind) && bad(s.recvPeer)))
+    forEachRecvPeer(s, [&](int peer) { badSend = badSend || bad(peer); });
+    if (badSend)
       throwInvalidArgument("simulate: rank " + std::to_string(r) + " has a step with an invalid peer: " +
                            describe(s));
   }
@@ -164,7 +171,7 @@ class FlowSim {
       if (s.bytes == 0) continue;
       const int r = steps_[id].rank;
       forEachSendPeer(s, [&](int peer) { byLink[{r, peer, s.channel}].first.push_back(id); });
-      if (stepReceives(s.kind)) byLink[{s.recvPeer, r, s.channel}].second.push_back(id);
+      forEachRecvPeer(s, [&](int peer) { byLink[{peer, r, s.channel}].second.push_back(id); });
     }
     std::map<std::pair<int, int>, int> routeIds;
     for (const auto& [key, ends] : byLink) {
@@ -192,11 +199,15 @@ class FlowSim {
         t.receiver = ends.second[k];
         snd.outs.push_back(static_cast<int>(xfers_.size()));
         ++snd.outsLeft;
-        rcv.in = snd.outs.back();
+        rcv.ins.push_back(snd.outs.back());
+        ++rcv.insLeft;
         xfers_.push_back(t);
       }
     }
-    for (Transfer& t : xfers_) t.upstream = steps_[t.sender].in;
+    for (Transfer& t : xfers_) {
+      t.upstreams = steps_[t.sender].ins;
+      t.lags.assign(t.upstreams.size(), 0);
+    }
   }
 
   void addRoute(int src, int dst) {
@@ -268,20 +279,21 @@ class FlowSim {
         live_.push_back(x);
         schedule(x);
       }
-    } else if (xfers_[s.in].done) {
+    } else if (s.insLeft == 0) {
       endStep(id);
     }
   }
 
   /// Fixes when transfer x (whose sender has started) begins to flow: its
-  /// delay after the sender starts, and for a forward not before its input's
-  /// first byte arrives; then does the same for the transfer forwarding x.
+  /// delay after the sender starts, and for a forward not before each input's
+  /// first byte arrives; then does the same for the transfers forwarding x.
   void schedule(int x) {
     Transfer& t = xfers_[x];
     double ready = steps_[t.sender].startedAt;
-    if (t.upstream >= 0 && !xfers_[t.upstream].done) {
-      const Transfer& u = xfers_[t.upstream];
-      if (u.activeAt == kInf) return;  // scheduled when its input is
+    for (int up : t.upstreams) {
+      const Transfer& u = xfers_[up];
+      if (u.done) continue;
+      if (u.activeAt == kInf) return;  // scheduled when its inputs are
       ready = std::max(ready, u.activeAt);
     }
     t.activeAt = ready + t.delay;
@@ -309,18 +321,18 @@ class FlowSim {
     t.sent = t.bytes;
     t.rate = 0;
     if (--steps_[t.sender].outsLeft == 0) endStep(t.sender);
-    const SimStep& rcv = steps_[t.receiver];
-    if (rcv.outs.empty() && rcv.started) endStep(t.receiver);
+    SimStep& rcv = steps_[t.receiver];
+    if (--rcv.insLeft == 0 && rcv.outs.empty() && rcv.started) endStep(t.receiver);
   }
 
   // ---------------------------------------------------------------- rates
 
   bool flowing(const Transfer& t) const { return !t.done && t.activeAt <= now_; }
 
-  bool caughtUp(const Transfer& t) const {
-    if (t.upstream < 0) return false;
-    const Transfer& u = xfers_[t.upstream];
-    return !u.done && u.sent - t.sent <= tolerance(t.bytes) + t.lag;
+  /// True if forward t has caught up with its input i (so that input caps it).
+  bool caughtUpWith(const Transfer& t, size_t i) const {
+    const Transfer& u = xfers_[t.upstreams[i]];
+    return !u.done && u.sent - t.sent <= tolerance(t.bytes) + t.lags[i];
   }
 
   void computeRates() {
@@ -331,7 +343,8 @@ class FlowSim {
       // A forward trails its input by the bytes that arrive during its own
       // start delay; within that lag it streams at the input's rate.
       Transfer& t = xfers_[x];
-      t.lag = t.upstream >= 0 ? t.delay * xfers_[t.upstream].rate : 0;
+      for (size_t i = 0; i < t.upstreams.size(); ++i)
+        t.lags[i] = t.delay * xfers_[t.upstreams[i]].rate;
       t.cap = kInf;
     }
     for (int round = 0; round < kMaxCapRounds; ++round) {
@@ -339,10 +352,11 @@ class FlowSim {
       bool changed = false;
       for (int x : flow_) {
         Transfer& t = xfers_[x];
-        double cap = kInf;
-        if (caughtUp(t)) {
-          const Transfer& u = xfers_[t.upstream];
-          cap = flowing(u) ? u.rate : 0;
+        double cap = kInf;  // the slowest input it has caught up with
+        for (size_t i = 0; i < t.upstreams.size(); ++i) {
+          if (!caughtUpWith(t, i)) continue;
+          const Transfer& u = xfers_[t.upstreams[i]];
+          cap = std::min(cap, flowing(u) ? u.rate : 0.0);
         }
         if (cap != t.cap && !(std::abs(cap - t.cap) <= 1e-9 * std::max(cap, t.cap))) changed = true;
         t.cap = cap;
@@ -399,9 +413,10 @@ class FlowSim {
         continue;
       }
       if (t.rate > 0) dt = std::min(dt, (t.bytes - t.sent) / t.rate);
-      if (t.upstream >= 0 && !caughtUp(t)) {
-        const Transfer& u = xfers_[t.upstream];
-        const double gap = u.sent - t.sent - t.lag;
+      for (size_t i = 0; i < t.upstreams.size(); ++i) {
+        if (caughtUpWith(t, i)) continue;
+        const Transfer& u = xfers_[t.upstreams[i]];
+        const double gap = u.sent - t.sent - t.lags[i];
         if (!u.done && t.rate > u.rate) dt = std::min(dt, std::max(gap, 0.0) / (t.rate - u.rate));
       }
     }
@@ -413,7 +428,8 @@ class FlowSim {
     for (int x : flow_) xfers_[x].sent += xfers_[x].rate * dt;
     for (int x : flow_) {
       Transfer& t = xfers_[x];
-      if (t.upstream >= 0 && !xfers_[t.upstream].done) t.sent = std::min(t.sent, xfers_[t.upstream].sent);
+      for (int up : t.upstreams)
+        if (!xfers_[up].done) t.sent = std::min(t.sent, xfers_[up].sent);
       t.sent = std::min(t.sent, t.bytes);
     }
   }

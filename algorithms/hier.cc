@@ -64,6 +64,8 @@ void appendLowered(Phase& phase, const Program& sub, const Lowering& l) {
       for (int32_t& p : s.moreSendPeers)
         if (p >= 0) p = (*l.ranks)[static_cast<size_t>(p)];
       if (s.recvPeer >= 0) s.recvPeer = (*l.ranks)[static_cast<size_t>(s.recvPeer)];
+      for (int32_t& p : s.moreRecvPeers)
+        if (p >= 0) p = (*l.ranks)[static_cast<size_t>(p)];
       if (s.sendPeer >= 0 || s.recvPeer >= 0) s.channel = l.channel;
       if (stepReadsSrc(s.kind)) s.src = lowerRef(s.src, l);
       if (stepWritesDst(s.kind)) s.dst = lowerRef(s.dst, l);

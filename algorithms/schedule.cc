@@ -47,7 +47,16 @@ std::string describe(const Step& s) {
   o << stepKindName(s.kind);
   if (!stepIsLocal(s.kind)) {
     o << " ";
-    if (stepReceives(s.kind)) o << s.recvPeer << "->";
+    if (stepFansIn(s)) {
+      o << "{";
+      forEachRecvPeer(s, [&, first = true](int peer) mutable {
+        o << (first ? "" : ",") << peer;
+        first = false;
+      });
+      o << "}->";
+    } else if (stepReceives(s.kind)) {
+      o << s.recvPeer << "->";
+    }
     o << "[me]";
     if (stepFansOut(s)) {
       o << "->{";
@@ -69,6 +78,9 @@ std::string describe(const Step& s) {
   int used = 0;
   for (int32_t p : s.moreSendPeers) used += p >= 0 ? 1 : 0;
   if (used != std::max(sendPeerCount(s) - 1, 0)) o << " moreSendPeers(malformed)";
+  used = 0;
+  for (int32_t p : s.moreRecvPeers) used += p >= 0 ? 1 : 0;
+  if (used != std::max(recvPeerCount(s) - 1, 0)) o << " moreRecvPeers(malformed)";
   return o.str();
 }
 

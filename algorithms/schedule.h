@@ -40,6 +40,8 @@ struct BufRef {
 
 /// What a step does. "received" = bytes arriving from recvPeer; "sendPeer"
 /// stands for sendPeer and every extra peer of Step::moreSendPeers (fan-out).
+/// The reducing receives may fan in (Step::moreRecvPeers): "src op received"
+/// then reads src op r0 op r1 ..., r0 from recvPeer, r1.. from the extras.
 enum class StepKind : uint8_t {
   kSend,                ///< send src to sendPeer
   kRecv,                ///< dst = received
@@ -70,6 +72,9 @@ inline const char* stepKindName(StepKind k) {
 /// Most extra destinations of one sending step (Step::moreSendPeers).
 inline constexpr int kMaxMoreSendPeers = 3;
 
+/// Most extra sources of one reducing receive (Step::moreRecvPeers).
+inline constexpr int kMaxMoreRecvPeers = 3;
+
 /// One step of a lane.
 struct Step {
   StepKind kind = StepKind::kCopy;
@@ -81,6 +86,12 @@ struct Step {
   /// Used entries come first; -1 marks the unused ones. Each destination is
   /// its own stream: the step ends when every destination has all its bytes.
   std::array<int32_t, kMaxMoreSendPeers> moreSendPeers{-1, -1, -1};
+  /// Fan-in (kRecvReduce, kRecvReduceSend, kRecvReduceCopySend only): further
+  /// ranks whose bytes are reduced in as well, on the same channel, the same
+  /// byte count from each: result = src op r0 op r1 ... in that order (r0 from
+  /// recvPeer, then these). Used entries come first; -1 marks the unused ones.
+  /// Each source is its own stream; `final` applies once, after the last.
+  std::array<int32_t, kMaxMoreRecvPeers> moreRecvPeers{-1, -1, -1};
   int32_t channel = 0;    ///< connection namespace of the streams used
   BufRef src;             ///< local operand: what is sent, or the local side of a reduction
   BufRef dst;             ///< where the result lands
@@ -138,7 +149,8 @@ const char* bufName(Buf b);
 std::string describe(const Program& program);
 
 /// One-line dump of a step, e.g. "recvReduceSend 2->[me]->4 ch1 src=in+64 dst=- 128B final"
-/// (a fan-out step lists its destinations: "send [me]->{1,2,5} ch0 ...").
+/// (a fan-out step lists its destinations: "send [me]->{1,2,5} ch0 ...", a
+/// fan-in step its sources: "recvReduceSend {1,2}->[me]->0 ch0 ...").
 std::string describe(const Step& step);
 
 }  // namespace grove::plan

@@ -9,6 +9,8 @@
 //     touches (the padding occupies link space until the receiver skips it);
 //   - a fan-out step writes the same bytes to each of its outgoing links, so
 //     it moves no more than the fullest of them has room for;
+//   - a fan-in step consumes the same bytes from each of its incoming links,
+//     so it moves no more than the emptiest of them holds;
 //   - local steps (copy, reduce) and empty steps finish at once.
 //
 // If a whole pass over all ranks moves nothing while some rank is
@@ -37,12 +39,13 @@ struct LinkState {
 };
 
 constexpr int kMaxSends = kMaxMoreSendPeers + 1;
+constexpr int kMaxRecvs = kMaxMoreRecvPeers + 1;
 
 struct LaneState {
   size_t step = 0;
   uint64_t done = 0;
   std::array<uint64_t, kMaxSends> sendStart{};
-  uint64_t recvStart = 0;
+  std::array<uint64_t, kMaxRecvs> recvStart{};
   bool started = false;
 };
 
@@ -50,7 +53,8 @@ struct LaneState {
 struct StepLinks {
   std::array<int, kMaxSends> send{-1, -1, -1, -1};  ///< one per destination, used first
   int nSend = 0;
-  int recv = -1;
+  std::array<int, kMaxRecvs> recv{-1, -1, -1, -1};  ///< one per source, used first
+  int nRecv = 0;
 };
 
 class Simulator {
@@ -73,7 +77,9 @@ class Simulator {
             forEachSendPeer(s, [&](int peer) {
               sl.send[sl.nSend++] = linkOf(static_cast<int>(r), peer, s.channel);
             });
-            if (stepReceives(s.kind)) sl.recv = linkOf(s.recvPeer, static_cast<int>(r), s.channel);
+            forEachRecvPeer(s, [&](int peer) {
+              sl.recv[sl.nRecv++] = linkOf(peer, static_cast<int>(r), s.channel);
+            });
             perStep.push_back(sl);
           }
         }
@@ -152,13 +158,13 @@ class Simulator {
       }
       if (!ls.started) {
         for (int i = 0; i < sl.nSend; ++i) ls.sendStart[i] = alignUp(links_[sl.send[i]].written);
-        if (sl.recv >= 0) ls.recvStart = alignUp(links_[sl.recv].consumed);
+        for (int i = 0; i < sl.nRecv; ++i) ls.recvStart[i] = alignUp(links_[sl.recv[i]].consumed);
         ls.started = true;
       }
       const uint64_t remaining = s.bytes - ls.done;
       uint64_t can = remaining;
-      if (sl.recv >= 0) {
-        const uint64_t pos = ls.recvStart + ls.done, w = links_[sl.recv].written;
+      for (int i = 0; i < sl.nRecv; ++i) {
+        const uint64_t pos = ls.recvStart[i] + ls.done, w = links_[sl.recv[i]].written;
         can = std::min(can, w > pos ? w - pos : 0);
       }
       for (int i = 0; i < sl.nSend; ++i) {
@@ -167,7 +173,8 @@ class Simulator {
       }
       if (can < remaining) can -= can % opt_.elemSize;
       if (can == 0) break;
-      if (sl.recv >= 0) links_[sl.recv].consumed = ls.recvStart + ls.done + can;
+      for (int i = 0; i < sl.nRecv; ++i)
+        links_[sl.recv[i]].consumed = ls.recvStart[i] + ls.done + can;
       for (int i = 0; i < sl.nSend; ++i) links_[sl.send[i]].written = ls.sendStart[i] + ls.done + can;
       ls.done += can;
       moved = true;
@@ -203,7 +210,7 @@ class Simulator {
         out += "  rank " + std::to_string(r) + " phase " + std::to_string(phase_[r]) + " lane " +
                std::to_string(l) + " step " + std::to_string(ls.step) + " " + describe(s) +
                ": " + std::to_string(ls.done) + "/" + std::to_string(s.bytes) + " B";
-        if (sl.recv >= 0) out += "; in " + linkText(sl.recv);
+        for (int i = 0; i < sl.nRecv; ++i) out += "; in " + linkText(sl.recv[i]);
         for (int i = 0; i < sl.nSend; ++i) out += "; out " + linkText(sl.send[i]);
         out += "\n";
         ++shown;

@@ -63,4 +63,35 @@ void forEachSendPeer(const Step& s, F f) {
   for (int i = 0; i < n; ++i) f(sendPeerAt(s, i));
 }
 
+/// True if the kind may fan in (take Step::moreRecvPeers): the reducing receives.
+constexpr bool stepMayFanIn(StepKind k) {
+  return k == StepKind::kRecvReduce || k == StepKind::kRecvReduceSend ||
+         k == StepKind::kRecvReduceCopySend;
+}
+
+/// Number of ranks the step receives from: 0 for kinds that do not receive,
+/// else recvPeer plus (on kinds that may fan in) the used entries of
+/// moreRecvPeers (those before the first -1).
+inline int recvPeerCount(const Step& s) {
+  if (!stepReceives(s.kind)) return 0;
+  int n = 1;
+  if (!stepMayFanIn(s.kind)) return n;
+  while (n <= kMaxMoreRecvPeers && s.moreRecvPeers[n - 1] >= 0) ++n;
+  return n;
+}
+
+/// Source i (0 <= i < recvPeerCount(s)) of a receiving step: recvPeer, then moreRecvPeers.
+inline int recvPeerAt(const Step& s, int i) { return i == 0 ? s.recvPeer : s.moreRecvPeers[i - 1]; }
+
+/// True if the step receives from more than one rank.
+inline bool stepFansIn(const Step& s) { return recvPeerCount(s) > 1; }
+
+/// Calls f(peer) for every rank the step receives from, recvPeer first (the
+/// order in which their bytes are reduced in).
+template <typename F>
+void forEachRecvPeer(const Step& s, F f) {
+  const int n = recvPeerCount(s);
+  for (int i = 0; i < n; ++i) f(recvPeerAt(s, i));
+}
+
 }  // namespace grove::plan

@@ -12,21 +12,28 @@
 // most params.chunkBytes, and each rank emits the steps of its own node of
 // the tree. Children are served in ascending rank order.
 //
-// A step receives from one peer but may send to up to four (fan-out, see
-// Step::moreSendPeers), so a node with k children moves a chunk as:
+// A step may send to up to four peers (fan-out, see Step::moreSendPeers) and
+// a reducing receive may take up to four sources (fan-in, see
+// Step::moreRecvPeers), so a node with k children moves a chunk as:
 //
 //   down (broadcast):  one RecvCopySend parent -> output -> children 1..4,
 //                      all at once, then for children 5.. further fan-out
 //                      Sends of the output chunk, four children each (a leaf
 //                      just Recvs; the root Sends its input to groups of four);
-//   up (reduce):       k-1 RecvReduce steps folding child 1..k-1 into an
-//                      accumulator, then RecvReduceSend of the last child
-//                      to the parent (a leaf just Sends its input; the root's
-//                      last RecvReduce is final: avg divides there).
+//   up (reduce):       one RecvReduceSend of children 1..4 at once (input op
+//                      c1 op c2 ...) to the parent; for children 5.. first
+//                      fan-in RecvReduce steps of four children each fold
+//                      them into an accumulator, the last group then goes
+//                      with the RecvReduceSend (a leaf just Sends its input;
+//                      the root RecvReduces its groups into the output, the
+//                      last one final: avg divides there).
 //
-// The accumulator is the output chunk where the rank has an output of the
-// full size (all-reduce, and the root of reduce: the broadcast that follows
-// overwrites it anyway), else a chunk-sized scratch slot per lane.
+// So the children of a node stream into it concurrently, each on its own
+// link, instead of one after another. The accumulator is the output chunk
+// where the rank has an output of the full size (all-reduce, and the root of
+// reduce: the broadcast that follows overwrites it anyway), else a chunk-sized
+// scratch slot per lane (only a middle rank with more than four children
+// needs one).
 //
 // Broadcast and reduce: one lane per (tree, part) on channel t*subs+s. The
 // trees are acyclic and each lane only waits on its parent (broadcast) or
@@ -182,31 +189,40 @@ void emitDown(Lane& lane, const Node& n, int ch, BufRef rootSrc, uint64_t off, u
   }
 }
 
-/// Up steps of one chunk: fold the children into `acc` (the root into the
-/// output, final at the last child), then pass the result to the parent.
+/// Sources of one fan-in step.
+constexpr size_t kFanIn = kMaxMoreRecvPeers + 1;
+
+/// Makes `s` reduce children [first, first + kFanIn) (those that exist).
+void setSources(Step& s, const std::vector<int>& children, size_t first) {
+  s.recvPeer = children[first];
+  for (size_t i = 1; i < kFanIn && first + i < children.size(); ++i)
+    s.moreRecvPeers[i - 1] = children[first + i];
+}
+
+/// Up steps of one chunk: fold the children, up to kFanIn per step, into
+/// `acc` (the root into the output, final at the last group), then pass the
+/// result to the parent (with the last group).
 void emitUp(Lane& lane, const Node& n, int ch, uint64_t off, uint64_t bytes, BufRef acc) {
   BufRef src = ref(Buf::kInput, off);
   const size_t k = n.children.size();
-  if (n.parent < 0) {
-    const BufRef out = ref(Buf::kOutput, off);
-    for (size_t i = 0; i < k; ++i) {
-      lane.steps.push_back(detail::netStep(StepKind::kRecvReduce, n.children[i], -1, ch, src, out,
-                                           bytes, /*final=*/i + 1 == k));
-      src = out;
-    }
-    return;
-  }
-  if (k == 0) {
+  if (n.parent >= 0 && k == 0) {
     lane.steps.push_back(detail::netStep(StepKind::kSend, -1, n.parent, ch, src, {}, bytes));
     return;
   }
-  for (size_t i = 0; i + 1 < k; ++i) {
-    lane.steps.push_back(
-        detail::netStep(StepKind::kRecvReduce, n.children[i], -1, ch, src, acc, bytes));
+  if (n.parent < 0) acc = ref(Buf::kOutput, off);
+  for (size_t first = 0; first < k; first += kFanIn) {
+    const bool lastGroup = first + kFanIn >= k;
+    Step step;
+    if (lastGroup && n.parent >= 0) {
+      step = detail::netStep(StepKind::kRecvReduceSend, -1, n.parent, ch, src, {}, bytes);
+    } else {
+      step = detail::netStep(StepKind::kRecvReduce, -1, -1, ch, src, acc, bytes,
+                             /*final=*/lastGroup);
+    }
+    setSources(step, n.children, first);
+    lane.steps.push_back(step);
     src = acc;
   }
-  lane.steps.push_back(
-      detail::netStep(StepKind::kRecvReduceSend, n.children[k - 1], n.parent, ch, src, {}, bytes));
 }
 
 Program treeProgram() {
@@ -248,9 +264,10 @@ Program buildTreeReduce(const CollArgs& a, const PlanParams& p, const std::vecto
   Phase phase;
   forEachPart(s, [&](size_t t, int ch, Span part) {
     const Node& n = s.nodes[t];
-    // A middle rank with several children folds them into its own scratch slot.
+    // A middle rank with more children than one step takes folds them into
+    // its own scratch slot.
     BufRef slot = ref(Buf::kScratch, prog.scratchBytes);
-    if (n.parent >= 0 && n.children.size() > 1)
+    if (n.parent >= 0 && n.children.size() > kFanIn)
       prog.scratchBytes += std::min(s.chunk, part.count) * es;
     Lane lane;
     forEachChunk(s, part, [&](uint64_t off, uint64_t b) { emitUp(lane, n, ch, off, b, slot); });

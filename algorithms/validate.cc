@@ -99,6 +99,27 @@ void checkFanOut(const Site& w, int nranks) {
   }
 }
 
+/// The extra receive peers: only on the reducing receives, used entries
+/// first, each a valid rank, none repeated (with recvPeer either).
+void checkFanIn(const Site& w, int nranks) {
+  const Step& s = *w.s;
+  const int n = recvPeerCount(s);
+  for (int i = std::max(n, 1); i <= kMaxMoreRecvPeers; ++i)
+    if (s.moreRecvPeers[i - 1] >= 0)
+      fail(siteText(w) + (stepMayFanIn(s.kind)
+                              ? ": moreRecvPeers has a used entry after an unused (-1) one"
+                              : ": moreRecvPeers set on a step kind that cannot fan in"));
+  for (int i = 1; i < n; ++i) {
+    const int peer = recvPeerAt(s, i);
+    if (peer >= nranks || peer == w.rank)
+      fail(siteText(w) + ": extra receive peer " + std::to_string(peer) +
+           (peer == w.rank ? " is the rank itself" : " out of range"));
+    for (int j = 0; j < i; ++j)
+      if (recvPeerAt(s, j) == peer)
+        fail(siteText(w) + ": receives from rank " + std::to_string(peer) + " twice");
+  }
+}
+
 void checkStep(const Site& w, int nranks, const ValidateOptions& opt, uint64_t scratchBytes) {
   const Step& s = *w.s;
   auto checkPeer = [&](int peer, const char* what) {
@@ -110,6 +131,7 @@ void checkStep(const Site& w, int nranks, const ValidateOptions& opt, uint64_t s
   if (stepSends(s.kind)) checkPeer(s.sendPeer, "send");
   checkFanOut(w, nranks);
   if (stepReceives(s.kind)) checkPeer(s.recvPeer, "receive");
+  checkFanIn(w, nranks);
   if (!stepIsLocal(s.kind) && s.channel < 0) fail(siteText(w) + ": negative channel");
   if (s.bytes % opt.elemSize != 0)
     fail(siteText(w) + ": " + std::to_string(s.bytes) + " B is not a multiple of the element size " +
@@ -171,11 +193,11 @@ void validatePrograms(const std::vector<Program>& perRank, const ValidateOptions
             claim(sendOwners, id, w, "sent on");
             sent[id].push_back(w);
           });
-          if (stepReceives(s.kind)) {
-            const LinkId id{s.recvPeer, r, s.channel};
+          forEachRecvPeer(s, [&](int peer) {
+            const LinkId id{peer, r, s.channel};
             claim(recvOwners, id, w, "received from");
             recvd[id].push_back(w);
-          }
+          });
         }
       }
     }

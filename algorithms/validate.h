@@ -7,6 +7,9 @@
 //   - fan-out destinations (Step::moreSendPeers) only on kinds that send,
 //     used entries first, no rank twice; each destination counts as a send
 //     on its own link in everything below;
+//   - fan-in sources (Step::moreRecvPeers) only on the reducing receives,
+//     used entries first, no rank twice; each source counts as a receive on
+//     its own link in everything below;
 //   - within a phase, each directed link (src, dst, channel) is touched by at
 //     most one lane on each end, so its order is well defined;
 //   - for every link, the sequence of step byte counts the sender sends
@@ -18,8 +21,10 @@
 // simulatePrograms: runs all ranks' programs symbolically (byte counts only)
 // the way the host executor does -- phases in order, the lanes of a phase
 // progressing round-robin, each step streaming piecewise, limited by the
-// bytes its incoming link holds, the free space of its outgoing links
-// (capacity C each; a fan-out step moves what all of them have room for), element boundaries, and the 16-byte wire alignment at the
+// bytes its incoming links hold (a fan-in step moves what all of them have
+// ready), the free space of its outgoing links (capacity C each; a fan-out
+// step moves what all of them have room for), element boundaries, and the
+// 16-byte wire alignment at the
 // start of every step -- and reports a deadlock if no lane of any rank can
 // move while some are unfinished.
 #pragma once

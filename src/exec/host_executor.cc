@@ -28,6 +28,13 @@
 // destinations advance together by the least progress. Fan-out steps always
 // take the buffered path.
 //
+// Fan-in. A reducing receive with several sources peeks every source link:
+// the piece is as large as the least any of them holds, and it is reduced in
+// the step's order -- result = src op r0, then result = result op r1, ... --
+// with `final` (avg's division) only on the last source; then the same count
+// is consumed from every source. Fan-in steps are reductions, so they always
+// take the buffered path too.
+//
 // Direct path. Halves that can bypass their buffers (sockets) move pure data
 // without staging copies: a send goes from the user's buffer to the kernel, a
 // receive from the kernel into the user's buffer, and a forwarding step
@@ -150,6 +157,8 @@ void Runner::resolve() {
         for (int k = 1; k < plan::sendPeerCount(s); ++k)
           r.more[r.nMore++] = &links_.sendLink(LinkKey{plan::sendPeerAt(s, k), s.channel});
         if (plan::stepReceives(s.kind)) r.in = &links_.recvLink(LinkKey{s.recvPeer, s.channel});
+        for (int k = 1; k < plan::recvPeerCount(s); ++k)
+          r.moreIn[r.nMoreIn++] = &links_.recvLink(LinkKey{plan::recvPeerAt(s, k), s.channel});
         if (plan::stepReadsSrc(s.kind)) r.src = bufferBase(s.src, false, s) + s.src.offset;
         if (plan::stepWritesDst(s.kind)) r.dst = bufferBase(s.dst, true, s) + s.dst.offset;
         if (s.kind == StepKind::kCopy) {
@@ -173,8 +182,10 @@ void Runner::checkPhaseLinks(size_t begin, size_t end) {
   for (size_t l = begin; l < end; ++l) {
     for (size_t i = laneRanges_[l].first; i < laneRanges_[l].second; ++i) {
       const Resolved& r = steps_[i];
-      const void* touched[2 + plan::kMaxMoreSendPeers] = {r.out, r.in};
+      const void* touched[2 + plan::kMaxMoreSendPeers + plan::kMaxMoreRecvPeers] = {r.out, r.in};
       for (uint32_t k = 0; k < r.nMore; ++k) touched[2 + k] = r.more[k];
+      for (uint32_t k = 0; k < r.nMoreIn; ++k)
+        touched[2 + plan::kMaxMoreSendPeers + k] = r.moreIn[k];
       for (const void* link : touched) {
         if (link == nullptr) continue;
         bool known = false;
@@ -206,8 +217,9 @@ void Runner::checkPhaseLinks(size_t begin, size_t end) {
            std::to_string(r.index) + " " + plan::stepKindName(r.kind) + " " + std::to_string(lane.done) +
            "/" + std::to_string(r.bytes) + " B";
     if (r.in != nullptr) {
-      msg += " from rank " + std::to_string(r.step->recvPeer) + " ch " +
-             std::to_string(r.step->channel);
+      msg += " from rank";
+      plan::forEachRecvPeer(*r.step, [&](int peer) { msg += " " + std::to_string(peer); });
+      msg += " ch " + std::to_string(r.step->channel);
     }
     if (r.out != nullptr) {
       msg += " to rank";

@@ -48,7 +48,7 @@ void collectLinks(const plan::Program& program, std::vector<LinkKey>& sends,
     for (const auto& lane : phase.lanes) {
       for (const auto& s : lane.steps) {
         plan::forEachSendPeer(s, [&](int peer) { sends.push_back(LinkKey{peer, s.channel}); });
-        if (plan::stepReceives(s.kind)) recvs.push_back(LinkKey{s.recvPeer, s.channel});
+        plan::forEachRecvPeer(s, [&](int peer) { recvs.push_back(LinkKey{peer, s.channel}); });
       }
     }
   }

@@ -32,7 +32,9 @@ struct Resolved {
   SendLink* out;        // null unless the kind sends (a fan-out step: its first destination)
   SendLink* more[plan::kMaxMoreSendPeers];  // a fan-out step's other destinations
   uint32_t nMore;       // used entries of `more`; > 0 disables the direct path
-  RecvLink* in;         // null unless the kind receives
+  RecvLink* in;         // null unless the kind receives (a fan-in step: its first source)
+  RecvLink* moreIn[plan::kMaxMoreRecvPeers];  // a fan-in step's other sources, in reduction order
+  uint32_t nMoreIn;     // used entries of `moreIn`
   const uint8_t* src;
   uint8_t* dst;
   uint64_t bytes;
@@ -54,6 +56,23 @@ inline SendList sendsOf(const Resolved& r) {
   if (r.out == nullptr) return l;
   l.links[l.n++] = r.out;
   for (uint32_t k = 0; k < r.nMore; ++k) l.links[l.n++] = r.more[k];
+  return l;
+}
+
+/// Every receive link of a resolved step (in, then moreIn), iterable.
+struct RecvList {
+  RecvLink* links[1 + plan::kMaxMoreRecvPeers];
+  uint32_t n = 0;
+  RecvLink* const* begin() const { return links; }
+  RecvLink* const* end() const { return links + n; }
+};
+
+/// The receive links of r: none, or in followed by the fan-in sources.
+inline RecvList recvsOf(const Resolved& r) {
+  RecvList l{};
+  if (r.in == nullptr) return l;
+  l.links[l.n++] = r.in;
+  for (uint32_t k = 0; k < r.nMoreIn; ++k) l.links[l.n++] = r.moreIn[k];
   return l;
 }
 
@@ -97,6 +116,8 @@ class Runner {
   bool movePiece(const Resolved& r, LaneState& lane);
   ptrdiff_t moveDirect(const Resolved& r, LaneState& lane);
   uint64_t localPiece(const Resolved& r, uint64_t done);
+  void reducePiece(const Resolved& r, uint64_t done, uint8_t* out, const void* const* ins,
+                   size_t count);
   static uint64_t alignSend(SendLink& link);
   static uint64_t alignRecv(RecvLink& link);
   void flushAll();

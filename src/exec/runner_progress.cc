@@ -52,6 +52,22 @@ uint64_t Runner::localPiece(const Resolved& r, uint64_t done) {
   return n;
 }
 
+// Reduces one piece of a reducing receive: src with each source in order
+// (ins[k] holds `count` elements from source k), into dst, the outgoing
+// buffer `out`, or both, as the kind says. A fan-in step accumulates in its
+// first target; `final` (avg's division) applies at the last source only.
+void Runner::reducePiece(const Resolved& r, uint64_t done, uint8_t* out, const void* const* ins,
+                         size_t count) {
+  uint8_t* acc = r.kind == StepKind::kRecvReduceSend ? out : r.dst + done;
+  uint8_t* also = r.kind == StepKind::kRecvReduceCopySend ? out : nullptr;
+  const uint32_t n = 1 + r.nMoreIn;
+  for (uint32_t k = 0; k < n; ++k) {
+    const bool last = k + 1 == n;
+    kernels::reduce(spec_.dtype, spec_.op, acc, last ? also : nullptr, k == 0 ? r.src + done : acc,
+                    ins[k], count, r.final && last, spec_.nranks);
+  }
+}
+
 // Moves one piece of step r and advances `done` by the data bytes moved.
 // Returns true if anything moved (pad bytes included).
 // Direct path for pure data movement over halves that can bypass their
@@ -62,6 +78,7 @@ uint64_t Runner::localPiece(const Resolved& r, uint64_t done) {
 // staged): the caller then uses the buffered path.
 ptrdiff_t Runner::moveDirect(const Resolved& r, LaneState& lane) {
   if (r.nMore != 0) return -1;  // fan-out: the buffered path commits to every destination
+  if (r.nMoreIn != 0) return -1;  // fan-in: the buffered path reduces every source
   switch (r.kind) {
     case StepKind::kSend: {
       ptrdiff_t k = r.out->half->sendDirect(r.src + lane.done, r.bytes - lane.done);
@@ -122,18 +139,19 @@ bool Runner::movePiece(const Resolved& r, LaneState& lane) {
       padded = (alignSend(*out) != 0) || padded;
       aligned = aligned && out->position % kStepAlign == 0;
     }
-    if (r.in != nullptr) {
-      padded = (alignRecv(*r.in) != 0) || padded;
-      aligned = aligned && r.in->position % kStepAlign == 0;
+    for (RecvLink* in : recvsOf(r)) {
+      padded = (alignRecv(*in) != 0) || padded;
+      aligned = aligned && in->position % kStepAlign == 0;
     }
     if (!aligned) return padded;
   }
   if (ptrdiff_t direct = moveDirect(r, lane); direct >= 0) return direct > 0 || padded;
   uint64_t n = r.bytes - done;
-  const void* inPtr = nullptr;
+  const void* inPtrs[1 + plan::kMaxMoreRecvPeers] = {};
   void* outPtr = nullptr;
-  if (r.in != nullptr) {
-    size_t avail = r.in->half->peek(&inPtr);
+  const RecvList ins = recvsOf(r);
+  for (uint32_t k = 0; k < ins.n; ++k) {
+    size_t avail = ins.links[k]->half->peek(&inPtrs[k]);
     if (avail < n) n = avail;
   }
   void* morePtr[plan::kMaxMoreSendPeers] = {};
@@ -147,33 +165,24 @@ bool Runner::movePiece(const Resolved& r, LaneState& lane) {
   }
   n -= n % r.gran;
   if (n == 0) return padded;
-  auto* in = static_cast<const uint8_t*>(inPtr);
+  auto* in = static_cast<const uint8_t*>(inPtrs[0]);
   auto* out = static_cast<uint8_t*>(outPtr);
   size_t count = n / esz_;
   switch (r.kind) {
     case StepKind::kSend: std::memcpy(out, r.src + done, n); break;
     case StepKind::kRecv: std::memcpy(r.dst + done, in, n); break;
     case StepKind::kRecvReduce:
-      kernels::reduce(spec_.dtype, spec_.op, r.dst + done, nullptr, r.src + done, in, count,
-                      r.final, spec_.nranks);
-      break;
     case StepKind::kRecvReduceSend:
-      kernels::reduce(spec_.dtype, spec_.op, out, nullptr, r.src + done, in, count, r.final,
-                      spec_.nranks);
-      break;
-    case StepKind::kRecvReduceCopySend:
-      kernels::reduce(spec_.dtype, spec_.op, r.dst + done, out, r.src + done, in, count,
-                      r.final, spec_.nranks);
-      break;
+    case StepKind::kRecvReduceCopySend: reducePiece(r, done, out, inPtrs, count); break;
     case StepKind::kRecvCopySend:
       std::memcpy(r.dst + done, in, n);
       std::memcpy(out, in, n);
       break;
     default: throwInternalError("host executor: bad step kind");
   }
-  if (r.in != nullptr) {
-    r.in->half->consume(n);
-    r.in->position += n;
+  for (RecvLink* i : ins) {
+    i->half->consume(n);
+    i->position += n;
   }
   for (uint32_t k = 0; k < r.nMore; ++k) std::memcpy(morePtr[k], out, n);
   for (SendLink* o : sendsOf(r)) {
@@ -258,11 +267,11 @@ void Runner::waitForPeers() {
     bool forwarding = directForward && lane.received > lane.done;
     bool pureSend = r.kind == StepKind::kSend || forwarding;
     bool awaitingInput = r.kind == StepKind::kRecv || (directForward && !forwarding);
-    if (r.in != nullptr) {
+    for (RecvLink* in : recvsOf(r)) {
       const void* p;
-      int fd = r.in->half->pollFd();
+      int fd = in->half->pollFd();
       if (fd < 0) coverAll = false;
-      else if (awaitingInput || (!pureSend && r.in->half->peek(&p) == 0))
+      else if (awaitingInput || (!pureSend && in->half->peek(&p) == 0))
         pollFds_.push_back(pollfd{fd, POLLIN, 0});
     }
     for (SendLink* out : sendsOf(r)) {

@@ -7,6 +7,7 @@ grove_gtest(test_algorithms
 # Trees, rings in any order, hierarchical all-reduce, and the size table.
 grove_gtest(test_tree_algorithms
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/tree_algorithms_test.cc
+                    ${CMAKE_CURRENT_LIST_DIR}/tree_fanin_test.cc
             LIBS grove_algorithms grove_base LABELS unit)
 
 # End to end over the host executor and loopback transport. The harness

@@ -2,7 +2,8 @@
 // tests: it executes all ranks' programs on real bytes, each step atomically
 // once its whole incoming message is there (links are unbounded FIFOs of
 // whole steps; a fan-out step queues its result on every destination's
-// link), with elements treated as little-endian unsigned integers of
+// link; a fan-in step waits for a message on every source link and folds
+// them in order, src op r0 op r1 ...), with elements treated as little-endian unsigned integers of
 // the element size and the op sum or avg (avg divides on `final` steps).
 // It is independent of the host executor, so the builders are checked on
 // their own; the executor harness checks them again end to end.
@@ -100,14 +101,19 @@ class Interpreter {
   }
 
   bool tryStep(int r, const Step& s) {
-    std::vector<uint8_t> incoming;
-    if (stepReceives(s.kind)) {
-      auto& q = queues_[Key{s.recvPeer, r, s.channel}];
-      if (q.empty()) return false;
-      incoming = std::move(q.front());
+    std::vector<std::vector<uint8_t>> ins;  // one message per source, recvPeer first
+    bool ready = true;
+    forEachRecvPeer(s, [&](int peer) {
+      ready = ready && !queues_[Key{peer, r, s.channel}].empty();
+    });
+    if (!ready) return false;
+    forEachRecvPeer(s, [&](int peer) {
+      auto& q = queues_[Key{peer, r, s.channel}];
+      ins.push_back(std::move(q.front()));
       q.pop_front();
-      if (incoming.size() != s.bytes) throw std::runtime_error("interpreter: size mismatch");
-    }
+      if (ins.back().size() != s.bytes) throw std::runtime_error("interpreter: size mismatch");
+    });
+    const std::vector<uint8_t> incoming = ins.empty() ? std::vector<uint8_t>{} : ins[0];
     std::vector<uint8_t> result(s.bytes);
     const uint8_t* src = stepReadsSrc(s.kind) ? addr(r, s.src) : nullptr;
     uint8_t* dst = stepWritesDst(s.kind) ? addr(r, s.dst) : nullptr;
@@ -120,9 +126,13 @@ class Interpreter {
         for (uint64_t i = 0; i < s.bytes; i += es_)
           store(result.data() + i, combine(load(dst + i), load(src + i), s.final));
         break;
-      default:  // the recv-reduce kinds
-        for (uint64_t i = 0; i < s.bytes; i += es_)
-          store(result.data() + i, combine(load(src + i), load(incoming.data() + i), s.final));
+      default:  // the recv-reduce kinds: fold the sources in order, final at the last
+        for (uint64_t i = 0; i < s.bytes; i += es_) {
+          uint64_t v = load(src + i);
+          for (size_t k = 0; k < ins.size(); ++k)
+            v = combine(v, load(ins[k].data() + i), s.final && k + 1 == ins.size());
+          store(result.data() + i, v);
+        }
     }
     if (dst != nullptr) std::memmove(dst, result.data(), s.bytes);
     forEachSendPeer(s, [&](int peer) { queues_[Key{r, peer, s.channel}].push_back(result); });

@@ -235,6 +235,59 @@ TEST(FlowSim, FanOutForwardIsCappedByItsInputAndEndsWithItsSlowestFlow) {
   EXPECT_NEAR(res2.rankSeconds[2], bytes / (5 * kGB), 2e-9);
 }
 
+/// A reducing receive from `peers` (the first is recvPeer, the rest fan in), sending to `to`.
+Step fanInStep(StepKind kind, std::vector<int> peers, int to, uint64_t bytes) {
+  Step s = recvStep(peers[0], bytes);
+  s.kind = kind;
+  s.sendPeer = to;
+  for (size_t i = 1; i < peers.size(); ++i) s.moreRecvPeers[i - 1] = peers[i];
+  return s;
+}
+
+TEST(FlowSim, FanInReceivesFromEverySourceConcurrently) {
+  // {1, 2} -> 0 over two disjoint 10 GB/s links: one fan-in reduction takes
+  // about bytes / C; two chained reductions in one lane take twice as long.
+  const FlowNet net = fullMesh(3, 10, 0);
+  SimParams p;
+  p.stepOverheadUs = 1;
+  const uint64_t bytes = 64 << 20;
+  const double one = bytes / (10 * kGB);
+  const auto fan = simulate(net,
+                            {phases({fanInStep(StepKind::kRecvReduce, {1, 2}, -1, bytes)}),
+                             phases({sendStep(0, bytes)}), phases({sendStep(0, bytes)})},
+                            p);
+  EXPECT_NEAR(fan.seconds, one + 1e-6, 1e-9);
+  EXPECT_EQ(fan.transfers, 2);
+  Program serial;
+  serial.phases.push_back(Phase{{Lane{{fanInStep(StepKind::kRecvReduce, {1}, -1, bytes),
+                                       fanInStep(StepKind::kRecvReduce, {2}, -1, bytes)}}}});
+  const auto seq = simulate(net, {serial, phases({sendStep(0, bytes)}), phases({sendStep(0, bytes)})}, p);
+  // The second source's bytes wait in its connection: its step ends when it starts.
+  EXPECT_NEAR(seq.seconds, one + 1e-6, 1e-9);
+  EXPECT_GT(fan.rankSeconds[0], 0);
+}
+
+TEST(FlowSim, FanInForwardIsCappedByItsSlowestInput) {
+  // 1 -> 0 at 2 GB/s and 2 -> 0 at 10 GB/s; 0 reduces both and forwards to 3
+  // at 10 GB/s: the forward runs at the slower input's 2 GB/s.
+  TestNet t;
+  t.routes[{1, 0}] = {t.addLink(2, 0)};
+  t.routes[{2, 0}] = {t.addLink(10, 0)};
+  t.routes[{0, 3}] = {t.addLink(10, 0)};
+  const FlowNet net = t.finish();
+  SimParams p;
+  p.stepOverheadUs = 0;
+  const uint64_t bytes = 4 << 20;
+  const auto res = simulate(net,
+                            {phases({fanInStep(StepKind::kRecvReduceSend, {1, 2}, 3, bytes)}),
+                             phases({sendStep(0, bytes)}), phases({sendStep(0, bytes)}),
+                             phases({recvStep(0, bytes)})},
+                            p);
+  EXPECT_NEAR(res.seconds, bytes / (2 * kGB), 2e-9);
+  EXPECT_EQ(res.transfers, 3);
+  EXPECT_NEAR(res.rankSeconds[2], bytes / (10 * kGB), 2e-9);
+}
+
 TEST(FlowSim, PhasesAddUp) {
   const FlowNet net = fullMesh(2, 5, 1);
   SimParams p;

@@ -9,3 +9,5 @@ grove_gtest(test_kernels SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernels_test.cc
             LIBS grove_kernels grove_base LABELS unit)
 grove_gtest(test_executor SOURCES ${CMAKE_CURRENT_LIST_DIR}/executor_test.cc
             LIBS grove_test_harness LABELS unit TIMEOUT 180)
+grove_gtest(test_executor_fanin SOURCES ${CMAKE_CURRENT_LIST_DIR}/executor_fanin_test.cc
+            LIBS grove_test_harness LABELS unit TIMEOUT 180)

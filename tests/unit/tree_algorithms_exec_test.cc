@@ -244,6 +244,29 @@ TEST(TreeExec, AllReduceAllTypesAndOps) {
   }
 }
 
+// Fan-in: stars and a node with six children (one fan-in step of four, then
+// one of two with the send up), reduce and all-reduce, every op, half types.
+TEST(TreeExec, WideNodesFanInEveryOp) {
+  std::vector<int> wide(8, 1);
+  wide[0] = -1;
+  wide[1] = 0;
+  const std::vector<std::vector<Tree>> shapes = {
+      {starTree(5, 2)}, {starTree(7, 0)}, {testing::treeOf(0, wide)}, {binaryTree(7, 3)}};
+  for (const auto& trees : shapes) {
+    const int n = static_cast<int>(trees[0].parent.size()), root = trees[0].root;
+    for (groveDataType_t dt : {groveFloat16, groveBfloat16, groveFloat32, groveInt32})
+      for (groveRedOp_t op : {groveSum, groveProd, groveMax, groveMin, groveAvg}) {
+        PlanParams p;
+        p.chunkBytes = 256;
+        execute(CallRun{Coll::kReduce, n, 301, dt, op, false, root},
+                [&](const CollArgs& a) { return buildTreeReduce(a, p, trees); }, 512);
+        execute(CallRun{Coll::kAllReduce, n, 301, dt, op, true, 0},
+                [&](const CollArgs& a) { return buildTreeAllReduce(a, p, trees); }, 512);
+        if (HasFatalFailure()) return;
+      }
+  }
+}
+
 TEST(TreeExec, LargerMessagesAndEightRanks) {
   for (int n : {1, 4, 8}) {
     const std::vector<Tree> trees = someTrees(n, -1);

@@ -197,19 +197,27 @@ TEST(TreeBuilders, StructureOfAMiddleNode) {
   EXPECT_EQ(up.sendPeer, 0);
   EXPECT_NE(up.channel, down.channel);
   EXPECT_FALSE(up.final);
-  // The root's last reduction of a chunk is final, then it sends down.
+  // ... and it reduces both children in one fan-in step.
+  EXPECT_EQ(up.recvPeer, 3);
+  EXPECT_EQ(up.moreRecvPeers[0], 4);
+  EXPECT_EQ(up.moreRecvPeers[1], -1);
+  EXPECT_EQ(up.src.buf, Buf::kInput);
+  EXPECT_NE(describe(up).find("{3,4}->[me]->0"), std::string::npos) << describe(up);
+  // The root reduces a chunk from both children in one final step, then sends down.
   a.rank = 0;
   prog = buildTreeAllReduce(a, p, {t});
   ASSERT_EQ(prog.phases[0].lanes.size(), 1u);
   const auto& rs = prog.phases[0].lanes[0].steps;
-  ASSERT_EQ(rs.size(), 6u) << describe(prog);
+  ASSERT_EQ(rs.size(), 4u) << describe(prog);
   EXPECT_EQ(rs[0].kind, StepKind::kRecvReduce);
-  EXPECT_FALSE(rs[0].final);
-  EXPECT_TRUE(rs[1].final);
-  EXPECT_EQ(rs[2].kind, StepKind::kSend);
-  EXPECT_EQ(rs[2].sendPeer, 1);
-  EXPECT_EQ(rs[2].moreSendPeers[0], 2);
-  EXPECT_EQ(rs[2].channel, down.channel);
+  EXPECT_EQ(recvPeerCount(rs[0]), 2);
+  EXPECT_EQ(recvPeerAt(rs[0], 1), 2);
+  EXPECT_TRUE(rs[0].final);
+  EXPECT_EQ(rs[0].dst.buf, Buf::kOutput);
+  EXPECT_EQ(rs[1].kind, StepKind::kSend);
+  EXPECT_EQ(rs[1].sendPeer, 1);
+  EXPECT_EQ(rs[1].moreSendPeers[0], 2);
+  EXPECT_EQ(rs[1].channel, down.channel);
 }
 
 TEST(TreeBuilders, WideNodesFanOutInGroupsOfFour) {
@@ -252,14 +260,39 @@ TEST(TreeBuilders, WideNodesFanOutInGroupsOfFour) {
 }
 
 TEST(TreeBuilders, ReduceMiddleNodeUsesScratch) {
-  const Tree t = testing::treeOf(0, {-1, 0, 1, 1});
-  CollArgs a{Coll::kReduce, 100, groveFloat32, groveSum, 0, 1, 4, false};
+  // Rank 1 has six children: a fan-in of four into scratch, then the last two
+  // with the send up. With four children (one step) it needs no scratch.
+  const Tree t = testing::treeOf(0, {-1, 0, 1, 1, 1, 1, 1, 1});
+  CollArgs a{Coll::kReduce, 100, groveFloat32, groveSum, 0, 1, 8, false};
   PlanParams p;
   p.chunkBytes = 64;
   const Program prog = buildTreeReduce(a, p, {t});
   EXPECT_EQ(prog.scratchBytes, 64u);
+  const auto& steps = prog.phases[0].lanes[0].steps;
+  ASSERT_EQ(steps.size(), 14u) << describe(prog);  // seven chunks of up to 16 floats
+  EXPECT_EQ(steps[0].kind, StepKind::kRecvReduce);
+  EXPECT_EQ(recvPeerCount(steps[0]), 4);
+  EXPECT_EQ(steps[0].dst.buf, Buf::kScratch);
+  EXPECT_FALSE(steps[0].final);
+  EXPECT_EQ(steps[1].kind, StepKind::kRecvReduceSend);
+  EXPECT_EQ(recvPeerCount(steps[1]), 2);
+  EXPECT_EQ(steps[1].recvPeer, 6);
+  EXPECT_EQ(steps[1].src.buf, Buf::kScratch);
   a.rank = 0;
   EXPECT_EQ(buildTreeReduce(a, p, {t}).scratchBytes, 0u);
+  const Tree four = testing::treeOf(0, {-1, 0, 1, 1, 1, 1});
+  a.rank = 1;
+  a.nranks = 6;
+  EXPECT_EQ(buildTreeReduce(a, p, {four}).scratchBytes, 0u);
+  // Both shapes compute, validate and simulate without deadlock for every rank.
+  for (const Tree& tree : {t, four}) {
+    for (Coll coll : {Coll::kReduce, Coll::kAllReduce}) {
+      TreeCase c{coll, static_cast<int>(tree.parent.size()), 1021, groveFloat32, false, 0, p};
+      checkTreeCase(c, [&](const CollArgs& x) {
+        return coll == Coll::kReduce ? buildTreeReduce(x, p, {tree}) : buildTreeAllReduce(x, p, {tree});
+      });
+    }
+  }
 }
 
 TEST(TreeBuilders, RejectBadTrees) {

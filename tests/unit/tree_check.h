@@ -155,8 +155,9 @@ inline void interpretTreeCase(const TreeCase& c, const std::vector<Program>& pro
       ASSERT_EQ(got, want) << "rank " << r << " element " << i;
     }
   }
-  if (!c.inPlace && c.coll == Coll::kBroadcast)
+  if (!c.inPlace && c.coll == Coll::kBroadcast) {
     ASSERT_TRUE(std::equal(in0.begin(), in0.end(), mem[c.root].in)) << "root input modified";
+  }
 }
 
 /// Builds every rank's program and checks structure, deadlock freedom and
