@@ -57,10 +57,15 @@ def rank_main(rank, world, backend, port, args, queue):
         dist.barrier()
         elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
         dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
-        dist.destroy_process_group()
         queue.put((rank, args.steps / elapsed.item()))
     except BaseException as e:
         queue.put((rank, "error: %r" % e))
+    # Leave without running destructors: torch 1.13's gloo process group can
+    # deadlock in its destructor when DDP's reducer releases it at exit, and a
+    # benchmark must not hang on either backend's teardown.
+    queue.close()
+    queue.join_thread()
+    os._exit(0)
 
 
 def free_port():
