@@ -19,6 +19,7 @@
 #include "algorithms/validate.h"
 #include "algorithms_interp.h"
 #include "base/dtype.h"
+#include "base/error.h"
 
 namespace grove::plan::testing {
 
@@ -26,6 +27,17 @@ namespace grove::plan::testing {
 using BuildFn = std::function<Program(const CollArgs&)>;
 
 /// A tree from a parent vector.
+/// Expects validatePrograms to reject `progs` with a message containing `what`.
+inline void expectRejected(const std::vector<Program>& progs, const ValidateOptions& vo,
+                           const std::string& what) {
+  try {
+    validatePrograms(progs, vo);
+    ADD_FAILURE() << "accepted: " << what;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
+}
+
 inline Tree treeOf(int root, std::vector<int> parent, double rate = 1) {
   Tree t;
   t.root = root;
