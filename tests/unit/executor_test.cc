@@ -15,7 +15,6 @@
 #include "base/error.h"
 #include "exec/host_executor.h"
 #include "kernels/cpu/reduce.h"
-#include "transports/loopback/loopback_transport.h"
 #include "unit/harness/thread_ranks.h"
 
 namespace grove {
@@ -563,43 +562,6 @@ TEST(Executor, CollectLinksSortsAndDeduplicates) {
   std::vector<transport::LinkKey> wantRecvs = {{0, 2}, {2, 0}};
   EXPECT_EQ(sends, wantSends);
   EXPECT_EQ(recvs, wantRecvs);
-}
-
-// ------------------------------------------------------------ loopback transport
-
-TEST(Loopback, RingsMeetCloseAndFree) {
-  transport::Context c0, c1;
-  c0.rank = 0;
-  c1.rank = 1;
-  c0.nranks = c1.nranks = 2;
-  c0.jobId = c1.jobId = harness::newJobId();
-  c0.bufferBytes = 100;  // rounded up to 128
-  c1.bufferBytes = 4096; // the first side decides the capacity
-  transport::LoopbackTransport t0(c0), t1(c1);
-  EXPECT_STREQ(t0.name(), "loopback");
-  EXPECT_TRUE(t0.canConnect(1));
-  EXPECT_FALSE(t0.canConnect(2));
-  size_t pendingBefore = transport::LoopbackTransport::pendingRings();
-  std::vector<std::unique_ptr<transport::SendHalf>> s0, s1;
-  std::vector<std::unique_ptr<transport::RecvHalf>> r0, r1;
-  t0.establish({{1, 0}}, {}, s0, r0);
-  EXPECT_EQ(transport::LoopbackTransport::pendingRings(), pendingBefore + 1);
-  t1.establish({}, {{0, 0}}, s1, r1);
-  EXPECT_EQ(transport::LoopbackTransport::pendingRings(), pendingBefore);
-  void* p;
-  ASSERT_EQ(s0[0]->reserve(&p), 128u);
-  std::memset(p, 7, 100);
-  s0[0]->commit(100);
-  EXPECT_EQ(s0[0]->reserve(&p), 28u);
-  const void* q;
-  ASSERT_EQ(r1[0]->peek(&q), 100u);
-  EXPECT_EQ(static_cast<const uint8_t*>(q)[99], 7);
-  r1[0]->consume(60);
-  s0.clear();  // the sender goes away: what it sent can still be read
-  ASSERT_EQ(r1[0]->peek(&q), 40u);
-  r1[0]->consume(40);
-  EXPECT_THROW(r1[0]->peek(&q), Error);
-  EXPECT_THROW(t0.establish({{5, 0}}, {}, s0, r0), Error);
 }
 
 }  // namespace
