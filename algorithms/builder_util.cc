@@ -135,6 +135,13 @@ void addLane(Phase& phase, Lane lane) {
   if (!lane.steps.empty()) phase.lanes.push_back(std::move(lane));
 }
 
+void addRoute(Program& program, int peer, int channel, const std::vector<int>& links) {
+  if (links.empty() || peer < 0) return;
+  for (const SendRoute& r : program.routes)
+    if (r.peer == peer && r.channel == channel) return;
+  program.routes.push_back(SendRoute{peer, channel, links});
+}
+
 void addPhase(Program& program, Phase phase) {
   if (!phase.lanes.empty()) program.phases.push_back(std::move(phase));
 }

@@ -7,7 +7,8 @@
 // the k-th sending step of src meets the k-th receiving step of dst (phases
 // in order, then lane order; a phase touches a connection from one lane per
 // end, as the validator checks). A pair is a transfer: `bytes` over the
-// route net.route(src, dst). Empty steps have no transfer. A fan-out step
+// route the sender's program planned for that connection (Program::routes),
+// else net.route(src, dst). Empty steps have no transfer. A fan-out step
 // (several destinations) sends one transfer per destination: they flow
 // concurrently and independently, each capped by the step's input if it
 // forwards, and the step ends when the last of them has arrived. A fan-in
@@ -173,7 +174,9 @@ class FlowSim {
       forEachSendPeer(s, [&](int peer) { byLink[{r, peer, s.channel}].first.push_back(id); });
       forEachRecvPeer(s, [&](int peer) { byLink[{peer, r, s.channel}].second.push_back(id); });
     }
-    std::map<std::pair<int, int>, int> routeIds;
+    // Route ids: one per pair for the widest route (channel -1), one per
+    // (pair, channel) whose sender planned its own route (Program::routes).
+    std::map<Key, int> routeIds;
     for (const auto& [key, ends] : byLink) {
       const auto [src, dst, ch] = key;
       const std::string where = "connection " + std::to_string(src) + "->" + std::to_string(dst) +
@@ -182,8 +185,10 @@ class FlowSim {
         throwInvalidArgument("simulate: " + where + " has " + std::to_string(ends.first.size()) +
                              " sending steps but " + std::to_string(ends.second.size()) +
                              " receiving steps");
-      auto [it, added] = routeIds.try_emplace({src, dst}, static_cast<int>(routes_.size()));
-      if (added) addRoute(src, dst);
+      const std::vector<int>* planned = plannedRoute(src, dst, ch);
+      auto [it, added] =
+          routeIds.try_emplace({src, dst, planned ? ch : -1}, static_cast<int>(routes_.size()));
+      if (added) addRoute(src, dst, planned);
       for (size_t k = 0; k < ends.first.size(); ++k) {
         SimStep& snd = steps_[ends.first[k]];
         SimStep& rcv = steps_[ends.second[k]];
@@ -210,8 +215,16 @@ class FlowSim {
     }
   }
 
-  void addRoute(int src, int dst) {
-    std::vector<int> route = net_.route ? net_.route(src, dst) : std::vector<int>{};
+  /// The route src's program planned for its link to dst on channel ch, or null.
+  const std::vector<int>* plannedRoute(int src, int dst, int ch) const {
+    for (const SendRoute& r : progs_[static_cast<size_t>(src)].routes)
+      if (r.peer == dst && r.channel == ch && !r.links.empty()) return &r.links;
+    return nullptr;
+  }
+
+  void addRoute(int src, int dst, const std::vector<int>* planned) {
+    std::vector<int> route =
+        planned ? *planned : net_.route ? net_.route(src, dst) : std::vector<int>{};
     if (route.empty())
       throwInvalidArgument("simulate: no route from rank " + std::to_string(src) + " to rank " +
                            std::to_string(dst));

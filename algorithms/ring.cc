@@ -44,7 +44,8 @@
 // over its own sub-channels (ring i, sub-channel s uses channel i*subs+s;
 // subs = params.nChannels / number of rings, at least 1, so that all stay
 // below kP2PChannel). The rank-order builders are the one-ring case with the
-// identity order.
+// identity order. A planned ring's hop routes (Ring::routes) are recorded for
+// each channel of the ring (Program::routes), as trees do.
 #include <algorithm>
 #include <string>
 
@@ -138,6 +139,18 @@ void forEachRingPart(const CollArgs& a, uint64_t es, const RingSet& rs, Body bod
     }
 }
 
+/// Records the planned route of this rank's hop to its successor in every
+/// ring, on each of that ring's channels (rings without routes: nothing).
+void addRingRoutes(Program& prog, const std::vector<Ring>& rings, const RingSet& rs, int n) {
+  for (size_t i = 0; i < rings.size(); ++i) {
+    const size_t pos = static_cast<size_t>(rs.pos[i]);
+    if (pos >= rings[i].routes.size()) continue;
+    const int next = rs.orders[i][static_cast<size_t>(modRank(rs.pos[i] + 1, n))];
+    for (int sub = 0; sub < rs.subs; ++sub)
+      detail::addRoute(prog, next, static_cast<int>(i) * rs.subs + sub, rings[i].routes[pos]);
+  }
+}
+
 /// Appends one step on chunk `s` (same element offset in input and output).
 void ringStep(Lane& lane, const RingCtx& c, StepKind kind, Span s, bool final = false) {
   if (s.count == 0) return;
@@ -192,6 +205,7 @@ Program buildRingsAllReduce(const CollArgs& a, const PlanParams& p, const std::v
   const uint64_t loopMax = chunk * static_cast<uint64_t>(a.nranks);
   Program prog;
   prog.algo = "ring";
+  addRingRoutes(prog, rings, rs, a.nranks);
   Phase phase;
   forEachRingPart(a, es, rs, [&](const RingCtx& c, Span part) {
     Lane lane;
@@ -220,6 +234,7 @@ Program buildRingsAllGather(const CollArgs& a, const PlanParams& p, const std::v
   const int n = a.nranks;
   Program prog;
   prog.algo = "ring";
+  addRingRoutes(prog, rings, rs, a.nranks);
   Phase phase;
   blockRingLanes(phase, a, rs, p, es, [&](Lane& lane, const RingCtx& c, uint64_t inOff, uint64_t bytes) {
     auto outRef = [&](int k) {
@@ -252,6 +267,7 @@ Program buildRingsReduceScatter(const CollArgs& a, const PlanParams& p,
   const int n = a.nranks;
   Program prog;
   prog.algo = "ring";
+  addRingRoutes(prog, rings, rs, a.nranks);
   Phase phase;
   blockRingLanes(phase, a, rs, p, es, [&](Lane& lane, const RingCtx& c, uint64_t outOff, uint64_t bytes) {
     auto inRef = [&](int k) {

@@ -44,13 +44,20 @@
 // up to its root and broadcasts it back down, pipelined by chunks. A non-root
 // rank runs two lanes per (tree, part): the up lane on channel 2c and the
 // down lane on channel 2c+1 (c = t*subs+s), so the two directions between a
-// parent and a child never share a stream or a lane. The root runs one lane:
+// parent and a child never share a stream or a lane.
+//
+// Routes: a planned tree edge may travel a route other than the widest one
+// (Tree::down / Tree::up, e.g. part of the traffic between NVLink neighbours
+// over PCIe). Since every tree has channels of its own, the program records
+// the route of each of its send links (Program::routes): the simulator
+// follows it and the communicator opens that link over the route's ends. The root runs one lane:
 // per chunk, reduce the children's contributions (final), then send the
 // result down. Lanes depend on one another only leaf -> root -> leaf, so the
 // pipeline cannot deadlock whatever the link buffer; in place is safe because
 // an output chunk is overwritten by the down lane only after the root has
 // received -- so this rank has finished reading -- the same input chunk.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "algorithms/builder_util.h"
@@ -103,11 +110,41 @@ Node nodeOf(const Tree& t, int n, int rank, int wantRoot, const std::string& who
   return node;
 }
 
+/// Channels (parts) of each tree. Several trees are parallel streams
+/// already, so sub-channels only make up the difference to `nChannels`; and
+/// since streams that meet on a link share it about equally (TCP, and the
+/// flow simulator), a tree gets channels in proportion to its rate -- else a
+/// heavy tree that shares a link with a light one would get half of it and
+/// finish last. At most `slots` channels in all (this bounds the connections).
+std::vector<int> channelsPerTree(const std::vector<double>& rates, int nChannels, int slots) {
+  const int nt = static_cast<int>(rates.size());
+  const int base = std::max(1, std::min(nChannels / nt, slots / nt));
+  double least = 0;
+  for (double r : rates)
+    if (r > 0 && (least == 0 || r < least)) least = r;
+  std::vector<int> subs(rates.size(), base);
+  if (least == 0) return subs;
+  // Shrink the proportional counts until they fit; base per tree always fits.
+  for (double scale = base; scale > 0; scale *= 0.75) {
+    int total = 0;
+    for (size_t t = 0; t < rates.size(); ++t) {
+      subs[t] = std::max(1, static_cast<int>(std::lround(scale * rates[t] / least)));
+      total += subs[t];
+    }
+    if (total <= std::max(slots / 2, nt * base) || scale < 1) break;
+  }
+  int total = 0;
+  for (int k : subs) total += k;
+  if (total > slots) subs.assign(rates.size(), base);
+  return subs;
+}
+
 /// What every emitter needs about the call.
 struct Setup {
   std::vector<Node> nodes;   ///< this rank's node in each tree
   std::vector<Span> shares;  ///< each tree's elements
-  int subs = 1;              ///< parts (channels) per tree and direction
+  std::vector<int> subs;     ///< parts (channels) of each tree, per direction
+  std::vector<int> first;    ///< each tree's first channel index
   uint64_t es = 1;
   uint64_t chunk = 1;        ///< elements per chunk
 };
@@ -127,24 +164,23 @@ Setup makeSetup(const CollArgs& a, const PlanParams& p, const std::vector<Tree>&
     rates.push_back(t.rate);
   }
   s.shares = detail::rateSplit(a.count, rates, who.c_str());
-  // Several trees are parallel streams already: sub-channels only make up
-  // the difference to params.nChannels (this bounds the connections opened).
-  const int nt = static_cast<int>(trees.size());
-  s.subs = std::max(1, std::min(p.nChannels / nt, slots / nt));
+  s.subs = channelsPerTree(rates, p.nChannels, slots);
+  int next = 0;
+  for (int k : s.subs) s.first.push_back(next), next += k;
   s.es = es;
   s.chunk = detail::chunkElems(p, es);
   return s;
 }
 
 /// Calls body(tree, channelIndex, part) for every non-empty part of every
-/// tree's share; channelIndex = tree * subs + sub.
+/// tree's share; channelIndex = first[tree] + sub.
 template <typename Body>
 void forEachPart(const Setup& s, Body body) {
   for (size_t t = 0; t < s.shares.size(); ++t)
-    for (int sub = 0; sub < s.subs; ++sub) {
-      Span part = detail::evenSplit(s.shares[t].count, s.subs, sub);
+    for (int sub = 0; sub < s.subs[t]; ++sub) {
+      Span part = detail::evenSplit(s.shares[t].count, s.subs[t], sub);
       part.offset += s.shares[t].offset;
-      if (part.count > 0) body(t, static_cast<int>(t) * s.subs + sub, part);
+      if (part.count > 0) body(t, s.first[t] + sub, part);
     }
 }
 
@@ -225,6 +261,23 @@ void emitUp(Lane& lane, const Node& n, int ch, uint64_t off, uint64_t bytes, Buf
   }
 }
 
+/// Route of a tree edge as planned (`routes` is Tree::down or Tree::up),
+/// empty when the plan left it to the widest route.
+const std::vector<int>& plannedRoute(const std::vector<std::vector<int>>& routes, int rank) {
+  static const std::vector<int> kNone;
+  return static_cast<size_t>(rank) < routes.size() ? routes[static_cast<size_t>(rank)] : kNone;
+}
+
+/// Records the planned routes of this rank's sends in tree `t`: down to its
+/// children on channel `downCh`, up to its parent on `upCh` (-1: that
+/// direction is not used).
+void addTreeRoutes(Program& prog, const Tree& t, const Node& n, int downCh, int upCh) {
+  if (downCh >= 0)
+    for (int c : n.children) detail::addRoute(prog, c, downCh, plannedRoute(t.down, c));
+  if (upCh >= 0 && n.parent >= 0)
+    detail::addRoute(prog, n.parent, upCh, plannedRoute(t.up, n.rank));
+}
+
 Program treeProgram() {
   Program prog;
   prog.algo = "tree";
@@ -241,6 +294,7 @@ Program buildTreeBroadcast(const CollArgs& a, const PlanParams& p, const std::ve
   Program prog = treeProgram();
   Phase phase;
   forEachPart(s, [&](size_t t, int ch, Span part) {
+    addTreeRoutes(prog, trees[t], s.nodes[t], ch, -1);
     Lane lane;
     forEachChunk(s, part, [&](uint64_t off, uint64_t b) {
       emitDown(lane, s.nodes[t], ch, ref(Buf::kInput, off), off, b);
@@ -264,6 +318,7 @@ Program buildTreeReduce(const CollArgs& a, const PlanParams& p, const std::vecto
   Phase phase;
   forEachPart(s, [&](size_t t, int ch, Span part) {
     const Node& n = s.nodes[t];
+    addTreeRoutes(prog, trees[t], n, -1, ch);
     // A middle rank with more children than one step takes folds them into
     // its own scratch slot.
     BufRef slot = ref(Buf::kScratch, prog.scratchBytes);
@@ -286,6 +341,7 @@ Program buildTreeAllReduce(const CollArgs& a, const PlanParams& p, const std::ve
   forEachPart(s, [&](size_t t, int c, Span part) {
     const Node& n = s.nodes[t];
     const int up = 2 * c, down = 2 * c + 1;
+    addTreeRoutes(prog, trees[t], n, down, up);
     Lane upLane, downLane;
     forEachChunk(s, part, [&](uint64_t off, uint64_t b) {
       const BufRef out = ref(Buf::kOutput, off);

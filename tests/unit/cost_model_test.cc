@@ -121,6 +121,24 @@ TEST(FlowSim, TwoFlowsSharingALinkTakeTwiceAsLong) {
   EXPECT_NEAR(one.seconds, bytes / (10 * kGB), 1e-12);
 }
 
+TEST(FlowSim, FollowsTheSendersPlannedRoute) {
+  // 0 -> 1 directly over a wide link, or over a narrow detour the program
+  // planned for channel 1 (Program::routes); channel 0 keeps the default.
+  TestNet t;
+  const int wide = t.addLink(10, 0), narrow = t.addLink(1, 0);
+  t.routes[{0, 1}] = {wide};
+  const FlowNet net = t.finish();
+  SimParams p;
+  p.stepOverheadUs = 0;
+  const uint64_t bytes = 1000000;
+  Program src = phases({sendStep(1, bytes, 0), sendStep(1, bytes, 1)});
+  src.routes.push_back(SendRoute{1, 1, {narrow}});
+  const auto res = simulate(net, {src, phases({recvStep(0, bytes, 0), recvStep(0, bytes, 1)})}, p);
+  EXPECT_NEAR(res.seconds, bytes / (10 * kGB) + bytes / (1 * kGB), 1e-12);
+  EXPECT_DOUBLE_EQ(res.linkBytes[wide], static_cast<double>(bytes));
+  EXPECT_DOUBLE_EQ(res.linkBytes[narrow], static_cast<double>(bytes));
+}
+
 TEST(FlowSim, UnequalFlowsShareMaxMinFairly) {
   // Flow A is limited to 2 GB/s by its own link; flow B gets the rest of the
   // shared 10 GB/s link (8 GB/s), not half of it.

@@ -4,6 +4,8 @@
 // reference interpreter, and run on thread ranks over the host executor.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -84,6 +86,45 @@ TEST(PlannedPrograms, ClusterHierarchicalAndHostRanks) {
   // Host ranks sharing one CPU node: trees over the shared port.
   TopoPlans host(PlanGraph::fromTopology(topo::placeRanks(fixture("cpu_host.json"), 4, 0, topo::DeviceKind::kHost)));
   checkPlans(host, 4);
+}
+
+// Planned tree routes reach the programs: every send link whose tree edge
+// has a planned route carries it (Program::routes), the route leaves this
+// rank's vertex and ends at the peer's; heavier trees get more channels.
+TEST(PlannedPrograms, TreeProgramsCarryPlannedRoutesAndChannelsByRate) {
+  TopoPlans plans(PlanGraph::fromTopology(onGpus(fixture("dgx1_v100.json"), {0, 3, 4, 7})));
+  const TreePlan& tp = plans.allReduceTrees();
+  ASSERT_GE(tp.trees.size(), 2u);
+  const PlanGraph& g = plans.graph();
+  PlanParams p;
+  p.nChannels = 1;
+  size_t planned = 0;
+  for (const Tree& t : tp.trees)
+    for (const auto& r : t.down) planned += r.empty() ? 0 : 1;
+  ASSERT_GT(planned, 0u) << "the planner left every route to the default";
+  size_t seen = 0;
+  for (int r = 0; r < 4; ++r) {
+    const Program prog =
+        build(Algo::kTree, CollArgs{Coll::kAllReduce, 1 << 20, groveFloat32, groveSum, 0, r, 4, false}, p, &plans);
+    for (const SendRoute& sr : prog.routes) {
+      ASSERT_FALSE(sr.links.empty());
+      EXPECT_EQ(g.links().at(static_cast<size_t>(sr.links.front())).from, g.rankVertex(r));
+      EXPECT_EQ(g.links().at(static_cast<size_t>(sr.links.back())).to, g.rankVertex(sr.peer));
+      ++seen;
+    }
+  }
+  EXPECT_GT(seen, 0u);
+  // Channels: the heaviest tree's share is split over more channels than the lightest's.
+  double heavy = 0, light = 1e300;
+  for (const Tree& t : tp.trees) heavy = std::max(heavy, t.rate), light = std::min(light, t.rate);
+  if (heavy < 1.5 * light) GTEST_SKIP() << "trees of near-equal rates";
+  const Program root0 =
+      build(Algo::kTree, CollArgs{Coll::kAllReduce, 1 << 20, groveFloat32, groveSum, 0, 0, 4, false}, p, &plans);
+  std::set<int> channels;
+  for (const Phase& ph : root0.phases)
+    for (const Lane& l : ph.lanes)
+      for (const Step& s : l.steps) channels.insert(s.channel);
+  EXPECT_GT(channels.size(), 2 * tp.trees.size()) << "one channel per tree and direction only";
 }
 
 // The lowered programs of a planned all-reduce run on the real executor.
