@@ -25,6 +25,45 @@ COLORS = {"grove-shm": "tab:green", "grove-socket": "tab:green", "ompi-vader": "
 KIB, MIB = 1 << 10, 1 << 20
 
 
+# ---------------------------------------------------------------- shared with perf/fabric/bench
+
+def parse_size(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().rstrip("B") or "0"
+    mult = units.get(t[-1], 1)
+    return int(float(t[:-1] if t[-1] in units else t) * mult)
+
+
+def size_list(lo, hi, factor):
+    out, s = [], lo
+    while s <= hi:
+        out.append(s)
+        s *= factor
+    return out
+
+
+def parse_rows(text, sizes):
+    """Rows of an nccl-tests output: [{size, oop: (us, algbw, busbw, wrong), ip: ...}]."""
+    rows = []
+    for line in text.splitlines():
+        t = line.split()
+        if len(t) != 13 or line.startswith("#") or not t[0].isdigit():
+            continue
+
+        def group(k):
+            if t[k] == "N/A":
+                return None
+            return {"us": float(t[k]), "algbw": float(t[k + 1]), "busbw": float(t[k + 2]),
+                    "wrong": int(t[k + 3]) if t[k + 3] != "N/A" else 0}
+        rows.append({"oop": group(5), "ip": group(9)})
+    for r, s in zip(rows, sizes):
+        r["size"] = s
+    return rows[:len(sizes)]
+
+
+# ---------------------------------------------------------------- reports
+
+
 def variant(coll):
     return "ip" if coll == "broadcast" else "oop"
 
