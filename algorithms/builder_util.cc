@@ -135,11 +135,11 @@ void addLane(Phase& phase, Lane lane) {
   if (!lane.steps.empty()) phase.lanes.push_back(std::move(lane));
 }
 
-void addRoute(Program& program, int peer, int channel, const std::vector<int>& links) {
+void addRoute(Program& program, int peer, int channel, bool send, const std::vector<int>& links) {
   if (links.empty() || peer < 0) return;
-  for (const SendRoute& r : program.routes)
-    if (r.peer == peer && r.channel == channel) return;
-  program.routes.push_back(SendRoute{peer, channel, links});
+  for (const LinkRoute& r : program.routes)
+    if (r.peer == peer && r.channel == channel && r.send == send) return;
+  program.routes.push_back(LinkRoute{peer, channel, send, links});
 }
 
 void addPhase(Program& program, Phase phase) {

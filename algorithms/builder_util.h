@@ -56,10 +56,10 @@ void addLane(Phase& phase, Lane lane);
 /// Appends the phase to the program, unless it has no lanes.
 void addPhase(Program& program, Phase phase);
 
-/// Records the planned route of this rank's send link (peer, channel) in
-/// program.routes; nothing when `links` is empty (the widest route) or the
-/// link already has a route.
-void addRoute(Program& program, int peer, int channel, const std::vector<int>& links);
+/// Records the planned route of this rank's link to (send) or from (!send)
+/// `peer` on `channel` in program.routes; nothing when `links` is empty (the
+/// widest route) or the link already has a route.
+void addRoute(Program& program, int peer, int channel, bool send, const std::vector<int>& links);
 
 /// Program of a single-rank call: copy input+inOffset to output+outOffset
 /// (nothing when in place or empty).

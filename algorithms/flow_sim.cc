@@ -217,8 +217,8 @@ class FlowSim {
 
   /// The route src's program planned for its link to dst on channel ch, or null.
   const std::vector<int>* plannedRoute(int src, int dst, int ch) const {
-    for (const SendRoute& r : progs_[static_cast<size_t>(src)].routes)
-      if (r.peer == dst && r.channel == ch && !r.links.empty()) return &r.links;
+    for (const LinkRoute& r : progs_[static_cast<size_t>(src)].routes)
+      if (r.send && r.peer == dst && r.channel == ch && !r.links.empty()) return &r.links;
     return nullptr;
   }
 

@@ -139,15 +139,20 @@ void forEachRingPart(const CollArgs& a, uint64_t es, const RingSet& rs, Body bod
     }
 }
 
-/// Records the planned route of this rank's hop to its successor in every
-/// ring, on each of that ring's channels (rings without routes: nothing).
+/// Records the planned routes of this rank's hops in every ring (to its
+/// successor, from its predecessor), on each of that ring's channels.
 void addRingRoutes(Program& prog, const std::vector<Ring>& rings, const RingSet& rs, int n) {
   for (size_t i = 0; i < rings.size(); ++i) {
-    const size_t pos = static_cast<size_t>(rs.pos[i]);
-    if (pos >= rings[i].routes.size()) continue;
-    const int next = rs.orders[i][static_cast<size_t>(modRank(rs.pos[i] + 1, n))];
-    for (int sub = 0; sub < rs.subs; ++sub)
-      detail::addRoute(prog, next, static_cast<int>(i) * rs.subs + sub, rings[i].routes[pos]);
+    const int pos = rs.pos[i];
+    const auto& order = rs.orders[i];
+    const auto& routes = rings[i].routes;
+    const size_t out = static_cast<size_t>(pos), in = static_cast<size_t>(modRank(pos - 1, n));
+    for (int sub = 0; sub < rs.subs; ++sub) {
+      const int ch = static_cast<int>(i) * rs.subs + sub;
+      if (out < routes.size())
+        detail::addRoute(prog, order[static_cast<size_t>(modRank(pos + 1, n))], ch, true, routes[out]);
+      if (in < routes.size()) detail::addRoute(prog, order[in], ch, false, routes[in]);
+    }
   }
 }
 

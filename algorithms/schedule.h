@@ -109,13 +109,16 @@ struct Phase {
 };
 
 /// One rank's part of one collective.
-/// The route a planner chose for one of a rank's send links: the bytes this
-/// rank sends to `peer` on `channel` travel over `links` (indices into the
-/// PlanGraph::links() of the plans the program was built from, starting at
-/// this rank's vertex). Links without an entry take the widest route.
-struct SendRoute {
+/// The route a planner chose for one of a rank's links: the bytes sent
+/// (send) or received (!send) between this rank and `peer` on `channel`
+/// travel over `links` (indices into PlanGraph::links() of the plans the
+/// program was built from, from the sender's vertex to the receiver's). Both
+/// ends of a link record the same route. Links without an entry take the
+/// widest route.
+struct LinkRoute {
   int32_t peer = -1;
   int32_t channel = 0;
+  bool send = true;
   std::vector<int> links;
 };
 
@@ -123,10 +126,10 @@ struct Program {
   std::vector<Phase> phases;
   uint64_t scratchBytes = 0;  ///< size of the scratch buffer the executor must provide
   std::string algo;           ///< name of the algorithm that built it (for logs)
-  /// Planned routes of this rank's send links (trees and rings lowered from
+  /// Planned routes of this rank's links (trees and rings lowered from
   /// topology plans); the flow simulator follows them and the communicator
   /// opens those links over the routes' end addresses when the topology has them.
-  std::vector<SendRoute> routes;
+  std::vector<LinkRoute> routes;
 };
 
 /// The collectives.

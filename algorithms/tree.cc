@@ -268,14 +268,18 @@ const std::vector<int>& plannedRoute(const std::vector<std::vector<int>>& routes
   return static_cast<size_t>(rank) < routes.size() ? routes[static_cast<size_t>(rank)] : kNone;
 }
 
-/// Records the planned routes of this rank's sends in tree `t`: down to its
-/// children on channel `downCh`, up to its parent on `upCh` (-1: that
-/// direction is not used).
+/// Records the planned routes of this rank's links in tree `t`: down (to its
+/// children, from its parent) on channel `downCh`, up (to its parent, from
+/// its children) on `upCh`; -1: that direction is not used.
 void addTreeRoutes(Program& prog, const Tree& t, const Node& n, int downCh, int upCh) {
-  if (downCh >= 0)
-    for (int c : n.children) detail::addRoute(prog, c, downCh, plannedRoute(t.down, c));
-  if (upCh >= 0 && n.parent >= 0)
-    detail::addRoute(prog, n.parent, upCh, plannedRoute(t.up, n.rank));
+  if (downCh >= 0) {
+    for (int c : n.children) detail::addRoute(prog, c, downCh, true, plannedRoute(t.down, c));
+    if (n.parent >= 0) detail::addRoute(prog, n.parent, downCh, false, plannedRoute(t.down, n.rank));
+  }
+  if (upCh >= 0) {
+    for (int c : n.children) detail::addRoute(prog, c, upCh, false, plannedRoute(t.up, c));
+    if (n.parent >= 0) detail::addRoute(prog, n.parent, upCh, true, plannedRoute(t.up, n.rank));
+  }
 }
 
 Program treeProgram() {

@@ -132,7 +132,7 @@ TEST(FlowSim, FollowsTheSendersPlannedRoute) {
   p.stepOverheadUs = 0;
   const uint64_t bytes = 1000000;
   Program src = phases({sendStep(1, bytes, 0), sendStep(1, bytes, 1)});
-  src.routes.push_back(SendRoute{1, 1, {narrow}});
+  src.routes.push_back(LinkRoute{1, 1, true, {narrow}});
   const auto res = simulate(net, {src, phases({recvStep(0, bytes, 0), recvStep(0, bytes, 1)})}, p);
   EXPECT_NEAR(res.seconds, bytes / (10 * kGB) + bytes / (1 * kGB), 1e-12);
   EXPECT_DOUBLE_EQ(res.linkBytes[wide], static_cast<double>(bytes));

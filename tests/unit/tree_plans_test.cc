@@ -103,17 +103,37 @@ TEST(PlannedPrograms, TreeProgramsCarryPlannedRoutesAndChannelsByRate) {
     for (const auto& r : t.down) planned += r.empty() ? 0 : 1;
   ASSERT_GT(planned, 0u) << "the planner left every route to the default";
   size_t seen = 0;
+  std::vector<Program> progs;
+  for (int r = 0; r < 4; ++r)
+    progs.push_back(
+        build(Algo::kTree, CollArgs{Coll::kAllReduce, 1 << 20, groveFloat32, groveSum, 0, r, 4, false}, p, &plans));
   for (int r = 0; r < 4; ++r) {
-    const Program prog =
-        build(Algo::kTree, CollArgs{Coll::kAllReduce, 1 << 20, groveFloat32, groveSum, 0, r, 4, false}, p, &plans);
-    for (const SendRoute& sr : prog.routes) {
-      ASSERT_FALSE(sr.links.empty());
-      EXPECT_EQ(g.links().at(static_cast<size_t>(sr.links.front())).from, g.rankVertex(r));
-      EXPECT_EQ(g.links().at(static_cast<size_t>(sr.links.back())).to, g.rankVertex(sr.peer));
+    for (const LinkRoute& lr : progs[static_cast<size_t>(r)].routes) {
+      // The other end records the same route for the same link.
+      bool mirrored = false;
+      for (const LinkRoute& o : progs.at(static_cast<size_t>(lr.peer)).routes)
+        mirrored |= o.peer == r && o.channel == lr.channel && o.send != lr.send && o.links == lr.links;
+      EXPECT_TRUE(mirrored) << "rank " << r << " peer " << lr.peer << " channel " << lr.channel;
+      ASSERT_FALSE(lr.links.empty());
+      const int from = lr.send ? r : lr.peer, to = lr.send ? lr.peer : r;
+      EXPECT_EQ(g.links().at(static_cast<size_t>(lr.links.front())).from, g.rankVertex(from));
+      EXPECT_EQ(g.links().at(static_cast<size_t>(lr.links.back())).to, g.rankVertex(to));
       ++seen;
     }
   }
   EXPECT_GT(seen, 0u);
+  // Planned rings record both ends of each hop alike.
+  std::vector<Program> rings;
+  for (int r = 0; r < 4; ++r)
+    rings.push_back(
+        build(Algo::kRing, CollArgs{Coll::kAllReduce, 1 << 20, groveFloat32, groveSum, 0, r, 4, false}, p, &plans));
+  for (int r = 0; r < 4; ++r)
+    for (const LinkRoute& lr : rings[static_cast<size_t>(r)].routes) {
+      bool mirrored = false;
+      for (const LinkRoute& o : rings.at(static_cast<size_t>(lr.peer)).routes)
+        mirrored |= o.peer == r && o.channel == lr.channel && o.send != lr.send && o.links == lr.links;
+      EXPECT_TRUE(mirrored) << "ring: rank " << r << " peer " << lr.peer << " channel " << lr.channel;
+    }
   // Channels: the heaviest tree's share is split over more channels than the lightest's.
   double heavy = 0, light = 1e300;
   for (const Tree& t : tp.trees) heavy = std::max(heavy, t.rate), light = std::min(light, t.rate);
