@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "topology/detect.h"
@@ -21,6 +22,7 @@ LocalView makeLocalView(const Graph& local, DeviceKind device, int cudaDevice) {
   v.device = device;
   v.cudaDevice = cudaDevice;
   v.numa = currentNumaNode();
+  v.placement = parseNodeList(config::getString("GROVE_TOPO_RANKS"));
   if (device == DeviceKind::kCuda && machines.size() == 1)
     for (NodeId id : local.nodesOfKind(NodeKind::kGpu))
       if (local.node(id).index == cudaDevice) v.gpuBusId = local.node(id).busId;
@@ -35,6 +37,9 @@ std::string encodeLocalView(const LocalView& view) {
   v.set("gpu_bus_id", json::Value::makeString(view.gpuBusId));
   v.set("numa", json::Value::makeNumber(view.numa));
   v.set("graph", json::Value::makeString(view.graphJson));
+  std::string placement;
+  for (const std::string& name : view.placement) placement += (placement.empty() ? "" : ",") + name;
+  v.set("placement", json::Value::makeString(placement));
   return json::write(v, /*pretty=*/false);
 }
 
@@ -57,6 +62,7 @@ LocalView decodeLocalView(const std::string& text, const std::string& source) {
   out.gpuBusId = str("gpu_bus_id");
   out.numa = num("numa");
   out.graphJson = str("graph");
+  out.placement = parseNodeList(str("placement"));
   return out;
 }
 
@@ -92,6 +98,22 @@ void fillByMachine(CommTopology& t) {
   }
 }
 
+// The GROVE_TOPO_RANKS list every rank must agree on (empty: automatic placement).
+const std::vector<std::string>& agreedPlacement(const std::vector<LocalView>& views) {
+  for (size_t r = 1; r < views.size(); ++r)
+    if (views[r].placement != views[0].placement) {
+      auto text = [](const std::vector<std::string>& names) {
+        std::string s;
+        for (const std::string& n : names) s += (s.empty() ? "" : ",") + n;
+        return "'" + s + "'";
+      };
+      throwInvalidArgument("topology: GROVE_TOPO_RANKS differs between rank 0 (" +
+                           text(views[0].placement) + ") and rank " + std::to_string(r) + " (" +
+                           text(views[r].placement) + "); set the same value on every rank");
+    }
+  return views[0].placement;
+}
+
 // Views that all carry the same multi-machine graph: a cluster file on one box.
 bool emulatedCluster(const std::vector<LocalView>& views, Graph* out) {
   Graph first = fromJson(views[0].graphJson, "rank 0 topology view");
@@ -111,7 +133,9 @@ CommTopology buildCommTopology(const std::vector<LocalView>& views) {
   int n = static_cast<int>(views.size());
   if (n == 0) throwInvalidArgument("topology: no rank views to merge");
   t.ranks.resize(views.size());
-  if (emulatedCluster(views, &t.graph)) {
+  const std::vector<std::string>& names = agreedPlacement(views);
+  const bool emulated = emulatedCluster(views, &t.graph);
+  if (emulated) {
     std::vector<NodeId> machines = t.graph.machines();
     int nm = static_cast<int>(machines.size());
     for (int r = 0; r < n; ++r) {
@@ -120,7 +144,7 @@ CommTopology buildCommTopology(const std::vector<LocalView>& views) {
       LocalView v = views[r];
       v.gpuBusId.clear(), v.cudaDevice = -1, v.numa = -1;  // the box's devices say nothing here
       t.ranks[r].machine = machines[mi];
-      t.ranks[r].node = placeOnMachine(t.graph, machines[mi], v, r - first, r);
+      if (names.empty()) t.ranks[r].node = placeOnMachine(t.graph, machines[mi], v, r - first, r);
     }
   } else {
     std::map<std::string, NodeId> hostMachine;
@@ -143,10 +167,11 @@ CommTopology buildCommTopology(const std::vector<LocalView>& views) {
                    it->second, r, views[r].host.c_str(), it->second);
     }
     fillByMachine(t);
-    for (int r = 0; r < n; ++r)
+    for (int r = 0; r < n && names.empty(); ++r)
       t.ranks[r].node = placeOnMachine(t.graph, t.ranks[r].machine, views[r], t.ranks[r].localRank, r);
   }
   fillByMachine(t);  // (again for the emulated case; idempotent)
+  if (!names.empty()) applyPlacement(t, names, /*allowOtherMachine=*/emulated, "GROVE_TOPO_RANKS");
   if (log::enabled(log::Level::kInfo, log::kTopo)) {
     std::istringstream lines(t.describe());
     for (std::string line; std::getline(lines, line);) GROVE_INFO(log::kTopo, "%s", line.c_str());
@@ -182,6 +207,78 @@ CommTopology exchangeCommTopology(const LocalView& mine, int nranks, const AllGa
     views.emplace_back(reinterpret_cast<const char*>(all.data()) + r * maxSize, s);
   }
   return buildCommTopology(views);
+}
+
+std::vector<std::string> parseNodeList(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    std::string name = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    const size_t b = name.find_first_not_of(" \t"), e = name.find_last_not_of(" \t");
+    name = b == std::string::npos ? "" : name.substr(b, e - b + 1);
+    if (name.empty())
+      throwInvalidArgument("topology: empty node name in the rank placement list '" + text + "'");
+    out.push_back(name);
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+NodeId resolveRankNode(const Graph& g, const std::string& name, NodeId machine,
+                       const std::string& what) {
+  NodeId id = -1;
+  if (name.find('/') != std::string::npos) {
+    id = g.findQualified(name);
+  } else if (machine >= 0 && g.find(machine, name) >= 0) {
+    id = g.find(machine, name);
+  } else {
+    std::vector<NodeId> found;
+    for (NodeId m : g.machines())
+      if (g.find(m, name) >= 0) found.push_back(g.find(m, name));
+    if (found.size() > 1)
+      throwInvalidArgument("topology: " + what + ": node '" + name + "' exists on " +
+                           std::to_string(found.size()) + " machines; qualify it as host/" + name);
+    if (!found.empty()) id = found[0];
+  }
+  if (id < 0) throwInvalidArgument("topology: " + what + ": no node '" + name + "' in the topology");
+  const NodeKind kind = g.node(id).kind;
+  if (kind == NodeKind::kMachine || kind == NodeKind::kNet)
+    throwInvalidArgument("topology: " + what + ": '" + name + "' is a " + kindName(kind) +
+                         " node, not a place for a rank");
+  return id;
+}
+
+void applyPlacement(CommTopology& t, const std::vector<std::string>& names, bool allowOtherMachine,
+                    const std::string& source) {
+  if (names.size() != t.ranks.size())
+    throwInvalidArgument("topology: " + source + " names " + std::to_string(names.size()) +
+                         " node(s) for " + std::to_string(t.ranks.size()) +
+                         " rank(s); give one node per rank");
+  for (size_t r = 0; r < names.size(); ++r) {
+    RankPlacement& p = t.ranks[r];
+    const std::string what = source + " entry " + std::to_string(r) + " ('" + names[r] + "')";
+    const NodeId id = resolveRankNode(t.graph, names[r], p.machine, what);
+    const NodeId m = t.graph.node(id).machine;
+    if (!allowOtherMachine && p.machine >= 0 && m != p.machine)
+      throwInvalidArgument("topology: " + what + " is on machine '" + t.graph.node(m).name +
+                           "' but rank " + std::to_string(r) + " runs on '" +
+                           t.graph.node(p.machine).name + "'");
+    p.node = id;
+    p.machine = m;
+  }
+  fillByMachine(t);
+}
+
+CommTopology placeRanksOn(const Graph& g, const std::vector<std::string>& names,
+                          const std::string& source) {
+  if (names.empty()) throwInvalidArgument("placeRanksOn: no node names");
+  CommTopology t;
+  t.graph = g;
+  t.ranks.resize(names.size());
+  applyPlacement(t, names, /*allowOtherMachine=*/true, source);
+  return t;
 }
 
 CommTopology placeRanks(const Graph& g, int nranks, int ranksPerMachine, DeviceKind device) {

@@ -13,6 +13,11 @@
 // the NUMA node they run on (host comms). When the views carry a multi-machine
 // graph (a cluster file used on one box), that graph is used as is and ranks
 // are spread over its machines in contiguous blocks, like a real launch.
+// GROVE_TOPO_RANKS (carried in every view, identical on every rank) then
+// overrides the automatic placement: rank i sits on the i-th named node
+// (a plain name is looked up on the rank's own machine first, then anywhere
+// in the graph when only one node has it); a real multi-host job may not
+// move a rank to another host's node.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +40,7 @@ struct LocalView {
   int cudaDevice = -1;          ///< CUDA device index (CUDA comms)
   std::string gpuBusId;         ///< its GPU's PCI bus id when known
   int numa = -1;                ///< NUMA node the process runs on, -1 unknown
+  std::vector<std::string> placement;  ///< GROVE_TOPO_RANKS: node of each rank (empty: automatic)
 };
 
 /// Where one rank sits.
@@ -72,6 +78,29 @@ using AllGatherFn = std::function<std::vector<uint8_t>(const void* data, size_t 
 /// Exchanges `mine` with every rank (two all-gathers: sizes, then padded
 /// views) and builds the communicator's topology; collective.
 CommTopology exchangeCommTopology(const LocalView& mine, int nranks, const AllGatherFn& allGather);
+
+/// Splits a GROVE_TOPO_RANKS-style list ("gpu0,host1/gpu3"); "" gives an
+/// empty list; throws grove::Error on an empty entry.
+std::vector<std::string> parseNodeList(const std::string& text);
+
+/// Node of graph `g` named `name`: "host/name" qualified, or a plain name,
+/// looked up in `machine` first (-1: nowhere first), then in the whole graph
+/// when exactly one node has it. Machine and network nodes are refused.
+/// Throws grove::Error naming `what` on an unknown or ambiguous name.
+NodeId resolveRankNode(const Graph& g, const std::string& name, NodeId machine,
+                       const std::string& what);
+
+/// Moves rank i of `t` onto node names[i] (each rank's current machine is
+/// where a plain name is looked up first) and recomputes ranksByMachine and
+/// the local ranks. `allowOtherMachine` = false refuses a node on another
+/// machine than the rank's own. Throws, naming `source` (where the list came
+/// from), when names.size() != ranks or a name does not resolve.
+void applyPlacement(CommTopology& t, const std::vector<std::string>& names, bool allowOtherMachine,
+                    const std::string& source = "GROVE_TOPO_RANKS");
+
+/// Places one rank per named node of `g` (grove-plan --place): rank i on names[i].
+CommTopology placeRanksOn(const Graph& g, const std::vector<std::string>& names,
+                          const std::string& source = "--place");
 
 /// Places `nranks` ranks on a graph without views (grove-topo --ranks, tests):
 /// machines in order, `ranksPerMachine` each (0: spread evenly), each rank on

@@ -1,5 +1,8 @@
 #include "topology/graph.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -131,6 +134,7 @@ void Graph::addBidi(const Link& link) {
   addLink(link);
   Link back = link;
   std::swap(back.from, back.to);
+  std::swap(back.srcAddr, back.dstAddr);
   addLink(back);
 }
 
@@ -273,9 +277,25 @@ std::string describeLink(const Graph& g, const Link& l) {
   os << kindName(l.kind) << ' ' << g.qualifiedName(l.from) << "->" << g.qualifiedName(l.to)
      << " bw=" << l.bw << " lat=" << l.latencyUs << " count=" << l.count << " gen=" << l.pciGen
      << " width=" << l.pciWidth;
+  if (!l.srcAddr.empty() || !l.dstAddr.empty()) os << " addr=" << l.srcAddr << "->" << l.dstAddr;
   return os.str();
 }
 }  // namespace
+
+std::optional<std::string> canonicalIpAddress(const std::string& text) {
+  unsigned char buf[sizeof(in6_addr)];
+  char out[INET6_ADDRSTRLEN];
+  for (int family : {AF_INET, AF_INET6})
+    if (inet_pton(family, text.c_str(), buf) == 1 && inet_ntop(family, buf, out, sizeof(out)))
+      return std::string(out);
+  return std::nullopt;
+}
+
+bool Graph::hasLinkAddresses() const {
+  for (const Link& l : links_)
+    if (!l.srcAddr.empty() || !l.dstAddr.empty()) return true;
+  return false;
+}
 
 bool Graph::sameAs(const Graph& other, std::string* why) const {
   auto nodeSet = [](const Graph& g) {

@@ -11,7 +11,11 @@
 // qualified name "<machine>/<name>" is unique in the graph. Links are
 // directed: a physical NVLink or PCIe lane bundle is two Links, one per
 // direction, each with the bandwidth of that direction in GB/s and a latency
-// in microseconds. The model is pure data: no CUDA, sockets or threads here.
+// in microseconds. A link may carry the IP addresses of its two ends (an
+// emulated or real fabric where every link is its own IP subnet): srcAddr is
+// the address of the `from` end, dstAddr of the `to` end; addBidi swaps them
+// for the reverse direction. The model is pure data: no CUDA, sockets or
+// threads here.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +58,13 @@ struct Link {
   int count = 1;          ///< NVLink: number of bonded links (bw already includes them)
   int pciGen = 0;         ///< PCIe generation, 0 unknown
   int pciWidth = 0;       ///< PCIe lanes, 0 unknown
+  std::string srcAddr;    ///< IP address of the `from` end ("" = none), canonical text
+  std::string dstAddr;    ///< IP address of the `to` end ("" = none), canonical text
 };
+
+/// Canonical text of an IPv4 or IPv6 literal ("10.0.0.1", "fd00::1"); nullopt
+/// when `text` is neither (host names are not accepted).
+std::optional<std::string> canonicalIpAddress(const std::string& text);
 
 /// Name of a node kind as written in files ("gpu", "pci_switch", ...).
 const char* kindName(NodeKind k);
@@ -81,7 +91,7 @@ class Graph {
   NodeId addNode(Node node);
   /// Adds one directed link; returns its index.
   int addLink(const Link& link);
-  /// Adds `link` and its reverse (same bandwidth) between link.from and link.to.
+  /// Adds `link` and its reverse (same bandwidth, end addresses swapped).
   void addBidi(const Link& link);
   /// Removes a node and every link that touches it (renumbers nodes and links).
   void removeNode(NodeId id);
@@ -120,7 +130,11 @@ class Graph {
   /// Appends every machine of `other` (and its networks).
   void append(const Graph& other);
 
-  /// Structural equality: same nodes (kind, names, attributes) and same links, in any order.
+  /// True when some link carries an end address.
+  bool hasLinkAddresses() const;
+
+  /// Structural equality: same nodes (kind, names, attributes) and same links
+  /// (with their end addresses), in any order.
   bool sameAs(const Graph& other, std::string* why = nullptr) const;
 
  private:

@@ -13,7 +13,8 @@ using json::Value;
 
 const std::set<std::string> kNodeKeys = {"name", "kind", "index", "bus_id", "net", "remove", "attrs"};
 const std::set<std::string> kLinkKeys = {"a", "b", "from", "to", "kind", "bw", "latency_us",
-                                         "count", "version", "gen", "width", "remove"};
+                                         "count", "version", "gen", "width", "remove",
+                                         "addr_a", "addr_b", "addr_from", "addr_to"};
 
 // Where we are, for error messages: "<file>:<line>: machine 'h' node 'x': ...".
 struct Ctx {
@@ -133,6 +134,31 @@ double defaultBw(const Link& l, const Value& obj, const Ctx& c) {
   }
 }
 
+// "addr_a"/"addr_b" ("addr_from"/"addr_to" for a one-way link): the IP
+// address of each end, checked and made canonical.
+void readAddresses(Link& l, const Value& obj, bool bidi, const Ctx& c) {
+  std::string* dst[2] = {&l.srcAddr, &l.dstAddr};
+  const char* keys[2] = {bidi ? "addr_a" : "addr_from", bidi ? "addr_b" : "addr_to"};
+  for (const char* wrong : {bidi ? "addr_from" : "addr_a", bidi ? "addr_to" : "addr_b"})
+    if (const Value* v = obj.get(wrong))
+      c.fail(*v, std::string("\"") + wrong + "\" belongs to a " +
+                     (bidi ? "\"from\"/\"to\"" : "\"a\"/\"b\"") + " link (use \"" + keys[0] +
+                     "\"/\"" + keys[1] + "\")");
+  for (int i = 0; i < 2; ++i) {
+    const Value* v = obj.get(keys[i]);
+    if (!v) continue;
+    auto addr = v->isString() ? canonicalIpAddress(v->text) : std::nullopt;
+    if (!addr)
+      c.fail(*v, std::string("\"") + keys[i] + "\" " +
+                     (v->isString() ? "'" + v->text + "' " : "") +
+                     "is not an IPv4 or IPv6 address");
+    *dst[i] = *addr;
+  }
+  if (!l.srcAddr.empty() && !l.dstAddr.empty() &&
+      (l.srcAddr.find(':') == std::string::npos) != (l.dstAddr.find(':') == std::string::npos))
+    c.fail(obj, "the two end addresses are of different families (IPv4 and IPv6)");
+}
+
 void applyLink(Graph& g, NodeId machine, const Value& obj, bool override, Ctx c) {
   if (!obj.isObject()) c.fail(obj, "a link must be an object");
   for (const auto& [key, v] : obj.fields)
@@ -162,6 +188,7 @@ void applyLink(Graph& g, NodeId machine, const Value& obj, bool override, Ctx c)
   l.bw = obj.get("bw") ? numberOr(c, obj, "bw", 0) : defaultBw(l, obj, c);
   if (!(l.bw > 0)) c.fail(*obj.get("bw"), "\"bw\" must be positive (GB/s per direction)");
   l.latencyUs = numberOr(c, obj, "latency_us", defaultLatencyUs(l.kind));
+  readAddresses(l, obj, bidi, c);
   if (bidi) g.addBidi(l);
   else g.addLink(l);
 }
@@ -224,7 +251,8 @@ void applyDocument(Graph& g, const Value& doc, const Ctx& c) {
 
 bool sameParams(const Link& a, const Link& b) {
   return a.kind == b.kind && a.bw == b.bw && a.latencyUs == b.latencyUs && a.count == b.count &&
-         a.pciGen == b.pciGen && a.pciWidth == b.pciWidth;
+         a.pciGen == b.pciGen && a.pciWidth == b.pciWidth && a.srcAddr == b.dstAddr &&
+         a.dstAddr == b.srcAddr;
 }
 
 std::string endpointName(const Graph& g, NodeId id) {
@@ -242,6 +270,8 @@ Value linkJson(const Graph& g, const Link& l, bool bidi) {
   if (l.count != 1 || l.kind == LinkKind::kNvLink) v.set("count", Value::makeNumber(l.count));
   if (l.pciGen) v.set("gen", Value::makeNumber(l.pciGen));
   if (l.pciWidth) v.set("width", Value::makeNumber(l.pciWidth));
+  if (!l.srcAddr.empty()) v.set(bidi ? "addr_a" : "addr_from", Value::makeString(l.srcAddr));
+  if (!l.dstAddr.empty()) v.set(bidi ? "addr_b" : "addr_to", Value::makeString(l.dstAddr));
   return v;
 }
 

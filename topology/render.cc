@@ -46,7 +46,8 @@ void forEachLinkPair(const Graph& g, Fn&& fn) {
     bool bidi = false;
     for (int j : g.outLinks(l.to)) {
       const Link& r = all[j];
-      if (!used[j] && r.to == l.from && r.kind == l.kind && r.bw == l.bw && r.count == l.count) {
+      if (!used[j] && r.to == l.from && r.kind == l.kind && r.bw == l.bw && r.count == l.count &&
+          r.srcAddr == l.dstAddr && r.dstAddr == l.srcAddr) {
         used[j] = bidi = true;
         break;
       }
@@ -124,10 +125,14 @@ std::string summaryText(const Graph& g) {
       int home = g.node(l.from).machine >= 0 ? g.node(l.from).machine : g.node(l.to).machine;
       if (home != m) return;
       char buf[160];
-      std::snprintf(buf, sizeof(buf), "  %-10s %s %-10s %s, %s us\n", g.node(l.from).name.c_str(),
+      std::snprintf(buf, sizeof(buf), "  %-10s %s %-10s %s, %s us", g.node(l.from).name.c_str(),
                     bidi ? "<->" : "-> ", g.node(l.to).name.c_str(), linkLabel(l).c_str(),
                     fmt(l.latencyUs).c_str());
       os << buf;
+      if (!l.srcAddr.empty() || !l.dstAddr.empty())
+        os << ", addr " << (l.srcAddr.empty() ? "-" : l.srcAddr) << (bidi ? " <-> " : " -> ")
+           << (l.dstAddr.empty() ? "-" : l.dstAddr);
+      os << '\n';
     });
     std::string matrix = matrixText(g, m);
     if (!matrix.empty()) os << "Paths:\n" << matrix;

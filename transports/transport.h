@@ -87,6 +87,14 @@ struct PeerInfo {
   char hostName[64] = {};
 };
 
+/// The socket addresses of the path to one peer, when the topology's links
+/// carry IP addresses (an AF_UNSPEC address = none given).
+struct PeerRoute {
+  sockaddr_storage local{};   ///< bind to this (port 0) before connecting; AF_UNSPEC: kernel's choice
+  sockaddr_storage remote{};  ///< connect here, on the port of the peer's dataAddr; AF_UNSPEC: dataAddr
+  std::string path;           ///< readable description of the path (logs)
+};
+
 /// What a transport needs to know about its communicator.
 struct Context {
   int rank = 0;
@@ -94,6 +102,7 @@ struct Context {
   std::string jobId;                   ///< unique per communicator: names shm segments
   uint64_t secret = 0;                 ///< presented in socket hellos
   std::vector<PeerInfo> peers;         ///< indexed by rank
+  std::vector<PeerRoute> routes;       ///< by rank (socket transport); empty: every peer at dataAddr
   size_t bufferBytes = 1 << 20;        ///< capacity of each half's buffer
   WaitContext wait;                    ///< abort flag + timeout for waits
 };

@@ -44,6 +44,9 @@ const std::vector<Var>& registeredVars() {
        "topology file (grove JSON or NCCL XML) that describes this machine, a cluster, or overrides part of the detected graph"},
       {"GROVE_TOPO_DUMP_FILE", Type::kString, "",
        "write the detected (and file-adjusted) topology of this rank's machine to this JSON file"},
+      {"GROVE_TOPO_RANKS", Type::kString, "",
+       "comma list of topology node names (gpu3 or host/gpu3), rank i on the i-th; overrides the "
+       "automatic placement (same value on every rank)"},
       // Waiting
       {"GROVE_SPIN_US", Type::kInt, "20",
        "microseconds a wait spins before it yields the CPU, then sleeps"},

@@ -19,6 +19,7 @@
 #include "exec/host_executor.h"
 #include "topology/comm_topology.h"
 #include "topology/detect.h"
+#include "topology/link_addresses.h"
 #include "transports/socket/socket_transport.h"
 
 namespace grove::core {
@@ -31,6 +32,25 @@ int onlineCpus() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
+// Socket routes from the topology's link addresses (topology/link_addresses.h);
+// logs every peer's path once. Empty when the topology has no addresses.
+std::vector<transport::PeerRoute> linkRoutes(const topo::CommTopology& t, int rank) {
+  std::vector<transport::PeerRoute> routes;
+  if (!t.graph.hasLinkAddresses()) return routes;
+  auto toAddr = [](const std::string& text) {
+    return text.empty() ? sockaddr_storage{} : net::resolveAddress(text, 0);
+  };
+  for (const topo::PeerLinkAddress& p : topo::resolvePeerLinkAddresses(t, rank)) {
+    const int peer = static_cast<int>(routes.size());
+    routes.push_back({toAddr(p.local), toAddr(p.remote), p.path});
+    if (peer != rank)
+      GROVE_INFO(log::kNet, "rank %d -> rank %d: %s; local %s, remote %s", rank, peer,
+                 p.path.c_str(), p.local.empty() ? "any" : p.local.c_str(),
+                 p.remote.empty() ? "published address" : p.remote.c_str());
+  }
+  return routes;
+}
+
 }  // namespace
 Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& options)
     : rank_(rank), nranks_(nranks), options_(options) {
@@ -40,7 +60,10 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
         "CUDA communicators are not available in this build yet; use groveDeviceHost");
   log::setRank(rank);
 
-  auto listener = transport::SocketTransport::listen(options_.timeoutSec);
+  // Link addresses in the topology file: listen on every address, connect over the links.
+  const topo::Graph localGraph = topo::localTopology();
+  const bool linkAddresses = localGraph.hasLinkAddresses();
+  auto listener = transport::SocketTransport::listen(options_.timeoutSec, linkAddresses);
   transport::PeerInfo self = localPeerInfo(rank);
   self.dataAddr = listener->address();
   bootstrap_ = std::make_unique<Bootstrap>(id, rank, nranks, self, &abort_, options_.timeoutSec);
@@ -48,7 +71,7 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   // Topology: each rank's local view, exchanged and merged identically on every rank.
   const bool cuda = options_.deviceKind == groveDeviceCuda;
   topo::LocalView view = topo::makeLocalView(
-      topo::localTopology(), cuda ? topo::DeviceKind::kCuda : topo::DeviceKind::kHost,
+      localGraph, cuda ? topo::DeviceKind::kCuda : topo::DeviceKind::kHost,
       cuda ? options_.device : -1);
   topology_ = std::make_unique<topo::CommTopology>(topo::exchangeCommTopology(
       view, nranks, [this](const void* d, size_t n) { return bootstrap_->allGather(d, n); }));
@@ -71,6 +94,7 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   ctx.peers = bootstrap_->peers();
   ctx.bufferBytes = options_.bufferBytes;
   ctx.wait = wait_;
+  if (linkAddresses) ctx.routes = linkRoutes(*topology_, rank);
   auto socket = std::make_unique<transport::SocketTransport>(ctx, std::move(listener));
   connections_ = std::make_unique<Connections>(ctx, options_.transport, std::move(socket));
 

@@ -11,3 +11,7 @@ if(TARGET grove_transport_socket)
   grove_gtest(test_socket_transport SOURCES ${CMAKE_CURRENT_LIST_DIR}/socket_transport_test.cc
               LIBS grove_transport_socket grove_base LABELS unit)
 endif()
+if(TARGET grove_transport_socket)
+  grove_gtest(test_socket_link_addresses SOURCES ${CMAKE_CURRENT_LIST_DIR}/socket_link_address_test.cc
+              LIBS grove_transport_socket grove_base LABELS unit)
+endif()

@@ -8,3 +8,9 @@ if(TARGET grove_topology)
   target_compile_definitions(test_topology PRIVATE
                              GROVE_TOPO_FIXTURES="${PROJECT_SOURCE_DIR}/tests/fixtures/topology")
 endif()
+if(TARGET grove_topology)
+  grove_gtest(test_link_addresses SOURCES ${CMAKE_CURRENT_LIST_DIR}/link_addresses_test.cc
+              LIBS grove_topology grove_base LABELS unit)
+  target_compile_definitions(test_link_addresses PRIVATE
+                             GROVE_TOPO_FIXTURES="${PROJECT_SOURCE_DIR}/tests/fixtures/topology")
+endif()

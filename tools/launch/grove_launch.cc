@@ -10,10 +10,18 @@
 // the job --timeout. Exit status: 0 when every rank exits 0, else the first
 // failing rank's status (128+signal), 124 on timeout, 128+signal when the
 // launcher itself was interrupted.
+//
+// --netns: before forking, the parent opens every rank's namespace file
+// (/run/netns/NAME), so a missing namespace stops the job before any rank
+// starts; each child then joins its namespace with setns(CLONE_NEWNET)
+// between fork and exec, and exits 126 with a message when it may not
+// (no CAP_SYS_ADMIN). --root-host replaces 127.0.0.1 in GROVE_COMM_ID and
+// MASTER_ADDR (the free ports are still probed on this host's 127.0.0.1).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -93,6 +101,7 @@ class Launcher {
  private:
   bool setUp();
   bool spawn(int rank);
+  bool openNamespaces();
   [[noreturn]] void execChild(int rank, int outFd, int errFd);
   void onSignal();
   void reap();
@@ -106,6 +115,7 @@ class Launcher {
   LaunchOptions opts_;
   std::vector<Child> children_;
   std::vector<Stream> streams_;
+  std::vector<int> nsFds_;  // per rank, -1 = stay in this namespace (closed on exec)
   sigset_t oldMask_{};
   int sigFd_ = -1;
   int commPort_ = 0, masterPort_ = 0;
@@ -117,7 +127,23 @@ class Launcher {
   double drainDeadline_ = kNever;
 };
 
+bool Launcher::openNamespaces() {
+  nsFds_.assign(children_.size(), -1);
+  for (int r = 0; r < opts_.nranks && !opts_.netns.empty(); ++r) {
+    const std::string name = netnsNameOf(opts_, r), path = netnsPathOf(name);
+    nsFds_[static_cast<size_t>(r)] = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (nsFds_[static_cast<size_t>(r)] < 0) {
+      say("rank " + std::to_string(r) + ": cannot open network namespace '" + name + "' (" +
+          path + "): " + std::strerror(errno) +
+          (errno == ENOENT && path != name ? " (ip netns add " + name + " makes one)" : ""));
+      return false;
+    }
+  }
+  return true;
+}
+
 bool Launcher::setUp() {
+  if (!openNamespaces()) return false;
   sigset_t mask;
   sigemptyset(&mask);
   for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, s);
@@ -150,13 +176,21 @@ void Launcher::execChild(int rank, int outFd, int errFd) {
   signal(SIGPIPE, SIG_DFL);
   if (outFd >= 0) dup2(outFd, 1);
   if (errFd >= 0) dup2(errFd, 2);
+  const int nsFd = nsFds_[static_cast<size_t>(rank)];
+  if (nsFd >= 0 && setns(nsFd, CLONE_NEWNET) != 0) {
+    const int e = errno;
+    std::fprintf(stderr, "grove-launch: rank %d: cannot join network namespace '%s': %s%s\n", rank,
+                 netnsNameOf(opts_, rank).c_str(), std::strerror(e),
+                 e == EPERM ? " (needs root or CAP_SYS_ADMIN)" : "");
+    _exit(126);
+  }
   const std::string n = std::to_string(opts_.nranks), r = std::to_string(rank);
-  const std::string commId = "127.0.0.1:" + std::to_string(commPort_);
+  const std::string commId = commIdOf(opts_.rootHost, commPort_);
   const std::pair<const char*, std::string> vars[] = {
       {"GROVE_COMM_ID", commId}, {"GROVE_RANK", r},         {"GROVE_NRANKS", n},
       {"GROVE_LOCAL_RANK", r},   {"RANK", r},               {"WORLD_SIZE", n},
       {"LOCAL_RANK", r},         {"LOCAL_WORLD_SIZE", n},   {"GROUP_RANK", "0"},
-      {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(masterPort_)}};
+      {"MASTER_ADDR", opts_.rootHost}, {"MASTER_PORT", std::to_string(masterPort_)}};
   for (const auto& [name, value] : vars) setenv(name, value.c_str(), 1);
   std::vector<char*> argv;
   for (auto& a : opts_.command) argv.push_back(const_cast<char*>(a.c_str()));

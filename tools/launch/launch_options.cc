@@ -1,10 +1,14 @@
 #include "tools/launch/launch_options.h"
 
+#include <arpa/inet.h>
 #include <getopt.h>
+#include <netinet/in.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 namespace grove::tools {
 namespace {
@@ -19,10 +23,73 @@ bool parseNumber(const char* text, double minValue, double maxValue, double* out
   return true;
 }
 
+// "%d" count of a namespace name; -1 when it holds another '%' sequence.
+int rankPlaceholders(const std::string& name) {
+  int n = 0;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] != '%') continue;
+    if (i + 1 >= name.size() || name[i + 1] != 'd') return -1;
+    ++n;
+    ++i;
+  }
+  return n;
+}
+
+// Splits --netns LIST and checks every name; false with *error set on bad text.
+bool parseNetns(const std::string& list, std::vector<std::string>* out, std::string* error) {
+  out->clear();
+  size_t start = 0;
+  for (;;) {
+    size_t comma = list.find(',', start);
+    out->push_back(list.substr(start, comma == std::string::npos ? std::string::npos
+                                                                 : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (const std::string& name : *out) {
+    const bool isPath = name.find('/') != std::string::npos;
+    if (name.empty() || name == "." || name == ".." ||
+        name.find_first_of(" \t\n") != std::string::npos) {
+      *error = "bad network namespace name '" + name + "' in --netns '" + list + "'";
+      return false;
+    }
+    int holes = rankPlaceholders(name);
+    if (holes < 0 || holes > 1 || (holes == 1 && out->size() > 1) || (isPath && name[0] != '/')) {
+      *error = "bad network namespace name '" + name + "' in --netns '" + list +
+               "' (want one name per rank, or a single name with one %d for the rank; "
+               "a name with a '/' must be an absolute path)";
+      return false;
+    }
+  }
+  return true;
+}
+
+// Checks --root-host: an IPv4/IPv6 literal (brackets optional) or a host name.
+bool parseRootHost(std::string text, std::string* out, std::string* error) {
+  if (text.size() >= 2 && text.front() == '[' && text.back() == ']')
+    text = text.substr(1, text.size() - 2);
+  unsigned char buf[sizeof(in6_addr)];
+  bool ok = !text.empty();
+  if (ok && text.find(':') != std::string::npos) {
+    ok = inet_pton(AF_INET6, text.c_str(), buf) == 1;
+  } else {
+    for (char c : text)
+      ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_');
+  }
+  if (!ok) {
+    *error = "bad --root-host '" + text + "' (want an IPv4 or IPv6 address or a host name)";
+    return false;
+  }
+  *out = text;
+  return true;
+}
+
 const option kLongOpts[] = {{"nranks", required_argument, nullptr, 'n'},
                             {"nproc_per_node", required_argument, nullptr, 'n'},
                             {"nproc-per-node", required_argument, nullptr, 'n'},
                             {"port", required_argument, nullptr, 'p'},
+                            {"root-host", required_argument, nullptr, 'R'},
+                            {"netns", required_argument, nullptr, 'N'},
                             {"tag-output", no_argument, nullptr, 't'},
                             {"timeout", required_argument, nullptr, 'T'},
                             {"grace", required_argument, nullptr, 'g'},
@@ -31,13 +98,38 @@ const option kLongOpts[] = {{"nranks", required_argument, nullptr, 'n'},
 
 }  // namespace
 
+std::string netnsNameOf(const LaunchOptions& opts, int rank) {
+  if (opts.netns.empty()) return "";
+  if (opts.netns.size() == 1 && rankPlaceholders(opts.netns[0]) == 1) {
+    std::string name = opts.netns[0];
+    return name.replace(name.find("%d"), 2, std::to_string(rank));
+  }
+  return opts.netns.at(static_cast<size_t>(rank));
+}
+
+std::string netnsPathOf(const std::string& name) {
+  return name.find('/') != std::string::npos ? name : "/run/netns/" + name;
+}
+
+std::string commIdOf(const std::string& host, int port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 std::string launchUsage() {
-  return "usage: grove-launch -n N [--port P] [--tag-output] [--timeout S] [--grace S] [--] "
-         "CMD [ARGS...]\n"
+  return "usage: grove-launch -n N [--port P] [--root-host ADDR] [--netns LIST] [--tag-output]\n"
+         "                    [--timeout S] [--grace S] [--] CMD [ARGS...]\n"
          "Starts N ranks of CMD on this machine (like torchrun --standalone) and waits.\n"
          "  -n, --nranks N     number of ranks to start (required, >= 1)\n"
-         "  -p, --port P       port of the bootstrap root, GROVE_COMM_ID=127.0.0.1:P\n"
-         "                     (default: a free port)\n"
+         "  -p, --port P       port of the bootstrap root, GROVE_COMM_ID=HOST:P\n"
+         "                     (default: a free port of 127.0.0.1)\n"
+         "  --root-host ADDR   host part of GROVE_COMM_ID and MASTER_ADDR (default\n"
+         "                     127.0.0.1): an address of rank 0 every rank can reach\n"
+         "  --netns LIST       run each rank in a network namespace: a comma-separated\n"
+         "                     list of names, one per rank, or one name where %d stands\n"
+         "                     for the rank (ns%d); a name is /run/netns/NAME (ip netns),\n"
+         "                     a name with a '/' a path such as /proc/PID/ns/net. Needs\n"
+         "                     CAP_SYS_ADMIN; a rank that cannot join fails (exit 126)\n"
          "  -t, --tag-output   prefix every output line with \"[rank] \"\n"
          "  -T, --timeout S    kill the whole job after S seconds (exit status 124)\n"
          "  -g, --grace S      after a rank fails, let the others run S more seconds\n"
@@ -55,7 +147,7 @@ LaunchParse parseLaunchOptions(int argc, char* const* argv, LaunchOptions* opts,
   optind = 0;
   opterr = 0;
   for (;;) {
-    int c = getopt_long(argc, argv, "+:n:p:tT:g:h", kLongOpts, nullptr);
+    int c = getopt_long(argc, argv, "+:n:p:tT:g:hR:N:", kLongOpts, nullptr);
     if (c == -1) break;
     double v = 0;
     switch (c) {
@@ -73,6 +165,12 @@ LaunchParse parseLaunchOptions(int argc, char* const* argv, LaunchOptions* opts,
           return LaunchParse::kError;
         }
         opts->port = static_cast<int>(v);
+        break;
+      case 'R':
+        if (!parseRootHost(optarg, &opts->rootHost, error)) return LaunchParse::kError;
+        break;
+      case 'N':
+        if (!parseNetns(optarg, &opts->netns, error)) return LaunchParse::kError;
         break;
       case 't': opts->tagOutput = true; break;
       case 'T':
@@ -100,6 +198,12 @@ LaunchParse parseLaunchOptions(int argc, char* const* argv, LaunchOptions* opts,
   for (int i = optind; i < argc; ++i) opts->command.emplace_back(argv[i]);
   if (opts->nranks < 1) {
     *error = "-n N (the number of ranks) is required";
+    return LaunchParse::kError;
+  }
+  const bool pattern = opts->netns.size() == 1 && rankPlaceholders(opts->netns[0]) == 1;
+  if (!opts->netns.empty() && !pattern && opts->netns.size() != static_cast<size_t>(opts->nranks)) {
+    *error = "--netns names " + std::to_string(opts->netns.size()) + " namespace(s) for " +
+             std::to_string(opts->nranks) + " rank(s) (want one per rank, or one name with %d)";
     return LaunchParse::kError;
   }
   if (opts->command.empty()) {

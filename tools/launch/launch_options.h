@@ -1,5 +1,6 @@
 // Command line of grove-launch:
-//   grove-launch -n N [--port P] [--tag-output] [--timeout S] [--grace S] [--] CMD ARGS...
+//   grove-launch -n N [--port P] [--root-host ADDR] [--netns LIST] [--tag-output]
+//                [--timeout S] [--grace S] [--] CMD ARGS...
 #pragma once
 
 #include <string>
@@ -11,6 +12,10 @@ namespace grove::tools {
 struct LaunchOptions {
   int nranks = 0;                    ///< -n: ranks to start (required)
   int port = 0;                      ///< --port: port of GROVE_COMM_ID (0 = pick a free one)
+  std::string rootHost = "127.0.0.1";  ///< --root-host: host of GROVE_COMM_ID and MASTER_ADDR
+  /// --netns: network namespaces, one per rank, or one name with "%d" (the rank);
+  /// empty = every rank stays in the launcher's namespace.
+  std::vector<std::string> netns;
   bool tagOutput = false;            ///< --tag-output: prefix each line with "[rank] "
   double timeoutSec = 0;             ///< --timeout: kill the job after this long (0 = never)
   double graceSec = 15;              ///< --grace: how long the others may run after a failure
@@ -23,6 +28,17 @@ enum class LaunchParse { kRun, kHelp, kError };
 /// Parses argv; options stop at "--" or at the first word that is not an option.
 LaunchParse parseLaunchOptions(int argc, char* const* argv, LaunchOptions* opts,
                                std::string* error);
+
+/// Network namespace of `rank` from opts.netns: "" (none), the rank's entry,
+/// or the single "%d" pattern with the rank filled in.
+std::string netnsNameOf(const LaunchOptions& opts, int rank);
+
+/// File to open for namespace `name`: /run/netns/NAME (as `ip netns add`
+/// makes them), or `name` itself when it contains a '/' (e.g. /proc/PID/ns/net).
+std::string netnsPathOf(const std::string& name);
+
+/// "host:port" for GROVE_COMM_ID ("[v6]:port" for an IPv6 literal).
+std::string commIdOf(const std::string& host, int port);
 
 /// Usage text.
 std::string launchUsage();

@@ -4,6 +4,7 @@
 //   grove-plan                              the detected machine, all GPUs, all-reduce of 256 MiB
 //   grove-plan --file F [--gpus 0,1,4]      a topology file (grove JSON or NCCL XML), some GPUs
 //   grove-plan --ranks N                    N ranks placed like a communicator (machines in order)
+//   grove-plan --file F --place gpu0,gpu3   ranks on named nodes (as GROVE_TOPO_RANKS)
 //   grove-plan --coll broadcast --root 2 --size 64M
 //   grove-plan --json | --svg OUT.svg       machine-readable report / picture of the trees
 //   grove-plan --survey [--fixtures DIR]    the results table of docs/planning.md
@@ -28,6 +29,7 @@ namespace {
 struct Options {
   std::string file, svg, fixtures = GROVE_PLAN_FIXTURES;
   std::vector<int> gpus;
+  std::vector<std::string> place;
   int ranks = 0;
   bool json = false, survey = false;
   PlanRequest request;
@@ -36,11 +38,12 @@ struct Options {
 void usage(FILE* f) {
   std::fprintf(f,
                "usage: grove-plan [--file TOPO.json|.xml] [--coll allreduce|broadcast|reduce]\n"
-               "                  [--gpus 0,1,4 | --ranks N] [--root R] [--size 256M]\n"
+               "                  [--gpus 0,1,4 | --place gpu0,gpu3 | --ranks N] [--root R] [--size 256M]\n"
                "                  [--json] [--svg OUT.svg] [--survey [--fixtures DIR]]\n"
                "  --file F     topology file (grove JSON or NCCL XML); default: detect this machine\n"
                "  --coll C     allreduce (default), broadcast or reduce\n"
                "  --gpus LIST  one rank per GPU, by CUDA index (single-machine topologies)\n"
+               "  --place L    rank i on the i-th node of L (gpu3 or host/gpu3), as GROVE_TOPO_RANKS\n"
                "  --ranks N    N ranks spread over the machines (default: one per GPU)\n"
                "  --root R     root rank of broadcast / reduce (default 0)\n"
                "  --size S     message size of the predictions (default 256M; K, M, G suffixes)\n"
@@ -88,6 +91,10 @@ Options parse(int argc, char** argv) {
         throwInvalidArgument("--coll '" + c + "': allreduce, broadcast or reduce");
       o.request.coll = *coll;
     } else if (a == "--gpus") o.gpus = listValue(a, value());
+    else if (a == "--place") {
+      o.place = topo::parseNodeList(value());
+      if (o.place.empty()) throwInvalidArgument("--place needs a list of node names");
+    }
     else if (a == "--ranks") o.ranks = intValue(a, value());
     else if (a == "--root") o.request.root = intValue(a, value());
     else if (a == "--size") o.request.bytes = parseBytes(value()), sizeGiven = true;
@@ -102,7 +109,8 @@ Options parse(int argc, char** argv) {
       throwInvalidArgument("unknown option '" + a + "' (see --help)");
     }
   }
-  if (!o.gpus.empty() && o.ranks > 0) throwInvalidArgument("--gpus and --ranks exclude each other");
+  if ((!o.gpus.empty()) + (!o.place.empty()) + (o.ranks > 0) > 1)
+    throwInvalidArgument("--gpus, --place and --ranks exclude each other");
   if (o.ranks == 0 && std::find(argv, argv + argc, std::string("--ranks")) != argv + argc)
     throwInvalidArgument("--ranks needs at least 1");
   if (o.survey && !sizeGiven) o.request.bytes = 256ull << 20;
@@ -111,6 +119,7 @@ Options parse(int argc, char** argv) {
 
 topo::CommTopology place(const topo::Graph& g, const Options& o) {
   if (!o.gpus.empty()) return placeOnGpus(g, o.gpus);
+  if (!o.place.empty()) return topo::placeRanksOn(g, o.place);
   const int gpus = static_cast<int>(g.nodesOfKind(topo::NodeKind::kGpu).size());
   const int n = o.ranks > 0 ? o.ranks : gpus;
   if (n == 0) throwInvalidArgument("the topology has no GPUs: say how many ranks with --ranks N");

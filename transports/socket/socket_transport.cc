@@ -1,7 +1,11 @@
 // Socket transport; see socket_transport.h for how it works.
 #include "transports/socket/socket_transport.h"
 
+#include <poll.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <string>
 
 #include "base/config.h"
@@ -29,29 +33,90 @@ std::string linkText(const LinkKey& k) {
   return "rank " + std::to_string(k.peer) + " channel " + std::to_string(k.channel);
 }
 
+bool given(const sockaddr_storage& a) { return a.ss_family == AF_INET || a.ss_family == AF_INET6; }
+
+// net::connectUntil with the socket bound to `local` (port 0) first: the
+// same retries while the peer refuses or is unreachable, until the deadline.
+net::Fd connectFrom(const sockaddr_storage& local, const sockaddr_storage& addr,
+                    const net::Deadline& deadline, const net::AbortView& abort) {
+  int delayMs = 10;
+  for (;;) {
+    abort.check();
+    net::Fd fd(::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!fd) throwSystemError("socket", errno);
+    if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&local), net::addressLength(local)) != 0)
+      throwSystemError("bind to the link address " + net::formatHost(local), errno);
+    int err = 0;
+    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), net::addressLength(addr)) != 0)
+      err = errno;
+    while (err == EINPROGRESS || err == EINTR) {
+      abort.check();
+      pollfd p{fd.get(), POLLOUT, 0};
+      if (::poll(&p, 1, deadline.pollMs(100)) > 0) {
+        socklen_t len = sizeof(err);
+        getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+      } else if (deadline.expired()) {
+        err = ETIMEDOUT;
+      }
+    }
+    if (err == 0) {
+      net::setNonBlocking(fd.get(), false);
+      return fd;
+    }
+    const bool retry = err == ECONNREFUSED || err == ETIMEDOUT || err == ENETUNREACH ||
+                       err == EHOSTUNREACH || err == ECONNRESET || err == EAGAIN ||
+                       err == ECONNABORTED || err == EADDRNOTAVAIL;
+    if (!retry) throwSystemError("connect to " + net::formatAddress(addr), err);
+    if (deadline.expired())
+      throwRemoteError("could not connect to " + net::formatAddress(addr) + " from " +
+                       net::formatHost(local) + " before the timeout (" + std::strerror(err) +
+                       "; is the peer running? GROVE_TIMEOUT)");
+    fd.reset();
+    const int nap = deadline.pollMs(delayMs);
+    if (nap > 0) ::poll(nullptr, 0, nap);
+    delayMs = delayMs < 200 ? delayMs * 2 : 200;
+  }
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ listener
 
 SocketListener::SocketListener(sockaddr_storage addr) : addr_(addr) {
   fd_ = net::listenOn(addr_);
+  bound_ = addr_;
   net::setNonBlocking(fd_.get());
   // Accepted connections inherit the listener's buffer sizes (and window scale).
   net::setBufferSizes(fd_.get(), config::getSize("GROVE_SOCKET_BUFSIZE"));
 }
 
-std::unique_ptr<SocketListener> SocketListener::open() {
+SocketListener::SocketListener(sockaddr_storage bindAddr, sockaddr_storage published)
+    : SocketListener(bindAddr) {
+  addr_ = published;
+  net::setAddressPort(addr_, net::addressPort(bound_));
+}
+
+std::unique_ptr<SocketListener> SocketListener::open(bool anyAddress) {
   sockaddr_storage addr = net::pickInterface().addr;
   net::setAddressPort(addr, 0);
-  auto l = std::make_unique<SocketListener>(addr);
-  GROVE_INFO(log::kNet, "socket transport listening on %s", net::formatAddress(l->address()).c_str());
+  std::unique_ptr<SocketListener> l;
+  if (anyAddress) {
+    sockaddr_storage any{};  // all zero: 0.0.0.0 / ::
+    any.ss_family = addr.ss_family;
+    l = std::make_unique<SocketListener>(any, addr);
+  } else {
+    l = std::make_unique<SocketListener>(addr);
+  }
+  GROVE_INFO(log::kNet, "socket transport listening on %s%s%s",
+             net::formatAddress(l->boundAddress()).c_str(), anyAddress ? ", published as " : "",
+             anyAddress ? net::formatAddress(l->address()).c_str() : "");
   return l;
 }
 
 // ------------------------------------------------------------------ transport
 
-std::unique_ptr<SocketListener> SocketTransport::listen(double /*timeoutSec*/) {
-  return SocketListener::open();
+std::unique_ptr<SocketListener> SocketTransport::listen(double /*timeoutSec*/, bool anyAddress) {
+  return SocketListener::open(anyAddress);
 }
 
 SocketTransport::SocketTransport(const Context& ctx, std::unique_ptr<SocketListener> listener)
@@ -63,6 +128,9 @@ SocketTransport::SocketTransport(const Context& ctx, std::unique_ptr<SocketListe
                          std::to_string(ctx_.rank) + ", nranks " + std::to_string(ctx_.nranks) +
                          ", " + std::to_string(ctx_.peers.size()) + " peers)");
   if (ctx_.bufferBytes == 0) throwInvalidArgument("socket transport: bufferBytes is 0");
+  if (!ctx_.routes.empty() && ctx_.routes.size() != static_cast<size_t>(ctx_.nranks))
+    throwInvalidArgument("socket transport: " + std::to_string(ctx_.routes.size()) +
+                         " peer routes for " + std::to_string(ctx_.nranks) + " ranks");
   sockBuf_ = config::getSize("GROVE_SOCKET_BUFSIZE");
 }
 
@@ -115,10 +183,17 @@ void SocketTransport::establish(const std::vector<LinkKey>& sends,
 net::Fd SocketTransport::connectLink(const LinkKey& key) {
   net::AbortView av{ctx_.wait.abortFlag, ctx_.wait.abortReason};
   net::Deadline deadline = net::Deadline::in(ctx_.wait.timeoutSec);
-  const sockaddr_storage& addr = ctx_.peers[key.peer].dataAddr;
+  sockaddr_storage addr = ctx_.peers[key.peer].dataAddr;
+  const PeerRoute* route = ctx_.routes.empty() ? nullptr : &ctx_.routes[key.peer];
+  if (route && given(route->remote)) {  // the link's address, on the peer's listening port
+    const int port = net::addressPort(addr);
+    addr = route->remote;
+    net::setAddressPort(addr, port);
+  }
   net::Fd fd;
   try {
-    fd = net::connectUntil(addr, deadline, av);
+    fd = route && given(route->local) ? connectFrom(route->local, addr, deadline, av)
+                                      : net::connectUntil(addr, deadline, av);
   } catch (const Error& e) {
     throw Error(e.code(), "socket transport: rank " + std::to_string(ctx_.rank) +
                               " cannot connect to " + linkText(key) + " at " +
@@ -126,6 +201,14 @@ net::Fd SocketTransport::connectLink(const LinkKey& key) {
   }
   net::setNoDelay(fd.get());
   net::setBufferSizes(fd.get(), sockBuf_);
+  if (log::enabled(log::Level::kTrace, log::kNet)) {
+    sockaddr_storage me{};
+    socklen_t len = sizeof(me);
+    getsockname(fd.get(), reinterpret_cast<sockaddr*>(&me), &len);
+    GROVE_TRACE(log::kNet, "rank %d: connected to %s from %s to %s", ctx_.rank,
+                linkText(key).c_str(), net::formatAddress(me).c_str(),
+                net::formatAddress(addr).c_str());
+  }
   LinkHello h;
   h.magic = kLinkMagic;
   h.secret = ctx_.secret;

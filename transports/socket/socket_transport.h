@@ -16,6 +16,13 @@
 // a later establish call) are stashed and handed out when they are asked for.
 // The halves (socket_link.h) are non-blocking with TCP_NODELAY and large
 // socket buffers (GROVE_SOCKET_BUFSIZE).
+// Link addresses: when Context::routes names a local and/or remote address
+// for a peer (from a topology whose links carry IP addresses), the sender
+// binds the local address (port 0) and connects to the remote address on
+// the port of the peer's dataAddr, so the connection crosses that link.
+// Such a job listens on the wildcard address (listen(..., anyAddress)), so
+// a connection arriving on any of its link addresses is accepted, and
+// still publishes the chosen interface's address with the listener's port.
 #pragma once
 
 #include <map>
@@ -33,16 +40,23 @@ class SocketListener {
  public:
   /// Listens on `addr` (port 0: a free port). Throws Error(groveSystemError).
   explicit SocketListener(sockaddr_storage addr);
-  /// Listens on the interface chosen by GROVE_SOCKET_IFNAME / GROVE_SOCKET_FAMILY.
-  static std::unique_ptr<SocketListener> open();
-  /// The bound address (goes into PeerInfo::dataAddr).
+  /// Listens on `bindAddr` (e.g. the wildcard address, port 0) and publishes
+  /// `published` with the bound port as address().
+  SocketListener(sockaddr_storage bindAddr, sockaddr_storage published);
+  /// Listens on the interface chosen by GROVE_SOCKET_IFNAME / GROVE_SOCKET_FAMILY;
+  /// `anyAddress`: on the wildcard address of its family, publishing the interface's.
+  static std::unique_ptr<SocketListener> open(bool anyAddress = false);
+  /// The published address (goes into PeerInfo::dataAddr).
   const sockaddr_storage& address() const { return addr_; }
+  /// The address the socket is bound to (the wildcard address, or address()).
+  const sockaddr_storage& boundAddress() const { return bound_; }
   /// The listening descriptor.
   int fd() const { return fd_.get(); }
 
  private:
   net::Fd fd_;
   sockaddr_storage addr_{};
+  sockaddr_storage bound_{};
 };
 
 /// TCP transport (name "socket"): reaches any peer with a data address.
@@ -50,10 +64,12 @@ class SocketTransport final : public Transport {
  public:
   /// Opens the data listener on the chosen interface (call before the
   /// bootstrap; put address() into PeerInfo::dataAddr). `timeoutSec` is
-  /// accepted for symmetry with the other init steps and not used.
-  static std::unique_ptr<SocketListener> listen(double timeoutSec = 0);
-  /// Takes the full context (peers' dataAddr, secret, bufferBytes, wait) and
-  /// this rank's listener. Throws Error(groveInvalidArgument) if either is bad.
+  /// accepted for symmetry with the other init steps and not used;
+  /// `anyAddress` listens on the wildcard address (link addresses in use).
+  static std::unique_ptr<SocketListener> listen(double timeoutSec = 0, bool anyAddress = false);
+  /// Takes the full context (peers' dataAddr, routes, secret, bufferBytes,
+  /// wait) and this rank's listener. Throws Error(groveInvalidArgument) if
+  /// either is bad (routes: neither empty nor one per rank).
   SocketTransport(const Context& ctx, std::unique_ptr<SocketListener> listener);
 
   /// "socket".

@@ -1,0 +1,60 @@
+// Link addresses in real processes: grove-launch -n 4 -- grove_mp_check
+// (all-reduce: every dtype, op, size, in and out of place) over TCP, with
+// GROVE_TOPO_FILE a K4 whose links carry 127.0.L.1 / 127.0.L.2 (all on lo)
+// and GROVE_TOPO_RANKS placing the ranks out of order. Results must be
+// correct, the INFO log must show each rank's path to each peer, and the
+// TRACE log of the connections must show they were bound to and made to the
+// chosen link addresses.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "mp_spawn.h"
+
+namespace {
+
+using mptest::RunResult;
+
+RunResult runK4(const std::string& dir) {
+  const std::vector<std::string> argv = {GROVE_LAUNCH_PATH, "-n", "4", "--timeout", "240", "--",
+                                         GROVE_MP_CHECK_PATH, "--filter", "allreduce"};
+  const std::vector<std::string> env = {
+      "GROVE_TRANSPORT=socket", "GROVE_TIMEOUT=30", "GROVE_DEBUG=TRACE",
+      "GROVE_DEBUG_SUBSYS=NET,TOPO",
+      "GROVE_TOPO_FILE=" + std::string(GROVE_TOPO_FIXTURES) + "/k4_addr.json",
+      "GROVE_TOPO_RANKS=gpu2,gpu0,gpu3,gpu1"};
+  return mptest::runCommand(argv, env, 255, dir + "/out.txt");
+}
+
+TEST(MpLinkAddresses, AllReduceOverK4LinkAddresses) {
+  const std::string dir = mptest::makeTempDir("linkaddr");
+  const RunResult r = runK4(dir);
+  ASSERT_TRUE(r.finished) << "did not finish\n" << mptest::tail(r.output);
+  EXPECT_TRUE(r.ok()) << mptest::describeStatus(r.status) << "\n" << mptest::tail(r.output);
+  const size_t at = r.output.find("SUMMARY nranks=4 ");
+  ASSERT_NE(at, std::string::npos) << "no SUMMARY line\n" << mptest::tail(r.output);
+  const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+  EXPECT_NE(line.find("failures=0 "), std::string::npos) << line;
+  EXPECT_EQ(line.find("cases=0 "), std::string::npos) << "no case ran: " << line;
+  // Placement: rank 0 on gpu2, rank 1 on gpu0, rank 2 on gpu3, rank 3 on gpu1.
+  EXPECT_NE(r.output.find("0->gpu2  1->gpu0  2->gpu3  3->gpu1"), std::string::npos)
+      << mptest::tail(r.output);
+  // Paths (gpu0-gpu2 is link 2: 127.0.2.1 at gpu0, 127.0.2.2 at gpu2).
+  EXPECT_NE(r.output.find("rank 0 -> rank 1: direct gpu2 -nvlink-> gpu0; local 127.0.2.2, "
+                          "remote 127.0.2.1"),
+            std::string::npos)
+      << mptest::tail(r.output);
+  EXPECT_NE(r.output.find("rank 3 -> rank 2: direct gpu1 -nvlink-> gpu3; local 127.0.5.1, "
+                          "remote 127.0.5.2"),
+            std::string::npos)
+      << mptest::tail(r.output);
+  // The connections themselves.
+  EXPECT_NE(r.output.find("rank 0: connected to rank 1 channel 0 from 127.0.2.2:"),
+            std::string::npos)
+      << mptest::tail(r.output);
+  EXPECT_NE(r.output.find("to 127.0.2.1:"), std::string::npos) << mptest::tail(r.output);
+  EXPECT_EQ(r.output.find("FAIL rank"), std::string::npos) << mptest::tail(r.output);
+}
+
+}  // namespace
