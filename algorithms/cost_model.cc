@@ -82,6 +82,12 @@ FlowSimResult simulate(const PlanGraph& g, const std::vector<Program>& programs,
   return simulate(flowNetOf(g), programs, p);
 }
 
+SimParams simParamsFor(TransportKind kind) {
+  SimParams p;
+  if (kind == TransportKind::kSocket) p.stepOverheadUs = 20.0;
+  return p;
+}
+
 double busBwFactor(Coll coll, int nranks) {
   const double n = nranks;
   switch (coll) {

@@ -34,9 +34,15 @@ namespace grove::transport {
 struct LinkKey {
   int peer = -1;     ///< the other rank
   int channel = 0;   ///< connection namespace; different channels never share bytes
-  bool operator==(const LinkKey& o) const { return peer == o.peer && channel == o.channel; }
+  /// 0: the peer's default path; else a planned route registered with
+  /// Transport::addRoute (both ends use the same id; another connection).
+  uint32_t route = 0;
+  bool operator==(const LinkKey& o) const {
+    return peer == o.peer && channel == o.channel && route == o.route;
+  }
   bool operator<(const LinkKey& o) const {
-    return peer != o.peer ? peer < o.peer : channel < o.channel;
+    if (peer != o.peer) return peer < o.peer;
+    return channel != o.channel ? channel < o.channel : route < o.route;
   }
 };
 
@@ -115,6 +121,10 @@ class Transport {
   virtual const char* name() const = 0;
   /// True if this transport can reach `peer`.
   virtual bool canConnect(int peer) const = 0;
+  /// Registers the addresses of planned route `route` (LinkKey::route) to
+  /// `peer`, before links on it are opened. Transports with one path per
+  /// peer ignore it.
+  virtual void addRoute(int peer, uint32_t route, const PeerRoute& addresses) {}
   /// Opens the given halves (see the file comment for the no-deadlock rule).
   /// outSends[i] / outRecvs[i] correspond to sends[i] / recvs[i].
   virtual void establish(const std::vector<LinkKey>& sends, const std::vector<LinkKey>& recvs,

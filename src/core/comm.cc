@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "algorithms/builders.h"
+#include "algorithms/cost_model.h"
 #include "algorithms/program_cache.h"
 #include "algorithms/selector.h"
 #include "algorithms/topo_plan.h"
@@ -16,6 +17,7 @@
 #include "base/log.h"
 #include "core/bootstrap.h"
 #include "core/connections.h"
+#include "core/planned_routes.h"
 #include "exec/host_executor.h"
 #include "topology/comm_topology.h"
 #include "topology/detect.h"
@@ -96,7 +98,14 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   ctx.wait = wait_;
   if (linkAddresses) ctx.routes = linkRoutes(*topology_, rank);
   auto socket = std::make_unique<transport::SocketTransport>(ctx, std::move(listener));
-  connections_ = std::make_unique<Connections>(ctx, options_.transport, std::move(socket));
+  // Planned routes become connections over their end addresses (planned_routes.h).
+  RouteResolver routes;
+  if (linkAddresses)
+    routes = [this](const plan::LinkRoute& lr) {
+      return plans_ ? plannedRoute(plans_->graph(), topology_->graph, lr) : PlannedRoute{};
+    };
+  connections_ = std::make_unique<Connections>(ctx, options_.transport, std::move(socket),
+                                               std::move(routes));
 
   plan::SelectorConfig sel = plan::SelectorConfig::fromRegistry(options_.algo.c_str(), options_.nChannels);
   sel.bufferBytes = options_.bufferBytes;
@@ -114,10 +123,28 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
     GROVE_WARN(log::kPlan, "no topology plans (%s): tree and hier algorithms are unavailable",
                e.what());
   }
+  if (plans_ && linkAddresses && connections_->usesSocket()) tuneForFabric();
   cache_ = std::make_unique<plan::ProgramCache>(256, plans_.get());
   GROVE_INFO(log::kInit, "comm %s rank %d/%d ready: transport %s, %d channel(s), buffer %zu B",
              options_.name.empty() ? "-" : options_.name.c_str(), rank, nranks,
              connections_->summary().c_str(), nChannels_, options_.bufferBytes);
+}
+
+// A topology whose links carry addresses describes the network the bytes
+// really cross (an emulated fabric, a multi-NIC cluster), so the cost model's
+// per-size choice over it replaces the transport's default thresholds (the
+// same tuning grove-plan reports as "selected"). Every rank tunes the same
+// plans alike.
+void Comm::tuneForFabric() {
+  try {
+    plan::tuneSelector(*selector_, *plans_, nranks_, plan::simParamsFor(plan::TransportKind::kSocket));
+  } catch (const Error& e) {
+    GROVE_WARN(log::kPlan, "cost-model tuning failed (%s): default algorithm thresholds stay",
+               e.what());
+    return;
+  }
+  for (const std::string& line : selector_->describeTable())
+    GROVE_INFO(log::kPlan, "tuned for the topology: %s", line.c_str());
 }
 
 Comm::~Comm() {
@@ -181,13 +208,13 @@ void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* re
                plan::collName(args.coll), static_cast<size_t>(args.count), dtypeName(args.dtype),
                opName(args.op), args.root, static_cast<size_t>(bytes), args.inPlace ? 1 : 0,
                program.algo.c_str(), sel.params.nChannels, connections_->summary().c_str());
-    connections_->ensure(shared);
+    exec::LinkTable& links = connections_->ensure(shared);
     exec::Buffers buffers;
     buffers.input = sendbuff;
     buffers.output = recvbuff;
     buffers.scratch = scratch(program.scratchBytes);
     exec::ReduceSpec spec{args.dtype, args.op, nranks_};
-    exec::runProgram(program, buffers, spec, connections_->links(), wait_);
+    exec::runProgram(program, buffers, spec, links, wait_);
   });
 }
 
@@ -223,9 +250,9 @@ void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype
     plan::Program program = plan::buildP2P(ops, rank_, nranks_);
     GROVE_INFO(log::kP2p, "send/recv group of %zu ops, transport %s", ops.size(),
                connections_->summary().c_str());
-    connections_->ensure(program);
+    exec::LinkTable& links = connections_->ensure(program);
     exec::ReduceSpec spec{dtype, groveSum, nranks_};
-    exec::runProgram(program, buffers, spec, connections_->links(), wait_);
+    exec::runProgram(program, buffers, spec, links, wait_);
   });
 }
 

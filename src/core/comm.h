@@ -81,6 +81,8 @@ class Comm {
   void guarded(const char* what, Fn&& fn);
   void checkUsable() const;
   void* scratch(size_t bytes);
+  /// Installs the cost model's per-size algorithm table (link-address topologies).
+  void tuneForFabric();
 
   int rank_;
   int nranks_;

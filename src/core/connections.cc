@@ -7,8 +7,8 @@
 namespace grove::core {
 
 Connections::Connections(const transport::Context& ctx, TransportMode mode,
-                         std::unique_ptr<transport::Transport> socket)
-    : socket_(std::move(socket)), byPeer_(ctx.nranks, nullptr) {
+                         std::unique_ptr<transport::Transport> socket, RouteResolver routes)
+    : socket_(std::move(socket)), byPeer_(ctx.nranks, nullptr), resolver_(std::move(routes)) {
   if (mode != TransportMode::kSocket) shm_ = std::make_unique<transport::ShmTransport>(ctx);
   int shmPeers = 0;
   for (int peer = 0; peer < ctx.nranks; ++peer) {
@@ -34,6 +34,31 @@ Connections::Connections(const transport::Context& ctx, TransportMode mode,
              shmPeers, socketPeers_);
 }
 
+// The table a program with planned routes runs on: its (peer, channel)
+// links, looked up under the route ids they were opened with.
+class Connections::RoutedLinks final : public exec::LinkTable {
+ public:
+  explicit RoutedLinks(exec::MapLinkTable& table) : table_(table) {}
+  exec::SendLink& sendLink(const transport::LinkKey& key) override {
+    return table_.sendLink(routed(sends_, key));
+  }
+  exec::RecvLink& recvLink(const transport::LinkKey& key) override {
+    return table_.recvLink(routed(recvs_, key));
+  }
+  std::map<std::pair<int, int>, uint32_t> sends_, recvs_;  // (peer, channel) -> route id
+
+  /// `key` under the route id `ids` gives its (peer, channel), if any.
+  static transport::LinkKey routed(const std::map<std::pair<int, int>, uint32_t>& ids,
+                                   transport::LinkKey key) {
+    auto it = ids.find({key.peer, key.channel});
+    if (it != ids.end()) key.route = it->second;
+    return key;
+  }
+
+ private:
+  exec::MapLinkTable& table_;
+};
+
 Connections::~Connections() = default;
 
 transport::Transport* Connections::transportFor(int peer) const {
@@ -42,16 +67,42 @@ transport::Transport* Connections::transportFor(int peer) const {
   return byPeer_[peer];
 }
 
-void Connections::ensure(const std::shared_ptr<const plan::Program>& program) {
-  if (ready_.count(program) != 0) return;
-  ensure(*program);
-  if (ready_.size() >= 1024) ready_.clear();  // bound the memo; a miss only re-checks
-  ready_.insert(program);
+exec::LinkTable& Connections::ensure(const std::shared_ptr<const plan::Program>& program) {
+  auto it = ready_.find(program);
+  if (it == ready_.end()) {
+    if (ready_.size() >= 1024) ready_.clear();  // bound the memo; a miss only re-checks
+    it = ready_.emplace(program, open(*program)).first;
+  }
+  if (it->second) return *it->second;
+  return table_;
 }
 
-void Connections::ensure(const plan::Program& program) {
+exec::LinkTable& Connections::ensure(const plan::Program& program) {
+  oneOff_ = open(program);
+  if (oneOff_) return *oneOff_;
+  return table_;
+}
+
+std::unique_ptr<Connections::RoutedLinks> Connections::open(const plan::Program& program) {
   std::vector<transport::LinkKey> sends, recvs;
   exec::collectLinks(program, sends, recvs);
+  // Planned routes over sockets get their own connections (see the file comment).
+  std::unique_ptr<RoutedLinks> view;
+  if (resolver_ && socket_)
+    for (const plan::LinkRoute& lr : program.routes) {
+      if (lr.peer < 0 || lr.peer >= static_cast<int>(byPeer_.size()) ||
+          byPeer_[lr.peer] != socket_.get())
+        continue;
+      const PlannedRoute pr = resolver_(lr);
+      if (pr.id == 0) continue;
+      if (!view) view = std::make_unique<RoutedLinks>(table_);
+      (lr.send ? view->sends_ : view->recvs_)[{lr.peer, lr.channel}] = pr.id;
+      if (lr.send) socket_->addRoute(lr.peer, pr.id, pr.addresses);
+    }
+  if (view) {
+    for (auto& k : sends) k = RoutedLinks::routed(view->sends_, k);
+    for (auto& k : recvs) k = RoutedLinks::routed(view->recvs_, k);
+  }
   // Fixed transport order: shm first, then socket (see the file comment).
   for (transport::Transport* t : {shm_.get(), socket_.get()}) {
     if (t == nullptr) continue;
@@ -69,6 +120,7 @@ void Connections::ensure(const plan::Program& program) {
     GROVE_TRACE(log::kInit, "opened %zu send and %zu receive links over %s", s.size(), r.size(),
                 t->name());
   }
+  return view;
 }
 
 }  // namespace grove::core

@@ -6,10 +6,19 @@
 // non-waiting part first, so ranks that open at once never wait in a cycle.
 // Which transport serves a peer is fixed at init: shared memory for ranks on
 // this host (unless GROVE_TRANSPORT=socket), TCP sockets otherwise.
+//
+// Planned routes: a program built from topology plans names the route of
+// some of its links (Program::routes). Where the topology gives the route's
+// end addresses and the peer is reached over sockets, the link is opened as
+// a connection of its own over that route (LinkKey::route = an id both ends
+// derive from the route's addresses) and the program runs over a view of the
+// table that maps its (peer, channel) to that connection. Programs that share
+// a route share its connections; links without one use the default path.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -20,34 +29,51 @@
 
 namespace grove::core {
 
+/// A planned route as the transports see it: an id (0 = none: the default
+/// path) and the addresses of its two ends.
+struct PlannedRoute {
+  uint32_t id = 0;
+  transport::PeerRoute addresses;  ///< local = the sender's end, remote = the receiver's
+};
+
+/// Maps one of a program's planned links to its route (the core derives it
+/// from the topology); must give both ends of a link the same id.
+using RouteResolver = std::function<PlannedRoute(const plan::LinkRoute&)>;
+
 class Connections {
  public:
   /// `socket` is the socket transport (already listening); shm is made here.
+  /// `routes` resolves planned routes (empty: every link on its default path).
   Connections(const transport::Context& ctx, TransportMode mode,
-              std::unique_ptr<transport::Transport> socket);
+              std::unique_ptr<transport::Transport> socket, RouteResolver routes = {});
   ~Connections();
 
-  /// Opens every link `program` uses that is not open yet. A program seen
-  /// before (held by the caller's cache) is recognised and costs nothing.
-  void ensure(const std::shared_ptr<const plan::Program>& program);
-  /// As above, for a program built for one call.
-  void ensure(const plan::Program& program);
-  /// The open links, for the executor.
-  exec::LinkTable& links() { return table_; }
+  /// Opens every link `program` uses that is not open yet and returns the
+  /// table to run it with. A program seen before (held by the caller's
+  /// cache) is recognised and costs nothing.
+  exec::LinkTable& ensure(const std::shared_ptr<const plan::Program>& program);
+  /// As above, for a program built for one call (the returned table is
+  /// valid until the next call).
+  exec::LinkTable& ensure(const plan::Program& program);
   /// "shm", "socket" or "shm+socket": what this rank's peers are reached with.
   const std::string& summary() const { return summary_; }
   /// True if any peer is reached over the network transport.
   bool usesSocket() const { return socketPeers_ > 0; }
 
  private:
+  class RoutedLinks;
   transport::Transport* transportFor(int peer) const;
+  std::unique_ptr<RoutedLinks> open(const plan::Program& program);
 
   std::unique_ptr<transport::Transport> shm_;
   std::unique_ptr<transport::Transport> socket_;
   std::vector<transport::Transport*> byPeer_;
   exec::MapLinkTable table_;
-  // Programs whose links are all open (kept alive so their addresses stay unique).
-  std::set<std::shared_ptr<const plan::Program>> ready_;
+  RouteResolver resolver_;
+  // Programs whose links are all open (kept alive so their addresses stay
+  // unique), with the routed view they run on (null: the table itself).
+  std::map<std::shared_ptr<const plan::Program>, std::unique_ptr<RoutedLinks>> ready_;
+  std::unique_ptr<RoutedLinks> oneOff_;  // the view of the last ensure(const Program&)
   std::string summary_;
   int socketPeers_ = 0;
 };

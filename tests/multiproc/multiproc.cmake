@@ -5,6 +5,7 @@
 #   test_mp_trees         GROVE_ALGO=tree / hier runs of allreduce, broadcast, reduce
 #   test_mp_api           in-process API tests (ranks as threads)
 #   test_mp_link_addresses  all-reduce over a K4 whose links carry 127/8 addresses
+#   test_mp_planned_routes  tree all-reduce whose planned routes open their own connections
 # Run with: ctest --test-dir <build> -L multiproc
 set(_mp ${CMAKE_CURRENT_LIST_DIR})
 
@@ -60,5 +61,16 @@ if(TARGET grove)
       GROVE_MP_CHECK_PATH="$<TARGET_FILE:grove_mp_check>"
       GROVE_TOPO_FIXTURES="${PROJECT_SOURCE_DIR}/tests/fixtures/topology")
     add_dependencies(test_mp_link_addresses grove_mp_check grove-launch)
+
+    grove_gtest(test_mp_planned_routes
+      SOURCES ${_mp}/mp_planned_routes_test.cc
+      LABELS multiproc
+      TIMEOUT 300
+      PROCESSORS 2)
+    target_compile_definitions(test_mp_planned_routes PRIVATE
+      GROVE_LAUNCH_PATH="$<TARGET_FILE:grove-launch>"
+      GROVE_MP_CHECK_PATH="$<TARGET_FILE:grove_mp_check>"
+      GROVE_TOPO_FIXTURES="${PROJECT_SOURCE_DIR}/tests/fixtures/topology")
+    add_dependencies(test_mp_planned_routes grove_mp_check grove-launch)
   endif()
 endif()

@@ -212,11 +212,11 @@ TEST(SocketTransport, StrangersAreRefusedAndWaitsEnd) {
   Job job(2, 64 << 10, /*timeout=*/1.0);
   // Strangers (garbage, then a hello with a wrong secret) are dropped; the real link still arrives.
   net::Fd junk = net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5));
-  char garbage[32] = "GET / HTTP/1.0\r\n\r\n";
+  char garbage[48] = "GET / HTTP/1.0\r\n\r\n";  // at least one hello long
   ASSERT_EQ(net::sendAll(junk.get(), garbage, sizeof(garbage), net::Deadline::in(5)), net::IoResult::kOk);
   net::Fd liar = net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5));
-  struct { uint64_t magic, secret; int32_t src, dst, channel; uint32_t version; } hello = {
-      0x47524f56534f434bull, kSecret ^ 1, 1, 0, 0, 1};
+  struct { uint64_t magic, secret; int32_t src, dst, channel; uint32_t version, route, reserved; } hello = {
+      0x47524f56534f434bull, kSecret ^ 1, 1, 0, 0, 2, 0, 0};
   ASSERT_EQ(net::sendAll(liar.get(), &hello, sizeof(hello), net::Deadline::in(5)), net::IoResult::kOk);
   runRanks(2, [&](int r) {
     std::vector<std::unique_ptr<SendHalf>> sends;

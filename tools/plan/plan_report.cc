@@ -48,7 +48,8 @@ BuildFn ringsBuilder(Coll coll, const std::vector<plan::Ring>& rings, const plan
 /// Simulates `fn`'s programs; above 64 MiB the time is extrapolated from 16
 /// and 64 MiB (plan::secondsBySize) and the link bytes scaled from 64 MiB.
 AlgoPrediction predictWith(const std::string& name, const plan::PlanGraph& g,
-                           const plan::CollArgs& args, const BuildFn& fn) {
+                           const plan::CollArgs& args, const BuildFn& fn,
+                           const plan::SimParams& sim) {
   AlgoPrediction p;
   p.name = name;
   try {
@@ -62,7 +63,7 @@ AlgoPrediction predictWith(const std::string& name, const plan::PlanGraph& g,
         a.rank = r;
         progs.push_back(fn(a));
       }
-      last = plan::simulate(g, progs, plan::SimParams{});
+      last = plan::simulate(g, progs, sim);
       lastBytes = bytes;
       return last.seconds;
     };
@@ -80,7 +81,11 @@ AlgoPrediction predictWith(const std::string& name, const plan::PlanGraph& g,
   return p;
 }
 
+/// The transport a communicator on this topology would use: links with IP
+/// addresses are crossed over sockets (an emulated or multi-NIC fabric); else
+/// GPUs use CUDA, one machine shared memory, several sockets.
 plan::TransportKind transportOf(const topo::CommTopology& t, int machines) {
+  if (t.graph.hasLinkAddresses()) return plan::TransportKind::kSocket;
   if (!t.ranks.empty() && t.graph.node(t.ranks[0].node).kind == topo::NodeKind::kGpu)
     return plan::TransportKind::kCuda;
   return machines > 1 ? plan::TransportKind::kSocket : plan::TransportKind::kShm;
@@ -119,7 +124,9 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   r.boundAlgbw = allReduce ? plan::allReduceBound(g) : plan::broadcastBound(g, req.root);
   r.boundBusbw = r.boundAlgbw * plan::busBwFactor(req.coll, r.nranks);
 
-  plan::Selector sel(r.nranks, transportOf(topology, r.machines), plan::SelectorConfig::fromRegistry());
+  const plan::TransportKind kind = transportOf(topology, r.machines);
+  const plan::SimParams sim = plan::simParamsFor(kind);
+  plan::Selector sel(r.nranks, kind, plan::SelectorConfig::fromRegistry());
   const plan::PlanParams params = sel.select(req.coll, req.bytes).params;
   plan::CollArgs args;
   args.coll = req.coll;
@@ -129,20 +136,25 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   auto planned = [&](Algo a) {
     return [a, params, &plans](const plan::CollArgs& x) { return plan::build(a, x, params, &plans); };
   };
-  r.predictions.push_back(predictWith("nccl-rings", g, args, ringsBuilder(req.coll, r.ncclRings.rings, params)));
-  r.predictions.push_back(predictWith("rings", g, args, ringsBuilder(req.coll, r.rings.rings, params)));
-  r.predictions.push_back(predictWith("trees", g, args, planned(Algo::kTree)));
-  if (r.hasHier) r.predictions.push_back(predictWith("hier", g, args, planned(Algo::kHier)));
+  r.predictions.push_back(
+      predictWith("nccl-rings", g, args, ringsBuilder(req.coll, r.ncclRings.rings, params), sim));
+  r.predictions.push_back(
+      predictWith("rings", g, args, ringsBuilder(req.coll, r.rings.rings, params), sim));
+  r.predictions.push_back(predictWith("trees", g, args, planned(Algo::kTree), sim));
+  if (r.hasHier) r.predictions.push_back(predictWith("hier", g, args, planned(Algo::kHier), sim));
   if (!req.select) return r;
-  r.predictions.push_back(predictWith("direct", g, args, planned(Algo::kDirect)));
+  r.predictions.push_back(predictWith("direct", g, args, planned(Algo::kDirect), sim));
+  // What GROVE_ALGO=ring runs: the planned rings only where they beat one
+  // rank-order ring; broadcast and reduce as a rank-order chain.
+  r.predictions.push_back(predictWith("ring", g, args, planned(Algo::kRing), sim));
 
   // What the communicator would run: the cost model's table for this size.
-  sel.setSizeTable(req.coll, plan::sizeRulesOf(plan::tuneCollective(sel, plans, req.coll, r.nranks,
-                                                                     plan::SimParams{})));
+  sel.setSizeTable(req.coll,
+                   plan::sizeRulesOf(plan::tuneCollective(sel, plans, req.coll, r.nranks, sim)));
   const plan::Selection chosen = sel.select(req.coll, req.bytes);
   AlgoPrediction s = predictWith("selected", g, args, [&](const plan::CollArgs& x) {
     return plan::build(chosen.algo, x, chosen.params, &plans);
-  });
+  }, sim);
   s.detail = plan::algoName(chosen.algo);
   r.predictions.push_back(s);
   return r;

@@ -24,13 +24,16 @@ struct LinkHello {
   int32_t dst = -1;
   int32_t channel = -1;
   uint32_t version = 0;
+  uint32_t route = 0;  ///< LinkKey::route
+  uint32_t reserved = 0;
 };
 constexpr uint64_t kLinkMagic = 0x47524f56534f434bull;  // "GROVSOCK"
-constexpr uint32_t kLinkVersion = 1;
+constexpr uint32_t kLinkVersion = 2;
 constexpr double kHelloWaitSec = 5.0;  // an accepted connection must say hello within this
 
 std::string linkText(const LinkKey& k) {
-  return "rank " + std::to_string(k.peer) + " channel " + std::to_string(k.channel);
+  return "rank " + std::to_string(k.peer) + " channel " + std::to_string(k.channel) +
+         (k.route ? " route " + std::to_string(k.route) : "");
 }
 
 bool given(const sockaddr_storage& a) { return a.ss_family == AF_INET || a.ss_family == AF_INET6; }
@@ -134,6 +137,13 @@ SocketTransport::SocketTransport(const Context& ctx, std::unique_ptr<SocketListe
   sockBuf_ = config::getSize("GROVE_SOCKET_BUFSIZE");
 }
 
+void SocketTransport::addRoute(int peer, uint32_t route, const PeerRoute& addresses) {
+  if (peer < 0 || peer >= ctx_.nranks || route == 0)
+    throwInvalidArgument("socket transport: bad planned route " + std::to_string(route) +
+                         " to rank " + std::to_string(peer));
+  planned_[{peer, route}] = addresses;
+}
+
 bool SocketTransport::canConnect(int peer) const {
   return peer >= 0 && peer < ctx_.nranks && net::addressUsable(ctx_.peers[peer].dataAddr);
 }
@@ -185,6 +195,12 @@ net::Fd SocketTransport::connectLink(const LinkKey& key) {
   net::Deadline deadline = net::Deadline::in(ctx_.wait.timeoutSec);
   sockaddr_storage addr = ctx_.peers[key.peer].dataAddr;
   const PeerRoute* route = ctx_.routes.empty() ? nullptr : &ctx_.routes[key.peer];
+  if (key.route != 0) {
+    auto it = planned_.find({key.peer, key.route});
+    if (it == planned_.end())
+      throwInternalError("socket transport: no addresses for " + linkText(key));
+    route = &it->second;
+  }
   if (route && given(route->remote)) {  // the link's address, on the peer's listening port
     const int port = net::addressPort(addr);
     addr = route->remote;
@@ -216,6 +232,7 @@ net::Fd SocketTransport::connectLink(const LinkKey& key) {
   h.dst = key.peer;
   h.channel = key.channel;
   h.version = kLinkVersion;
+  h.route = key.route;
   if (net::sendAll(fd.get(), &h, sizeof(h), deadline, av) != net::IoResult::kOk)
     throwRemoteError("socket transport: rank " + std::to_string(ctx_.rank) +
                      " could not send its hello to " + linkText(key) + " at " +
@@ -243,7 +260,7 @@ bool SocketTransport::readHello(net::Fd& fd, LinkKey* key) {
                h.secret != ctx_.secret ? "wrong secret" : "not addressed to this rank");
     return false;
   }
-  *key = LinkKey{h.src, h.channel};
+  *key = LinkKey{h.src, h.channel, h.route};
   return true;
 }
 

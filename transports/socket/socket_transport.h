@@ -23,6 +23,11 @@
 // Such a job listens on the wildcard address (listen(..., anyAddress)), so
 // a connection arriving on any of its link addresses is accepted, and
 // still publishes the chosen interface's address with the listener's port.
+// Planned routes: a link whose LinkKey::route is not 0 connects over the
+// addresses registered for that route with addRoute() instead (a tree edge
+// the planner sent over PCIe rather than the NVLink between the two ranks);
+// the route id travels in the hello, so the receiver files the connection
+// under (src, channel, route).
 #pragma once
 
 #include <map>
@@ -76,6 +81,8 @@ class SocketTransport final : public Transport {
   const char* name() const override { return "socket"; }
   /// True for any rank (this one included) whose dataAddr is a usable address.
   bool canConnect(int peer) const override;
+  /// Registers the local and remote addresses of planned route `route` to `peer`.
+  void addRoute(int peer, uint32_t route, const PeerRoute& addresses) override;
   /// Connects every send link (connect + hello), then accepts until every
   /// receive link arrived. Throws groveInvalidArgument for links to peers it
   /// cannot reach or asked twice, groveRemoteError on timeout or abort.
@@ -94,7 +101,8 @@ class SocketTransport final : public Transport {
 
   Context ctx_;
   std::unique_ptr<SocketListener> listener_;
-  std::map<LinkKey, net::Fd> stash_;  // keyed by (src rank, channel)
+  std::map<LinkKey, net::Fd> stash_;  // keyed by (src rank, channel, route)
+  std::map<std::pair<int, uint32_t>, PeerRoute> planned_;  // (peer, route) -> addresses
   std::set<LinkKey> recvOpened_;      // receive links already handed out
   std::set<LinkKey> sendOpened_;      // send links already made
   size_t sockBuf_ = 0;
