@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "mp_spawn.h"
+#include "mp_summary.h"
 
 namespace {
 
@@ -40,16 +41,8 @@ void runTrees(const TreeRun& t) {
                      (t.topoFile.empty() ? "" : " GROVE_TOPO_FILE=" + t.topoFile);
   const RunResult r = mptest::runCommand(argv, env, 255, dir + "/out.txt");
   printf("[ %s ] %.1f s\n", what.c_str(), r.seconds);
-  ASSERT_TRUE(r.finished) << "did not finish: " << what << "\n" << mptest::tail(r.output);
-  EXPECT_TRUE(r.ok()) << mptest::describeStatus(r.status) << " from " << what << "\n"
-                      << mptest::tail(r.output);
-  const std::string want = "SUMMARY nranks=" + std::to_string(t.n) + " ";
-  const size_t at = r.output.find(want);
-  ASSERT_NE(at, std::string::npos) << "no SUMMARY line: " << what << "\n" << mptest::tail(r.output);
-  const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
-  EXPECT_NE(line.find("failures=0 "), std::string::npos) << line;
-  EXPECT_EQ(line.find("cases=0 "), std::string::npos) << "no case ran: " << line;
-  EXPECT_EQ(r.output.find("FAIL rank"), std::string::npos) << mptest::tail(r.output);
+  mptest::expectCheckRun(r, t.n, what);
+  if (::testing::Test::HasFatalFailure()) return;
   EXPECT_NE(r.output.find("algo " + t.wantAlgo + " "), std::string::npos)
       << "the log never names algorithm " << t.wantAlgo << ": " << what;
 }

@@ -20,57 +20,20 @@ if(TARGET grove)
     TIMEOUT 120)
 
   if(TARGET grove-launch)
-    grove_gtest(test_mp_matrix
-      SOURCES ${_mp}/mp_matrix_test.cc
-      LABELS multiproc
-      TIMEOUT 300
-      PROCESSORS 2)
-    target_compile_definitions(test_mp_matrix PRIVATE
-      GROVE_LAUNCH_PATH="$<TARGET_FILE:grove-launch>"
-      GROVE_MP_CHECK_PATH="$<TARGET_FILE:grove_mp_check>")
-    add_dependencies(test_mp_matrix grove_mp_check grove-launch)
-
-    grove_gtest(test_mp_failure
-      SOURCES ${_mp}/mp_failure_test.cc
-      LABELS multiproc
-      TIMEOUT 120
-      PROCESSORS 2)
-    target_compile_definitions(test_mp_failure PRIVATE
-      GROVE_LAUNCH_PATH="$<TARGET_FILE:grove-launch>"
-      GROVE_MP_CHECK_PATH="$<TARGET_FILE:grove_mp_check>")
-    add_dependencies(test_mp_failure grove_mp_check grove-launch)
-
-    grove_gtest(test_mp_trees
-      SOURCES ${_mp}/mp_tree_test.cc
-      LABELS multiproc
-      TIMEOUT 300
-      PROCESSORS 2)
-    target_compile_definitions(test_mp_trees PRIVATE
-      GROVE_LAUNCH_PATH="$<TARGET_FILE:grove-launch>"
-      GROVE_MP_CHECK_PATH="$<TARGET_FILE:grove_mp_check>"
-      GROVE_TOPO_FIXTURES="${PROJECT_SOURCE_DIR}/tests/fixtures/topology")
-    add_dependencies(test_mp_trees grove_mp_check grove-launch)
-
-    grove_gtest(test_mp_link_addresses
-      SOURCES ${_mp}/mp_link_addr_test.cc
-      LABELS multiproc
-      TIMEOUT 300
-      PROCESSORS 2)
-    target_compile_definitions(test_mp_link_addresses PRIVATE
-      GROVE_LAUNCH_PATH="$<TARGET_FILE:grove-launch>"
-      GROVE_MP_CHECK_PATH="$<TARGET_FILE:grove_mp_check>"
-      GROVE_TOPO_FIXTURES="${PROJECT_SOURCE_DIR}/tests/fixtures/topology")
-    add_dependencies(test_mp_link_addresses grove_mp_check grove-launch)
-
-    grove_gtest(test_mp_planned_routes
-      SOURCES ${_mp}/mp_planned_routes_test.cc
-      LABELS multiproc
-      TIMEOUT 300
-      PROCESSORS 2)
-    target_compile_definitions(test_mp_planned_routes PRIVATE
-      GROVE_LAUNCH_PATH="$<TARGET_FILE:grove-launch>"
-      GROVE_MP_CHECK_PATH="$<TARGET_FILE:grove_mp_check>"
-      GROVE_TOPO_FIXTURES="${PROJECT_SOURCE_DIR}/tests/fixtures/topology")
-    add_dependencies(test_mp_planned_routes grove_mp_check grove-launch)
+    # A test that runs grove_mp_check jobs under grove-launch (paths compiled
+    # in, the fixture folder too), two CPUs' worth of ranks.
+    function(grove_mp_launch_test name source timeout)
+      grove_gtest(${name} SOURCES ${_mp}/${source} LABELS multiproc TIMEOUT ${timeout} PROCESSORS 2)
+      target_compile_definitions(${name} PRIVATE
+        GROVE_LAUNCH_PATH="$<TARGET_FILE:grove-launch>"
+        GROVE_MP_CHECK_PATH="$<TARGET_FILE:grove_mp_check>"
+        GROVE_TOPO_FIXTURES="${PROJECT_SOURCE_DIR}/tests/fixtures/topology")
+      add_dependencies(${name} grove_mp_check grove-launch)
+    endfunction()
+    grove_mp_launch_test(test_mp_matrix mp_matrix_test.cc 300)
+    grove_mp_launch_test(test_mp_failure mp_failure_test.cc 120)
+    grove_mp_launch_test(test_mp_trees mp_tree_test.cc 300)
+    grove_mp_launch_test(test_mp_link_addresses mp_link_addr_test.cc 300)
+    grove_mp_launch_test(test_mp_planned_routes mp_planned_routes_test.cc 300)
   endif()
 endif()

@@ -15,6 +15,7 @@
 #include "base/socket.h"
 #include "core/bootstrap.h"
 #include "core/bootstrap_root.h"
+#include "unit/harness/run_threads.h"
 
 namespace grove::core {
 namespace {
@@ -29,18 +30,7 @@ UniqueIdData localId() {
 }
 
 /// Runs fn(rank) on nranks threads and joins them; fails the test on exceptions.
-void runRanks(int nranks, const std::function<void(int)>& fn) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < nranks; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        fn(r);
-      } catch (const std::exception& e) {
-        ADD_FAILURE() << "rank " << r << ": " << e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-}
+void runRanks(int nranks, const std::function<void(int)>& fn) { harness::runThreads(nranks, fn); }
 
 /// Waits up to `sec` for the signal; returns the seconds it took (or -1).
 double waitRaised(const AbortSignal& s, double sec) {

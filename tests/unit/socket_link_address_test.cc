@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/socket.h"
 #include "transports/socket/socket_transport.h"
+#include "unit/harness/run_threads.h"
 
 namespace grove::transport {
 namespace {
@@ -73,18 +74,7 @@ struct LinkJob {
   std::vector<std::unique_ptr<SocketTransport>> transports;
 };
 
-void runRanks(const std::function<void(int)>& fn) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < kRanks; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        fn(r);
-      } catch (const std::exception& e) {
-        ADD_FAILURE() << "rank " << r << ": " << e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-}
+void runRanks(const std::function<void(int)>& fn) { harness::runThreads(kRanks, fn); }
 
 // Every rank sends one byte to every other and checks the addresses of each connection.
 void exchange(LinkJob& job, bool withLocal) {

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/socket.h"
 #include "transports/socket/socket_transport.h"
+#include "unit/harness/run_threads.h"
 
 namespace grove::transport {
 namespace {
@@ -45,18 +46,7 @@ struct Job {
   std::vector<std::unique_ptr<SocketTransport>> transports;
 };
 
-void runRanks(int n, const std::function<void(int)>& fn) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        fn(r);
-      } catch (const std::exception& e) {
-        ADD_FAILURE() << "rank " << r << ": " << e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-}
+void runRanks(int n, const std::function<void(int)>& fn) { harness::runThreads(n, fn); }
 
 uint8_t pattern(int src, uint64_t i) { return static_cast<uint8_t>(i * 131 + src * 17 + (i >> 12)); }
 
