@@ -18,6 +18,20 @@ function(grove_want var out)
 endfunction()
 
 # CUDA: needs nvcc; GPU code builds whenever it is found.
+# grove_cuda_host_flags(target): nvcc rejects host warning flags such as
+# -Wall; this passes the target's compile options to C/C++ sources as they
+# are and to CUDA sources through -Xcompiler.
+function(grove_cuda_host_flags target)
+  get_target_property(_opts ${target} COMPILE_OPTIONS)
+  if(NOT _opts)
+    return()
+  endif()
+  set(_wrapped)
+  foreach(opt ${_opts})
+    list(APPEND _wrapped "$<$<COMPILE_LANGUAGE:C,CXX>:${opt}>" "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=${opt}>")
+  endforeach()
+  set_property(TARGET ${target} PROPERTY COMPILE_OPTIONS ${_wrapped})
+endfunction()
 grove_want(GROVE_WITH_CUDA _want)
 if(_want)
   include(CheckLanguage)
@@ -26,7 +40,16 @@ if(_want)
     find_package(CUDAToolkit QUIET)
   endif()
   if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND)
-    grove_feature(CUDA 1 "toolkit found (nvcc ${CUDAToolkit_VERSION}), no CUDA executor in this release yet")
+    # sm_80 and sm_90 machine code plus compute_90 PTX that later GPUs JIT;
+    # override with -DCMAKE_CUDA_ARCHITECTURES=... The CUDA runtime is the
+    # shared libcudart, as the toolkit's other libraries use.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES "80-real;90-real;90-virtual" CACHE STRING "CUDA architectures to build for")
+    endif()
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+    enable_language(CUDA)
+    string(REPLACE ";" " " _cuda_archs "${CMAKE_CUDA_ARCHITECTURES}")
+    grove_feature(CUDA 1 "toolkit found (nvcc ${CUDAToolkit_VERSION}), copy/reduce kernels for ${_cuda_archs}, no CUDA executor in this release yet")
   else()
     if(GROVE_WITH_CUDA STREQUAL "ON")
       message(FATAL_ERROR "GROVE_WITH_CUDA=ON but no CUDA compiler/toolkit was found")

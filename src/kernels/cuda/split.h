@@ -1,0 +1,58 @@
+// How a kernel splits a range into a scalar head, a body of aligned words
+// and a scalar tail. Shared by the device code and the host (so the unit
+// tests check the same arithmetic the kernels use).
+//
+// How it works: a word of W bytes (16 = one uint4) can only be loaded from
+// every pointer at once if all pointers sit at the same offset modulo W.
+// commonWordSize() finds the largest such W (16, 8, 4, 2 or 1). The head is
+// the elements before the first W-aligned address (as few as possible), the
+// body is whole words, and the tail is the elements left over. When the
+// element size does not divide the head (pointers misaligned to the
+// element), the whole range is head: the caller runs it element by element.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define GROVE_HD __host__ __device__ __forceinline__
+#else
+#define GROVE_HD inline
+#endif
+
+namespace grove::kernels::cuda {
+
+/// A range split into head elements, body words and tail elements.
+struct WordSplit {
+  size_t head;   ///< elements before the body
+  size_t words;  ///< whole words of the body
+  size_t tail;   ///< elements after the body
+};
+
+/// Largest W in {16, 8, 4, 2, 1} dividing `diff` (the OR of pointer differences).
+GROVE_HD unsigned wordSizeOfDiff(uintptr_t diff) {
+  unsigned w = 16;
+  while (w > 1 && (diff & (w - 1)) != 0) w >>= 1;
+  return w;
+}
+
+/// Largest W in {16, 8, 4, 2, 1} with every ptrs[i] at the same offset modulo W.
+GROVE_HD unsigned commonWordSize(const uintptr_t* ptrs, int n) {
+  uintptr_t diff = 0;
+  for (int i = 1; i < n; ++i) diff |= ptrs[i] - ptrs[0];
+  return wordSizeOfDiff(diff);
+}
+
+/// Splits `count` elements of `elemSize` bytes starting at `first` into head, words
+/// of `wordSize` bytes (a multiple of elemSize) and tail.
+GROVE_HD WordSplit splitWords(uintptr_t first, size_t count, size_t elemSize, size_t wordSize) {
+  size_t headBytes = (wordSize - first % wordSize) % wordSize;
+  if (wordSize <= elemSize || headBytes % elemSize != 0) return WordSplit{count, 0, 0};
+  size_t head = headBytes / elemSize;
+  if (head >= count) return WordSplit{count, 0, 0};
+  size_t perWord = wordSize / elemSize;
+  size_t words = (count - head) / perWord;
+  return WordSplit{head, words, count - head - words * perWord};
+}
+
+}  // namespace grove::kernels::cuda

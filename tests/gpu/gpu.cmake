@@ -1,0 +1,24 @@
+# GPU tier (DESIGN.md section 6): built whenever nvcc is found, run where a
+# GPU is present. Without one, each test prints "no CUDA device: GPU tests
+# skipped" and exits 77, which ctest reports as Skipped.
+# Run with: ctest --test-dir <build> -L gpu
+if(NOT GROVE_HAVE_CUDA)
+  # One placeholder reports the tier skipped, with the reason.
+  add_test(NAME gpu.skipped COMMAND ${CMAKE_COMMAND} -E echo
+           "GPU tests skipped: this build has no CUDA (GROVE_WITH_CUDA=${GROVE_WITH_CUDA}, or nvcc not found)")
+  set_tests_properties(gpu.skipped PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "GPU tests skipped")
+  return()
+endif()
+set(_gpu ${CMAKE_CURRENT_LIST_DIR})
+add_executable(test_gpu_kernels ${_gpu}/gpu_kernels_test.cc ${_gpu}/gpu_slices_test.cc
+               ${_gpu}/gpu_check.cc ${_gpu}/slice_kernels.cu)
+target_link_libraries(test_gpu_kernels PRIVATE grove_kernels grove_base CUDA::cudart GTest::gtest)
+target_include_directories(test_gpu_kernels PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
+set_target_properties(test_gpu_kernels PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
+set_source_files_properties(${_gpu}/slice_kernels.cu PROPERTIES COMPILE_OPTIONS "--fmad=false")
+grove_cuda_host_flags(test_gpu_kernels)
+foreach(area GpuReduceCopy GpuMultiSource GpuCopy GpuKernels GpuSlices)
+  add_test(NAME gpu.${area} COMMAND test_gpu_kernels --gtest_filter=${area}.*)
+  set_tests_properties(gpu.${area} PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
+                       RESOURCE_LOCK grove_gpu)
+endforeach()
