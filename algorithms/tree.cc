@@ -124,17 +124,17 @@ std::vector<int> channelsPerTree(const std::vector<double>& rates, int nChannels
     if (r > 0 && (least == 0 || r < least)) least = r;
   std::vector<int> subs(rates.size(), base);
   if (least == 0) return subs;
-  // Shrink the proportional counts until they fit; base per tree always fits.
-  for (double scale = base; scale > 0; scale *= 0.75) {
-    int total = 0;
+  // Shrink the proportional counts until they fit (or the scale drops below
+  // one channel for the lightest tree); if even that is too many, base each.
+  int total = 0;
+  for (double scale = base;; scale *= 0.75) {
+    total = 0;
     for (size_t t = 0; t < rates.size(); ++t) {
       subs[t] = std::max(1, static_cast<int>(std::lround(scale * rates[t] / least)));
       total += subs[t];
     }
     if (total <= std::max(slots / 2, nt * base) || scale < 1) break;
   }
-  int total = 0;
-  for (int k : subs) total += k;
   if (total > slots) subs.assign(rates.size(), base);
   return subs;
 }
