@@ -14,6 +14,7 @@
 #include "algorithms/flow_sim.h"
 #include "base/error.h"
 #include "topology/topo_file.h"
+#include "unit/topo_fixtures.h"
 
 namespace grove::plan {
 namespace {
@@ -392,25 +393,6 @@ TEST(FlowSim, BadProgramsFailClearly) {
 
 // ---------------------------------------------------------------- model
 
-/// A communicator with one rank on each listed GPU (CUDA index) of a fixture.
-topo::CommTopology onGpus(const std::string& fixture, const std::vector<int>& gpus) {
-  topo::CommTopology t;
-  t.graph = topo::loadTopologyFile(std::string(GROVE_TOPO_FIXTURES) + "/" + fixture);
-  const topo::NodeId machine = t.graph.machines().at(0);
-  t.ranksByMachine.resize(1);
-  for (int idx : gpus) {
-    topo::RankPlacement p;
-    for (topo::NodeId id : t.graph.nodesOfKind(topo::NodeKind::kGpu))
-      if (t.graph.node(id).index == idx) p.node = id;
-    EXPECT_GE(p.node, 0) << "no gpu" << idx;
-    p.machine = machine;
-    p.localRank = static_cast<int>(t.ranks.size());
-    t.ranksByMachine[0].push_back(p.localRank);
-    t.ranks.push_back(p);
-  }
-  return t;
-}
-
 Selector cudaSelector(int nranks) { return Selector(nranks, TransportKind::kCuda, SelectorConfig{}); }
 
 /// Every size maps to an allowed algorithm, rules ascend and end open.
@@ -430,7 +412,7 @@ void expectCoversAllSizes(const Selector& sel, Coll coll) {
 }
 
 TEST(CostModel, PredictionGrowsWithSizeAndMatchesASimulation) {
-  const topo::CommTopology t = onGpus("dgx1_v100.json", {0, 3, 4, 7});
+  const topo::CommTopology t = fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), {0, 3, 4, 7});
   TopoPlans plans(PlanGraph::fromTopology(t));
   CollArgs a;
   a.coll = Coll::kAllReduce;
@@ -489,7 +471,7 @@ void printAndCheckRows(const std::vector<TuneRow>& rows) {
 }
 
 TEST(CostModel, TableOnDgx1V100Gpus0347CoversAllSizes) {
-  const topo::CommTopology t = onGpus("dgx1_v100.json", {0, 3, 4, 7});
+  const topo::CommTopology t = fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), {0, 3, 4, 7});
   TopoPlans plans(PlanGraph::fromTopology(t));
   Selector sel = cudaSelector(4);
   printAndCheckRows(tuneCollective(sel, plans, Coll::kAllReduce, 4, SimParams{}));
@@ -506,7 +488,7 @@ TEST(CostModel, TableOnDgx1V100Gpus0347CoversAllSizes) {
 }
 
 TEST(CostModel, TuneRespectsOverrides) {
-  const topo::CommTopology t = onGpus("dgx1_v100.json", {0, 1, 2});
+  const topo::CommTopology t = fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), {0, 1, 2});
   TopoPlans plans(PlanGraph::fromTopology(t));
   SelectorConfig cfg;
   cfg.algo = "allreduce:ring,tree";
@@ -517,7 +499,7 @@ TEST(CostModel, TuneRespectsOverrides) {
 }
 
 TEST(CostModel, Dgx1V100AllGpusRingsVersusTrees) {
-  const topo::CommTopology t = onGpus("dgx1_v100.json", {0, 1, 2, 3, 4, 5, 6, 7});
+  const topo::CommTopology t = fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), {0, 1, 2, 3, 4, 5, 6, 7});
   TopoPlans plans(PlanGraph::fromTopology(t));
   Selector sel = cudaSelector(8);
   const auto t0 = std::chrono::steady_clock::now();

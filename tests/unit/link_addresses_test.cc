@@ -14,13 +14,12 @@
 #include "topology/link_addresses.h"
 #include "topology/render.h"
 #include "topology/topo_file.h"
+#include "unit/topo_fixtures.h"
 
 namespace grove::topo {
 namespace {
 
-Graph fixture(const std::string& name) {
-  return loadTopologyFile(std::string(GROVE_TOPO_FIXTURES) + "/" + name);
-}
+using fixtures::fixture;
 
 const Link& linkBetween(const Graph& g, const std::string& a, const std::string& b) {
   const int li = g.findLink(g.findQualified(a), g.findQualified(b));

@@ -13,29 +13,18 @@
 #include "base/error.h"
 #include "topology/comm_topology.h"
 #include "topology/topo_file.h"
+#include "unit/topo_fixtures.h"
 
 namespace grove::plan {
 namespace {
 
+using fixtures::fixture;
+using fixtures::onGpus;
 using topo::CommTopology;
 using topo::DeviceKind;
 using topo::Graph;
 using topo::LinkKind;
 using topo::NodeKind;
-
-Graph fixture(const std::string& name) {
-  return topo::loadTopologyFile(std::string(GROVE_TOPO_FIXTURES) + "/" + name);
-}
-
-// Ranks on the named GPUs of machine 0, in order.
-CommTopology onGpus(const Graph& g, const std::vector<int>& gpus) {
-  CommTopology t = topo::placeRanks(g, static_cast<int>(gpus.size()), 0, DeviceKind::kCuda);
-  for (size_t r = 0; r < gpus.size(); ++r) {
-    t.ranks[r].node = g.find(g.machines()[0], "gpu" + std::to_string(gpus[r]));
-    EXPECT_GE(t.ranks[r].node, 0);
-  }
-  return t;
-}
 
 struct Case {
   std::string name;

@@ -9,11 +9,12 @@
 #include "topology/paths.h"
 #include "topology/render.h"
 #include "topology/topo_file.h"
+#include "unit/topo_fixtures.h"
 
 namespace grove::topo {
 namespace {
 
-Graph fixture(const std::string& name) { return loadTopologyFile(std::string(GROVE_TOPO_FIXTURES) + "/" + name); }
+using fixtures::fixture;
 
 NodeId byName(const Graph& g, const std::string& name) {
   NodeId id = g.find(g.machines().at(0), name);

@@ -16,30 +16,15 @@
 #include "topology/topo_file.h"
 #include "tree_check.h"
 #include "unit/harness/thread_ranks.h"
+#include "unit/topo_fixtures.h"
 
 namespace grove::plan {
 namespace {
 
 using testing::checkTreeCase;
+using fixtures::fixture;
+using fixtures::onGpus;
 using testing::TreeCase;
-
-topo::Graph fixture(const std::string& name) {
-  return topo::loadTopologyFile(std::string(GROVE_TOPO_FIXTURES) + "/" + name);
-}
-
-/// The communicator of the ranks on the given GPUs of a one-machine graph.
-topo::CommTopology onGpus(const topo::Graph& g, const std::vector<int>& gpus) {
-  const topo::CommTopology all = topo::placeRanks(g, 8, 0, topo::DeviceKind::kCuda);
-  topo::CommTopology t;
-  t.graph = g;
-  std::vector<int> machine;
-  for (int gpu : gpus) {
-    machine.push_back(static_cast<int>(t.ranks.size()));
-    t.ranks.push_back(all.ranks.at(static_cast<size_t>(gpu)));
-  }
-  t.ranksByMachine = {machine};
-  return t;
-}
 
 /// Lowers every algorithm the plans support for allreduce, broadcast and
 /// reduce, and checks each over several sizes.
