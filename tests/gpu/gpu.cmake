@@ -22,3 +22,19 @@ foreach(area GpuReduceCopy GpuMultiSource GpuCopy GpuKernels GpuSlices)
   set_tests_properties(gpu.${area} PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
                        RESOURCE_LOCK grove_gpu)
 endforeach()
+
+# The CUDA executor (src/exec/cuda): N ranks on the one GPU against the host
+# executor, stream ordering, groups, abort, timeout, closed peers.
+add_executable(test_gpu_executor ${_gpu}/gpu_executor_test.cc ${_gpu}/gpu_exec_harness.cc
+               ${_gpu}/gpu_check.cc ${_gpu}/exec_kernels.cu)
+target_link_libraries(test_gpu_executor PRIVATE grove_test_harness grove_algorithms grove_exec
+                      grove_kernels grove_base CUDA::cudart GTest::gtest)
+target_include_directories(test_gpu_executor PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
+set_target_properties(test_gpu_executor PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
+grove_cuda_host_flags(test_gpu_executor)
+foreach(area ExecCollectives.SmallSizes ExecCollectives.LargeSizes ExecStream ExecGroup ExecAbort ExecApi)
+  string(REPLACE "." "*" _filter "Gpu${area}")
+  add_test(NAME gpu.${area} COMMAND test_gpu_executor --gtest_filter=*${_filter}*)
+  set_tests_properties(gpu.${area} PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
+                       RESOURCE_LOCK grove_gpu)
+endforeach()

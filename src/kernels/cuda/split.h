@@ -15,9 +15,9 @@
 #include <cstdint>
 
 #if defined(__CUDACC__)
-#define GROVE_HD __host__ __device__ __forceinline__
+#define GROVE_SPLIT_FN __host__ __device__ __forceinline__
 #else
-#define GROVE_HD inline
+#define GROVE_SPLIT_FN inline
 #endif
 
 namespace grove::kernels::cuda {
@@ -30,14 +30,14 @@ struct WordSplit {
 };
 
 /// Largest W in {16, 8, 4, 2, 1} dividing `diff` (the OR of pointer differences).
-GROVE_HD unsigned wordSizeOfDiff(uintptr_t diff) {
+GROVE_SPLIT_FN unsigned wordSizeOfDiff(uintptr_t diff) {
   unsigned w = 16;
   while (w > 1 && (diff & (w - 1)) != 0) w >>= 1;
   return w;
 }
 
 /// Largest W in {16, 8, 4, 2, 1} with every ptrs[i] at the same offset modulo W.
-GROVE_HD unsigned commonWordSize(const uintptr_t* ptrs, int n) {
+GROVE_SPLIT_FN unsigned commonWordSize(const uintptr_t* ptrs, int n) {
   uintptr_t diff = 0;
   for (int i = 1; i < n; ++i) diff |= ptrs[i] - ptrs[0];
   return wordSizeOfDiff(diff);
@@ -45,7 +45,7 @@ GROVE_HD unsigned commonWordSize(const uintptr_t* ptrs, int n) {
 
 /// Splits `count` elements of `elemSize` bytes starting at `first` into head, words
 /// of `wordSize` bytes (a multiple of elemSize) and tail.
-GROVE_HD WordSplit splitWords(uintptr_t first, size_t count, size_t elemSize, size_t wordSize) {
+GROVE_SPLIT_FN WordSplit splitWords(uintptr_t first, size_t count, size_t elemSize, size_t wordSize) {
   size_t headBytes = (wordSize - first % wordSize) % wordSize;
   if (wordSize <= elemSize || headBytes % elemSize != 0) return WordSplit{count, 0, 0};
   size_t head = headBytes / elemSize;
