@@ -187,7 +187,7 @@ groveResult_t groveCommCount(const groveComm_t comm, int* count);
 /// This process's rank in comm.
 groveResult_t groveCommUserRank(const groveComm_t comm, int* rank);
 
-/// The CUDA device of comm, or -1 for a host communicator.
+/// The CUDA device of comm, or -1 for a host communicator (and for an emulated device).
 groveResult_t groveCommCuDevice(const groveComm_t comm, int* device);
 
 /// Error state of comm: groveSuccess, groveInProgress (non-blocking init or

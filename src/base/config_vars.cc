@@ -55,6 +55,9 @@ const std::vector<Var>& registeredVars() {
       {"GROVE_NRANKS", Type::kInt, "0", "number of ranks (set by grove-launch)"},
       {"GROVE_LOCAL_RANK", Type::kInt, "-1", "rank among the ranks of this host (set by grove-launch)"},
       {"GROVE_DEVICE_KIND", Type::kString, "host", "default device kind: host or cuda"},
+      {"GROVE_DEVICE_EMULATION", Type::kBool, "0",
+       "CUDA communicators run the device executor's interpreter on host threads over host "
+       "memory instead of a GPU (buffers are host memory; for testing the device path without one)"},
   };
   return vars;
 }

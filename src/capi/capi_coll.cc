@@ -22,14 +22,18 @@ namespace {
 struct Call {
   groveComm* handle = nullptr;
   core::Comm* comm = nullptr;
-  core::HostStream* stream = nullptr;
+  core::HostStream* stream = nullptr;  // host communicators
+  void* deviceStream = nullptr;        // CUDA communicators: the cudaStream_t
 };
 
+// A CUDA communicator's stream is a cudaStream_t, passed through; a host
+// communicator's is NULL or a live groveHostStream_t.
 Call begin(groveComm_t comm, groveStream_t stream) {
   Call c;
   c.handle = comm;
   c.comm = &grove::capi::usableComm(comm);
-  c.stream = grove::capi::hostStreamOf(stream);
+  if (c.comm->isDevice()) c.deviceStream = stream;
+  else c.stream = grove::capi::hostStreamOf(stream);
   return c;
 }
 
@@ -82,6 +86,7 @@ void run(const Call& c, const plan::CollArgs& args, const void* send, void* recv
     core::GroupOp op;
     op.comm = c.comm;
     op.stream = c.stream;
+    op.deviceStream = c.deviceStream;
     op.args = args;
     op.sendbuff = send;
     op.recvbuff = recv;
@@ -89,7 +94,9 @@ void run(const Call& c, const plan::CollArgs& args, const void* send, void* recv
     return;
   }
   core::Comm* comm = c.comm;
-  core::submit(*comm, c.stream, [comm, args, send, recv] { comm->collective(args, send, recv); });
+  void* ds = c.deviceStream;
+  core::submit(*comm, c.stream,
+               [comm, args, send, recv, ds] { comm->collective(args, send, recv, ds); });
 }
 
 plan::CollArgs argsOf(plan::Coll coll, const Call& c, size_t count, groveDataType_t dtype,
@@ -268,6 +275,7 @@ groveResult_t pointToPoint(const char* fn, bool isSend, const void* buf, size_t 
     core::GroupOp op;
     op.comm = c.comm;
     op.stream = c.stream;
+    op.deviceStream = c.deviceStream;
     op.isP2P = true;
     op.p2p.isSend = isSend;
     op.p2p.peer = peer;
@@ -278,7 +286,8 @@ groveResult_t pointToPoint(const char* fn, bool isSend, const void* buf, size_t 
       return;
     }
     core::Comm* cm = c.comm;
-    core::submit(*cm, c.stream, [cm, p = op.p2p] { cm->pointToPoint({p}, groveUint8); });
+    void* ds = c.deviceStream;
+    core::submit(*cm, c.stream, [cm, p = op.p2p, ds] { cm->pointToPoint({p}, groveUint8, ds); });
   });
 }
 }  // namespace

@@ -196,7 +196,7 @@ GROVE_API groveResult_t groveCommCuDevice(const groveComm_t comm, int* device) {
   return apiCall("groveCommCuDevice", comm, [&] {
     if (device == nullptr) grove::throwInvalidArgument("device is NULL");
     core::Comm& c = grove::capi::usableComm(comm);
-    *device = c.options().deviceKind == groveDeviceCuda ? c.options().device : -1;
+    *device = c.cudaDevice();
   });
 }
 

@@ -17,6 +17,8 @@
 #include "base/log.h"
 #include "core/bootstrap.h"
 #include "core/connections.h"
+#include "core/device_engine.h"
+#include "core/device_path.h"
 #include "core/planned_routes.h"
 #include "exec/host_executor.h"
 #include "topology/comm_topology.h"
@@ -57,10 +59,10 @@ std::vector<transport::PeerRoute> linkRoutes(const topo::CommTopology& t, int ra
 Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& options)
     : rank_(rank), nranks_(nranks), options_(options) {
   wait_ = WaitContext::of(abort_, options_.timeoutSec);
-  if (options_.deviceKind == groveDeviceCuda)
-    throwInvalidArgument(
-        "CUDA communicators are not available in this build yet; use groveDeviceHost");
   log::setRank(rank);
+  // A CUDA communicator checks its device before joining, so a bad one fails fast.
+  const bool cuda = options_.deviceKind == groveDeviceCuda;
+  if (cuda && !options_.emulateDevice) cudaDevice_ = resolveCudaDevice(options_.device);
 
   // Link addresses in the topology file: listen on every address, connect over the links.
   const topo::Graph localGraph = topo::localTopology();
@@ -71,10 +73,10 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   bootstrap_ = std::make_unique<Bootstrap>(id, rank, nranks, self, &abort_, options_.timeoutSec);
 
   // Topology: each rank's local view, exchanged and merged identically on every rank.
-  const bool cuda = options_.deviceKind == groveDeviceCuda;
+  // (An emulated device is host memory: it is placed like a host rank.)
+  const bool onGpu = cudaDevice_ >= 0;
   topo::LocalView view = topo::makeLocalView(
-      localGraph, cuda ? topo::DeviceKind::kCuda : topo::DeviceKind::kHost,
-      cuda ? options_.device : -1);
+      localGraph, onGpu ? topo::DeviceKind::kCuda : topo::DeviceKind::kHost, cudaDevice_);
   topology_ = std::make_unique<topo::CommTopology>(topo::exchangeCommTopology(
       view, nranks, [this](const void* d, size_t n) { return bootstrap_->allGather(d, n); }));
 
@@ -91,7 +93,7 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   transport::Context ctx;
   ctx.rank = rank;
   ctx.nranks = nranks;
-  ctx.jobId = jobIdOf(id);
+  ctx.jobId = jobId_ = jobIdOf(id);
   ctx.secret = id.secret;
   ctx.peers = bootstrap_->peers();
   ctx.bufferBytes = options_.bufferBytes;
@@ -125,9 +127,11 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   }
   if (plans_ && linkAddresses && connections_->usesSocket()) tuneForFabric();
   cache_ = std::make_unique<plan::ProgramCache>(256, plans_.get());
+  if (cuda) initDevice();
   GROVE_INFO(log::kInit, "comm %s rank %d/%d ready: transport %s, %d channel(s), buffer %zu B",
              options_.name.empty() ? "-" : options_.name.c_str(), rank, nranks,
-             connections_->summary().c_str(), nChannels_, options_.bufferBytes);
+             (device_ ? device_->summary() : connections_->summary()).c_str(), nChannels_,
+             options_.bufferBytes);
 }
 
 // A topology whose links carry addresses describes the network the bytes
@@ -192,12 +196,29 @@ void Comm::guarded(const char* what, Fn&& fn) {
   }
 }
 
+plan::P2POp p2pOpOf(const P2PCall& call, uint32_t extraIndex) {
+  plan::P2POp op;
+  op.isSend = call.isSend;
+  op.peer = call.peer;
+  op.bytes = call.bytes;
+  op.buf.buf = plan::Buf::kExtra;
+  op.buf.index = extraIndex;
+  return op;
+}
+
+void Comm::runGuarded(const char* what, const std::function<void()>& fn) { guarded(what, fn); }
+
 void* Comm::scratch(size_t bytes) {
   if (scratchStore_.size() < bytes) scratchStore_.resize(bytes);
   return scratchStore_.data();
 }
 
-void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* recvbuff) {
+void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* recvbuff,
+                      void* stream) {
+  if (device_) {
+    deviceGroup({DeviceCollective{args, sendbuff, recvbuff}}, {}, stream);
+    return;
+  }
   guarded(plan::collName(args.coll), [&] {
     uint64_t bytes = plan::messageBytes(args);
     plan::Selection sel = selector_->select(args.coll, bytes);
@@ -218,7 +239,11 @@ void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* re
   });
 }
 
-void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype) {
+void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype, void* stream) {
+  if (device_) {
+    deviceGroup({}, calls, stream);
+    return;
+  }
   guarded("send/recv", [&] {
     // Sends to self pair with receives from self in call order: plain copies.
     std::vector<const P2PCall*> selfSends, selfRecvs;
@@ -229,14 +254,8 @@ void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype
         (c.isSend ? selfSends : selfRecvs).push_back(&c);
         continue;
       }
-      plan::P2POp op;
-      op.isSend = c.isSend;
-      op.peer = c.peer;
-      op.bytes = c.bytes;
-      op.buf.buf = plan::Buf::kExtra;
-      op.buf.index = static_cast<uint32_t>(buffers.extra.size());
+      ops.push_back(p2pOpOf(c, static_cast<uint32_t>(buffers.extra.size())));
       buffers.extra.push_back(c.buffer);
-      ops.push_back(op);
     }
     if (selfSends.size() != selfRecvs.size())
       throwInvalidUsage("a group has " + std::to_string(selfSends.size()) + " sends to self but " +
@@ -287,6 +306,7 @@ std::unique_ptr<Comm> Comm::split(int color, int key, const CommOptions& options
 
 void Comm::abort(const std::string& why) {
   abort_.raise(why);
+  if (device_) device_->abort();
   {
     std::lock_guard<std::mutex> lock(errorMu_);
     if (error_ == groveSuccess) {
@@ -298,16 +318,20 @@ void Comm::abort(const std::string& why) {
   // Running work sees the signal at its next wait; give it a moment to leave.
   sequencer_.drainFor(std::min(options_.timeoutSec, 5.0));
   closed_ = true;
+  device_.reset();  // waits (briefly) for device launches to see the abort flag
   bootstrap_.reset();
 }
 
 void Comm::close() {
   if (closed_) return;
   closed_ = true;
-  if (!sequencer_.drainFor(options_.timeoutSec > 0 ? options_.timeoutSec : 1e9)) {
+  const double timeout = options_.timeoutSec > 0 ? options_.timeoutSec : 1e9;
+  if (!sequencer_.drainFor(timeout) || (device_ && !device_->drain(timeout))) {
     abort_.raise("communicator destroyed while work was still pending");
+    if (device_) device_->abort();
     sequencer_.drainFor(5.0);
   }
+  device_.reset();  // closes the device rings before the host links the proxy uses
   if (bootstrap_) bootstrap_->close();
 }
 

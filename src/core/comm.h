@@ -12,11 +12,13 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "algorithms/builders.h"
 #include "algorithms/schedule.h"
 #include "base/wait.h"
 #include "core/options.h"
@@ -37,6 +39,8 @@ namespace grove::core {
 
 class Bootstrap;
 class Connections;
+class DevicePath;
+struct DeviceOp;
 struct UniqueIdData;
 
 /// One point-to-point operation of a group.
@@ -46,6 +50,9 @@ struct P2PCall {
   void* buffer = nullptr;  ///< const for sends
   size_t bytes = 0;
 };
+
+/// The schedule's form of one send or receive, its buffer Buf::kExtra `extraIndex`.
+plan::P2POp p2pOpOf(const P2PCall& call, uint32_t extraIndex);
 
 class Comm {
  public:
@@ -62,10 +69,26 @@ class Comm {
   const topo::CommTopology& topology() const { return *topology_; }
   Sequencer& sequencer() { return sequencer_; }
 
-  /// Runs a collective now (the caller holds its sequencer ticket).
-  void collective(const plan::CollArgs& args, const void* sendbuff, void* recvbuff);
-  /// Runs a batch of sends and receives concurrently.
-  void pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype);
+  /// Runs a collective now (the caller holds its sequencer ticket). A CUDA
+  /// communicator enqueues it on `stream` (a cudaStream_t) and returns.
+  void collective(const plan::CollArgs& args, const void* sendbuff, void* recvbuff,
+                  void* stream = nullptr);
+  /// Runs a batch of sends and receives concurrently (CUDA: enqueued on `stream`).
+  void pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype,
+                    void* stream = nullptr);
+  /// CUDA communicators: the collectives `colls` (with their buffers) and the
+  /// sends and receives `p2p` of one group as one launch on `stream`.
+  struct DeviceCollective {
+    plan::CollArgs args;
+    const void* sendbuff = nullptr;
+    void* recvbuff = nullptr;
+  };
+  void deviceGroup(const std::vector<DeviceCollective>& colls, const std::vector<P2PCall>& p2p,
+                   void* stream);
+  /// True for a CUDA communicator (buffers are device memory; streams are cudaStream_t).
+  bool isDevice() const { return device_ != nullptr; }
+  /// The CUDA device of a CUDA communicator (-1 when emulated or a host communicator).
+  int cudaDevice() const { return cudaDevice_; }
   /// Collective over this comm: the new comm of this rank's color, or null for a negative color.
   std::unique_ptr<Comm> split(int color, int key, const CommOptions& options);
 
@@ -79,10 +102,19 @@ class Comm {
  private:
   template <typename Fn>
   void guarded(const char* what, Fn&& fn);
+  /// guarded() for code outside comm.cc.
+  void runGuarded(const char* what, const std::function<void()>& fn);
   void checkUsable() const;
   void* scratch(size_t bytes);
   /// Installs the cost model's per-size algorithm table (link-address topologies).
   void tuneForFabric();
+  /// Sets up the device path of a CUDA communicator (after the host links).
+  void initDevice();
+  /// Records a failure seen off the calling thread (the device watcher).
+  void recordAsyncFailure(groveResult_t code, const std::string& text);
+  /// The device operations of a send/recv batch (one one-off program).
+  void addDeviceP2P(const std::vector<P2PCall>& calls, groveDataType_t dtype,
+                    std::vector<DeviceOp>& ops);
 
   int rank_;
   int nranks_;
@@ -96,6 +128,9 @@ class Comm {
   std::unique_ptr<plan::Selector> selector_;
   std::unique_ptr<plan::TopoPlans> plans_;  ///< rings / trees / hier plan of the topology (lazy)
   std::unique_ptr<plan::ProgramCache> cache_;
+  std::unique_ptr<DevicePath> device_;  ///< CUDA communicators only
+  int cudaDevice_ = -1;
+  std::string jobId_;  ///< unique per communicator (names shared-memory segments)
   int nChannels_ = 1;
   std::vector<uint8_t, std::allocator<uint8_t>> scratchStore_;
   mutable std::mutex errorMu_;

@@ -46,6 +46,16 @@ void runConcurrently(std::vector<std::function<void()>>& work) {
 
 // The work of one communicator's share of a group.
 std::function<void()> commWork(Comm* comm, std::vector<GroupOp> ops) {
+  if (comm->isDevice())
+    return [comm, ops = std::move(ops)] {
+      std::vector<Comm::DeviceCollective> colls;
+      std::vector<P2PCall> p2p;
+      for (const GroupOp& op : ops) {
+        if (op.isP2P) p2p.push_back(op.p2p);
+        else colls.push_back({op.args, op.sendbuff, op.recvbuff});
+      }
+      comm->deviceGroup(colls, p2p, ops.front().deviceStream);
+    };
   return [comm, ops = std::move(ops)] {
     std::vector<P2PCall> p2p;
     for (const GroupOp& op : ops) {
@@ -95,7 +105,8 @@ void groupEnd() {
     if (i == comms.size()) {
       comms.push_back(op.comm);
       perComm.emplace_back();
-    } else if (perComm[i].front().stream != op.stream) {
+    } else if (perComm[i].front().stream != op.stream ||
+               perComm[i].front().deviceStream != op.deviceStream) {
       throwInvalidUsage("all operations of one communicator in a group must use the same stream");
     }
     perComm[i].push_back(std::move(op));

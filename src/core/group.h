@@ -9,6 +9,7 @@
 //      its sends and receives run as one concurrent program;
 //   3. communicators run concurrently: on their host streams if given, else
 //      on helper threads (one thread may drive several ranks of one job).
+//      A CUDA communicator's share becomes one device launch on its stream.
 // The first error is rethrown from groupEnd.
 #pragma once
 
@@ -23,7 +24,8 @@ namespace grove::core {
 /// A recorded operation.
 struct GroupOp {
   Comm* comm = nullptr;
-  HostStream* stream = nullptr;  ///< null = blocking
+  HostStream* stream = nullptr;  ///< null = blocking (host communicators)
+  void* deviceStream = nullptr;  ///< cudaStream_t of a CUDA communicator's operation
   bool isP2P = false;
   plan::CollArgs args;           ///< collectives
   const void* sendbuff = nullptr;

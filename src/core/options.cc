@@ -43,6 +43,7 @@ CommOptions resolveOptions(const groveConfig_t* cfg) {
   if (strcasecmp(kind.c_str(), "cuda") == 0) o.deviceKind = groveDeviceCuda;
   else if (strcasecmp(kind.c_str(), "host") != 0)
     throwInvalidArgument("GROVE_DEVICE_KIND '" + kind + "' is not host or cuda");
+  o.emulateDevice = config::getBool("GROVE_DEVICE_EMULATION");
 
   if (cfg != nullptr) {
     if (cfg->magic != GROVE_CONFIG_MAGIC)

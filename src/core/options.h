@@ -14,7 +14,8 @@ enum class TransportMode { kAuto, kShm, kSocket };
 /// Resolved settings of one communicator.
 struct CommOptions {
   groveDeviceKind_t deviceKind = groveDeviceHost;
-  int device = -1;
+  int device = -1;               ///< CUDA device; -1 = the calling thread's current device
+  bool emulateDevice = false;    ///< CUDA comms run on the host emulation (GROVE_DEVICE_EMULATION)
   bool blocking = true;
   double timeoutSec = 30.0;
   int nChannels = 0;            ///< 0 = automatic per transport

@@ -135,10 +135,16 @@ bool exitedNonZero(const Rank& r) {
 struct KillCase {
   const char* transport;
   int victim;
+  bool device = false;  // CUDA communicators on the emulated device (host_staged rings)
 };
 // Readable ctest names ("... # GetParam() = socket, kill rank 0").
 void PrintTo(const KillCase& k, std::ostream* os) {
-  *os << k.transport << ", kill rank " << k.victim;
+  *os << k.transport << ", kill rank " << k.victim << (k.device ? ", emulated device" : "");
+}
+
+// The environment of a rank of an emulated-device job.
+std::vector<std::string> emulatedDeviceEnv(int) {
+  return {"GROVE_DEVICE_KIND=cuda", "GROVE_DEVICE_EMULATION=1"};
 }
 
 class KillRank : public ::testing::TestWithParam<KillCase> {};
@@ -147,7 +153,8 @@ TEST_P(KillRank, OthersFailFastWithAClearError) {
   const KillCase kc = GetParam();
   constexpr int kRanks = 4;
   Job job;
-  job.start(kRanks, kc.transport, "30", {"--loop-seconds", "90", "--ready-dir", job.dir});
+  job.start(kRanks, kc.transport, "30", {"--loop-seconds", "90", "--ready-dir", job.dir},
+            kc.device ? emulatedDeviceEnv : nullptr);
   ASSERT_TRUE(job.waitReady(kRanks, 60)) << "ranks never got going\n" << job.allOutput();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ASSERT_FALSE(job.poll({kc.victim})) << "victim ended early\n" << job.allOutput();
@@ -188,10 +195,12 @@ TEST_P(KillRank, OthersFailFastWithAClearError) {
 
 INSTANTIATE_TEST_SUITE_P(Mp, KillRank,
                          ::testing::Values(KillCase{"shm", 2}, KillCase{"shm", 0},
-                                           KillCase{"socket", 2}, KillCase{"socket", 0}),
+                                           KillCase{"socket", 2}, KillCase{"socket", 0},
+                                           KillCase{"shm", 2, true}),
                          [](const ::testing::TestParamInfo<KillCase>& i) {
                            return std::string(i.param.transport) + "_rank" +
-                                  std::to_string(i.param.victim);
+                                  std::to_string(i.param.victim) +
+                                  (i.param.device ? "_device" : "");
                          });
 
 // grove-launch passes a rank's death on as its own non-zero status, and the
@@ -214,13 +223,13 @@ TEST(MpFailure, LaunchPropagatesARankDeath) {
 }
 
 // ------------------------------------------------------------ (b) a rank never calls
-class SilentRank : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(SilentRank, OthersTimeOut) {
+// Rank 1 sleeps instead of calling; the others must time out (GROVE_TIMEOUT=3).
+void silentRankCase(const char* transport, bool device) {
   constexpr int kRanks = 4, kSilent = 1;
   Job job;
-  job.start(kRanks, GetParam(), "3",
-            {"--loop-seconds", "60", "--sleep-rank", std::to_string(kSilent), "--sleep-seconds", "60"});
+  job.start(kRanks, transport, "3",
+            {"--loop-seconds", "60", "--sleep-rank", std::to_string(kSilent), "--sleep-seconds", "60"},
+            device ? emulatedDeviceEnv : nullptr);
   std::vector<int> others = {0, 2, 3};
   bool all = job.waitRanks(others, 20);
   EXPECT_TRUE(all) << "ranks still waiting 20 s after start with GROVE_TIMEOUT=3\n" << job.allOutput();
@@ -241,6 +250,14 @@ TEST_P(SilentRank, OthersTimeOut) {
   }
   EXPECT_GE(mentionsTimeout, 1) << "no survivor's error says it timed out\n" << job.allOutput();
 }
+
+class SilentRank : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SilentRank, OthersTimeOut) { silentRankCase(GetParam(), false); }
+
+// The same on CUDA communicators over the emulated device: the device wait
+// itself times out (the launch's DevControl deadline).
+TEST(MpFailure, SilentRankOnTheEmulatedDevice) { silentRankCase("shm", true); }
 
 INSTANTIATE_TEST_SUITE_P(Mp, SilentRank, ::testing::Values("shm", "socket"),
                          [](const ::testing::TestParamInfo<const char*>& i) {

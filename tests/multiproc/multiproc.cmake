@@ -6,6 +6,7 @@
 #   test_mp_api           in-process API tests (ranks as threads)
 #   test_mp_link_addresses  all-reduce over a K4 whose links carry 127/8 addresses
 #   test_mp_planned_routes  tree all-reduce whose planned routes open their own connections
+#   test_mp_device        every collective on CUDA communicators over the emulated device
 # Run with: ctest --test-dir <build> -L multiproc
 set(_mp ${CMAKE_CURRENT_LIST_DIR})
 
@@ -14,7 +15,7 @@ if(TARGET grove)
   target_link_libraries(grove_mp_check PRIVATE grove)
 
   grove_gtest(test_mp_api
-    SOURCES ${_mp}/mp_api_errors_test.cc ${_mp}/mp_api_features_test.cc
+    SOURCES ${_mp}/mp_api_errors_test.cc ${_mp}/mp_api_features_test.cc ${_mp}/mp_api_device_test.cc
     LIBS grove
     LABELS multiproc
     TIMEOUT 120)
@@ -35,5 +36,6 @@ if(TARGET grove)
     grove_mp_launch_test(test_mp_trees mp_tree_test.cc 300)
     grove_mp_launch_test(test_mp_link_addresses mp_link_addr_test.cc 300)
     grove_mp_launch_test(test_mp_planned_routes mp_planned_routes_test.cc 300)
+    grove_mp_launch_test(test_mp_device mp_device_test.cc 600)
   endif()
 endif()

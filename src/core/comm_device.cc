@@ -1,0 +1,108 @@
+// The CUDA side of Comm (comm.h): setting up the device path and turning
+// collectives, send/recv batches and groups into device launches.
+//
+// How it works: a CUDA communicator is built like a host one -- bootstrap,
+// topology, host links, selector, program cache -- and then gets a
+// DevicePath (device_path.h): the engine (the CUDA executor on its GPU, or
+// the host emulation with GROVE_DEVICE_EMULATION) plus the device rings
+// (DeviceConnections), whose descriptions travel over the host links. A
+// call picks its algorithm and program exactly as on the host; the device
+// path lowers, opens, installs and launches it. Everything one thread
+// records for this communicator in a group becomes one launch.
+#include <cstring>
+
+#include "algorithms/builders.h"
+#include "algorithms/program_cache.h"
+#include "algorithms/selector.h"
+#include "base/dtype.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "core/bootstrap.h"
+#include "core/comm.h"
+#include "core/connections.h"
+#include "core/device_engine.h"
+#include "core/device_path.h"
+#include "core/unique_id.h"
+
+namespace grove::core {
+
+void Comm::initDevice() {
+  std::unique_ptr<DeviceEngine> engine = options_.emulateDevice
+                                             ? makeEmulatedEngine(options_.timeoutSec)
+                                             : makeCudaEngine(cudaDevice_, options_.timeoutSec);
+  transport::DeviceContext ctx;
+  ctx.rank = rank_;
+  ctx.nranks = nranks_;
+  ctx.jobId = jobId_;
+  ctx.peers = gatherDevicePeers(localDevicePeer(rank_, cudaDevice_), nranks_,
+                                [this](const void* d, size_t n) { return bootstrap_->allGather(d, n); });
+  DeviceLinkOptions opt;
+  opt.emulate = options_.emulateDevice;
+  opt.ringCapacity = deviceRingCapacity(options_.bufferBytes, selector_->params().chunkBytes);
+  HostLinks hostLinks = [this](const plan::Program& p) -> exec::LinkTable& {
+    return connections_->ensure(p);
+  };
+  auto links = std::make_unique<DeviceConnections>(std::move(ctx), std::move(hostLinks), wait_, opt);
+  device_ = std::make_unique<DevicePath>(
+      nranks_, std::move(engine), std::move(links), abort_,
+      [this](groveResult_t code, const std::string& text) { recordAsyncFailure(code, text); });
+}
+
+void Comm::recordAsyncFailure(groveResult_t code, const std::string& text) {
+  const std::string full = "rank " + std::to_string(rank_) + ": " + text;
+  {
+    std::lock_guard<std::mutex> lock(errorMu_);
+    if (error_ != groveSuccess) return;
+    error_ = code;
+    errorText_ = full;
+  }
+  const bool remote = abort_.raised();
+  abort_.raise(full);
+  if (!remote && bootstrap_) bootstrap_->abort(full);
+  GROVE_WARN(log::kColl, "%s", full.c_str());
+}
+
+void Comm::addDeviceP2P(const std::vector<P2PCall>& calls, groveDataType_t dtype,
+                        std::vector<DeviceOp>& ops) {
+  DeviceOp op;
+  op.oneOff = true;
+  op.dtype = dtype;
+  std::vector<plan::P2POp> p2p;
+  for (const P2PCall& c : calls) {
+    p2p.push_back(p2pOpOf(c, static_cast<uint32_t>(op.extra.size())));
+    op.extra.push_back(c.buffer);
+  }
+  op.program = std::make_shared<const plan::Program>(plan::buildP2P(p2p, rank_, nranks_));
+  if (op.program->phases.empty()) return;
+  GROVE_INFO(log::kP2p, "send/recv group of %zu ops on the device, %s", calls.size(),
+             device_->summary().c_str());
+  ops.push_back(std::move(op));
+}
+
+void Comm::deviceGroup(const std::vector<DeviceCollective>& colls, const std::vector<P2PCall>& p2p,
+                       void* stream) {
+  runGuarded(colls.empty() ? "send/recv" : plan::collName(colls.front().args.coll), [&] {
+    std::vector<DeviceOp> ops;
+    for (const DeviceCollective& c : colls) {
+      const uint64_t bytes = plan::messageBytes(c.args);
+      plan::Selection sel = selector_->select(c.args.coll, bytes);
+      DeviceOp op;
+      op.program = cache_->get(sel.algo, c.args, sel.params);
+      op.dtype = c.args.dtype;
+      op.op = c.args.op;
+      op.input = c.sendbuff;
+      op.output = c.recvbuff;
+      GROVE_INFO(log::kColl,
+                 "%s count %zu %s %s root %d bytes %zu in-place %d algo %s channels %d on %s",
+                 plan::collName(c.args.coll), static_cast<size_t>(c.args.count),
+                 dtypeName(c.args.dtype), opName(c.args.op), c.args.root,
+                 static_cast<size_t>(bytes), c.args.inPlace ? 1 : 0, op.program->algo.c_str(),
+                 sel.params.nChannels, device_->summary().c_str());
+      ops.push_back(std::move(op));
+    }
+    if (!p2p.empty()) addDeviceP2P(p2p, groveUint8, ops);
+    device_->launch(ops, stream);
+  });
+}
+
+}  // namespace grove::core

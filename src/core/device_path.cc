@@ -1,0 +1,164 @@
+#include "core/device_path.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/error.h"
+#include "base/log.h"
+
+namespace grove::core {
+namespace {
+
+uint32_t loadWord(const uint32_t& w) {
+  return std::atomic_ref<uint32_t>(const_cast<uint32_t&>(w)).load(std::memory_order_acquire);
+}
+
+const char* statusText(uint32_t s) {
+  switch (s) {
+    case exec::dev::kDevOk: return "ok";
+    case exec::dev::kDevAborted: return "aborted";
+    case exec::dev::kDevTimedOut: return "timed out waiting for a peer";
+    case exec::dev::kDevPeerClosed: return "a peer closed its connection";
+    case exec::dev::kDevBadStep: return "hit a step it cannot run";
+  }
+  return "failed";
+}
+
+}  // namespace
+
+DevicePath::DevicePath(int nranks, std::unique_ptr<DeviceEngine> engine,
+                       std::unique_ptr<DeviceConnections> links, AbortSignal& abort,
+                       DeviceFailureFn onFailure)
+    : nranks_(nranks), engine_(std::move(engine)), links_(std::move(links)), abort_(abort),
+      onFailure_(std::move(onFailure)) {
+  watcher_ = std::thread([this] { watch(); });
+}
+
+DevicePath::~DevicePath() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+  if (!engine_->drain(5.0)) {
+    engine_->abort();
+    engine_->drain(5.0);
+  }
+  // Rings close before the engine's programs go: a launch still waiting sees them closed.
+  links_.reset();
+  engine_.reset();
+}
+
+std::string DevicePath::summary() const {
+  return std::string(engine_->name()) + " over " + links_->summary();
+}
+
+// A peer's ring closing (or a wait timing out) is usually the echo of a
+// failure elsewhere -- a rank died, another rank gave up -- which the
+// bootstrap reports moments later; wait briefly for it, so the error names
+// the cause rather than the symptom.
+void DevicePath::awaitCause(uint32_t status) const {
+  if (status != exec::dev::kDevPeerClosed && status != exec::dev::kDevTimedOut) return;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  while (!abort_.raised() && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
+std::string DevicePath::describeFailure(const exec::dev::DevControl& c) const {
+  const uint32_t s = loadWord(c.status);
+  awaitCause(s);
+  std::string text = std::string("device launch ") + statusText(s) + " (call " +
+                     std::to_string(c.failedCall) + ", phase " + std::to_string(c.failedPhase) +
+                     ", lane " + std::to_string(c.failedLane) + ", step " +
+                     std::to_string(c.failedStep) + ", " + engine_->name() + " engine)";
+  if (abort_.raised()) text += ": " + abort_.reason();
+  const std::string proxy = links_->proxyError();
+  if (!proxy.empty()) text += "; network proxy: " + proxy;
+  return text;
+}
+
+// Throws the device failure recorded so far, if any.
+void DevicePath::checkStatus() {
+  const exec::dev::DevControl& c = engine_->control();
+  const uint32_t s = loadWord(c.status);
+  if (s == exec::dev::kDevOk) return;
+  const groveResult_t code = s == exec::dev::kDevBadStep ? groveInternalError : groveRemoteError;
+  throw Error(code, describeFailure(c));
+}
+
+// Polls the control block and the abort signal until stopped.
+void DevicePath::watch() {
+  std::unique_lock<std::mutex> lock(mu_);
+  bool abortSent = false;
+  while (!stop_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(1));
+    if (!abortSent && abort_.raised()) {
+      engine_->abort();
+      abortSent = true;
+    }
+    const exec::dev::DevControl& c = engine_->control();
+    const uint32_t s = loadWord(c.status);
+    if (s != exec::dev::kDevOk && !reported_.exchange(true)) {
+      const std::string text = describeFailure(c);
+      const groveResult_t code = s == exec::dev::kDevBadStep ? groveInternalError : groveRemoteError;
+      lock.unlock();
+      if (onFailure_) onFailure_(code, text);
+      lock.lock();
+    }
+  }
+}
+
+void DevicePath::abort() { engine_->abort(); }
+
+const DevicePath::Installed& DevicePath::prepare(const DeviceOp& op) {
+  if (!op.oneOff) {
+    auto it = installed_.find(op.program.get());
+    if (it != installed_.end()) return it->second;
+  }
+  exec::dev::DevProgram lowered = exec::dev::lowerProgram(*op.program);
+  DeviceRingTables rings = links_->ensure(lowered);
+  Installed inst;
+  inst.program = op.program;
+  inst.view = engine_->install(lowered, rings, op.oneOff);
+  inst.nSlots = lowered.nSlots;
+  if (op.oneOff) {
+    oneOff_ = std::move(inst);
+    return oneOff_;
+  }
+  return installed_.emplace(op.program.get(), std::move(inst)).first->second;
+}
+
+void DevicePath::launch(const std::vector<DeviceOp>& ops, void* stream) {
+  checkStatus();
+  if (ops.empty()) return;
+  uint64_t scratchBytes = 0;
+  for (const DeviceOp& op : ops) scratchBytes = std::max(scratchBytes, op.program->scratchBytes);
+  // Lower, open and install first: opening rings is collective and may wait.
+  std::vector<const Installed*> prepared;
+  prepared.reserve(ops.size());
+  for (const DeviceOp& op : ops) prepared.push_back(&prepare(op));
+  uint8_t* scratch = engine_->scratch(scratchBytes);
+  calls_.clear();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const DeviceOp& op = ops[i];
+    if (op.extra.size() + exec::dev::kSlotExtra0 > exec::dev::kMaxSlots)
+      throwInvalidUsage("a device send/recv group has " + std::to_string(op.extra.size()) +
+                        " buffers; at most " +
+                        std::to_string(exec::dev::kMaxSlots - exec::dev::kSlotExtra0) +
+                        " per communicator and group");
+    exec::dev::DevCall call;
+    call.program = prepared[i]->view;
+    call.reduce = {static_cast<int32_t>(op.dtype), static_cast<int32_t>(op.op), nranks_};
+    call.bufs[exec::dev::kSlotInput] = static_cast<uint8_t*>(const_cast<void*>(op.input));
+    call.bufs[exec::dev::kSlotOutput] = static_cast<uint8_t*>(op.output);
+    call.bufs[exec::dev::kSlotScratch] = scratch;
+    for (size_t k = 0; k < op.extra.size(); ++k)
+      call.bufs[exec::dev::kSlotExtra0 + k] = static_cast<uint8_t*>(op.extra[k]);
+    calls_.push_back(call);
+  }
+  engine_->launch(calls_, stream);
+  if (!engine_->asynchronous()) checkStatus();
+}
+
+}  // namespace grove::core

@@ -1,0 +1,104 @@
+// DevicePath: the part of a CUDA communicator that runs collectives on
+// device buffers (issue order, stream semantics, groups, errors).
+//
+// How it works: a call arrives with its plan::Program (from the
+// communicator's cache). The first time a program is seen it is lowered to
+// the device form (exec/device/dev_program.h), the rings it needs are opened
+// (DeviceConnections: a collective exchange on first use), and it is
+// installed in the engine (uploaded to the GPU, or kept for the emulation).
+// A launch binds each program to the call's buffers (input, output, the
+// communicator's scratch, send/recv buffers) and hands every call of a group
+// to the engine at once: on a GPU, one kernel runs them in order on the
+// caller's stream and the call returns at once.
+//
+// Errors: a launch that fails on the device (timeout, abort, a peer's ring
+// closed) writes the shared DevControl. A watcher thread polls it (and the
+// communicator's abort signal, raised when another rank failed or the user
+// aborted) every millisecond: a device failure is reported to the
+// communicator (error state, other ranks told), and an abort signal raises
+// the device abort flag so waiting kernels return instead of hanging.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "base/wait.h"
+#include "core/device_connections.h"
+#include "core/device_engine.h"
+
+namespace grove::core {
+
+/// One operation of a device launch.
+struct DeviceOp {
+  std::shared_ptr<const plan::Program> program;  ///< cached (kept) or one-off
+  bool oneOff = false;           ///< built for this call only (send/recv groups)
+  groveDataType_t dtype = groveFloat32;
+  groveRedOp_t op = groveSum;
+  const void* input = nullptr;
+  void* output = nullptr;
+  std::vector<void*> extra;      ///< Buf::kExtra buffers
+};
+
+/// Reports a device failure to the communicator (code, text).
+using DeviceFailureFn = std::function<void(groveResult_t, const std::string&)>;
+
+class DevicePath {
+ public:
+  /// `links` opens the rings; `abort` is the communicator's signal (watched);
+  /// `onFailure` is called once, from the watcher, for a device failure.
+  DevicePath(int nranks, std::unique_ptr<DeviceEngine> engine,
+             std::unique_ptr<DeviceConnections> links, AbortSignal& abort,
+             DeviceFailureFn onFailure);
+  ~DevicePath();
+  DevicePath(const DevicePath&) = delete;
+  DevicePath& operator=(const DevicePath&) = delete;
+
+  /// Prepares and launches `ops` as one launch on `stream` (CUDA: enqueued;
+  /// emulated: run). Throws grove::Error for a failure seen now (including
+  /// an earlier launch's device failure, and a failed emulated run).
+  void launch(const std::vector<DeviceOp>& ops, void* stream);
+  /// Raises the device abort flag.
+  void abort();
+  /// Waits for every launch to finish; false on timeout.
+  bool drain(double timeoutSec) { return engine_->drain(timeoutSec); }
+  /// "cuda over cuda_p2p" style summary for logs.
+  std::string summary() const;
+  /// Engine name ("cuda", "emulated").
+  const char* engineName() const { return engine_->name(); }
+
+ private:
+  struct Installed {
+    std::shared_ptr<const plan::Program> program;  // keeps the cache key alive
+    exec::dev::DevProgramView view;
+    uint32_t nSlots = 3;
+  };
+  const Installed& prepare(const DeviceOp& op);
+  void checkStatus();
+  void watch();
+  std::string describeFailure(const exec::dev::DevControl& c) const;
+  void awaitCause(uint32_t status) const;
+
+  int nranks_;
+  std::unique_ptr<DeviceEngine> engine_;
+  std::unique_ptr<DeviceConnections> links_;
+  AbortSignal& abort_;
+  DeviceFailureFn onFailure_;
+  std::map<const plan::Program*, Installed> installed_;
+  Installed oneOff_;
+  std::vector<exec::dev::DevCall> calls_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::atomic<bool> reported_{false};
+  std::thread watcher_;
+};
+
+}  // namespace grove::core

@@ -1,0 +1,152 @@
+// In-process API tests of CUDA communicators on the emulated device
+// (GROVE_DEVICE_EMULATION=1: the device executor's interpreter on host
+// threads, buffers in host memory): groups of collectives as one launch,
+// collectives mixed with sends and receives, the device index, abort while a
+// launch waits, and the clear error without a device. Ranks are threads.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mp_api_util.h"
+
+namespace {
+
+using mpapi::onRanks;
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Sets (or clears) the emulation variable for this test.
+struct Emulation {
+  explicit Emulation(bool on) { setenv("GROVE_DEVICE_EMULATION", on ? "1" : "0", 1); }
+  ~Emulation() { unsetenv("GROVE_DEVICE_EMULATION"); }
+};
+
+// n CUDA communicators (deviceKind cuda), one per thread; destroyed at the end.
+struct DeviceComms {
+  std::vector<groveComm_t> c;
+  explicit DeviceComms(int n, int timeoutMs = 30000) : c(n, nullptr) {
+    groveUniqueId id;
+    EXPECT_EQ(groveGetUniqueId(&id), groveSuccess);
+    std::vector<groveResult_t> res(n, groveInternalError);
+    onRanks(n, [&](int r) {
+      groveConfig_t cfg = GROVE_CONFIG_INITIALIZER;
+      cfg.deviceKind = groveDeviceCuda;
+      cfg.timeoutMs = timeoutMs;
+      res[r] = groveCommInitRankConfig(&c[r], n, id, r, &cfg);
+    });
+    for (int r = 0; r < n; ++r)
+      EXPECT_EQ(res[r], groveSuccess) << "rank " << r << ": " << groveGetLastError(nullptr);
+  }
+  ~DeviceComms() {
+    onRanks(static_cast<int>(c.size()), [&](int r) {
+      if (c[r] != nullptr) groveCommDestroy(c[r]);
+    });
+  }
+  groveComm_t operator[](int r) const { return c[r]; }
+};
+
+TEST(MpApiDevice, EmulatedCommHasNoCudaDevice) {
+  Emulation on(true);
+  DeviceComms comms(2);
+  for (int r = 0; r < 2; ++r) {
+    int dev = 7;
+    ASSERT_EQ(groveCommCuDevice(comms[r], &dev), groveSuccess);
+    EXPECT_EQ(dev, -1) << "an emulated device is host memory";
+  }
+}
+
+// Three collectives recorded in one group (one device launch); every
+// result must be exact.
+TEST(MpApiDevice, GroupOfCollectives) {
+  Emulation on(true);
+  constexpr int kRanks = 3;
+  constexpr size_t kCount = 70001;
+  DeviceComms comms(kRanks);
+  onRanks(kRanks, [&](int r) {
+    std::vector<int32_t> a(kCount, r + 1), aOut(kCount, -1);
+    std::vector<float> b(kCount, 2.0f * r), bOut(kCount, -1);
+    std::vector<int32_t> c(kCount, r == 1 ? 42 : -5);
+    ASSERT_EQ(groveGroupStart(), groveSuccess);
+    EXPECT_EQ(groveAllReduce(a.data(), aOut.data(), kCount, groveInt32, groveSum, comms[r], nullptr),
+              groveSuccess);
+    EXPECT_EQ(groveAllReduce(b.data(), bOut.data(), kCount, groveFloat32, groveMax, comms[r], nullptr),
+              groveSuccess);
+    EXPECT_EQ(groveBroadcast(c.data(), c.data(), kCount, groveInt32, 1, comms[r], nullptr),
+              groveSuccess);
+    ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(comms[r]);
+    for (size_t i = 0; i < kCount; ++i) {
+      ASSERT_EQ(aOut[i], kRanks * (kRanks + 1) / 2) << "rank " << r << " index " << i;
+      ASSERT_EQ(bOut[i], 2.0f * (kRanks - 1)) << "rank " << r << " index " << i;
+      ASSERT_EQ(c[i], 42) << "rank " << r << " index " << i;
+    }
+  });
+}
+
+// A collective and a ring of sends/receives in one group.
+TEST(MpApiDevice, GroupMixesCollectivesAndSendRecv) {
+  Emulation on(true);
+  constexpr int kRanks = 4;
+  constexpr size_t kCount = 5000;
+  DeviceComms comms(kRanks);
+  onRanks(kRanks, [&](int r) {
+    std::vector<int64_t> in(kCount, r), out(kCount, -1);
+    std::vector<int64_t> toNext(kCount, 100 + r), fromPrev(kCount, -1);
+    ASSERT_EQ(groveGroupStart(), groveSuccess);
+    groveAllReduce(in.data(), out.data(), kCount, groveInt64, groveSum, comms[r], nullptr);
+    groveSend(toNext.data(), kCount, groveInt64, (r + 1) % kRanks, comms[r], nullptr);
+    groveRecv(fromPrev.data(), kCount, groveInt64, (r + kRanks - 1) % kRanks, comms[r], nullptr);
+    ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(comms[r]);
+    for (size_t i = 0; i < kCount; ++i) {
+      ASSERT_EQ(out[i], kRanks * (kRanks - 1) / 2);
+      ASSERT_EQ(fromPrev[i], 100 + (r + kRanks - 1) % kRanks);
+    }
+  });
+}
+
+// Rank 0 calls an all-reduce the others never join; aborting its
+// communicator from another thread makes the waiting launch return.
+TEST(MpApiDevice, AbortWhileALaunchWaits) {
+  Emulation on(true);
+  DeviceComms comms(2, /*timeoutMs=*/60000);
+  std::vector<float> in(1 << 16, 1.0f), out(1 << 16, 0.0f);
+  groveResult_t res = groveSuccess;
+  double returnedAt = 0;
+  std::thread caller([&] {
+    res = groveAllReduce(in.data(), out.data(), in.size(), groveFloat32, groveSum, comms[0], nullptr);
+    returnedAt = now();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const double abortedAt = now();
+  EXPECT_EQ(groveCommAbort(comms[0]), groveSuccess);
+  caller.join();
+  EXPECT_NE(res, groveSuccess) << "an all-reduce nobody joined cannot succeed";
+  EXPECT_LT(returnedAt - abortedAt, 10.0) << "the waiting launch did not return after the abort";
+  comms.c[0] = nullptr;  // aborted: already released
+}
+
+// Without a device (and without emulation) a CUDA communicator is refused
+// with a clear error that names the way out.
+TEST(MpApiDevice, NoDeviceIsAClearError) {
+  Emulation off(false);
+  groveUniqueId id;
+  ASSERT_EQ(groveGetUniqueId(&id), groveSuccess);
+  groveConfig_t cfg = GROVE_CONFIG_INITIALIZER;
+  cfg.deviceKind = groveDeviceCuda;
+  groveComm_t comm = nullptr;
+  groveResult_t r = groveCommInitRankConfig(&comm, 1, id, 0, &cfg);
+  if (r == groveSuccess) {
+    groveCommDestroy(comm);
+    GTEST_SKIP() << "a CUDA device is present: nothing to refuse";
+  }
+  EXPECT_EQ(r, groveInvalidUsage);
+  const std::string text = groveGetLastError(nullptr);
+  EXPECT_NE(text.find("GROVE_DEVICE_EMULATION"), std::string::npos) << text;
+}
+
+}  // namespace
