@@ -7,13 +7,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/dtype.h"
+#include "perf/common/device_memory.h"
 #include "perf/common/perf_args.h"
 #include "perf/common/report.h"
 #include "perf/common/verify.h"
@@ -66,6 +69,8 @@ struct Shared {
   tools::LaunchEnv env;
   int nranks = 1;
   groveUniqueId id{};
+  MemoryMode mode = MemoryMode::kHost;
+  int deviceCount = 0;  ///< visible CUDA devices (kCuda only)
 };
 
 /// One rank (one thread) of this process.
@@ -76,13 +81,23 @@ struct Rank {
   bool printer = false;  ///< global rank 0: prints the report
   groveComm_t comm = nullptr;
   groveHostStream_t hostStream = nullptr;
-  Buffer send, recv, expected;
+  Buffer send, recv, expected;  ///< the buffers; in kCuda mode the host staging of dev*
+  int cudaDevice = -1;          ///< kCuda: this rank's device
+  DeviceStream devStream;       ///< kCuda: this rank's stream
+  DeviceBuffer devSend, devRecv, scratch;  ///< kCuda: buffers and small-call scratch
   long errors = 0;
   double bwSum = 0;
   int bwCount = 0;
   std::string failure;
 
-  groveStream_t stream() const { return shared->args.blocking ? nullptr : hostStream; }
+  bool onDevice() const { return shared->mode == MemoryMode::kCuda; }
+  groveStream_t stream() const {
+    if (onDevice()) return devStream.handle();
+    if (shared->mode == MemoryMode::kEmulated) return nullptr;  // calls complete on return
+    return shared->args.blocking ? nullptr : hostStream;
+  }
+  char* sendBuf() const { return onDevice() ? devSend.get() : send.get(); }
+  char* recvBuf() const { return onDevice() ? devRecv.get() : recv.get(); }
   void print(const std::string& s) const {
     if (!printer) return;
     std::fputs(s.c_str(), stdout);
@@ -100,8 +115,8 @@ void startColl(Rank& r, const Setting& s, bool inPlace, int iter) {
   const size_t total = std::max(s.counts.sendCount, s.counts.recvCount) * s.es;
   const size_t steps = total ? std::max<size_t>(1, r.shared->args.maxBytes / total) : 1;
   const size_t shift = total * (static_cast<size_t>(iter) % steps);
-  char* recv = r.recv.get() + shift;
-  char* send = r.send.get() + shift;
+  char* recv = r.recvBuf() + shift;
+  char* send = r.sendBuf() + shift;
   const size_t rk = static_cast<size_t>(r.rank);
   const void* sp = inPlace ? recv + s.counts.sendInplaceOffset * rk * s.es : send;
   void* rp = inPlace ? recv + s.counts.recvInplaceOffset * rk * s.es : recv;
@@ -110,38 +125,74 @@ void startColl(Rank& r, const Setting& s, bool inPlace, int iter) {
 }
 
 void completeColl(Rank& r) {
+  if (r.onDevice()) {
+    cudaStreamWait(r.stream());
+    return;
+  }
   if (r.hostStream != nullptr && !r.shared->args.blocking)
     PERF_CHECK(r.comm, groveHostStreamSynchronize(r.hostStream));
+}
+
+using SmallCall = std::function<groveResult_t(const void* send, void* recv, groveStream_t)>;
+
+// Runs a small collective on host values (in: inBytes, out: outBytes; in == out
+// runs in place). Device communicators take device memory: there the values go
+// through the rank's scratch buffer and the call is waited for.
+void smallColl(Rank& r, const void* in, size_t inBytes, void* out, size_t outBytes,
+               const SmallCall& call) {
+  if (!r.onDevice()) {
+    PERF_CHECK(r.comm, call(in, out, nullptr));
+    return;
+  }
+  char* dIn = r.scratch.get();
+  char* dOut = in == out ? dIn : dIn + (inBytes + 63) / 64 * 64;
+  copyToDevice(dIn, in, inBytes, r.stream());
+  PERF_CHECK(r.comm, call(dIn, dOut, r.stream()));
+  copyToHost(out, dOut, outBytes, r.stream());  // waits for the call
 }
 
 // Every rank of the job waits for every other (a one-element all-reduce).
 void barrier(Rank& r) {
   int32_t v = 0;
-  PERF_CHECK(r.comm, groveAllReduce(&v, &v, 1, groveInt32, groveSum, r.comm, nullptr));
+  smallColl(r, &v, sizeof(v), &v, sizeof(v), [&](const void* s, void* d, groveStream_t st) {
+    return groveAllReduce(s, d, 1, groveInt32, groveSum, r.comm, st);
+  });
+}
+
+// One double across ranks with op (or broadcast from rank 0 when bcast).
+double reduceDouble(Rank& r, double v, groveRedOp_t op, bool bcast) {
+  smallColl(r, &v, sizeof(v), &v, sizeof(v), [&](const void* s, void* d, groveStream_t st) {
+    return bcast ? groveBroadcast(s, d, 1, groveFloat64, 0, r.comm, st)
+                 : groveAllReduce(s, d, 1, groveFloat64, op, r.comm, st);
+  });
+  return v;
 }
 
 double combineTime(Rank& r, double sec) {
-  double v = sec;
   switch (r.shared->args.average) {
-    case AverageMode::kRank0:
-      PERF_CHECK(r.comm, groveBroadcast(&v, &v, 1, groveFloat64, 0, r.comm, nullptr));
-      return v;
-    case AverageMode::kAvg:
-      PERF_CHECK(r.comm, groveAllReduce(&v, &v, 1, groveFloat64, groveSum, r.comm, nullptr));
-      return v / r.shared->nranks;
-    case AverageMode::kMin:
-      PERF_CHECK(r.comm, groveAllReduce(&v, &v, 1, groveFloat64, groveMin, r.comm, nullptr));
-      return v;
-    case AverageMode::kMax:
-      PERF_CHECK(r.comm, groveAllReduce(&v, &v, 1, groveFloat64, groveMax, r.comm, nullptr));
-      return v;
+    case AverageMode::kRank0: return reduceDouble(r, sec, groveSum, true);
+    case AverageMode::kAvg: return reduceDouble(r, sec, groveSum, false) / r.shared->nranks;
+    case AverageMode::kMin: return reduceDouble(r, sec, groveMin, false);
+    case AverageMode::kMax: return reduceDouble(r, sec, groveMax, false);
   }
-  return v;
+  return sec;
 }
 
 uint64_t sumAcross(Rank& r, uint64_t v) {
-  PERF_CHECK(r.comm, groveAllReduce(&v, &v, 1, groveUint64, groveSum, r.comm, nullptr));
+  smallColl(r, &v, sizeof(v), &v, sizeof(v), [&](const void* s, void* d, groveStream_t st) {
+    return groveAllReduce(s, d, 1, groveUint64, groveSum, r.comm, st);
+  });
   return v;
+}
+
+// Writes the inputs and expected values (verify.h) into the host buffers and,
+// on a device, copies the inputs to the device buffers.
+void prepare(Rank& r, const DataSpec& spec, const CollCounts& counts, bool inPlace) {
+  prepareData(spec, r.rank, counts, inPlace, r.send.get(), r.recv.get(), r.expected.get());
+  if (!r.onDevice()) return;
+  const size_t es = dtypeSize(spec.type);
+  copyToDevice(r.devSend.get(), r.send.get(), counts.sendCount * es, r.stream());
+  copyToDevice(r.devRecv.get(), r.recv.get(), counts.recvCount * es, r.stream());
 }
 
 // Runs -c checked calls; returns the wrong elements summed over ranks.
@@ -150,10 +201,12 @@ long checkData(Rank& r, const Setting& s, bool inPlace) {
   const DataSpec spec{sh.kind, s.op, s.type, s.root, sh.nranks};
   uint64_t wrong = 0;
   for (int c = 0; c < sh.args.check; ++c) {
-    prepareData(spec, r.rank, s.counts, inPlace, r.send.get(), r.recv.get(), r.expected.get());
+    prepare(r, spec, s.counts, inPlace);
     startColl(r, s, inPlace, 0);
     completeColl(r);
     const size_t off = checkedRegionOffset(spec, r.rank, s.counts, inPlace);
+    if (r.onDevice())
+      copyToHost(r.recv.get(), r.devRecv.get(), off + s.counts.recvCount * s.es, r.stream());
     wrong = countWrong(s.type, r.recv.get() + off, r.expected.get(), s.counts.recvCount);
     wrong = sumAcross(r, wrong);
     if (wrong) break;
@@ -167,7 +220,7 @@ std::string benchTime(Rank& r, const Setting& s, bool inPlace) {
   const PerfArgs& a = sh.args;
   if (a.check) {
     const DataSpec spec{sh.kind, s.op, s.type, s.root, sh.nranks};
-    prepareData(spec, r.rank, s.counts, inPlace, r.send.get(), r.recv.get(), r.expected.get());
+    prepare(r, spec, s.counts, inPlace);
   }
   startColl(r, s, inPlace, 0);
   completeColl(r);
@@ -232,30 +285,79 @@ void runTests(Rank& r) {
       for (int root : roots) timeTest(r, type, op, root);
 }
 
-// Gathers (pid, host) of every rank and prints the "# Using devices" block.
+/// One rank's line of the "# Using devices" block, as exchanged.
+struct DeviceRecord {
+  int32_t pid;
+  int32_t device;
+  char host[56];
+  char label[120];  ///< "[host] CPU", or the CUDA device's "[0x<bus>] <name>"
+};
+
+// The slot of this rank among the ranks of its host (host memory's "device").
+int localSlot(const Rank& r) { return r.shared->env.localRank * r.shared->args.nThreads + r.thread; }
+
+// Gathers (pid, host, device) of every rank and prints the "# Using devices" block.
 void printDevices(Rank& r) {
-  struct Record { int32_t pid; int32_t device; char host[56]; };
-  Record mine{static_cast<int32_t>(getpid()),
-              r.shared->env.localRank * r.shared->args.nThreads + r.thread, {}};
+  DeviceRecord mine{static_cast<int32_t>(getpid()), localSlot(r), {}, {}};
+  std::string label = "[host] CPU";
+  if (r.onDevice()) {
+    mine.device = r.cudaDevice;
+    label = cudaDeviceLabel(r.cudaDevice);
+  } else if (r.shared->mode == MemoryMode::kEmulated) {
+    label = "[emul] CUDA emulation on the CPU";
+  }
   std::snprintf(mine.host, sizeof(mine.host), "%s", hostName().c_str());
-  std::vector<Record> all(static_cast<size_t>(r.shared->nranks));
-  PERF_CHECK(r.comm, groveAllGather(&mine, all.data(), sizeof(Record), groveUint8, r.comm, nullptr));
+  std::snprintf(mine.label, sizeof(mine.label), "%s", label.c_str());
+  std::vector<DeviceRecord> all(static_cast<size_t>(r.shared->nranks));
+  smallColl(r, &mine, sizeof(mine), all.data(), sizeof(DeviceRecord) * all.size(),
+            [&](const void* s, void* d, groveStream_t st) {
+              return groveAllGather(s, d, sizeof(DeviceRecord), groveUint8, r.comm, st);
+            });
   std::string text = "# Using devices\n";
   for (int i = 0; i < r.shared->nranks; ++i)
-    text += formatDeviceLine(i, all[i].pid, all[i].host, all[i].device);
+    text += formatDeviceLine(i, all[i].pid, all[i].host, all[i].device, all[i].label);
   r.print(text + "#\n");
+}
+
+// Creates this rank's communicator and buffers for the memory mode.
+void setUp(Rank& r) {
+  const Shared& sh = *r.shared;
+  groveConfig_t cfg = GROVE_CONFIG_INITIALIZER;
+  if (sh.args.timeoutSec > 0) cfg.timeoutMs = sh.args.timeoutSec * 1000;
+  if (sh.mode != MemoryMode::kHost) cfg.deviceKind = groveDeviceCuda;
+  if (r.onDevice()) {
+    r.cudaDevice = localSlot(r) % sh.deviceCount;
+    cudaUseDevice(r.cudaDevice);
+    cfg.device = r.cudaDevice;
+  }
+  PERF_CHECK(nullptr, groveCommInitRankConfig(&r.comm, sh.nranks, sh.id, r.rank, &cfg));
+  if (sh.mode == MemoryMode::kHost && !sh.args.blocking)
+    PERF_CHECK(r.comm, groveHostStreamCreate(&r.hostStream));
+  r.send = allocBuffer(sh.args.maxBytes);
+  r.recv = allocBuffer(sh.args.maxBytes);
+  r.expected = allocBuffer(sh.args.check ? sh.args.maxBytes : 0);
+  if (r.onDevice()) {
+    r.devStream.create();
+    r.devSend = DeviceBuffer(sh.args.maxBytes);
+    r.devRecv = DeviceBuffer(sh.args.maxBytes);
+    // smallColl: the input, padded to 64 bytes, then the output (at most one record per rank).
+    r.scratch = DeviceBuffer(sizeof(DeviceRecord) + 64 +
+                             sizeof(DeviceRecord) * static_cast<size_t>(sh.nranks));
+  }
+}
+
+// Releases the device resources (on the rank's own thread, its device current).
+void releaseDevice(Rank& r) {
+  r.devSend = DeviceBuffer();
+  r.devRecv = DeviceBuffer();
+  r.scratch = DeviceBuffer();
+  r.devStream.destroy();
 }
 
 void rankMain(Rank& r) {
   const Shared& sh = *r.shared;
   try {
-    groveConfig_t cfg = GROVE_CONFIG_INITIALIZER;
-    if (sh.args.timeoutSec > 0) cfg.timeoutMs = sh.args.timeoutSec * 1000;
-    PERF_CHECK(nullptr, groveCommInitRankConfig(&r.comm, sh.nranks, sh.id, r.rank, &cfg));
-    if (!sh.args.blocking) PERF_CHECK(r.comm, groveHostStreamCreate(&r.hostStream));
-    r.send = allocBuffer(sh.args.maxBytes);
-    r.recv = allocBuffer(sh.args.maxBytes);
-    r.expected = allocBuffer(sh.args.check ? sh.args.maxBytes : 0);
+    setUp(r);
     printDevices(r);
     r.print(formatColumnHeader(sh.args.reportCpuTime ? "cputime" : "time"));
     runTests(r);
@@ -263,15 +365,22 @@ void rankMain(Rank& r) {
     r.hostStream = nullptr;
     PERF_CHECK(r.comm, groveCommDestroy(r.comm));
     r.comm = nullptr;
+    if (r.onDevice()) releaseDevice(r);
   } catch (const std::exception& e) {
     r.failure = e.what();
     if (r.comm != nullptr) groveCommAbort(r.comm);  // peers fail fast instead of timing out
     r.comm = nullptr;
+    if (r.onDevice()) releaseDevice(r);
   }
 }
 
-// Checks the options that host memory cannot honour; returns an error text or "".
-std::string unsupported(const PerfArgs& a) {
+// Checks the options that this memory mode cannot honour; returns an error text or "".
+std::string unsupported(const PerfArgs& a, MemoryMode mode) {
+  if (a.nGpus != 1 && mode == MemoryMode::kCuda)
+    return "-g " + std::to_string(a.nGpus) +
+           ": one process driving several GPUs through grouped calls is not supported yet; "
+           "each rank uses one device, so only -g 1 is supported (use -t or more processes "
+           "for more ranks)";
   if (a.nGpus != 1)
     return "-g " + std::to_string(a.nGpus) +
            ": host-memory communicators use one buffer per rank; only -g 1 is supported "
@@ -329,7 +438,14 @@ int perfMain(int argc, char** argv, CollKind kind) {
       return 1;
     case ParseStatus::kRun: break;
   }
-  if (std::string why = unsupported(sh.args); !why.empty()) {
+  std::optional<MemoryMode> mode = chooseMemoryMode(&error);
+  if (!mode) {
+    std::fprintf(stderr, "%s: %s\n", prog.c_str(), error.c_str());
+    return 1;
+  }
+  sh.mode = *mode;
+  if (sh.mode == MemoryMode::kCuda) sh.deviceCount = cudaDeviceCount();
+  if (std::string why = unsupported(sh.args, sh.mode); !why.empty()) {
     std::fprintf(stderr, "%s: %s\n", prog.c_str(), why.c_str());
     return 1;
   }
@@ -343,8 +459,14 @@ int perfMain(int argc, char** argv, CollKind kind) {
   const bool mainProc = sh.env.rank == 0;
   if (mainProc) {
     std::printf("# Collective test starting: %s\n", prog.c_str());
-    std::printf("%s", formatParamHeader(sh.args).c_str());
-    if (sh.args.cudaGraph) std::printf("# -G (CUDA graphs) is ignored for host memory\n");
+    PerfArgs shown = sh.args;
+    if (sh.mode != MemoryMode::kHost) shown.blocking = 0;  // -z selects a host stream only
+    std::printf("%s", formatParamHeader(shown).c_str());
+    std::printf("# Memory: %s\n#\n", memoryModeText(sh.mode));
+    if (sh.args.cudaGraph && sh.mode == MemoryMode::kCuda)
+      std::printf("# -G (CUDA graphs) is not supported yet: calls are launched directly\n");
+    else if (sh.args.cudaGraph)
+      std::printf("# -G (CUDA graphs) is ignored for host memory\n");
   }
   if (tools::uniqueIdFromEnv(sh.env, &sh.id) != groveSuccess) return 1;  // reason printed
 

@@ -1,4 +1,5 @@
-// The driver shared by every perf binary: nccl-tests' common.cu for host memory.
+// The driver shared by every perf binary: nccl-tests' common.cu for host and
+// CUDA device memory.
 //
 // How it works: perfMain parses the flags, finds this process's ranks
 // (LaunchEnv: grove-launch, torchrun variables or mpirun) and runs -t threads,
@@ -9,6 +10,16 @@
 // expected data of verify.h, summing the wrong elements across ranks. Rank 0
 // (thread 0) prints; every process exits non-zero when a value was wrong or a
 // call failed, printing groveGetErrorString and groveGetLastError.
+//
+// Memory (device_memory.h): with CUDA device memory, the rank on thread t of
+// the process with local rank L uses device (L * threads + t) % devices, a
+// CUDA communicator and one non-blocking stream; inputs are built in host
+// staging buffers and copied to the device before timing, results copied back
+// for the check; a timed loop enqueues its calls and then synchronizes the
+// stream. The small collectives of the driver itself (barrier, time and error
+// combination, the device list) pass their host values through a per-rank
+// device scratch buffer. With the host emulation the communicators are CUDA
+// ones over host buffers, and calls complete before they return.
 #pragma once
 
 #include <cstddef>

@@ -32,8 +32,13 @@ std::string formatParamHeader(const PerfArgs& a) {
 }
 
 std::string formatDeviceLine(int rank, int pid, const std::string& host, int device) {
-  return format("#  Rank %2d Group %2d Pid %6d on %10s device %2d [host] CPU\n", rank, 0, pid,
-                host.c_str(), device);
+  return formatDeviceLine(rank, pid, host, device, "[host] CPU");
+}
+
+std::string formatDeviceLine(int rank, int pid, const std::string& host, int device,
+                             const std::string& label) {
+  return format("#  Rank %2d Group %2d Pid %6d on %10s device %2d %s\n", rank, 0, pid,
+                host.c_str(), device, label.c_str());
 }
 
 std::string formatColumnHeader(const char* timeName) {

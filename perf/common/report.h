@@ -16,6 +16,11 @@ std::string formatParamHeader(const PerfArgs& args);
 /// One "#  Rank  0 Group  0 Pid   1234 on       host device  0 [host] CPU" line.
 std::string formatDeviceLine(int rank, int pid, const std::string& host, int device);
 
+/// The same line with another device label in place of "[host] CPU" (for a
+/// CUDA device nccl-tests' "[0x<pci bus id>] <device name>").
+std::string formatDeviceLine(int rank, int pid, const std::string& host, int device,
+                             const std::string& label);
+
 /// The three column-header lines ("time" or "cputime" as timeName).
 std::string formatColumnHeader(const char* timeName);
 
