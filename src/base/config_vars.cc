@@ -58,6 +58,9 @@ const std::vector<Var>& registeredVars() {
       {"GROVE_DEVICE_EMULATION", Type::kBool, "0",
        "CUDA communicators run the device executor's interpreter on host threads over host "
        "memory instead of a GPU (buffers are host memory; for testing the device path without one)"},
+      {"GROVE_P2P_DISABLE", Type::kBool, "0",
+       "CUDA communicators never map a peer GPU's memory (cuda_p2p): GPUs of one host talk through "
+       "pinned shared host memory (host_staged), as NCCL_P2P_DISABLE"},
   };
   return vars;
 }

@@ -38,6 +38,7 @@ void Comm::initDevice() {
                                 [this](const void* d, size_t n) { return bootstrap_->allGather(d, n); });
   DeviceLinkOptions opt;
   opt.emulate = options_.emulateDevice;
+  opt.disableP2P = options_.disableP2P;
   opt.ringCapacity = deviceRingCapacity(options_.bufferBytes, selector_->params().chunkBytes);
   HostLinks hostLinks = [this](const plan::Program& p) -> exec::LinkTable& {
     return connections_->ensure(p);

@@ -59,10 +59,10 @@ std::vector<transport::DevicePeer> gatherDevicePeers(const transport::DevicePeer
 namespace {
 
 std::vector<std::unique_ptr<DeviceTransport>> makeTransports(const transport::DeviceContext& ctx,
-                                                             bool emulate) {
+                                                             bool emulate, bool p2p) {
   std::vector<std::unique_ptr<DeviceTransport>> out;
 #if GROVE_CORE_CUDA_P2P
-  if (!emulate) out.push_back(std::make_unique<transport::CudaP2PTransport>(ctx));
+  if (!emulate && p2p) out.push_back(std::make_unique<transport::CudaP2PTransport>(ctx));
 #endif
   out.push_back(std::make_unique<transport::HostStagedTransport>(ctx, emulate));
   return out;
@@ -73,7 +73,7 @@ std::vector<std::unique_ptr<DeviceTransport>> makeTransports(const transport::De
 DeviceConnections::DeviceConnections(transport::DeviceContext ctx, HostLinks hostLinks,
                                      const WaitContext& wait, const DeviceLinkOptions& options)
     : DeviceConnections(ctx, std::move(hostLinks), wait, options,
-                        makeTransports(ctx, options.emulate)) {}
+                        makeTransports(ctx, options.emulate, !options.disableP2P)) {}
 
 DeviceConnections::DeviceConnections(transport::DeviceContext ctx, HostLinks hostLinks,
                                      const WaitContext& wait, const DeviceLinkOptions& options,

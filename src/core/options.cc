@@ -44,6 +44,7 @@ CommOptions resolveOptions(const groveConfig_t* cfg) {
   else if (strcasecmp(kind.c_str(), "host") != 0)
     throwInvalidArgument("GROVE_DEVICE_KIND '" + kind + "' is not host or cuda");
   o.emulateDevice = config::getBool("GROVE_DEVICE_EMULATION");
+  o.disableP2P = config::getBool("GROVE_P2P_DISABLE");
 
   if (cfg != nullptr) {
     if (cfg->magic != GROVE_CONFIG_MAGIC)

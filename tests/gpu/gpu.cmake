@@ -38,3 +38,13 @@ foreach(area ExecCollectives.SmallSizes ExecCollectives.LargeSizes ExecStream Ex
   set_tests_properties(gpu.${area} PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
                        RESOURCE_LOCK grove_gpu)
 endforeach()
+
+# Every collective on CUDA communicators in 2, 3 and 4 processes sharing the
+# GPU, over cuda_p2p and over host_staged (the perf binaries on device memory,
+# results checked).
+if(TARGET grove-launch AND TARGET all_reduce_perf)
+  add_test(NAME gpu.Collectives
+           COMMAND ${_gpu}/gpu_collectives.sh $<TARGET_FILE:grove-launch> $<TARGET_FILE_DIR:all_reduce_perf>)
+  set_tests_properties(gpu.Collectives PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 1800
+                       RESOURCE_LOCK grove_gpu)
+endif()
