@@ -22,6 +22,8 @@
 // and per-peer facts (DevicePeer) every rank publishes at init.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -129,6 +131,23 @@ inline void checkDeviceContext(const DeviceContext& ctx, const char* who) {
     throwInvalidArgument(w + ": peers has " + std::to_string(ctx.peers.size()) + " entries for " +
                          std::to_string(ctx.nranks) + " ranks");
   if (ctx.jobId.empty()) throwInvalidArgument(w + ": empty jobId");
+}
+
+/// The RingExport of a ring this rank (ctx.rank, this process and host)
+/// made for the link from key.peer: kind, link, owner, capacity and the
+/// memory's address here; the transport adds its handle or segment name.
+inline RingExport makeRingExport(RingKind kind, const LinkKey& key, const DeviceContext& ctx,
+                                 uint64_t capacity, const void* base) {
+  RingExport out;
+  out.kind = kind;
+  out.channel = key.channel;
+  out.route = key.route;
+  out.ownerRank = ctx.rank;
+  out.ownerPid = static_cast<int32_t>(getpid());
+  out.hostHash = ctx.peers[ctx.rank].hostHash;
+  out.capacity = capacity;
+  out.rawPtr = reinterpret_cast<uintptr_t>(base);
+  return out;
 }
 
 /// Throws grove::Error(groveInternalError) unless `in` is a RingExport of

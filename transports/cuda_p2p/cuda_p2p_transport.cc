@@ -177,15 +177,7 @@ DevRing CudaP2PTransport::createRecv(const LinkKey& key, uint64_t capacity, Ring
   check(cudaIpcGetMemHandle(&handle, raw->base), "cudaIpcGetMemHandle");
   static_assert(sizeof(handle) == kIpcHandleBytes, "IPC handle size");
 
-  out = RingExport{};
-  out.kind = RingKind::kCudaIpc;
-  out.channel = key.channel;
-  out.route = key.route;
-  out.ownerRank = ctx_.rank;
-  out.ownerPid = static_cast<int32_t>(getpid());
-  out.hostHash = ctx_.peers[ctx_.rank].hostHash;
-  out.capacity = capacity;
-  out.rawPtr = reinterpret_cast<uintptr_t>(raw->base);
+  out = makeRingExport(RingKind::kCudaIpc, key, ctx_, capacity, raw->base);
   std::memcpy(out.ipcHandle, &handle, sizeof(handle));
   GROVE_TRACE(log::kP2p, "cuda_p2p: ring from rank %d channel %d on device %d (%llu bytes)",
               key.peer, key.channel, device_, static_cast<unsigned long long>(capacity));

@@ -135,15 +135,8 @@ DevRing HostStagedTransport::createRecv(const LinkKey& key, uint64_t capacity, R
     throw;
   }
 
-  out = RingExport{};
-  out.kind = emulate_ ? RingKind::kHostEmulated : RingKind::kHostStaged;
-  out.channel = key.channel;
-  out.route = key.route;
-  out.ownerRank = ctx_.rank;
-  out.ownerPid = static_cast<int32_t>(getpid());
-  out.hostHash = ctx_.peers[ctx_.rank].hostHash;
-  out.capacity = capacity;
-  out.rawPtr = reinterpret_cast<uintptr_t>(held->seg.base());
+  out = makeRingExport(emulate_ ? RingKind::kHostEmulated : RingKind::kHostStaged, key, ctx_,
+                       capacity, held->seg.base());
   std::memcpy(out.shmName, name.c_str(), name.size() + 1);
   GROVE_TRACE(log::kShm, "host_staged: created ring %s (%llu bytes)", name.c_str(),
               static_cast<unsigned long long>(capacity));
