@@ -9,6 +9,10 @@
 namespace grove::core {
 namespace {
 
+// How often the watcher looks at the control block and the abort signal: a
+// device failure reaches the communicator, and an abort the device, within this.
+constexpr auto kWatchPeriod = std::chrono::milliseconds(10);
+
 uint32_t loadWord(const uint32_t& w) {
   return std::atomic_ref<uint32_t>(const_cast<uint32_t&>(w)).load(std::memory_order_acquire);
 }
@@ -92,7 +96,7 @@ void DevicePath::watch() {
   std::unique_lock<std::mutex> lock(mu_);
   bool abortSent = false;
   while (!stop_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(1));
+    cv_.wait_for(lock, kWatchPeriod);
     if (!abortSent && abort_.raised()) {
       engine_->abort();
       abortSent = true;

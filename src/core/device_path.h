@@ -14,7 +14,7 @@
 // Errors: a launch that fails on the device (timeout, abort, a peer's ring
 // closed) writes the shared DevControl. A watcher thread polls it (and the
 // communicator's abort signal, raised when another rank failed or the user
-// aborted) every millisecond: a device failure is reported to the
+// aborted) every 10 ms: a device failure is reported to the
 // communicator (error state, other ranks told), and an abort signal raises
 // the device abort flag so waiting kernels return instead of hanging.
 #pragma once
