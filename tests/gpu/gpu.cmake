@@ -10,7 +10,7 @@ if(NOT GROVE_HAVE_CUDA)
   return()
 endif()
 set(_gpu ${CMAKE_CURRENT_LIST_DIR})
-add_executable(test_gpu_kernels ${_gpu}/gpu_kernels_test.cc ${_gpu}/gpu_slices_test.cc
+add_executable(test_gpu_kernels ${_gpu}/gpu_kernels_test.cc ${_gpu}/gpu_slices_test.cc ${_gpu}/gpu_main.cc
                ${_gpu}/gpu_check.cc ${_gpu}/slice_kernels.cu)
 target_link_libraries(test_gpu_kernels PRIVATE grove_kernels grove_base CUDA::cudart GTest::gtest)
 target_include_directories(test_gpu_kernels PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
@@ -25,7 +25,7 @@ endforeach()
 
 # The CUDA executor (src/exec/cuda): N ranks on the one GPU against the host
 # executor, stream ordering, groups, abort, timeout, closed peers.
-add_executable(test_gpu_executor ${_gpu}/gpu_executor_test.cc ${_gpu}/gpu_exec_harness.cc
+add_executable(test_gpu_executor ${_gpu}/gpu_executor_test.cc ${_gpu}/gpu_exec_harness.cc ${_gpu}/gpu_main.cc
                ${_gpu}/gpu_check.cc ${_gpu}/exec_kernels.cu)
 target_link_libraries(test_gpu_executor PRIVATE grove_test_harness grove_algorithms grove_exec
                       grove_kernels grove_base CUDA::cudart GTest::gtest)

@@ -8,7 +8,6 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
-#include <cstdio>
 #include <thread>
 
 #include "base/dtype.h"
@@ -270,12 +269,3 @@ TEST(GpuExecApi, HelpersOnADevice) {
 
 }  // namespace
 }  // namespace grove::gputest
-
-int main(int argc, char** argv) {
-  if (grove::kernels::cuda::deviceCount() == 0) {
-    std::printf("no CUDA device: GPU tests skipped\n");
-    return 77;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}

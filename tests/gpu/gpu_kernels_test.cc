@@ -10,7 +10,6 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -232,12 +231,3 @@ TEST(GpuKernels, BadArgumentsStillThrowOnADevice) {
 
 }  // namespace
 }  // namespace grove::gputest
-
-int main(int argc, char** argv) {
-  if (grove::kernels::cuda::deviceCount() == 0) {
-    std::printf("no CUDA device: GPU tests skipped\n");
-    return 77;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}

@@ -323,6 +323,15 @@ TEST(DeviceConnections, ProxyOverTheCommunicatorsSocketLinks) {
 
 // A host half that fails: the proxy closes the ring (the device program
 // then fails instead of waiting) and reports why.
+// The ring's closed word once it is set, or after 30 s.
+uint32_t closedWithin30s(const DevRing& r) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::atomic_ref<uint32_t>(*r.closed).load() == 0 &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return std::atomic_ref<uint32_t>(*r.closed).load();
+}
+
 TEST(DeviceProxy, AFailingHostHalfClosesItsRing) {
   struct BrokenHalf : transport::SendHalf {
     size_t reserve(void**) override { throwRemoteError("peer went away"); }
@@ -333,11 +342,7 @@ TEST(DeviceProxy, AFailingHostHalfClosesItsRing) {
   DevRing r = proxy.addSend({1, 0, 0}, 1024, broken);
   std::atomic_ref<uint64_t>(*r.head).store(16,
                                            std::memory_order_release);  // the device wrote 16 bytes
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::atomic_ref<uint32_t>(*r.closed).load() == 0 &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_EQ(std::atomic_ref<uint32_t>(*r.closed).load(), 1u);
+  EXPECT_EQ(closedWithin30s(r), 1u);
   EXPECT_NE(proxy.error().find("peer went away"), std::string::npos) << proxy.error();
 }
 
@@ -352,11 +357,7 @@ TEST(DeviceProxy, AbortClosesTheRings) {
   DevRing r = proxy.addRecv({1, 0, 0}, 1024, idle);
   EXPECT_EQ(proxy.ringCount(), 1u);
   abort.raise("test abort");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::atomic_ref<uint32_t>(*r.closed).load() == 0 &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_EQ(std::atomic_ref<uint32_t>(*r.closed).load(), 1u);
+  EXPECT_EQ(closedWithin30s(r), 1u);
   EXPECT_NE(proxy.error().find("test abort"), std::string::npos) << proxy.error();
 }
 
