@@ -52,14 +52,13 @@ void Waiter::wait(pollfd* fds, size_t nfds, bool fdsCoverAll) {
   }
   checkAbort();
   uint32_t past = rounds_++;
-  if (nfds > 0 && fdsCoverAll) {
-    // Only sockets can wake us: block in poll (100 ms slices keep abort and timeout checks alive).
-    timespec ts{0, 100 * 1000 * 1000};
-    ppoll(fds, nfds, &ts, nullptr);
-    past = 0;  // check the clock every slice
-  } else if (yielding_) {
+  if (yielding_) {
     // Yield while the wait is young: the peer we wait for may need this CPU
     // (more ranks than cores), and a yielding rank sees its data at once.
+    // Sockets wait here too before any blocking poll: a rank asleep in
+    // poll() must be woken and scheduled again, which with more ranks than
+    // cores costs tens of microseconds per message; a yielding rank takes
+    // the CPU back within one round of the runnable ranks.
     if (nfds > 0) {
       timespec ts{0, 0};
       ppoll(fds, nfds, &ts, nullptr);
@@ -69,6 +68,11 @@ void Waiter::wait(pollfd* fds, size_t nfds, bool fdsCoverAll) {
       yielding_ = false;
       rounds_ = 0;
     }
+  } else if (nfds > 0 && fdsCoverAll) {
+    // Only sockets can wake us: block in poll (100 ms slices keep abort and timeout checks alive).
+    timespec ts{0, 100 * 1000 * 1000};
+    ppoll(fds, nfds, &ts, nullptr);
+    past = 0;  // check the clock every slice
   } else {
     // Then naps grow from 20 us to 200 us: a slow peer costs little CPU, and
     // a peer that arrives during a nap waits at most one short nap.

@@ -69,11 +69,13 @@ class Waiter {
   /// Backs off once (spin, yield or sleep); throws grove::Error(RemoteError)
   /// on timeout, or the abort error if the flag is raised.
   void wait() { wait(nullptr, 0, false); }
-  /// As wait(), but past the spin stage it sleeps in poll() on `fds` (sockets
-  /// the caller waits for), so it wakes as soon as one is ready. When
-  /// `fdsCoverAll` is true, nothing else can make progress, and the poll may
-  /// block for long (still checking the timeout and the abort flag); when
-  /// false, it naps no longer than a plain wait() would.
+  /// As wait(), but past the spin and yield stages it sleeps in poll() on
+  /// `fds` (sockets the caller waits for), so it wakes as soon as one is
+  /// ready. When `fdsCoverAll` is true, nothing else can make progress, and
+  /// the poll may block for long (still checking the timeout and the abort
+  /// flag); when false, it naps no longer than a plain wait() would. (A young
+  /// wait yields even on sockets: with more ranks than cores, waking from
+  /// poll costs far more per message than yielding.)
   void wait(struct pollfd* fds, size_t nfds, bool fdsCoverAll);
   /// Resets the backoff and the timeout clock after progress.
   void progressed();
