@@ -95,6 +95,11 @@ Program buildDirectBroadcast(const CollArgs& args, const PlanParams& params);
 Program buildDirectAllGather(const CollArgs& args, const PlanParams& params);
 /// Direct reduce: every rank sends to the root, which reduces in rank order.
 Program buildDirectReduce(const CollArgs& args, const PlanParams& params);
+/// Recursive-doubling all-reduce: log2(nranks) pairwise exchange rounds
+/// (other rank counts fold the extra ranks in first and out last).
+Program buildDoublingAllReduce(const CollArgs& args, const PlanParams& params);
+/// Recursive-doubling all-gather (power-of-two rank counts; others: direct).
+Program buildDoublingAllGather(const CollArgs& args, const PlanParams& params);
 
 /// Gather: every rank sends its block straight to the root.
 Program buildGather(const CollArgs& args, const PlanParams& params);

@@ -86,7 +86,8 @@ Program build(Algo algo, const CollArgs& args, const PlanParams& params, TopoPla
       if (args.coll == Coll::kAllGather) return buildRingsAllGather(args, params, *rings);
       return buildRingsReduceScatter(args, params, *rings);
     }
-    case Algo::kDirect: break;
+    case Algo::kDirect:
+    case Algo::kDoubling: break;
   }
   return build(algo, args, params);
 }

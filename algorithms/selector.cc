@@ -91,6 +91,7 @@ const char* algoName(Algo a) {
     case Algo::kDirect: return "direct";
     case Algo::kTree: return "tree";
     case Algo::kHier: return "hier";
+    case Algo::kDoubling: return "doubling";
   }
   return "invalid";
 }
@@ -122,6 +123,8 @@ bool algoSupports(Algo algo, Coll coll) {
       return coll == Coll::kAllReduce || coll == Coll::kBroadcast || coll == Coll::kReduce;
     case Algo::kHier:
       return coll == Coll::kAllReduce;
+    case Algo::kDoubling:
+      return coll == Coll::kAllReduce || coll == Coll::kAllGather;
   }
   return false;
 }
@@ -134,6 +137,9 @@ Program build(Algo algo, const CollArgs& args, const PlanParams& params) {
   if (algo == Algo::kTree || algo == Algo::kHier)
     throwInvalidArgument(std::string("algorithm ") + algoName(algo) +
                          " needs the communicator's topology plans");
+  if (algo == Algo::kDoubling)
+    return args.coll == Coll::kAllReduce ? buildDoublingAllReduce(args, params)
+                                         : buildDoublingAllGather(args, params);
   const bool ring = algo == Algo::kRing;
   switch (args.coll) {
     case Coll::kAllReduce:
@@ -166,6 +172,7 @@ SelectorConfig SelectorConfig::fromRegistry(const char* algoOverride, int nChann
 
 Selector::Selector(int nranks, TransportKind kind, const SelectorConfig& cfg)
     : nranks_(nranks),
+      kind_(kind),
       directMaxBytes_(cfg.directMaxBytes > 0 ? cfg.directMaxBytes : autoDirectMaxBytes(kind)),
       autoChannels_(cfg.nChannels <= 0) {
   params_.nChannels = cfg.nChannels > 0 ? std::min(cfg.nChannels, kP2PChannel) : autoChannels(kind);
@@ -229,11 +236,28 @@ void Selector::setSizeTable(Coll coll, std::vector<SizeRule> rules) {
   tables_[static_cast<int>(coll)] = std::move(rules);
 }
 
-Algo Selector::defaultAlgo(unsigned mask, uint64_t bytes) const {
-  if ((mask & bit(Algo::kRing)) && (mask & bit(Algo::kDirect)))
-    return bytes <= directMaxBytes_ ? Algo::kDirect : Algo::kRing;
-  // Preference when the overrides leave one family: ring, direct, tree, hier.
-  for (Algo a : {Algo::kRing, Algo::kDirect, Algo::kTree, Algo::kHier})
+// The latency algorithm of a collective (measured on one host, 2-8 ranks):
+// recursive doubling's log2(n) rounds beat the direct one-hop exchange for
+// all-reduce wherever every message costs system calls (sockets) and, over
+// shared memory, with power-of-two rank counts (others pay two extra hops
+// to fold in); for all-gather only over sockets, where direct's n(n-1)
+// messages dominate. GPUs keep direct.
+Algo Selector::latencyAlgo(Coll coll, unsigned mask) const {
+  const bool pow2 = (nranks_ & (nranks_ - 1)) == 0;
+  const bool socket = kind_ == TransportKind::kSocket;
+  bool doubling = false;
+  if (coll == Coll::kAllReduce) doubling = socket || (pow2 && kind_ != TransportKind::kCuda);
+  if (coll == Coll::kAllGather) doubling = socket && pow2;
+  return doubling && (mask & bit(Algo::kDoubling)) ? Algo::kDoubling : Algo::kDirect;
+}
+
+Algo Selector::defaultAlgo(Coll coll, unsigned mask, uint64_t bytes) const {
+  const Algo latency = latencyAlgo(coll, mask);
+  if ((mask & bit(Algo::kRing)) && (mask & bit(latency)))
+    return bytes <= directMaxBytes_ ? latency : Algo::kRing;
+  // Preference when the overrides leave one family: ring, the latency
+  // algorithm, tree, hier.
+  for (Algo a : {Algo::kRing, latency, Algo::kDirect, Algo::kDoubling, Algo::kTree, Algo::kHier})
     if (mask & bit(a)) return a;
   return Algo::kDirect;
 }
@@ -243,7 +267,7 @@ Selection Selector::select(Coll coll, uint64_t bytes) const {
   Selection s;
   s.params = params_;
   if (autoChannels_ && bytes < kMultiChannelMinBytes) s.params.nChannels = 1;
-  s.algo = defaultAlgo(mask, bytes);
+  s.algo = defaultAlgo(coll, mask, bytes);
   for (const SizeRule& rule : tables_[static_cast<int>(coll)]) {
     if (bytes > rule.maxBytes) continue;
     if (mask & bit(rule.algo)) s.algo = rule.algo;
@@ -276,10 +300,11 @@ std::vector<std::string> Selector::describeTable() const {
           rule += " <= " + std::to_string(r.maxBytes) + " B";
       }
       rule += "  (table)";
-    } else if ((mask & bit(Algo::kRing)) && (mask & bit(Algo::kDirect))) {
-      rule = "direct <= " + std::to_string(directMaxBytes_) + " B < ring";
+    } else if (const Algo fast = latencyAlgo(coll, mask);
+               (mask & bit(Algo::kRing)) && (mask & bit(fast))) {
+      rule = std::string(algoName(fast)) + " <= " + std::to_string(directMaxBytes_) + " B < ring";
     } else {
-      rule = algoName(defaultAlgo(mask, 0));
+      rule = algoName(defaultAlgo(coll, mask, 0));
     }
     if (overridden_[c]) rule += "  (override)";
     lines.push_back(name + " " + rule);

@@ -1,10 +1,13 @@
 // The algorithm selection table (UCC-style): for each collective, which
 // algorithm runs for which message size, with user overrides and fallback.
 //
-// Default table: all-reduce, broadcast, all-gather and reduce use the direct
-// (latency) algorithms up to GROVE_DIRECT_MAX_BYTES total message bytes and
-// the ring (chain for broadcast/reduce) above; reduce-scatter always uses the
-// ring; gather, scatter, all-to-all and send/recv have one (direct) algorithm.
+// Default table: all-reduce, broadcast, all-gather and reduce use a latency
+// algorithm up to GROVE_DIRECT_MAX_BYTES total message bytes and the ring
+// (chain for broadcast/reduce) above. The latency algorithm is direct, except
+// recursive doubling for all-reduce (over sockets, and over shared memory
+// with a power-of-two rank count) and for all-gather over sockets
+// (power-of-two rank counts). Reduce-scatter always uses the ring; gather,
+// scatter, all-to-all and send/recv have one (direct) algorithm.
 // Trees and the hierarchical algorithm are never picked by default: only
 // through an override (GROVE_ALGO=tree) or a per-size table (setSizeTable,
 // which the cost model fills).
@@ -31,13 +34,13 @@ namespace grove::plan {
 
 /// Algorithm families: rings (chains for broadcast/reduce), direct
 /// (latency), trees packed from the topology, hierarchical (machines).
-enum class Algo : uint8_t { kRing = 0, kDirect = 1, kTree = 2, kHier = 3 };
+enum class Algo : uint8_t { kRing = 0, kDirect = 1, kTree = 2, kHier = 3, kDoubling = 4 };
 /// Number of Algo values.
-constexpr int kNumAlgos = 4;
+constexpr int kNumAlgos = 5;
 /// Number of Coll values.
 constexpr int kNumColls = 9;
 
-/// Name of an algorithm: "ring", "direct", "tree", "hier".
+/// Name of an algorithm: "ring", "direct", "tree", "hier", "doubling".
 const char* algoName(Algo a);
 /// Parses an algorithm name (case-insensitive; "trees" is "tree"); nullopt if unknown.
 std::optional<Algo> parseAlgo(const std::string& name);
@@ -45,7 +48,8 @@ std::optional<Algo> parseAlgo(const std::string& name);
 /// '_' ignored: "all_reduce" works too); nullopt if unknown.
 std::optional<Coll> parseColl(const std::string& name);
 /// True if `algo` can run `coll` (kDirect runs sendrecv via buildP2P; kTree
-/// runs allreduce, broadcast and reduce; kHier runs allreduce).
+/// runs allreduce, broadcast and reduce; kHier runs allreduce; kDoubling
+/// runs allreduce and allgather).
 bool algoSupports(Algo algo, Coll coll);
 
 class TopoPlans;
@@ -130,9 +134,11 @@ class Selector {
 
  private:
   void parseOverrides(const std::string& text);
-  Algo defaultAlgo(unsigned mask, uint64_t bytes) const;
+  Algo latencyAlgo(Coll coll, unsigned mask) const;
+  Algo defaultAlgo(Coll coll, unsigned mask, uint64_t bytes) const;
 
   int nranks_;
+  TransportKind kind_;
   uint64_t directMaxBytes_;
   bool autoChannels_;  // channel count chosen here (not by the user): fewer for small messages
   PlanParams params_;

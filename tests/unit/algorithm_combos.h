@@ -25,6 +25,7 @@ inline constexpr Combo kCombos[] = {
     {Coll::kAllGather, Algo::kRing},  {Coll::kAllGather, Algo::kDirect},
     {Coll::kReduceScatter, Algo::kRing}, {Coll::kGather, Algo::kDirect},
     {Coll::kScatter, Algo::kDirect},  {Coll::kAlltoAll, Algo::kDirect},
+    {Coll::kAllReduce, Algo::kDoubling}, {Coll::kAllGather, Algo::kDoubling},
 };
 
 /// How gtest prints a pair in messages: "allreduce/ring".

@@ -105,7 +105,7 @@ INSTANTIATE_TEST_SUITE_P(All, ExecTest, ::testing::ValuesIn(testing::kCombos), t
 
 // Random floats: every rank must end with bitwise the same result.
 TEST(ExecAllReduce, BitwiseIdenticalOnEveryRank) {
-  for (Algo algo : {Algo::kRing, Algo::kDirect}) {
+  for (Algo algo : {Algo::kRing, Algo::kDirect, Algo::kDoubling}) {
     for (groveDataType_t dt : {groveFloat32, groveFloat16, groveBfloat16}) {
       SCOPED_TRACE(algoName(algo));
       PlanParams p;

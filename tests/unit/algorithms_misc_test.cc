@@ -219,7 +219,7 @@ SelectorConfig cfg(const std::string& algo = "") {
 
 TEST(Selector, DefaultThresholds) {
   Selector s(4, TransportKind::kShm, cfg());
-  EXPECT_EQ(s.select(Coll::kAllReduce, 16 << 10).algo, Algo::kDirect);
+  EXPECT_EQ(s.select(Coll::kAllReduce, 16 << 10).algo, Algo::kDoubling);
   EXPECT_EQ(s.select(Coll::kAllReduce, (16 << 10) + 1).algo, Algo::kRing);
   EXPECT_EQ(s.select(Coll::kBroadcast, 0).algo, Algo::kDirect);
   EXPECT_EQ(s.select(Coll::kReduce, 1 << 20).algo, Algo::kRing);
@@ -237,6 +237,34 @@ TEST(Selector, DefaultThresholds) {
   EXPECT_EQ(s.params().nChannels, 1);
   EXPECT_EQ(s.params().chunkBytes, 512u << 10);
   EXPECT_EQ(Selector(4, TransportKind::kSocket, cfg()).params().nChannels, 2);
+}
+
+// The latency algorithm: recursive doubling where it saves messages (see
+// Selector::latencyAlgo), direct elsewhere; the same threshold for both.
+TEST(Selector, LatencyAlgorithmByTransportAndRanks) {
+  Selector shm3(3, TransportKind::kShm, cfg());
+  EXPECT_EQ(shm3.select(Coll::kAllReduce, 8).algo, Algo::kDirect);
+  EXPECT_EQ(shm3.select(Coll::kAllGather, 8).algo, Algo::kDirect);
+  Selector shm8(8, TransportKind::kShm, cfg());
+  EXPECT_EQ(shm8.select(Coll::kAllReduce, 8).algo, Algo::kDoubling);
+  EXPECT_EQ(shm8.select(Coll::kAllGather, 8).algo, Algo::kDirect);
+  Selector sock3(3, TransportKind::kSocket, cfg());
+  EXPECT_EQ(sock3.select(Coll::kAllReduce, 64 << 10).algo, Algo::kDoubling);
+  EXPECT_EQ(sock3.select(Coll::kAllReduce, (64 << 10) + 1).algo, Algo::kRing);
+  EXPECT_EQ(sock3.select(Coll::kAllGather, 8).algo, Algo::kDirect);
+  Selector sock4(4, TransportKind::kSocket, cfg());
+  EXPECT_EQ(sock4.select(Coll::kAllGather, 64 << 10).algo, Algo::kDoubling);
+  EXPECT_EQ(sock4.select(Coll::kBroadcast, 8).algo, Algo::kDirect);
+  EXPECT_EQ(Selector(4, TransportKind::kCuda, cfg()).select(Coll::kAllReduce, 8).algo, Algo::kDirect);
+  // Excluding doubling leaves direct below the threshold; naming it alone keeps it at every size.
+  EXPECT_EQ(Selector(4, TransportKind::kSocket, cfg("allreduce:^doubling")).select(Coll::kAllReduce, 8).algo,
+            Algo::kDirect);
+  EXPECT_EQ(Selector(4, TransportKind::kShm, cfg("allgather:doubling")).select(Coll::kAllGather, 1 << 30).algo,
+            Algo::kDoubling);
+  bool listed = false;
+  for (const std::string& line : sock4.describeTable())
+    listed |= line.find("allgather      doubling <= 65536 B < ring") != std::string::npos;
+  EXPECT_TRUE(listed);
 }
 
 TEST(Selector, Overrides) {
@@ -271,7 +299,7 @@ void expectBadOverride(const std::string& text, const std::string& fragment) {
 }
 
 TEST(Selector, BadOverrideText) {
-  expectBadOverride("allreduce:blink", "valid: ring, direct, tree, hier");
+  expectBadOverride("allreduce:blink", "valid: ring, direct, tree, hier, doubling");
   expectBadOverride("allreduc:ring", "valid: allreduce, broadcast");
   expectBadOverride("allreduce:", "no algorithm");
   expectBadOverride("allreduce:ring,", "unknown algorithm ''");

@@ -261,7 +261,7 @@ TEST(Builders, SingleRankIsACopyOrNothing) {
   for (Coll c : {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather,
                  Coll::kReduceScatter, Coll::kGather, Coll::kScatter, Coll::kAlltoAll}) {
     a.coll = c;
-    for (Algo algo : {Algo::kRing, Algo::kDirect}) {
+    for (Algo algo : {Algo::kRing, Algo::kDirect, Algo::kDoubling}) {
       if (!algoSupports(algo, c)) continue;
       a.inPlace = false;
       Program p = build(algo, a, PlanParams{});

@@ -1,0 +1,182 @@
+// Recursive doubling: all-reduce and all-gather in log2(nranks) exchange
+// rounds, for small messages where the number of messages and of dependent
+// hops is the cost.
+//
+// How it works:
+//
+// All-reduce. Round k (k = 0, 1, ...) pairs each rank with the rank whose
+// number differs in bit k. Both send what they hold and reduce what they
+// receive into it, so after round k every rank holds the reduction over its
+// aligned group of 2^(k+1) ranks, and after log2(n) rounds over all. Both
+// partners combine the same two values (mine op theirs = theirs op mine: the
+// supported ops are commutative, IEEE sums and products included), so every
+// rank ends with bitwise the same result. A round reads the previous
+// round's result while it writes the next one, so the values alternate
+// between two scratch slots; the first round reads the input and the last
+// writes the output; in place with two ranks (one round, which would read
+// what it writes) the input is first copied into a scratch slot. The last
+// reduction is `final` (avg divides there).
+//
+// With a rank count that is not a power of two, n = P + e (P the largest
+// power of two below n): first each of the ranks 0, 2, ..., 2e-2 sends its
+// input to the next (odd) rank, which folds it in; then the P ranks left
+// (the odd ones below 2e and all from 2e up) run the rounds above as
+// virtual ranks 0..P-1; last each folding rank sends the result back to the
+// rank it took the input from, which receives it straight into its output.
+//
+// All-gather (a power-of-two rank count). After round k every rank holds the
+// 2^(k+1) blocks of its aligned group in place in the output, which are
+// contiguous, so round k sends 2^k blocks from the output and receives the
+// partner group's 2^k blocks beside them. The first round sends straight
+// from the input (and copies it into the output block when out of place).
+// Other rank counts use the direct all-gather (one hop; its own program).
+//
+// Every round is one phase with a send lane and a receive lane, so the
+// partners' sends and receives progress independently and a round cannot
+// deadlock whatever the message size. Messages: n log2(n) in log2(n) hops,
+// against n(n-1) in one hop for the direct algorithms.
+#include "algorithms/builder_util.h"
+#include "algorithms/builders.h"
+
+namespace grove::plan {
+
+using detail::ref;
+
+namespace {
+
+constexpr int kDoublingChannel = 0;
+
+/// Largest power of two not above n (n >= 1).
+int floorPow2(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+/// One exchange round: send `src` to `peer` and receive from it, either into
+/// `dst` (plain) or reduced with `acc` into `dst` (reducing).
+Phase exchangeRound(int peer, BufRef send, uint64_t sendBytes, Step recv) {
+  Phase phase;
+  Lane out, in;
+  out.steps.push_back(
+      detail::netStep(StepKind::kSend, -1, peer, kDoublingChannel, send, {}, sendBytes));
+  in.steps.push_back(recv);
+  detail::addLane(phase, std::move(out));
+  detail::addLane(phase, std::move(in));
+  return phase;
+}
+
+}  // namespace
+
+Program buildDoublingAllReduce(const CollArgs &a, const PlanParams &p) {
+  const uint64_t es = detail::checkArgs(a, p, "doubling allreduce");
+  const uint64_t bytes = a.count * es;
+  if (a.nranks == 1) return detail::selfCopyProgram(a, bytes, 0, 0, "doubling");
+  Program prog;
+  prog.algo = "doubling";
+  if (bytes == 0) return prog;
+  const int n = a.nranks, r = a.rank;
+  const int P = floorPow2(n), extra = n - P;
+  int rounds = 0;
+  while ((1 << rounds) < P) ++rounds;
+
+  // Ranks 0, 2, .., 2*extra-2 only hand their input over and get the result
+  // back.
+  if (r < 2 * extra && r % 2 == 0) {
+    Phase give, take;
+    Lane out, in;
+    out.steps.push_back(detail::netStep(StepKind::kSend, -1, r + 1, kDoublingChannel,
+                                        ref(Buf::kInput, 0), {}, bytes));
+    in.steps.push_back(detail::netStep(StepKind::kRecv, r + 1, -1, kDoublingChannel, {},
+                                       ref(Buf::kOutput, 0), bytes));
+    detail::addLane(give, std::move(out));
+    detail::addLane(take, std::move(in));
+    detail::addPhase(prog, std::move(give));
+    detail::addPhase(prog, std::move(take));
+    return prog;
+  }
+  const bool folds = r < 2 * extra;  // an odd rank that takes in rank r-1's input
+  const int v = folds ? r / 2 : r - extra;
+  auto realRank = [&](int virt) { return virt < extra ? 2 * virt + 1 : virt + extra; };
+
+  // The values of the reductions: value 0 is the input, value `total` the
+  // output, and those between alternate between scratch slots so that no
+  // reduction reads the buffer it writes.
+  // In place with a single reduction (two ranks), the input is first copied
+  // into the scratch slot, as the only round would otherwise read what it
+  // writes.
+  const int total = rounds + (folds ? 1 : 0);
+  const bool copyIn = a.inPlace && total == 1;
+  prog.scratchBytes = total >= 3 ? 2 * bytes : (total == 2 || copyIn ? bytes : 0);
+  auto value = [&](int i) -> BufRef {
+    if (i == 0) return copyIn ? ref(Buf::kScratch, 0) : ref(Buf::kInput, 0);
+    if (i == total) return ref(Buf::kOutput, 0);
+    return ref(Buf::kScratch, static_cast<uint64_t>((total - 1 - i) % 2) * bytes);
+  };
+  if (copyIn) {
+    Phase phase;
+    Lane copy;
+    copy.steps.push_back(detail::copyStep(ref(Buf::kInput, 0), value(0), bytes));
+    detail::addLane(phase, std::move(copy));
+    detail::addPhase(prog, std::move(phase));
+  }
+  int i = 0;
+  if (folds) {
+    Phase phase;
+    Lane in;
+    in.steps.push_back(detail::netStep(StepKind::kRecvReduce, r - 1, -1, kDoublingChannel, value(0),
+                                       value(1), bytes, /*final=*/total == 1));
+    detail::addLane(phase, std::move(in));
+    detail::addPhase(prog, std::move(phase));
+    i = 1;
+  }
+  for (int k = 0; k < rounds; ++k, ++i) {
+    const int peer = realRank(v ^ (1 << k));
+    Step recv = detail::netStep(StepKind::kRecvReduce, peer, -1, kDoublingChannel, value(i),
+                                value(i + 1), bytes,
+                                /*final=*/i + 1 == total);
+    detail::addPhase(prog, exchangeRound(peer, value(i), bytes, recv));
+  }
+  if (folds) {
+    Phase phase;
+    Lane out;
+    out.steps.push_back(detail::netStep(StepKind::kSend, -1, r - 1, kDoublingChannel,
+                                        ref(Buf::kOutput, 0), {}, bytes));
+    detail::addLane(phase, std::move(out));
+    detail::addPhase(prog, std::move(phase));
+  }
+  return prog;
+}
+
+Program buildDoublingAllGather(const CollArgs &a, const PlanParams &p) {
+  const int n = a.nranks, r = a.rank;
+  if ((n & (n - 1)) != 0) return buildDirectAllGather(a, p);
+  const uint64_t es = detail::checkArgs(a, p, "doubling allgather");
+  const uint64_t bytes = a.count * es;
+  const uint64_t myBlock = static_cast<uint64_t>(r) * bytes;
+  if (n == 1) return detail::selfCopyProgram(a, bytes, 0, myBlock, "doubling");
+  Program prog;
+  prog.algo = "doubling";
+  if (bytes == 0) return prog;
+  for (int k = 0; (1 << k) < n; ++k) {
+    const int group = 1 << k;
+    const int peer = r ^ group;
+    const uint64_t mine = static_cast<uint64_t>(r & ~(group - 1)) * bytes;
+    const uint64_t theirs = static_cast<uint64_t>(peer & ~(group - 1)) * bytes;
+    const uint64_t len = static_cast<uint64_t>(group) * bytes;
+    Step recv = detail::netStep(StepKind::kRecv, peer, -1, kDoublingChannel, {},
+                                ref(Buf::kOutput, theirs), len);
+    Phase phase =
+        exchangeRound(peer, k == 0 ? ref(Buf::kInput, 0) : ref(Buf::kOutput, mine), len, recv);
+    if (k == 0 && !a.inPlace) {
+      Lane copy;
+      copy.steps.push_back(
+          detail::copyStep(ref(Buf::kInput, 0), ref(Buf::kOutput, myBlock), bytes));
+      detail::addLane(phase, std::move(copy));
+    }
+    detail::addPhase(prog, std::move(phase));
+  }
+  return prog;
+}
+
+}  // namespace grove::plan
