@@ -64,6 +64,17 @@ def parse_rows(text, sizes):
 # ---------------------------------------------------------------- reports
 
 
+def iters_text(a):
+    """'200 (up to 64 KiB) / 20' or '20': the timed iterations per size."""
+    small = parse_size(str(a.get("small_max", "0")))
+    its = a.get("small_iters", a["iters"])
+    if small <= 0 or its == a["iters"] or a["size_min"] > small:
+        return str(a["iters"])
+    if a["size_max"] <= small:
+        return str(its)
+    return "%d (up to %s) / %d" % (its, human(small), a["iters"])
+
+
 def variant(coll):
     return "ip" if coll == "broadcast" else "oop"
 
@@ -222,10 +233,10 @@ def header(res):
             m.get("cpu", "?"), m.get("cpus"), m["loadavg_start"][0], m["loadavg_end"][0]),
         "- grove %s (%s)" % (m.get("grove_rev", "?"), res.get("grove_bin")),
         "- peers: %s" % (vers or "none ran"),
-        "- ranks %s; sizes %s … %s ×%d; float32, sum; %d timed iterations (+%d warm-up) per "
+        "- ranks %s; sizes %s … %s ×%d; float32, sum; %s timed iterations (+%d warm-up) per "
         "size; median of %d interleaved repetitions" % (
             ",".join(map(str, a["ranks"])), human(a["size_min"]), human(a["size_max"]),
-            a["factor"], a["iters"], a["warmup"], a["reps"]),
+            a["factor"], iters_text(a), a["warmup"], a["reps"]),
         "- memory bandwidth (STREAM copy, read + write bytes, best of 10): %s" % stream_txt,
         "- ratio = best peer time / grove time (> 1: grove faster); broadcast read in place "
         "(MPI_Bcast has one buffer), the others out of place",
