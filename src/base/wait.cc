@@ -22,7 +22,7 @@ int defaultSpinUs() {
 }
 
 Waiter::Waiter(const WaitContext& ctx, const char* what)
-    : ctx_(ctx), what_(what), start_(std::chrono::steady_clock::now()), lastProgress_(start_),
+    : ctx_(ctx), what_(what),
       spin_(std::chrono::microseconds(ctx.spinUs >= 0 ? ctx.spinUs : defaultSpinUs())) {
   spinning_ = spin_.count() > 0;
 }
@@ -39,10 +39,14 @@ void Waiter::progressed() {
   calls_ = 0;
   spinning_ = spin_.count() > 0;
   yielding_ = true;
-  lastProgress_ = std::chrono::steady_clock::now();
+  lastProgress_ = {};  // read at the next wait: a call that never waits reads no clock
 }
 
 void Waiter::wait(pollfd* fds, size_t nfds, bool fdsCoverAll) {
+  // The idle time counts from the first wait after progress (the pass in
+  // between is short), so progress and construction need no clock read.
+  if (lastProgress_ == std::chrono::steady_clock::time_point{})
+    lastProgress_ = std::chrono::steady_clock::now();
   if (spinning_) {
     cpuRelax();
     if ((++calls_ & 15) != 0) return;

@@ -85,8 +85,7 @@ class Waiter {
  private:
   const WaitContext& ctx_;
   const char* what_;
-  std::chrono::steady_clock::time_point start_;
-  std::chrono::steady_clock::time_point lastProgress_;
+  std::chrono::steady_clock::time_point lastProgress_{};  // zero: set at the next wait
   uint32_t rounds_ = 0;     // backoff rounds past the spin stage
   uint32_t calls_ = 0;      // wait() calls since the last progress
   bool spinning_ = true;    // still in the spin stage
