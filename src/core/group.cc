@@ -76,14 +76,9 @@ void groupRecord(GroupOp op) { state().ops.push_back(std::move(op)); }
 
 void groupRecordInit(std::function<void()> init) { state().inits.push_back(std::move(init)); }
 
-void submit(Comm& comm, HostStream* stream, std::function<void()> work) {
-  uint64_t ticket = comm.sequencer().issue();
-  if (stream == nullptr) {
-    comm.sequencer().run(ticket, work);
-    return;
-  }
+void enqueueTicket(Comm& comm, HostStream& stream, uint64_t ticket, std::function<void()> work) {
   Comm* c = &comm;
-  stream->enqueue([c, ticket, work = std::move(work)] { c->sequencer().run(ticket, work); });
+  stream.enqueue([c, ticket, work = std::move(work)] { c->sequencer().run(ticket, work); });
 }
 
 void groupEnd() {

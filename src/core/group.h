@@ -44,7 +44,18 @@ void groupRecord(GroupOp op);
 /// Records a deferred communicator init (run at the outermost end).
 void groupRecordInit(std::function<void()> init);
 
+/// submit()'s stream half: runs `work` as `ticket` on the stream's thread.
+void enqueueTicket(Comm& comm, HostStream& stream, uint64_t ticket, std::function<void()> work);
+
 /// Runs one operation now or queues it on its stream, keeping the comm's issue order.
-void submit(Comm& comm, HostStream* stream, std::function<void()> work);
+template <typename Fn>
+void submit(Comm& comm, HostStream* stream, Fn&& work) {
+  if (stream == nullptr) {
+    comm.sequencer().runNow(work);  // no std::function (and no allocation) on this path
+    return;
+  }
+  uint64_t ticket = comm.sequencer().issue();
+  enqueueTicket(comm, *stream, ticket, std::function<void()>(std::forward<Fn>(work)));
+}
 
 }  // namespace grove::core

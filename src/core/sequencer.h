@@ -31,16 +31,18 @@ class Sequencer {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return finished_ + 1 == ticket; });
     }
-    struct Done {
-      Sequencer* s;
-      uint64_t t;
-      ~Done() {
-        std::lock_guard<std::mutex> lock(s->mu_);
-        s->finished_ = t;
-        s->cv_.notify_all();
-      }
-    } done{this, ticket};
-    fn();
+    finishAfter(ticket, fn);
+  }
+  /// issue() then run() on this thread, taking the lock once to do both.
+  template <typename Fn>
+  void runNow(Fn&& fn) {
+    uint64_t ticket;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ticket = ++issued_;
+      cv_.wait(lock, [&] { return finished_ + 1 == ticket; });
+    }
+    finishAfter(ticket, fn);
   }
   /// Waits until every issued ticket has finished.
   void drain() {
@@ -55,6 +57,21 @@ class Sequencer {
   }
 
  private:
+  /// Runs fn as `ticket`, then marks the ticket finished (also when fn throws).
+  template <typename Fn>
+  void finishAfter(uint64_t ticket, Fn& fn) {
+    struct Done {
+      Sequencer* s;
+      uint64_t t;
+      ~Done() {
+        std::lock_guard<std::mutex> lock(s->mu_);
+        s->finished_ = t;
+        s->cv_.notify_all();
+      }
+    } done{this, ticket};
+    fn();
+  }
+
   std::mutex mu_;
   std::condition_variable cv_;
   uint64_t issued_ = 0;
