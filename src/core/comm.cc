@@ -166,6 +166,10 @@ groveResult_t Comm::errorState(std::string* text) const {
 }
 
 void Comm::checkUsable() const {
+  if (!failed_.load(std::memory_order_acquire)) {  // the common case: no lock, no string
+    if (abort_.raised()) throw Error(groveRemoteError, abort_.reason());
+    return;
+  }
   std::string text;
   groveResult_t e = errorState(&text);
   if (e != groveSuccess)
@@ -186,6 +190,7 @@ void Comm::guarded(const char* what, Fn&& fn) {
       std::lock_guard<std::mutex> lock(errorMu_);
       if (error_ == groveSuccess) {
         error_ = e.code() == groveInvalidArgument ? groveInternalError : e.code();
+        failed_.store(true, std::memory_order_release);
         errorText_ = text;
       }
     }
@@ -311,6 +316,7 @@ void Comm::abort(const std::string& why) {
     std::lock_guard<std::mutex> lock(errorMu_);
     if (error_ == groveSuccess) {
       error_ = groveInvalidUsage;
+      failed_.store(true, std::memory_order_release);
       errorText_ = "communicator was aborted";
     }
   }

@@ -135,6 +135,7 @@ class Comm {
   std::vector<uint8_t, std::allocator<uint8_t>> scratchStore_;
   mutable std::mutex errorMu_;
   groveResult_t error_ = groveSuccess;
+  std::atomic<bool> failed_{false};  // error_ != groveSuccess, readable without errorMu_
   std::string errorText_;
   bool closed_ = false;
 };
