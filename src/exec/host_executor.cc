@@ -85,6 +85,7 @@ WorkLists& workLists() {
   lists.phaseSends.clear();
   lists.allSends.clear();
   lists.pollFds.clear();
+  lists.linkUsers.clear();
   return lists;
 }
 
@@ -178,7 +179,8 @@ void Runner::resolve() {
 // Two lanes of one phase on one stream would interleave their bytes in an
 // order nobody can predict: a planner bug, reported as such.
 void Runner::checkPhaseLinks(size_t begin, size_t end) {
-  std::vector<std::pair<const void*, size_t>> users;  // distinct (link, lane) pairs
+  auto& users = work_.linkUsers;  // distinct (link, lane) pairs
+  users.clear();
   for (size_t l = begin; l < end; ++l) {
     for (size_t i = laneRanges_[l].first; i < laneRanges_[l].second; ++i) {
       const Resolved& r = steps_[i];

@@ -93,6 +93,7 @@ struct WorkLists {
   std::vector<SendLink*> phaseSends;
   std::vector<SendLink*> allSends;
   std::vector<pollfd> pollFds;
+  std::vector<std::pair<const void*, size_t>> linkUsers;  // checkPhaseLinks' (link, lane) pairs
 };
 
 /// This thread's work lists, cleared.
