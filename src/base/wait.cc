@@ -51,7 +51,14 @@ void Waiter::wait(pollfd* fds, size_t nfds, bool fdsCoverAll) {
     cpuRelax();
     if ((++calls_ & 15) != 0) return;
     checkAbort();
-    if (std::chrono::steady_clock::now() - lastProgress_ < spin_) return;
+    const auto idle = std::chrono::steady_clock::now() - lastProgress_;
+    if (idle < spin_) {
+      // Past the first microseconds the spin also yields now and then: when
+      // another thread holds the CPU the peer needs, a pure spin would keep
+      // the peer off it for the whole spin on every message.
+      if (idle > kSpinAloneFor) sched_yield();
+      return;
+    }
     spinning_ = false;
   }
   checkAbort();

@@ -92,6 +92,8 @@ class Waiter {
   bool yielding_ = true;    // still in the yield stage (then naps)
   /// How long a wait yields before it naps.
   static constexpr std::chrono::microseconds kYieldFor{1000};
+  /// How long the spin stage spins without yielding at all.
+  static constexpr std::chrono::microseconds kSpinAloneFor{2};
   std::chrono::nanoseconds spin_;
 };
 
