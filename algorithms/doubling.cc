@@ -68,7 +68,7 @@ Phase exchangeRound(int peer, BufRef send, uint64_t sendBytes, Step recv) {
 
 }  // namespace
 
-Program buildDoublingAllReduce(const CollArgs &a, const PlanParams &p) {
+Program buildDoublingAllReduce(const CollArgs& a, const PlanParams& p) {
   const uint64_t es = detail::checkArgs(a, p, "doubling allreduce");
   const uint64_t bytes = a.count * es;
   if (a.nranks == 1) return detail::selfCopyProgram(a, bytes, 0, 0, "doubling");
@@ -148,7 +148,7 @@ Program buildDoublingAllReduce(const CollArgs &a, const PlanParams &p) {
   return prog;
 }
 
-Program buildDoublingAllGather(const CollArgs &a, const PlanParams &p) {
+Program buildDoublingAllGather(const CollArgs& a, const PlanParams& p) {
   const int n = a.nranks, r = a.rank;
   if ((n & (n - 1)) != 0) return buildDirectAllGather(a, p);
   const uint64_t es = detail::checkArgs(a, p, "doubling allgather");
