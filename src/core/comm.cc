@@ -234,13 +234,14 @@ void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* re
                plan::collName(args.coll), static_cast<size_t>(args.count), dtypeName(args.dtype),
                opName(args.op), args.root, static_cast<size_t>(bytes), args.inPlace ? 1 : 0,
                program.algo.c_str(), sel.params.nChannels, connections_->summary().c_str());
-    exec::LinkTable& links = connections_->ensure(shared);
+    exec::LoweredProgram* lowered = nullptr;
+    exec::LinkTable& links = connections_->ensure(shared, &lowered);
     exec::Buffers buffers;
     buffers.input = sendbuff;
     buffers.output = recvbuff;
     buffers.scratch = scratch(program.scratchBytes);
     exec::ReduceSpec spec{args.dtype, args.op, nranks_};
-    exec::runProgram(program, buffers, spec, links, wait_);
+    exec::runProgram(program, buffers, spec, links, wait_, lowered);
   });
 }
 

@@ -67,13 +67,15 @@ transport::Transport* Connections::transportFor(int peer) const {
   return byPeer_[peer];
 }
 
-exec::LinkTable& Connections::ensure(const std::shared_ptr<const plan::Program>& program) {
+exec::LinkTable& Connections::ensure(const std::shared_ptr<const plan::Program>& program,
+                                     exec::LoweredProgram** lowered) {
   auto it = ready_.find(program);
   if (it == ready_.end()) {
     if (ready_.size() >= 1024) ready_.clear();  // bound the memo; a miss only re-checks
-    it = ready_.emplace(program, open(*program)).first;
+    it = ready_.emplace(program, Ready{open(*program), {}}).first;
   }
-  if (it->second) return *it->second;
+  if (lowered != nullptr) *lowered = &it->second.lowered;
+  if (it->second.view) return *it->second.view;
   return table_;
 }
 

@@ -50,8 +50,10 @@ class Connections {
 
   /// Opens every link `program` uses that is not open yet and returns the
   /// table to run it with. A program seen before (held by the caller's
-  /// cache) is recognised and costs nothing.
-  exec::LinkTable& ensure(const std::shared_ptr<const plan::Program>& program);
+  /// cache) is recognised and costs nothing. `lowered`, if given, receives
+  /// the program's exec::LoweredProgram for that table (kept here with it).
+  exec::LinkTable& ensure(const std::shared_ptr<const plan::Program>& program,
+                          exec::LoweredProgram** lowered = nullptr);
   /// As above, for a program built for one call (the returned table is
   /// valid until the next call).
   exec::LinkTable& ensure(const plan::Program& program);
@@ -71,8 +73,13 @@ class Connections {
   exec::MapLinkTable table_;
   RouteResolver resolver_;
   // Programs whose links are all open (kept alive so their addresses stay
-  // unique), with the routed view they run on (null: the table itself).
-  std::map<std::shared_ptr<const plan::Program>, std::unique_ptr<RoutedLinks>> ready_;
+  // unique), with the routed view they run on (null: the table itself) and
+  // their lowered form for it.
+  struct Ready {
+    std::unique_ptr<RoutedLinks> view;
+    exec::LoweredProgram lowered;
+  };
+  std::map<std::shared_ptr<const plan::Program>, Ready> ready_;
   std::unique_ptr<RoutedLinks> oneOff_;  // the view of the last ensure(const Program&)
   std::string summary_;
   int socketPeers_ = 0;

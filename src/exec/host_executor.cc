@@ -233,8 +233,38 @@ void Runner::checkPhaseLinks(size_t begin, size_t end) {
   throw Error(e.code(), msg);
 }
 
+// A lowered program holds everything resolve() works out but the buffer
+// pointers, which are bound again here for this call.
+bool Runner::restore() {
+  if (lowered_ == nullptr || !lowered_->valid || lowered_->dtype != spec_.dtype) return false;
+  esz_ = dtypeSize(spec_.dtype);
+  if (!opValid(spec_.op)) throwInvalidArgument("host executor: invalid reduction op");
+  steps_.assign(lowered_->steps.begin(), lowered_->steps.end());
+  phaseBegin_.assign(lowered_->phaseBegin.begin(), lowered_->phaseBegin.end());
+  laneRanges_.assign(lowered_->laneRanges.begin(), lowered_->laneRanges.end());
+  allSends_.assign(lowered_->allSends.begin(), lowered_->allSends.end());
+  for (Resolved& r : steps_) {
+    const plan::Step& s = *r.step;
+    if (plan::stepReadsSrc(s.kind)) r.src = bufferBase(s.src, false, s) + s.src.offset;
+    if (plan::stepWritesDst(s.kind)) r.dst = bufferBase(s.dst, true, s) + s.dst.offset;
+    if (s.kind == StepKind::kCopy) r.overlap = r.src < r.dst + s.bytes && r.dst < r.src + s.bytes;
+  }
+  checked_ = true;
+  return true;
+}
+
+void Runner::save() {
+  if (lowered_ == nullptr || checked_) return;
+  lowered_->dtype = spec_.dtype;
+  lowered_->steps = steps_;
+  lowered_->phaseBegin = phaseBegin_;
+  lowered_->laneRanges = laneRanges_;
+  lowered_->allSends = allSends_;
+  lowered_->valid = true;
+}
+
 void Runner::run() {
-  resolve();
+  if (!restore()) resolve();
   size_t nPhases = phaseBegin_.size() - 1;
   for (size_t p = 0; p < nPhases; ++p) {
     try {
@@ -250,14 +280,20 @@ void Runner::run() {
   } catch (const Error& e) {
     rethrowWithContext(e, "flushing its sends after the last phase");
   }
+  save();  // only a program that ran through is kept
 }
 
 }  // namespace detail
 
 void runProgram(const plan::Program& program, const Buffers& buffers, const ReduceSpec& spec,
-                LinkTable& links, const WaitContext& wait) {
-  detail::Runner runner(program, buffers, spec, links, wait);
+                LinkTable& links, const WaitContext& wait, LoweredProgram* lowered) {
+  detail::Runner runner(program, buffers, spec, links, wait, lowered);
   runner.run();
 }
+
+LoweredProgram::LoweredProgram() : impl_(std::make_unique<Impl>()) {}
+LoweredProgram::~LoweredProgram() = default;
+LoweredProgram::LoweredProgram(LoweredProgram&&) noexcept = default;
+LoweredProgram& LoweredProgram::operator=(LoweredProgram&&) noexcept = default;
 
 }  // namespace grove::exec

@@ -78,9 +78,33 @@ struct ReduceSpec {
 void collectLinks(const plan::Program& program, std::vector<transport::LinkKey>& sends,
                   std::vector<transport::LinkKey>& recvs);
 
+namespace detail {
+class Runner;
+}
+
+/// What runProgram works out once per (program, link table, data type): the
+/// steps with their links, the lanes and phases, checked. Passed again with
+/// the same program and table, a call only binds its buffers to it (a small
+/// collective's setup then costs a copy instead of link lookups and checks).
+/// Keep one per program beside the table it ran on; the program must outlive
+/// it. Empty until a call with it completes.
+class LoweredProgram {
+ public:
+  LoweredProgram();
+  ~LoweredProgram();
+  LoweredProgram(LoweredProgram&&) noexcept;
+  LoweredProgram& operator=(LoweredProgram&&) noexcept;
+
+ private:
+  friend class detail::Runner;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 /// Runs the program to completion. Throws grove::Error on timeout, abort, or
-/// a broken link.
+/// a broken link. `lowered` (optional) is the program's LoweredProgram for
+/// `links`: reused when it holds the call's data type, refilled otherwise.
 void runProgram(const plan::Program& program, const Buffers& buffers, const ReduceSpec& spec,
-                LinkTable& links, const WaitContext& wait);
+                LinkTable& links, const WaitContext& wait, LoweredProgram* lowered = nullptr);
 
 }  // namespace grove::exec

@@ -99,17 +99,39 @@ struct WorkLists {
 /// This thread's work lists, cleared.
 WorkLists& workLists();
 
+}  // namespace grove::exec::detail
+
+namespace grove::exec {
+
+/// A program lowered for one link table and data type (see host_executor.h):
+/// the resolved steps (buffer pointers are rebound on every call).
+struct LoweredProgram::Impl {
+  bool valid = false;
+  groveDataType_t dtype = groveFloat32;
+  std::vector<detail::Resolved> steps;
+  std::vector<size_t> phaseBegin;
+  std::vector<std::pair<size_t, size_t>> laneRanges;
+  std::vector<SendLink*> allSends;
+};
+
+}  // namespace grove::exec
+
+namespace grove::exec::detail {
+
 class Runner {
  public:
   Runner(const plan::Program& program, const Buffers& buffers, const ReduceSpec& spec,
-         LinkTable& links, const WaitContext& wait)
+         LinkTable& links, const WaitContext& wait, LoweredProgram* lowered)
       : program_(program), buffers_(buffers), spec_(spec), links_(links),
+        lowered_(lowered != nullptr ? lowered->impl_.get() : nullptr),
         waiter_(wait, "waiting for peers in a host program") {}
 
   void run();
 
  private:
   void resolve();
+  bool restore();
+  void save();
   uint8_t* bufferBase(const plan::BufRef& ref, bool write, const plan::Step& s);
   void checkPhaseLinks(size_t begin, size_t end);
   void runPhase(size_t begin, size_t end);
@@ -130,6 +152,8 @@ class Runner {
   const Buffers& buffers_;
   const ReduceSpec& spec_;
   LinkTable& links_;
+  LoweredProgram::Impl* lowered_;  // null: lower from scratch, keep nothing
+  bool checked_ = false;           // the phases' links were checked when lowered
   Waiter waiter_;
   size_t esz_ = 1;
   // Work lists live in a per-thread WorkLists reused across calls, so a

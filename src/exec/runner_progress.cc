@@ -230,7 +230,7 @@ void Runner::runPhase(size_t begin, size_t end) {
         if (std::find(phaseSends_.begin(), phaseSends_.end(), out) == phaseSends_.end())
           phaseSends_.push_back(out);
   }
-  checkPhaseLinks(begin, end);
+  if (!checked_) checkPhaseLinks(begin, end);
   size_t active = lanes_.size();
   while (active != 0) {
     waiter_.checkAbort();

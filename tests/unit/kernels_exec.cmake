@@ -11,4 +11,5 @@ grove_gtest(test_executor SOURCES ${CMAKE_CURRENT_LIST_DIR}/executor_test.cc
                             ${CMAKE_CURRENT_LIST_DIR}/loopback_test.cc
             LIBS grove_test_harness LABELS unit TIMEOUT 180)
 grove_gtest(test_executor_fanin SOURCES ${CMAKE_CURRENT_LIST_DIR}/executor_fanin_test.cc
-            LIBS grove_test_harness LABELS unit TIMEOUT 180)
+                                  ${CMAKE_CURRENT_LIST_DIR}/executor_lowered_test.cc
+            LIBS grove_test_harness grove_algorithms LABELS unit TIMEOUT 180)
