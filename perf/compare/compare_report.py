@@ -65,14 +65,16 @@ def parse_rows(text, sizes):
 
 
 def iters_text(a):
-    """'200 (up to 64 KiB) / 20' or '20': the timed iterations per size."""
+    """How many timed (and warm-up) iterations each size had."""
+    def one(its, warm):
+        return "%d timed iterations (+%d warm-up)" % (its, warm)
     small = parse_size(str(a.get("small_max", "0")))
-    its = a.get("small_iters", a["iters"])
-    if small <= 0 or its == a["iters"] or a["size_min"] > small:
-        return str(a["iters"])
+    its, warm = a.get("small_iters", a["iters"]), a.get("small_warmup", a["warmup"])
+    if small <= 0 or a["size_min"] > small:
+        return one(a["iters"], a["warmup"])
     if a["size_max"] <= small:
-        return str(its)
-    return "%d (up to %s) / %d" % (its, human(small), a["iters"])
+        return one(its, warm)
+    return "%s up to %s, %s above" % (one(its, warm), human(small), one(a["iters"], a["warmup"]))
 
 
 def variant(coll):
@@ -233,10 +235,10 @@ def header(res):
             m.get("cpu", "?"), m.get("cpus"), m["loadavg_start"][0], m["loadavg_end"][0]),
         "- grove %s (%s)" % (m.get("grove_rev", "?"), res.get("grove_bin")),
         "- peers: %s" % (vers or "none ran"),
-        "- ranks %s; sizes %s … %s ×%d; float32, sum; %s timed iterations (+%d warm-up) per "
-        "size; median of %d interleaved repetitions" % (
+        "- ranks %s; sizes %s … %s ×%d; float32, sum; %s per size; median of %d interleaved "
+        "repetitions" % (
             ",".join(map(str, a["ranks"])), human(a["size_min"]), human(a["size_max"]),
-            a["factor"], iters_text(a), a["warmup"], a["reps"]),
+            a["factor"], iters_text(a), a["reps"]),
         "- memory bandwidth (STREAM copy, read + write bytes, best of 10): %s" % stream_txt,
         "- ratio = best peer time / grove time (> 1: grove faster); broadcast read in place "
         "(MPI_Bcast has one buffer), the others out of place",
