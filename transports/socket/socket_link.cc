@@ -18,6 +18,12 @@ namespace {
 /// position modulo 16 so that no element straddles the wrap.
 constexpr uint64_t kWireAlign = 16;
 
+/// Staged bytes are pushed at commit() from this many on; fewer wait for the
+/// next sendDirect (which sends them in the same system call as its data) or
+/// flush() (after every executor pass). A wire-rule pad of a few bytes then
+/// travels with the data instead of in a segment (and a wake-up) of its own.
+constexpr uint64_t kPushAtBytes = 16 << 10;
+
 /// Moves an empty ring's counters back to the start of the buffer while
 /// keeping them congruent to the stream position modulo kWireAlign.
 void rewindEmpty(uint64_t& head, uint64_t& tail) {
@@ -60,7 +66,7 @@ size_t SocketSendHalf::reserve(void** ptr) {
 
 void SocketSendHalf::commit(size_t n) {
   head_ += n;
-  push();
+  if (head_ - tail_ >= kPushAtBytes) push();
 }
 
 bool SocketSendHalf::flush() {
@@ -74,10 +80,34 @@ bool SocketSendHalf::flush() {
                                     std::strerror(err) + " (the peer exited or aborted)");
 }
 
-// Direct path: with nothing staged, the kernel takes bytes straight from the
-// caller's buffer. The counters advance together so the (empty) ring stays
-// congruent to the stream position modulo kWireAlign.
+// Direct path: the kernel takes bytes straight from the caller's buffer. A
+// few staged bytes (a pad) go first in the same sendmsg; more are pushed
+// first. The counters advance together so the (empty) ring stays congruent
+// to the stream position modulo kWireAlign.
 ptrdiff_t SocketSendHalf::sendDirect(const void* src, size_t n) {
+  if (head_ != tail_ && head_ - tail_ < kPushAtBytes) {
+    const size_t staged = static_cast<size_t>(head_ - tail_);
+    iovec iov[3];
+    msghdr msg{};
+    msg.msg_iov = iov;
+    int k = ringIov(buf_.get(), cap_, tail_, staged, iov);
+    iov[k] = {const_cast<void*>(src), n};
+    msg.msg_iovlen = static_cast<size_t>(k + 1);
+    for (;;) {
+      ssize_t s = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (s < 0 && errno == EINTR) continue;
+      if (s < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return -1;  // staged bytes wait
+      if (s <= 0) closedError(s < 0 ? errno : EPIPE);
+      if (static_cast<size_t>(s) <= staged) {
+        tail_ += static_cast<uint64_t>(s);
+        return head_ == tail_ ? 0 : -1;
+      }
+      const auto taken = static_cast<uint64_t>(static_cast<size_t>(s) - staged);
+      head_ += taken;
+      tail_ = head_;
+      return static_cast<ptrdiff_t>(taken);
+    }
+  }
   if (head_ != tail_) {
     push();
     if (head_ != tail_) return -1;  // staged bytes go first
