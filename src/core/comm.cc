@@ -162,11 +162,12 @@ Comm::~Comm() {
 groveResult_t Comm::errorState(std::string* text) const {
   std::lock_guard<std::mutex> lock(errorMu_);
   if (text != nullptr) *text = errorText_;
-  return error_;
+  return error_.load();
 }
 
 void Comm::checkUsable() const {
-  if (!failed_.load(std::memory_order_acquire)) {  // the common case: no lock, no string
+  // The common case, no error: no lock, no copy of the text.
+  if (error_.load(std::memory_order_acquire) == groveSuccess) {
     if (abort_.raised()) throw Error(groveRemoteError, abort_.reason());
     return;
   }
@@ -190,7 +191,6 @@ void Comm::guarded(const char* what, Fn&& fn) {
       std::lock_guard<std::mutex> lock(errorMu_);
       if (error_ == groveSuccess) {
         error_ = e.code() == groveInvalidArgument ? groveInternalError : e.code();
-        failed_.store(true, std::memory_order_release);
         errorText_ = text;
       }
     }
@@ -317,7 +317,6 @@ void Comm::abort(const std::string& why) {
     std::lock_guard<std::mutex> lock(errorMu_);
     if (error_ == groveSuccess) {
       error_ = groveInvalidUsage;
-      failed_.store(true, std::memory_order_release);
       errorText_ = "communicator was aborted";
     }
   }

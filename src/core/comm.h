@@ -134,8 +134,9 @@ class Comm {
   int nChannels_ = 1;
   std::vector<uint8_t, std::allocator<uint8_t>> scratchStore_;
   mutable std::mutex errorMu_;
-  groveResult_t error_ = groveSuccess;
-  std::atomic<bool> failed_{false};  // error_ != groveSuccess, readable without errorMu_
+  // Written under errorMu_ (with errorText_); atomic so that checkUsable can
+  // see "no error" without the lock.
+  std::atomic<groveResult_t> error_{groveSuccess};
   std::string errorText_;
   bool closed_ = false;
 };

@@ -56,7 +56,6 @@ void Comm::recordAsyncFailure(groveResult_t code, const std::string& text) {
     if (error_ != groveSuccess) return;
     error_ = code;
     errorText_ = full;
-    failed_.store(true, std::memory_order_release);
   }
   const bool remote = abort_.raised();
   abort_.raise(full);
