@@ -127,10 +127,15 @@ uint8_t* Runner::bufferBase(const plan::BufRef& ref, bool write, const plan::Ste
   return static_cast<uint8_t*>(const_cast<void*>(base));
 }
 
+// Points a resolved step at this call's buffers.
+void Runner::bindBuffers(Resolved& r) {
+  const plan::Step& s = *r.step;
+  if (plan::stepReadsSrc(s.kind)) r.src = bufferBase(s.src, false, s) + s.src.offset;
+  if (plan::stepWritesDst(s.kind)) r.dst = bufferBase(s.dst, true, s) + s.dst.offset;
+  if (s.kind == StepKind::kCopy) r.overlap = r.src < r.dst + s.bytes && r.dst < r.src + s.bytes;
+}
+
 void Runner::resolve() {
-  esz_ = dtypeSize(spec_.dtype);
-  if (esz_ == 0) throwInvalidArgument("host executor: invalid data type");
-  if (!opValid(spec_.op)) throwInvalidArgument("host executor: invalid reduction op");
   for (uint32_t p = 0; p < program_.phases.size(); ++p) {
     phaseBegin_.push_back(laneRanges_.size());
     const auto& lanes = program_.phases[p].lanes;
@@ -160,11 +165,7 @@ void Runner::resolve() {
         if (plan::stepReceives(s.kind)) r.in = &links_.recvLink(LinkKey{s.recvPeer, s.channel});
         for (int k = 1; k < plan::recvPeerCount(s); ++k)
           r.moreIn[r.nMoreIn++] = &links_.recvLink(LinkKey{plan::recvPeerAt(s, k), s.channel});
-        if (plan::stepReadsSrc(s.kind)) r.src = bufferBase(s.src, false, s) + s.src.offset;
-        if (plan::stepWritesDst(s.kind)) r.dst = bufferBase(s.dst, true, s) + s.dst.offset;
-        if (s.kind == StepKind::kCopy) {
-          r.overlap = r.src < r.dst + s.bytes && r.dst < r.src + s.bytes;
-        }
+        bindBuffers(r);
         for (SendLink* out : sendsOf(r))
           if (std::find(allSends_.begin(), allSends_.end(), out) == allSends_.end())
             allSends_.push_back(out);
@@ -237,18 +238,11 @@ void Runner::checkPhaseLinks(size_t begin, size_t end) {
 // pointers, which are bound again here for this call.
 bool Runner::restore() {
   if (lowered_ == nullptr || !lowered_->valid || lowered_->dtype != spec_.dtype) return false;
-  esz_ = dtypeSize(spec_.dtype);
-  if (!opValid(spec_.op)) throwInvalidArgument("host executor: invalid reduction op");
   steps_.assign(lowered_->steps.begin(), lowered_->steps.end());
   phaseBegin_.assign(lowered_->phaseBegin.begin(), lowered_->phaseBegin.end());
   laneRanges_.assign(lowered_->laneRanges.begin(), lowered_->laneRanges.end());
   allSends_.assign(lowered_->allSends.begin(), lowered_->allSends.end());
-  for (Resolved& r : steps_) {
-    const plan::Step& s = *r.step;
-    if (plan::stepReadsSrc(s.kind)) r.src = bufferBase(s.src, false, s) + s.src.offset;
-    if (plan::stepWritesDst(s.kind)) r.dst = bufferBase(s.dst, true, s) + s.dst.offset;
-    if (s.kind == StepKind::kCopy) r.overlap = r.src < r.dst + s.bytes && r.dst < r.src + s.bytes;
-  }
+  for (Resolved& r : steps_) bindBuffers(r);
   checked_ = true;
   return true;
 }
@@ -264,6 +258,9 @@ void Runner::save() {
 }
 
 void Runner::run() {
+  esz_ = dtypeSize(spec_.dtype);
+  if (esz_ == 0) throwInvalidArgument("host executor: invalid data type");
+  if (!opValid(spec_.op)) throwInvalidArgument("host executor: invalid reduction op");
   if (!restore()) resolve();
   size_t nPhases = phaseBegin_.size() - 1;
   for (size_t p = 0; p < nPhases; ++p) {

@@ -130,6 +130,7 @@ class Runner {
 
  private:
   void resolve();
+  void bindBuffers(Resolved& r);
   bool restore();
   void save();
   uint8_t* bufferBase(const plan::BufRef& ref, bool write, const plan::Step& s);
