@@ -80,48 +80,32 @@ bool SocketSendHalf::flush() {
                                     std::strerror(err) + " (the peer exited or aborted)");
 }
 
-// Direct path: the kernel takes bytes straight from the caller's buffer. A
-// few staged bytes (a pad) go first in the same sendmsg; more are pushed
-// first. The counters advance together so the (empty) ring stays congruent
-// to the stream position modulo kWireAlign.
+// Direct path: the kernel takes bytes straight from the caller's buffer.
+// Staged bytes go first: many are pushed on their own, a few (a pad) in the
+// same sendmsg as the data. The counters advance together so the ring stays
+// congruent to the stream position modulo kWireAlign.
 ptrdiff_t SocketSendHalf::sendDirect(const void* src, size_t n) {
-  if (head_ != tail_ && head_ - tail_ < kPushAtBytes) {
-    const size_t staged = static_cast<size_t>(head_ - tail_);
-    iovec iov[3];
-    msghdr msg{};
-    msg.msg_iov = iov;
-    int k = ringIov(buf_.get(), cap_, tail_, staged, iov);
-    iov[k] = {const_cast<void*>(src), n};
-    msg.msg_iovlen = static_cast<size_t>(k + 1);
-    for (;;) {
-      ssize_t s = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (s < 0 && errno == EINTR) continue;
-      if (s < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return -1;  // staged bytes wait
-      if (s <= 0) closedError(s < 0 ? errno : EPIPE);
-      if (static_cast<size_t>(s) <= staged) {
-        tail_ += static_cast<uint64_t>(s);
-        return head_ == tail_ ? 0 : -1;
-      }
-      const auto taken = static_cast<uint64_t>(static_cast<size_t>(s) - staged);
-      head_ += taken;
-      tail_ = head_;
-      return static_cast<ptrdiff_t>(taken);
-    }
-  }
-  if (head_ != tail_) {
-    push();
-    if (head_ != tail_) return -1;  // staged bytes go first
-  }
+  if (head_ - tail_ >= kPushAtBytes) push();
+  const size_t staged = static_cast<size_t>(head_ - tail_);
+  iovec iov[3];
+  msghdr msg{};
+  msg.msg_iov = iov;
+  const int k = staged == 0 ? 0 : ringIov(buf_.get(), cap_, tail_, staged, iov);
+  iov[k] = {const_cast<void*>(src), n};
+  msg.msg_iovlen = static_cast<size_t>(k + 1);
   for (;;) {
-    ssize_t k = ::send(fd_.get(), src, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (k > 0) {
-      head_ += static_cast<uint64_t>(k);
-      tail_ = head_;
-      return k;
+    ssize_t s = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (s < 0 && errno == EINTR) continue;
+    if (s < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return staged == 0 ? 0 : -1;
+    if (s <= 0) closedError(s < 0 ? errno : EPIPE);
+    if (static_cast<size_t>(s) <= staged) {  // only staged bytes went: they still go first
+      tail_ += static_cast<uint64_t>(s);
+      return head_ == tail_ ? 0 : -1;
     }
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
-    closedError(k < 0 ? errno : EPIPE);
+    const auto taken = static_cast<uint64_t>(static_cast<size_t>(s) - staged);
+    head_ += taken;
+    tail_ = head_;
+    return static_cast<ptrdiff_t>(taken);
   }
 }
 
