@@ -131,6 +131,28 @@ Step reduceStep(BufRef src, BufRef dst, uint64_t bytes, bool final) {
   return netStep(StepKind::kReduce, -1, -1, 0, src, dst, bytes, final);
 }
 
+Lane laneOf(Step step) {
+  Lane lane;
+  lane.steps.push_back(step);
+  return lane;
+}
+
+Lane sendLane(int peer, BufRef src, uint64_t bytes, int channel) {
+  return laneOf(netStep(StepKind::kSend, -1, peer, channel, src, {}, bytes));
+}
+
+Lane recvLane(int peer, BufRef dst, uint64_t bytes, int channel) {
+  return laneOf(netStep(StepKind::kRecv, peer, -1, channel, {}, dst, bytes));
+}
+
+Lane copyLane(BufRef src, BufRef dst, uint64_t bytes) { return laneOf(copyStep(src, dst, bytes)); }
+
+Phase phaseOf(std::vector<Lane> lanes) {
+  Phase phase;
+  for (Lane& lane : lanes) addLane(phase, std::move(lane));
+  return phase;
+}
+
 void addLane(Phase& phase, Lane lane) {
   if (!lane.steps.empty()) phase.lanes.push_back(std::move(lane));
 }

@@ -51,8 +51,19 @@ Step copyStep(BufRef src, BufRef dst, uint64_t bytes);
 /// A local reduction dst = dst op src.
 Step reduceStep(BufRef src, BufRef dst, uint64_t bytes, bool final);
 
+/// A lane of one step.
+Lane laneOf(Step step);
+/// A lane that sends `bytes` of src to `peer` on `channel`.
+Lane sendLane(int peer, BufRef src, uint64_t bytes, int channel = 0);
+/// A lane that receives `bytes` from `peer` on `channel` into dst.
+Lane recvLane(int peer, BufRef dst, uint64_t bytes, int channel = 0);
+/// A lane that copies src to dst locally.
+Lane copyLane(BufRef src, BufRef dst, uint64_t bytes);
+
 /// Appends a lane with these steps to the phase, unless it has none.
 void addLane(Phase& phase, Lane lane);
+/// A phase of these lanes (lanes without steps dropped, as addLane does).
+Phase phaseOf(std::vector<Lane> lanes);
 /// Appends the phase to the program, unless it has no lanes.
 void addPhase(Program& program, Phase phase);
 

@@ -30,30 +30,13 @@
 
 namespace grove::plan {
 
+using detail::copyLane;
 using detail::modRank;
+using detail::recvLane;
 using detail::ref;
+using detail::sendLane;
 
 namespace {
-
-constexpr int kDirectChannel = 0;
-
-Lane sendLane(int peer, BufRef src, uint64_t bytes) {
-  Lane lane;
-  lane.steps.push_back(detail::netStep(StepKind::kSend, -1, peer, kDirectChannel, src, {}, bytes));
-  return lane;
-}
-
-Lane recvLane(int peer, BufRef dst, uint64_t bytes) {
-  Lane lane;
-  lane.steps.push_back(detail::netStep(StepKind::kRecv, peer, -1, kDirectChannel, {}, dst, bytes));
-  return lane;
-}
-
-Lane copyLane(BufRef src, BufRef dst, uint64_t bytes) {
-  Lane lane;
-  lane.steps.push_back(detail::copyStep(src, dst, bytes));
-  return lane;
-}
 
 /// Receives every peer's input into scratch and reduces all contributions in
 /// rank order into the output (the reducing side of all-reduce and reduce).

@@ -40,7 +40,11 @@
 
 namespace grove::plan {
 
+using detail::laneOf;
+using detail::phaseOf;
+using detail::recvLane;
 using detail::ref;
+using detail::sendLane;
 
 namespace {
 
@@ -51,19 +55,6 @@ int floorPow2(int n) {
   int p = 1;
   while (p * 2 <= n) p *= 2;
   return p;
-}
-
-/// One exchange round: send `src` to `peer` and receive from it, either into
-/// `dst` (plain) or reduced with `acc` into `dst` (reducing).
-Phase exchangeRound(int peer, BufRef send, uint64_t sendBytes, Step recv) {
-  Phase phase;
-  Lane out, in;
-  out.steps.push_back(
-      detail::netStep(StepKind::kSend, -1, peer, kDoublingChannel, send, {}, sendBytes));
-  in.steps.push_back(recv);
-  detail::addLane(phase, std::move(out));
-  detail::addLane(phase, std::move(in));
-  return phase;
 }
 
 }  // namespace
@@ -83,16 +74,10 @@ Program buildDoublingAllReduce(const CollArgs& a, const PlanParams& p) {
   // Ranks 0, 2, .., 2*extra-2 only hand their input over and get the result
   // back.
   if (r < 2 * extra && r % 2 == 0) {
-    Phase give, take;
-    Lane out, in;
-    out.steps.push_back(detail::netStep(StepKind::kSend, -1, r + 1, kDoublingChannel,
-                                        ref(Buf::kInput, 0), {}, bytes));
-    in.steps.push_back(detail::netStep(StepKind::kRecv, r + 1, -1, kDoublingChannel, {},
-                                       ref(Buf::kOutput, 0), bytes));
-    detail::addLane(give, std::move(out));
-    detail::addLane(take, std::move(in));
-    detail::addPhase(prog, std::move(give));
-    detail::addPhase(prog, std::move(take));
+    detail::addPhase(prog,
+                     phaseOf({sendLane(r + 1, ref(Buf::kInput, 0), bytes, kDoublingChannel)}));
+    detail::addPhase(prog,
+                     phaseOf({recvLane(r + 1, ref(Buf::kOutput, 0), bytes, kDoublingChannel)}));
     return prog;
   }
   const bool folds = r < 2 * extra;  // an odd rank that takes in rank r-1's input
@@ -113,38 +98,23 @@ Program buildDoublingAllReduce(const CollArgs& a, const PlanParams& p) {
     if (i == total) return ref(Buf::kOutput, 0);
     return ref(Buf::kScratch, static_cast<uint64_t>((total - 1 - i) % 2) * bytes);
   };
-  if (copyIn) {
-    Phase phase;
-    Lane copy;
-    copy.steps.push_back(detail::copyStep(ref(Buf::kInput, 0), value(0), bytes));
-    detail::addLane(phase, std::move(copy));
-    detail::addPhase(prog, std::move(phase));
-  }
+  // value(i + 1) = value(i) op what `peer` sends (the last one `final`).
+  auto reduceFrom = [&](int peer, int i) {
+    return laneOf(detail::netStep(StepKind::kRecvReduce, peer, -1, kDoublingChannel, value(i),
+                                  value(i + 1), bytes, /*final=*/i + 1 == total));
+  };
+  if (copyIn)
+    detail::addPhase(prog, phaseOf({detail::copyLane(ref(Buf::kInput, 0), value(0), bytes)}));
   int i = 0;
-  if (folds) {
-    Phase phase;
-    Lane in;
-    in.steps.push_back(detail::netStep(StepKind::kRecvReduce, r - 1, -1, kDoublingChannel, value(0),
-                                       value(1), bytes, /*final=*/total == 1));
-    detail::addLane(phase, std::move(in));
-    detail::addPhase(prog, std::move(phase));
-    i = 1;
-  }
+  if (folds) detail::addPhase(prog, phaseOf({reduceFrom(r - 1, i++)}));
   for (int k = 0; k < rounds; ++k, ++i) {
     const int peer = realRank(v ^ (1 << k));
-    Step recv = detail::netStep(StepKind::kRecvReduce, peer, -1, kDoublingChannel, value(i),
-                                value(i + 1), bytes,
-                                /*final=*/i + 1 == total);
-    detail::addPhase(prog, exchangeRound(peer, value(i), bytes, recv));
+    detail::addPhase(
+        prog, phaseOf({sendLane(peer, value(i), bytes, kDoublingChannel), reduceFrom(peer, i)}));
   }
-  if (folds) {
-    Phase phase;
-    Lane out;
-    out.steps.push_back(detail::netStep(StepKind::kSend, -1, r - 1, kDoublingChannel,
-                                        ref(Buf::kOutput, 0), {}, bytes));
-    detail::addLane(phase, std::move(out));
-    detail::addPhase(prog, std::move(phase));
-  }
+  if (folds)
+    detail::addPhase(prog,
+                     phaseOf({sendLane(r - 1, ref(Buf::kOutput, 0), bytes, kDoublingChannel)}));
   return prog;
 }
 
@@ -164,16 +134,12 @@ Program buildDoublingAllGather(const CollArgs& a, const PlanParams& p) {
     const uint64_t mine = static_cast<uint64_t>(r & ~(group - 1)) * bytes;
     const uint64_t theirs = static_cast<uint64_t>(peer & ~(group - 1)) * bytes;
     const uint64_t len = static_cast<uint64_t>(group) * bytes;
-    Step recv = detail::netStep(StepKind::kRecv, peer, -1, kDoublingChannel, {},
-                                ref(Buf::kOutput, theirs), len);
-    Phase phase =
-        exchangeRound(peer, k == 0 ? ref(Buf::kInput, 0) : ref(Buf::kOutput, mine), len, recv);
-    if (k == 0 && !a.inPlace) {
-      Lane copy;
-      copy.steps.push_back(
-          detail::copyStep(ref(Buf::kInput, 0), ref(Buf::kOutput, myBlock), bytes));
-      detail::addLane(phase, std::move(copy));
-    }
+    Phase phase = phaseOf({sendLane(peer, k == 0 ? ref(Buf::kInput, 0) : ref(Buf::kOutput, mine),
+                                    len, kDoublingChannel),
+                           recvLane(peer, ref(Buf::kOutput, theirs), len, kDoublingChannel)});
+    if (k == 0 && !a.inPlace)
+      detail::addLane(phase,
+                      detail::copyLane(ref(Buf::kInput, 0), ref(Buf::kOutput, myBlock), bytes));
     detail::addPhase(prog, std::move(phase));
   }
   return prog;

@@ -32,21 +32,15 @@ namespace {
 constexpr int kExchangeChannel = 0;
 
 void addSend(Phase& phase, int peer, BufRef src, uint64_t bytes) {
-  Lane lane;
-  lane.steps.push_back(detail::netStep(StepKind::kSend, -1, peer, kExchangeChannel, src, {}, bytes));
-  detail::addLane(phase, std::move(lane));
+  detail::addLane(phase, detail::sendLane(peer, src, bytes, kExchangeChannel));
 }
 
 void addRecv(Phase& phase, int peer, BufRef dst, uint64_t bytes) {
-  Lane lane;
-  lane.steps.push_back(detail::netStep(StepKind::kRecv, peer, -1, kExchangeChannel, {}, dst, bytes));
-  detail::addLane(phase, std::move(lane));
+  detail::addLane(phase, detail::recvLane(peer, dst, bytes, kExchangeChannel));
 }
 
 void addCopy(Phase& phase, BufRef src, BufRef dst, uint64_t bytes) {
-  Lane lane;
-  lane.steps.push_back(detail::copyStep(src, dst, bytes));
-  detail::addLane(phase, std::move(lane));
+  detail::addLane(phase, detail::copyLane(src, dst, bytes));
 }
 
 uint64_t blockAt(int q, uint64_t bytes) { return static_cast<uint64_t>(q) * bytes; }
