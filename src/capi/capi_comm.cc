@@ -57,7 +57,7 @@ groveResult_t initRank(groveComm_t* comm, int nranks, const groveUniqueId& commI
       return;
     }
     if (!opts.blocking) {
-      h->initThread = std::thread([h, id, opts] { initHandle(h, id, opts); });
+      grove::capi::startInitThread(h, [h, id, opts] { initHandle(h, id, opts); });
       throw Error(groveInProgress, "initialising");
     }
     initHandle(h, id, opts);
@@ -136,10 +136,7 @@ GROVE_API groveResult_t groveCommInitAll(groveComm_t* comms, int ndev, const int
 std::unique_ptr<core::Comm> retire(groveComm_t comm) {
   if (comm == nullptr) return nullptr;  // like free(NULL)
   if (!grove::capi::knownComm(comm)) grove::throwInvalidArgument("comm is not a grove communicator");
-  {
-    std::lock_guard<std::mutex> lock(comm->joinMu);
-    if (comm->initThread.joinable()) comm->initThread.join();
-  }
+  grove::capi::joinInitThread(comm);
   if (comm->state.exchange(CommState::kDestroyed) == CommState::kDestroyed)
     grove::throwInvalidUsage("communicator was already destroyed");
   std::lock_guard<std::mutex> lock(comm->mu);

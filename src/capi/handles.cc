@@ -30,17 +30,33 @@ groveComm* newCommHandle(int rank, int nranks) {
 }
 
 bool knownComm(const groveComm* h) {
+  // Handles are never unregistered, so one this thread found stays known:
+  // repeated calls on the same communicator skip the registry's lock.
+  thread_local const groveComm* lastKnown = nullptr;
+  if (h == lastKnown && h != nullptr) return true;
   std::lock_guard<std::mutex> lock(registry().mu);
-  return registry().comms.count(h) != 0;
+  if (registry().comms.count(h) == 0) return false;
+  lastKnown = h;
+  return true;
+}
+
+void startInitThread(groveComm* h, std::function<void()> init) {
+  std::lock_guard<std::mutex> lock(h->joinMu);
+  h->initJoined.store(false);
+  h->initThread = std::thread(std::move(init));
+}
+
+void joinInitThread(groveComm* h) {
+  if (h->initJoined.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(h->joinMu);
+  if (h->initThread.joinable()) h->initThread.join();
+  h->initJoined.store(true, std::memory_order_release);
 }
 
 core::Comm& usableComm(groveComm* h) {
   if (h == nullptr) throwInvalidArgument("comm is NULL");
   if (!knownComm(h)) throwInvalidArgument("comm is not a grove communicator");
-  {
-    std::lock_guard<std::mutex> lock(h->joinMu);
-    if (h->initThread.joinable()) h->initThread.join();
-  }
+  joinInitThread(h);
   switch (h->state.load()) {
     case CommState::kReady: return *h->impl;
     case CommState::kFailed:

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +35,7 @@ struct groveComm {
   std::string initErrorText;
   std::mutex joinMu;       ///< serialises joining initThread
   std::thread initThread;  ///< non-blocking init
+  std::atomic<bool> initJoined{true};  ///< false from starting initThread until it is joined
   std::string lastError;
 };
 
@@ -47,6 +49,10 @@ namespace grove::capi {
 groveComm* newCommHandle(int rank, int nranks);
 /// True if h was made by newCommHandle.
 bool knownComm(const groveComm* h);
+/// Starts h's non-blocking init on its own thread.
+void startInitThread(groveComm* h, std::function<void()> init);
+/// Waits for h's non-blocking init thread, if it has one that was not joined yet.
+void joinInitThread(groveComm* h);
 /// The ready Comm of h; waits for a pending init; throws a clear error for a
 /// null, unknown, failed or destroyed handle.
 core::Comm& usableComm(groveComm* h);

@@ -8,11 +8,21 @@
 // ticket t-1 has finished, runs fn, and marks t finished -- even when fn
 // throws, so a failed operation never blocks the ones behind it (they see
 // the communicator's error state and fail fast).
+//
+// The counters are atomics, so the common case -- a blocking call with
+// nothing queued ahead of it -- takes one atomic increment and two loads and
+// no lock. Only a ticket that must wait takes the mutex: it registers as a
+// waiter and sleeps on the condition variable; a finisher that sees a
+// registered waiter takes the mutex to wake it. Both sides use sequentially
+// consistent order (the finisher stores `finished` then loads `waiters`; a
+// waiter increments `waiters` then loads `finished`), so at least one of
+// them sees the other and no wake-up is lost.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 
 namespace grove::core {
@@ -20,43 +30,47 @@ namespace grove::core {
 class Sequencer {
  public:
   /// Takes the next ticket (call at issue time, on the issuing thread).
-  uint64_t issue() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return ++issued_;
-  }
+  uint64_t issue() { return issued_.fetch_add(1) + 1; }
   /// Runs fn when every earlier ticket has finished.
   template <typename Fn>
   void run(uint64_t ticket, Fn&& fn) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return finished_ + 1 == ticket; });
-    }
+    waitUntil([&] { return finished_.load() + 1 == ticket; });
     finishAfter(ticket, fn);
   }
-  /// issue() then run() on this thread, taking the lock once to do both.
+  /// issue() then run() on this thread.
   template <typename Fn>
   void runNow(Fn&& fn) {
-    uint64_t ticket;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      ticket = ++issued_;
-      cv_.wait(lock, [&] { return finished_ + 1 == ticket; });
-    }
-    finishAfter(ticket, fn);
+    run(issue(), fn);
   }
   /// Waits until every issued ticket has finished.
   void drain() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return finished_ == issued_; });
+    waitUntil([&] { return finished_.load() == issued_.load(); });
   }
   /// Waits until every issued ticket has finished, or `seconds` passed; true if drained.
   bool drainFor(double seconds) {
+    auto done = [&] { return finished_.load() == issued_.load(); };
+    if (done()) return true;
     std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::duration<double>(seconds),
-                        [&] { return finished_ == issued_; });
+    Waiting w(this);
+    return cv_.wait_for(lock, std::chrono::duration<double>(seconds), done);
   }
 
  private:
+  /// Counts a sleeping waiter for as long as it exists.
+  struct Waiting {
+    explicit Waiting(Sequencer* s) : s(s) { s->waiters_.fetch_add(1); }
+    ~Waiting() { s->waiters_.fetch_sub(1); }
+    Sequencer* s;
+  };
+
+  template <typename Pred>
+  void waitUntil(Pred ready) {
+    if (ready()) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    Waiting w(this);
+    cv_.wait(lock, ready);
+  }
+
   /// Runs fn as `ticket`, then marks the ticket finished (also when fn throws).
   template <typename Fn>
   void finishAfter(uint64_t ticket, Fn& fn) {
@@ -64,8 +78,9 @@ class Sequencer {
       Sequencer* s;
       uint64_t t;
       ~Done() {
+        s->finished_.store(t);
+        if (s->waiters_.load() == 0) return;
         std::lock_guard<std::mutex> lock(s->mu_);
-        s->finished_ = t;
         s->cv_.notify_all();
       }
     } done{this, ticket};
@@ -74,8 +89,9 @@ class Sequencer {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  uint64_t issued_ = 0;
-  uint64_t finished_ = 0;
+  std::atomic<uint64_t> issued_{0};
+  std::atomic<uint64_t> finished_{0};
+  std::atomic<int> waiters_{0};
 };
 
 }  // namespace grove::core
