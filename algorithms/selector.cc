@@ -80,6 +80,12 @@ uint64_t autoDirectMaxBytes(TransportKind kind) {
   return kind == TransportKind::kSocket ? (64u << 10) : (16u << 10);
 }
 
+// The automatic eager limit (see the file comment of selector.h).
+uint64_t autoEagerMaxBytes(int nranks) {
+  const uint64_t share = (16u << 10) / static_cast<uint64_t>(std::max(nranks - 1, 1)) / 64 * 64;
+  return std::max<uint64_t>(64, std::min<uint64_t>(8u << 10, share));
+}
+
 // Below this many bytes extra channels only add steps (automatic channels only).
 constexpr uint64_t kMultiChannelMinBytes = 1u << 20;
 
@@ -164,6 +170,8 @@ SelectorConfig SelectorConfig::fromRegistry(const char* algoOverride, int nChann
   c.algo = (algoOverride != nullptr && *algoOverride != '\0') ? std::string(algoOverride)
                                                               : config::getString("GROVE_ALGO");
   c.directMaxBytes = config::getSize("GROVE_DIRECT_MAX_BYTES");
+  c.eager = config::getBool("GROVE_EAGER");
+  c.eagerMaxBytes = config::getSize("GROVE_EAGER_MAX_BYTES");
   c.chunkBytes = config::getSize("GROVE_CHUNKSIZE");
   c.bufferBytes = config::getSize("GROVE_BUFFSIZE");
   c.nChannels = nChannels > 0 ? nChannels : static_cast<int>(config::getInt("GROVE_NCHANNELS"));
@@ -174,6 +182,9 @@ Selector::Selector(int nranks, TransportKind kind, const SelectorConfig& cfg)
     : nranks_(nranks),
       kind_(kind),
       directMaxBytes_(cfg.directMaxBytes > 0 ? cfg.directMaxBytes : autoDirectMaxBytes(kind)),
+      eagerMaxBytes_(kind == TransportKind::kShm && nranks >= 2 && cfg.eager
+                         ? (cfg.eagerMaxBytes > 0 ? cfg.eagerMaxBytes : autoEagerMaxBytes(nranks))
+                         : 0),
       autoChannels_(cfg.nChannels <= 0) {
   params_.nChannels = cfg.nChannels > 0 ? std::min(cfg.nChannels, kP2PChannel) : autoChannels(kind);
   const uint64_t buffer = std::max<uint64_t>(cfg.bufferBytes, 64);
@@ -285,7 +296,8 @@ std::vector<std::string> Selector::describeTable() const {
   lines.push_back("nranks=" + std::to_string(nranks_) + " channels=" +
                   std::to_string(params_.nChannels) + " chunk=" +
                   std::to_string(params_.chunkBytes) + " B direct<=" +
-                  std::to_string(directMaxBytes_) + " B");
+                  std::to_string(directMaxBytes_) + " B eager<=" +
+                  std::to_string(eagerMaxBytes_) + " B");
   for (int c = 0; c < kNumColls; ++c) {
     const Coll coll = static_cast<Coll>(c);
     const unsigned mask = allowed_[c] & supportedMask(coll);
@@ -306,6 +318,8 @@ std::vector<std::string> Selector::describeTable() const {
     } else {
       rule = algoName(defaultAlgo(coll, mask, 0));
     }
+    if (eagerMaxBytes_ != 0 && !overridden_[c] && coll != Coll::kSendRecv)
+      rule = "eager <= " + std::to_string(eagerMaxBytes_) + " B/block < " + rule;
     if (overridden_[c]) rule += "  (override)";
     lines.push_back(name + " " + rule);
   }

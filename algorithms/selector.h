@@ -1,6 +1,13 @@
 // The algorithm selection table (UCC-style): for each collective, which
 // algorithm runs for which message size, with user overrides and fallback.
 //
+// Eager first: over shared memory, a call whose block (count x element size)
+// is at most GROVE_EAGER_MAX_BYTES runs as an eager collective over slot
+// links (exec/eager.h) instead of a program, unless an override names its
+// collective. The automatic limit, min(8 KiB, 16 KiB / (nranks - 1)), keeps
+// a rank's eager traffic per call (its block to each peer) near the size
+// where the programs catch up (measured with 2 and 4 ranks).
+//
 // Default table: all-reduce, broadcast, all-gather and reduce use a latency
 // algorithm up to GROVE_DIRECT_MAX_BYTES total message bytes and the ring
 // (chain for broadcast/reduce) above. The latency algorithm is direct, except
@@ -29,6 +36,7 @@
 #include <vector>
 
 #include "algorithms/schedule.h"
+#include "base/dtype.h"
 
 namespace grove::plan {
 
@@ -75,12 +83,14 @@ enum class TransportKind : uint8_t { kAuto, kShm, kSocket, kLoopback, kCuda };
 struct SelectorConfig {
   std::string algo;                 ///< override text ("" = none), see the file comment
   uint64_t directMaxBytes = 0;      ///< direct algorithms up to this many message bytes; 0 = per transport
+  bool eager = true;                ///< eager collectives over shared memory
+  uint64_t eagerMaxBytes = 0;       ///< eager collectives up to this block size; 0 = by rank count
   uint64_t chunkBytes = 0;          ///< pipelined step size; 0 = bufferBytes / 2
   uint64_t bufferBytes = 1 << 20;   ///< each connection's buffer per direction
   int nChannels = 0;                ///< channels per collective; 0 = automatic
 
-  /// Reads GROVE_ALGO, GROVE_DIRECT_MAX_BYTES, GROVE_CHUNKSIZE, GROVE_BUFFSIZE
-  /// and GROVE_NCHANNELS; a non-empty `algoOverride` (the comm config's
+  /// Reads GROVE_ALGO, GROVE_DIRECT_MAX_BYTES, GROVE_EAGER, GROVE_EAGER_MAX_BYTES,
+  /// GROVE_CHUNKSIZE, GROVE_BUFFSIZE and GROVE_NCHANNELS; a non-empty `algoOverride` (the comm config's
   /// `algo`) replaces GROVE_ALGO, and `nChannels` > 0 replaces GROVE_NCHANNELS.
   static SelectorConfig fromRegistry(const char* algoOverride = nullptr, int nChannels = 0);
 };
@@ -110,6 +120,18 @@ class Selector {
   Selection select(Coll coll, uint64_t bytes) const;
   /// The algorithm for a call.
   Selection select(const CollArgs& args) const;
+  /// True if a call runs as an eager collective over slot links instead of
+  /// a program (see exec/eager.h): only over shared memory, with two or more
+  /// ranks, for any collective but send/recv whose block (count x element
+  /// size) is at most eagerMaxBytes(), unless an override names the
+  /// collective's algorithms.
+  bool eager(const CollArgs& args) const {
+    return eagerMaxBytes_ != 0 && !overridden_[static_cast<int>(args.coll)] &&
+           args.coll != Coll::kSendRecv && args.count <= eagerMaxBytes_ &&
+           args.count * dtypeSize(args.dtype) <= eagerMaxBytes_;
+  }
+  /// The eager limit on a block, 0 when calls never run eagerly here.
+  uint64_t eagerMaxBytes() const { return eagerMaxBytes_; }
 
   /// Replaces the default thresholds of `coll` with a size table (rows in
   /// ascending maxBytes, the last one UINT64_MAX; an empty table restores the
@@ -140,6 +162,7 @@ class Selector {
   int nranks_;
   TransportKind kind_;
   uint64_t directMaxBytes_;
+  uint64_t eagerMaxBytes_;
   bool autoChannels_;  // channel count chosen here (not by the user): fewer for small messages
   PlanParams params_;
   std::array<unsigned, kNumColls> allowed_{};

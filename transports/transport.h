@@ -84,6 +84,34 @@ class RecvHalf {
   virtual ptrdiff_t recvDirect(void* dst, size_t n) { return -1; }
 };
 
+/// Sending half of a slot link: small whole messages, each in a slot of its
+/// own whose ready flag shares the message's first cache line, so a message
+/// that fits that line reaches the peer in one cache-line transfer (the
+/// byte rings need two: the head counter, then the data). Only transports
+/// whose ranks share memory have slot links (Transport::establishSlots).
+class SlotSender {
+ public:
+  virtual ~SlotSender() = default;
+  /// The largest message a slot holds.
+  virtual size_t maxBytes() const = 0;
+  /// The payload area (maxBytes() bytes) of the next message's slot, or
+  /// nullptr while every slot still holds a message the peer has not released.
+  virtual void* acquire() = 0;
+  /// Publishes the first n bytes written to the area acquire() gave.
+  virtual void post(size_t n) = 0;
+};
+
+/// Receiving half of a slot link: messages in the order they were posted.
+class SlotReceiver {
+ public:
+  virtual ~SlotReceiver() = default;
+  /// The next message (its size in *n), or nullptr if it has not arrived.
+  /// The bytes stay valid, and the same message is shown, until release().
+  virtual const void* poll(size_t* n) = 0;
+  /// Hands the slot of the message poll() showed back to the sender.
+  virtual void release() = 0;
+};
+
 /// What every rank tells the others about itself at init (fixed-size, POD).
 struct PeerInfo {
   int32_t rank = -1;
@@ -130,6 +158,15 @@ class Transport {
   virtual void establish(const std::vector<LinkKey>& sends, const std::vector<LinkKey>& recvs,
                          std::vector<std::unique_ptr<SendHalf>>& outSends,
                          std::vector<std::unique_ptr<RecvHalf>>& outRecvs) = 0;
+  /// Opens a slot link to and one from every rank in `peers` (outSends[i]
+  /// and outRecvs[i] for peers[i]), each with `slots` slots of `maxBytes`,
+  /// under the same no-deadlock rule as establish(). Returns false (and
+  /// opens nothing) if this transport has no slot links.
+  virtual bool establishSlots(const std::vector<int>& peers, size_t maxBytes, int slots,
+                              std::vector<std::unique_ptr<SlotSender>>& outSends,
+                              std::vector<std::unique_ptr<SlotReceiver>>& outRecvs) {
+    return false;
+  }
 };
 
 }  // namespace grove::transport

@@ -39,6 +39,11 @@ const std::vector<Var>& registeredVars() {
        "bytes a pipelined step moves at most; 0 = half the connection buffer"},
       {"GROVE_DIRECT_MAX_BYTES", Type::kSize, "0",
        "messages up to this size use the latency (direct) algorithms; 0 = 16K over shm, 64K over sockets"},
+      {"GROVE_EAGER", Type::kBool, "1",
+       "over shared memory, collectives with small per-rank blocks run eagerly over one-message "
+       "slot links instead of an algorithm's program (see GROVE_EAGER_MAX_BYTES); 0 = never"},
+      {"GROVE_EAGER_MAX_BYTES", Type::kSize, "0",
+       "largest per-rank block of an eager collective; 0 = min(8K, 16K / (nranks - 1))"},
       // Topology
       {"GROVE_TOPO_FILE", Type::kString, "",
        "topology file (grove JSON or NCCL XML) that describes this machine, a cluster, or overrides part of the detected graph"},

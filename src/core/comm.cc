@@ -224,6 +224,15 @@ void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* re
     deviceGroup({DeviceCollective{args, sendbuff, recvbuff}}, {}, stream);
     return;
   }
+  if (selector_->eager(args)) {
+    guarded(plan::collName(args.coll), [&] {
+      GROVE_INFO(log::kColl, "%s count %zu %s %s root %d in-place %d algo eager transport shm",
+                 plan::collName(args.coll), static_cast<size_t>(args.count), dtypeName(args.dtype),
+                 opName(args.op), args.root, args.inPlace ? 1 : 0);
+      connections_->eager(selector_->eagerMaxBytes()).run(args, sendbuff, recvbuff, wait_);
+    });
+    return;
+  }
   guarded(plan::collName(args.coll), [&] {
     uint64_t bytes = plan::messageBytes(args);
     plan::Selection sel = selector_->select(args.coll, bytes);

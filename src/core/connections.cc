@@ -1,5 +1,7 @@
 #include "core/connections.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "base/log.h"
 #include "transports/shm/shm_transport.h"
@@ -8,7 +10,11 @@ namespace grove::core {
 
 Connections::Connections(const transport::Context& ctx, TransportMode mode,
                          std::unique_ptr<transport::Transport> socket, RouteResolver routes)
-    : socket_(std::move(socket)), byPeer_(ctx.nranks, nullptr), resolver_(std::move(routes)) {
+    : socket_(std::move(socket)),
+      byPeer_(ctx.nranks, nullptr),
+      resolver_(std::move(routes)),
+      rank_(ctx.rank),
+      nranks_(ctx.nranks) {
   if (mode != TransportMode::kSocket) shm_ = std::make_unique<transport::ShmTransport>(ctx);
   int shmPeers = 0;
   for (int peer = 0; peer < ctx.nranks; ++peer) {
@@ -83,6 +89,34 @@ exec::LinkTable& Connections::ensure(const plan::Program& program) {
   oneOff_ = open(program);
   if (oneOff_) return *oneOff_;
   return table_;
+}
+
+int Connections::eagerSlots(int nranks, size_t maxBytes) {
+  const size_t perSlot = (maxBytes + 16 + 63) / 64 * 64 * static_cast<size_t>(std::max(nranks - 1, 1));
+  const size_t fit = kEagerBudgetBytes / perSlot;
+  return static_cast<int>(std::clamp<size_t>(fit, kEagerMinSlots, kEagerMaxSlots));
+}
+
+exec::EagerCollectives& Connections::openEager(size_t maxBytes) {
+  if (eager_) throwInternalError("eager slot links are already open with smaller slots");
+  if (!shm_ || socketPeers_ > 0)
+    throwInternalError("eager collectives need every peer on shared memory");
+  std::vector<int> peers;
+  for (int p = 0; p < nranks_; ++p)
+    if (p != rank_) peers.push_back(p);
+  std::vector<std::unique_ptr<transport::SlotSender>> s;
+  std::vector<std::unique_ptr<transport::SlotReceiver>> r;
+  if (!shm_->establishSlots(peers, maxBytes, eagerSlots(nranks_, maxBytes), s, r))
+    throwInternalError("the shm transport opened no slot links");
+  std::vector<std::unique_ptr<transport::SlotSender>> sends(nranks_);
+  std::vector<std::unique_ptr<transport::SlotReceiver>> recvs(nranks_);
+  for (size_t i = 0; i < peers.size(); ++i) {
+    sends[peers[i]] = std::move(s[i]);
+    recvs[peers[i]] = std::move(r[i]);
+  }
+  eager_ = std::make_unique<exec::EagerCollectives>(rank_, nranks_, maxBytes, std::move(sends),
+                                                    std::move(recvs));
+  return *eager_;
 }
 
 std::unique_ptr<Connections::RoutedLinks> Connections::open(const plan::Program& program) {

@@ -7,6 +7,9 @@
 // Which transport serves a peer is fixed at init: shared memory for ranks on
 // this host (unless GROVE_TRANSPORT=socket), TCP sockets otherwise.
 //
+// Eager collectives (exec/eager.h) run over slot links, opened with every
+// peer at the first eager call; only when every peer is on shared memory.
+//
 // Planned routes: a program built from topology plans names the route of
 // some of its links (Program::routes). Where the topology gives the route's
 // end addresses and the peer is reached over sockets, the link is opened as
@@ -24,6 +27,7 @@
 
 #include "algorithms/schedule.h"
 #include "core/options.h"
+#include "exec/eager.h"
 #include "exec/host_executor.h"
 #include "transports/transport.h"
 
@@ -61,11 +65,27 @@ class Connections {
   const std::string& summary() const { return summary_; }
   /// True if any peer is reached over the network transport.
   bool usesSocket() const { return socketPeers_ > 0; }
+  /// The eager collectives over slot links to every peer (all on shared
+  /// memory), opened on first use -- every rank asks in the same call -- with
+  /// slots of `maxBytes`. Throws groveInternalError if some peer is not
+  /// reached over shared memory.
+  exec::EagerCollectives& eager(size_t maxBytes) {
+    if (eager_ && eager_->maxBytes() >= maxBytes) return *eager_;
+    return openEager(maxBytes);
+  }
+  /// Slots per slot link (how many eager calls a rank may run ahead of a
+  /// peer): as many as fit kEagerBudgetBytes of receive slots per rank,
+  /// between kEagerMinSlots and kEagerMaxSlots.
+  static int eagerSlots(int nranks, size_t maxBytes);
+  static constexpr size_t kEagerBudgetBytes = 4u << 20;
+  static constexpr int kEagerMinSlots = 8;
+  static constexpr int kEagerMaxSlots = 64;
 
  private:
   class RoutedLinks;
   transport::Transport* transportFor(int peer) const;
   std::unique_ptr<RoutedLinks> open(const plan::Program& program);
+  exec::EagerCollectives& openEager(size_t maxBytes);
 
   std::unique_ptr<transport::Transport> shm_;
   std::unique_ptr<transport::Transport> socket_;
@@ -83,6 +103,9 @@ class Connections {
   std::unique_ptr<RoutedLinks> oneOff_;  // the view of the last ensure(const Program&)
   std::string summary_;
   int socketPeers_ = 0;
+  int rank_ = 0;
+  int nranks_ = 1;
+  std::unique_ptr<exec::EagerCollectives> eager_;
 };
 
 }  // namespace grove::core

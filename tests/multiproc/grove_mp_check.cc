@@ -17,8 +17,9 @@
 // and exit status 0 (clean), 1 (some case failed) or 2 (a call failed: the
 // error is printed, the communicator aborted).
 //
-// Failure-test modes: --loop-seconds S runs 64 KiB float all-reduces for S
-// seconds (exit 0 if all succeed, 1 with the error text otherwise);
+// Failure-test modes: --loop-seconds S runs float all-reduces of
+// --loop-count floats (default 16384) for S seconds (exit 0 if all succeed,
+// 1 with the error text otherwise);
 // --die-rank R --die-after T makes rank R SIGKILL itself T seconds into the
 // loop; --sleep-rank R makes rank R sleep --sleep-seconds instead of calling;
 // --ready-dir D touches D/ready.<rank> after the first all-reduce;
@@ -26,6 +27,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -64,7 +66,7 @@ void usage() {
           "  [--transport shm|socket|auto] [--timeout-ms MS] [--sizes 0,1,7,1021,large]\n"
           "  [--dtypes int8,...|all] [--ops sum,...|all] [--large-dtypes L] [--large-ops L]\n"
           "  [--part K/M] [--large-part K/M] [--roots all|ends] [--seed S] [--verbose]\n"
-          "  [--loop-seconds S [--die-rank R --die-after T] [--sleep-rank R --sleep-seconds T]\n"
+          "  [--loop-seconds S [--loop-count N] [--die-rank R --die-after T] [--sleep-rank R --sleep-seconds T]\n"
           "   [--ready-dir D]] [--bad-nranks R:V] [--inject-fault result|guard|send]\n"
           "collectives: allreduce broadcast reduce allgather reducescatter gather scatter\n"
           "  alltoall sendrecv_ring sendrecv_pair sendrecv_allpairs (sendrecv = all three)\n"
@@ -150,6 +152,7 @@ Options parseArgs(int argc, char** argv) {
         bad("--inject-fault wants result, guard or send");
     }
     else if (a == "--loop-seconds") o.loopSeconds = atof(next());
+    else if (a == "--loop-count") o.loopCount = strtoull(next(), nullptr, 0);
     else if (a == "--die-rank") o.dieRank = atoi(next());
     else if (a == "--die-after") o.dieAfter = atof(next());
     else if (a == "--sleep-rank") o.sleepRank = atoi(next());
@@ -230,7 +233,7 @@ int runLoop(Job& j) {
     std::this_thread::sleep_for(std::chrono::duration<double>(o.sleepSeconds));
     return 0;
   }
-  const size_t count = 16384;
+  const size_t count = std::max<size_t>(o.loopCount, 1);
   std::vector<float> send(count, static_cast<float>(j.rank + 1)), recv(count);
   const float want = static_cast<float>(j.n * (j.n + 1) / 2);
   double t0 = nowSec();

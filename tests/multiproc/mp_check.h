@@ -40,6 +40,7 @@ struct Options {
   std::string injectFault;  ///< self-test of the checker: result | guard | send
   // failure-test modes
   double loopSeconds = 0;
+  size_t loopCount = 16384;  ///< floats per all-reduce of the loop
   int dieRank = -1;
   double dieAfter = 1.0;
   int sleepRank = -1;

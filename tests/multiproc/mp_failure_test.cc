@@ -136,10 +136,12 @@ struct KillCase {
   const char* transport;
   int victim;
   bool device = false;  // CUDA communicators on the emulated device (host_staged rings)
+  bool eager = false;   // all-reduces of 16 floats: eager collectives over shm slot links
 };
 // Readable ctest names ("... # GetParam() = socket, kill rank 0").
 void PrintTo(const KillCase& k, std::ostream* os) {
-  *os << k.transport << ", kill rank " << k.victim << (k.device ? ", emulated device" : "");
+  *os << k.transport << ", kill rank " << k.victim << (k.device ? ", emulated device" : "")
+      << (k.eager ? ", eager" : "");
 }
 
 // The environment of a rank of an emulated-device job.
@@ -153,8 +155,9 @@ TEST_P(KillRank, OthersFailFastWithAClearError) {
   const KillCase kc = GetParam();
   constexpr int kRanks = 4;
   Job job;
-  job.start(kRanks, kc.transport, "30", {"--loop-seconds", "90", "--ready-dir", job.dir},
-            kc.device ? emulatedDeviceEnv : nullptr);
+  std::vector<std::string> args = {"--loop-seconds", "90", "--ready-dir", job.dir};
+  if (kc.eager) args.insert(args.end(), {"--loop-count", "16"});
+  job.start(kRanks, kc.transport, "30", args, kc.device ? emulatedDeviceEnv : nullptr);
   ASSERT_TRUE(job.waitReady(kRanks, 60)) << "ranks never got going\n" << job.allOutput();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ASSERT_FALSE(job.poll({kc.victim})) << "victim ended early\n" << job.allOutput();
@@ -196,11 +199,13 @@ TEST_P(KillRank, OthersFailFastWithAClearError) {
 INSTANTIATE_TEST_SUITE_P(Mp, KillRank,
                          ::testing::Values(KillCase{"shm", 2}, KillCase{"shm", 0},
                                            KillCase{"socket", 2}, KillCase{"socket", 0},
-                                           KillCase{"shm", 2, true}),
+                                           KillCase{"shm", 2, true},
+                                           KillCase{"shm", 2, false, true}),
                          [](const ::testing::TestParamInfo<KillCase>& i) {
                            return std::string(i.param.transport) + "_rank" +
                                   std::to_string(i.param.victim) +
-                                  (i.param.device ? "_device" : "");
+                                  (i.param.device ? "_device" : "") +
+                                  (i.param.eager ? "_eager" : "");
                          });
 
 // grove-launch passes a rank's death on as its own non-zero status, and the

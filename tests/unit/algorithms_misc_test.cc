@@ -340,6 +340,43 @@ TEST(Selector, DescribesItsTable) {
   EXPECT_FALSE(parseAlgo("blink").has_value());
 }
 
+TEST(Selector, EagerOnlyOverSharedMemoryForSmallBlocks) {
+  auto call = [](Coll c, uint64_t count, int nranks, groveDataType_t t = groveFloat32) {
+    CollArgs a;
+    a.coll = c;
+    a.count = count;
+    a.dtype = t;
+    a.nranks = nranks;
+    return a;
+  };
+  Selector two(2, TransportKind::kShm, cfg(""));
+  EXPECT_EQ(two.eagerMaxBytes(), 8192u) << "min(8K, 16K / 1)";
+  EXPECT_TRUE(two.eager(call(Coll::kAllReduce, 2048, 2)));
+  EXPECT_FALSE(two.eager(call(Coll::kAllReduce, 2049, 2)));
+  EXPECT_TRUE(two.eager(call(Coll::kAllGather, 1024, 2, groveFloat64)));
+  EXPECT_FALSE(two.eager(call(Coll::kSendRecv, 1, 2)));
+  EXPECT_FALSE(two.eager(call(Coll::kAllReduce, UINT64_MAX / 2, 2)))
+      << "a huge count must not overflow into a small block";
+  Selector four(4, TransportKind::kShm, cfg(""));
+  EXPECT_EQ(four.eagerMaxBytes(), 5440u) << "16K / 3, down to 64 B";
+  EXPECT_EQ(Selector(64, TransportKind::kShm, cfg("")).eagerMaxBytes(), 256u);
+  EXPECT_EQ(Selector(1, TransportKind::kShm, cfg("")).eagerMaxBytes(), 0u) << "no peers";
+  EXPECT_EQ(Selector(2, TransportKind::kSocket, cfg("")).eagerMaxBytes(), 0u);
+  EXPECT_EQ(Selector(2, TransportKind::kCuda, cfg("")).eagerMaxBytes(), 0u);
+  SelectorConfig off = cfg("");
+  off.eager = false;
+  EXPECT_EQ(Selector(2, TransportKind::kShm, off).eagerMaxBytes(), 0u);
+  SelectorConfig big = cfg("");
+  big.eagerMaxBytes = 1 << 20;
+  EXPECT_TRUE(Selector(8, TransportKind::kShm, big).eager(call(Coll::kBroadcast, 1 << 18, 8)));
+  Selector ring(2, TransportKind::kShm, cfg("allreduce:ring"));
+  EXPECT_FALSE(ring.eager(call(Coll::kAllReduce, 2, 2))) << "an override names the algorithm";
+  EXPECT_TRUE(ring.eager(call(Coll::kBroadcast, 2, 2)));
+  std::vector<std::string> lines = ring.describeTable();
+  EXPECT_EQ(lines[1].find("eager"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find("eager <= 8192 B/block < direct"), std::string::npos) << lines[2];
+}
+
 // ------------------------------------------------------------------ cache
 
 TEST(ProgramCache, HitsMissesAndEviction) {

@@ -24,45 +24,22 @@
 #include "base/wait.h"
 #include "transports/shm/shm_link.h"
 #include "transports/shm/shm_transport.h"
+#include "unit/harness/shm_ranks.h"
 
 namespace grove::transport {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string uniqueJob(const char* tag) {
-  static std::atomic<int> counter{0};
-  return std::string("t") + std::to_string(getpid()) + "_" + std::to_string(counter++) + "_" + tag;
-}
-
-/// Names left in the shm directory for `job`.
-int leftovers(const std::string& dir, const std::string& job) {
-  std::string prefix = "grove-" + job + "-";
-  int n = 0;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d))
-      if (std::string(e->d_name).rfind(prefix, 0) == 0) ++n;
-    closedir(d);
-  }
-  return n;
-}
+using harness::forkChild;
+using harness::leftovers;
+using harness::uniqueJob;
+using harness::waitExit;
 
 /// Contexts of `n` ranks on one host; pids[i] (default: this process) per rank.
 Context makeContext(int rank, int n, const std::string& job, size_t buf, const WaitContext& wc,
                     std::vector<int> pids = {}) {
-  Context c;
-  c.rank = rank;
-  c.nranks = n;
-  c.jobId = job;
-  c.bufferBytes = buf;
-  c.wait = wc;
-  c.peers.resize(n);
-  for (int i = 0; i < n; ++i) {
-    c.peers[i].rank = i;
-    c.peers[i].pid = pids.empty() ? getpid() : pids[i];
-    c.peers[i].hostHash = 0x1234abcd;
-  }
-  return c;
+  return harness::shmContext(rank, n, job, buf, wc, std::move(pids));
 }
 
 uint8_t pattern(int src, int dst, int ch, uint64_t i) {
@@ -429,29 +406,6 @@ TEST_F(ShmTest, ReceiverDrainsAClosedSenderThenGetsAnError) {
     EXPECT_EQ(e.code(), groveRemoteError);
     EXPECT_NE(std::string(e.what()).find("closed its end"), std::string::npos) << e.what();
   }
-}
-
-/// Runs `child` in a forked process; returns its pid. The child exits with child()'s value.
-pid_t forkChild(const std::function<int()>& child) {
-  fflush(nullptr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    int rc = 99;
-    try {
-      rc = child();
-    } catch (const std::exception& e) {
-      fprintf(stderr, "child: %s\n", e.what());
-      rc = 98;
-    }
-    _exit(rc);
-  }
-  return pid;
-}
-
-int waitExit(pid_t pid) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 TEST_F(ShmTest, TwoProcessesExchangeAndVerify) {

@@ -35,13 +35,15 @@ void ShmLinkBase::checkPeer() {
   if (now - lastCheck_ < kCheckInterval) return;
   lastCheck_ = now;
   uint32_t closed = header()->ring.closed.load(std::memory_order_acquire) & ~closedBit_;
+  const std::string link = channel_ == kSlotChannel
+                               ? std::string("shm slot link")
+                               : "shm link channel " + std::to_string(channel_);
   // A receiver may still read what a closed sender left; a sender is done once its reader went.
   if (closed != 0 && (closedBit_ == kSenderClosed || ring_.empty()))
-    throwRemoteError("rank " + std::to_string(peer_) + " closed its end of the shm link (channel " +
-                     std::to_string(channel_) + ")");
+    throwRemoteError("rank " + std::to_string(peer_) + " closed its end of the " + link);
   if (!watch_.alive())
     throwRemoteError("rank " + std::to_string(peer_) + " (pid " + std::to_string(watch_.pid()) +
-                     ") on this host died (shm link channel " + std::to_string(channel_) + ")");
+                     ") on this host died (" + link + ")");
 }
 
 ShmSendHalf::ShmSendHalf(ShmSegment seg, int peerRank, int channel, int peerPid)

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "transports/shm/shm_link.h"
+#include "transports/shm/shm_slots.h"
 
 namespace grove::transport {
 
@@ -20,13 +21,23 @@ using shm::kShmVersion;
 using shm::ShmHeader;
 using shm::ShmSegment;
 
-/// One send link that establish() is still waiting for.
+/// What a link's segment must be: byte ring (slots == 0) or slot link.
+struct ShmTransport::SegmentSpec {
+  int src = -1, dst = -1;
+  int32_t channel = 0;  ///< kSlotChannel for a slot link
+  size_t capacity = 0;  ///< bytes of the data area
+  uint32_t slots = 0;
+  uint32_t slotStride = 0;
+};
+
+/// One send segment that attachAll() is still waiting for.
 struct ShmTransport::PendingSend {
-  LinkKey key;
+  SegmentSpec spec;
   std::string path;
   ShmSegment seg;
   std::string problem = "does not exist yet";
-  std::unique_ptr<SendHalf> half;
+  bool attached = false;
+  int32_t creatorPid = 0;
 };
 
 ShmTransport::ShmTransport(Context ctx) : ctx_(std::move(ctx)) {
@@ -72,6 +83,11 @@ std::string ShmTransport::segmentPath(int src, int dst, int channel) const {
   return dir_ + "/" + segmentName(ctx_.jobId, src, dst, channel);
 }
 
+std::string ShmTransport::pathOf(const SegmentSpec& spec) const {
+  if (spec.channel != shm::kSlotChannel) return segmentPath(spec.src, spec.dst, spec.channel);
+  return dir_ + "/" + segmentName(ctx_.jobId, spec.src, spec.dst, 0) + "-slots";
+}
+
 void ShmTransport::checkLinks(const std::vector<LinkKey>& links, const char* kind) const {
   std::set<LinkKey> seen;
   for (const LinkKey& k : links) {
@@ -96,49 +112,90 @@ void ShmTransport::establish(const std::vector<LinkKey>& sends, const std::vecto
   // peers makes. On an error the halves made so far are destroyed (unlinked).
   std::vector<std::unique_ptr<RecvHalf>> recvHalves;
   recvHalves.reserve(recvs.size());
-  for (const LinkKey& k : recvs) recvHalves.push_back(createRecv(k));
-  std::vector<std::unique_ptr<SendHalf>> sendHalves = attachSends(sends);
+  for (const LinkKey& k : recvs) {
+    SegmentSpec spec{k.peer, ctx_.rank, k.channel, capacity_};
+    recvHalves.push_back(std::make_unique<shm::ShmRecvHalf>(createSegment(spec), k.peer, k.channel,
+                                                            ctx_.peers[k.peer].pid));
+  }
+  std::vector<PendingSend> pending(sends.size());
+  for (size_t i = 0; i < sends.size(); ++i)
+    pending[i].spec = {ctx_.rank, sends[i].peer, sends[i].channel, capacity_};
+  attachAll(pending);
+  std::vector<std::unique_ptr<SendHalf>> sendHalves;
+  sendHalves.reserve(pending.size());
+  for (PendingSend& p : pending)
+    sendHalves.push_back(std::make_unique<shm::ShmSendHalf>(std::move(p.seg), p.spec.dst,
+                                                            p.spec.channel, p.creatorPid));
   GROVE_INFO(log::kShm, "rank %d: %zu shm send and %zu receive links of %zu bytes established",
              ctx_.rank, sends.size(), recvs.size(), capacity_);
   outSends = std::move(sendHalves);
   outRecvs = std::move(recvHalves);
 }
 
-std::unique_ptr<RecvHalf> ShmTransport::createRecv(const LinkKey& key) {
-  std::string path = segmentPath(key.peer, ctx_.rank, key.channel);
+bool ShmTransport::establishSlots(const std::vector<int>& peers, size_t maxBytes, int slots,
+                                  std::vector<std::unique_ptr<SlotSender>>& outSends,
+                                  std::vector<std::unique_ptr<SlotReceiver>>& outRecvs) {
+  std::vector<LinkKey> keys;
+  for (int peer : peers) keys.push_back({peer, 0});
+  checkLinks(keys, "open a slot link with");
+  if (slots < 1 || maxBytes == 0 || maxBytes > (1u << 24))
+    throwInvalidArgument("shm transport: slot links need at least one slot of 1 B to 16 MiB, not " +
+                         std::to_string(slots) + " of " + std::to_string(maxBytes) + " B");
+  const size_t stride = shm::slotStrideFor(maxBytes);
+  auto specOf = [&](int src, int dst) {
+    return SegmentSpec{src, dst, shm::kSlotChannel, stride * static_cast<size_t>(slots),
+                       static_cast<uint32_t>(slots), static_cast<uint32_t>(stride)};
+  };
+  std::vector<std::unique_ptr<SlotReceiver>> receivers;
+  for (int peer : peers)
+    receivers.push_back(std::make_unique<shm::ShmSlotReceiver>(
+        createSegment(specOf(peer, ctx_.rank)), peer, ctx_.peers[peer].pid));
+  std::vector<PendingSend> pending(peers.size());
+  for (size_t i = 0; i < peers.size(); ++i) pending[i].spec = specOf(ctx_.rank, peers[i]);
+  attachAll(pending);
+  std::vector<std::unique_ptr<SlotSender>> senders;
+  for (PendingSend& p : pending)
+    senders.push_back(
+        std::make_unique<shm::ShmSlotSender>(std::move(p.seg), p.spec.dst, p.creatorPid));
+  GROVE_INFO(log::kShm, "rank %d: slot links with %zu peers established (%d slots of %zu B)",
+             ctx_.rank, peers.size(), slots, maxBytes);
+  outSends = std::move(senders);
+  outRecvs = std::move(receivers);
+  return true;
+}
+
+ShmSegment ShmTransport::createSegment(const SegmentSpec& spec) {
+  std::string path = pathOf(spec);
   bool replaced = false;
-  ShmSegment seg = ShmSegment::create(path, kShmDataOffset + capacity_, &replaced);
+  ShmSegment seg = ShmSegment::create(path, kShmDataOffset + spec.capacity, &replaced);
   if (replaced)
     GROVE_WARN(log::kShm, "replaced stale shm segment %s (left by a job that crashed?)", path.c_str());
-  seg.map(kShmDataOffset + capacity_);
+  seg.map(kShmDataOffset + spec.capacity);
   seg.closeFd();
   auto* h = new (seg.base()) ShmHeader();
   h->magic = kShmMagic;
   h->version = kShmVersion;
   h->dataOffset = static_cast<uint32_t>(kShmDataOffset);
-  h->capacity = capacity_;
+  h->capacity = spec.capacity;
   h->creatorPid = static_cast<int32_t>(getpid());
-  h->src = key.peer;
-  h->dst = ctx_.rank;
-  h->channel = key.channel;
+  h->src = spec.src;
+  h->dst = spec.dst;
+  h->channel = spec.channel;
+  h->slots = spec.slots;
+  h->slotStride = spec.slotStride;
   h->ready.store(1, std::memory_order_release);
-  GROVE_TRACE(log::kShm, "created %s (%zu bytes)", path.c_str(), capacity_);
-  return std::make_unique<shm::ShmRecvHalf>(std::move(seg), key.peer, key.channel,
-                                            ctx_.peers[key.peer].pid);
+  GROVE_TRACE(log::kShm, "created %s (%zu bytes)", path.c_str(), spec.capacity);
+  return seg;
 }
 
-std::vector<std::unique_ptr<SendHalf>> ShmTransport::attachSends(const std::vector<LinkKey>& sends) {
-  std::vector<PendingSend> pending(sends.size());
-  for (size_t i = 0; i < sends.size(); ++i) {
-    pending[i].key = sends[i];
-    pending[i].path = segmentPath(ctx_.rank, sends[i].peer, sends[i].channel);
-  }
+void ShmTransport::attachAll(std::vector<PendingSend>& pending) {
+  for (PendingSend& p : pending) p.path = pathOf(p.spec);
   size_t left = pending.size();
   Waiter waiter(ctx_.wait, "waiting for peers to create their shm segments");
   while (left > 0) {
     bool moved = false;
     for (PendingSend& p : pending) {
-      if (p.half == nullptr && tryAttach(p)) {
+      if (!p.attached && tryAttach(p)) {
         --left;
         moved = true;
       }
@@ -149,19 +206,17 @@ std::vector<std::unique_ptr<SendHalf>> ShmTransport::attachSends(const std::vect
       waiter.wait();
     } catch (const Error& e) {
       for (const PendingSend& p : pending) {
-        if (p.half != nullptr) continue;
+        if (p.attached) continue;
         throw Error(e.code(), std::string(e.what()) + "; " + std::to_string(left) +
-                                  " link(s) missing, e.g. to rank " + std::to_string(p.key.peer) +
-                                  " channel " + std::to_string(p.key.channel) + ": " + p.path +
-                                  " " + p.problem);
+                                  " link(s) missing, e.g. to rank " + std::to_string(p.spec.dst) +
+                                  (p.spec.channel == shm::kSlotChannel
+                                       ? std::string(" (slot link)")
+                                       : " channel " + std::to_string(p.spec.channel)) +
+                                  ": " + p.path + " " + p.problem);
       }
       throw;
     }
   }
-  std::vector<std::unique_ptr<SendHalf>> halves;
-  halves.reserve(pending.size());
-  for (PendingSend& p : pending) halves.push_back(std::move(p.half));
-  return halves;
 }
 
 bool ShmTransport::tryAttach(PendingSend& p) {
@@ -182,22 +237,25 @@ bool ShmTransport::tryAttach(PendingSend& p) {
   if (h->ready.load(std::memory_order_acquire) != 1) return retryLater("is not marked ready yet");
   // Stale files (another job's, a crashed run's) are skipped until the peer replaces them.
   if (h->magic != kShmMagic) return retryLater("is not a grove shm segment (bad magic)");
-  int32_t expectPid = ctx_.peers[p.key.peer].pid;
+  int32_t expectPid = ctx_.peers[p.spec.dst].pid;
   if (expectPid > 0 && h->creatorPid != expectPid)
     return retryLater("was made by pid " + std::to_string(h->creatorPid) + ", not by rank " +
-                      std::to_string(p.key.peer) + " (pid " + std::to_string(expectPid) +
+                      std::to_string(p.spec.dst) + " (pid " + std::to_string(expectPid) +
                       "): stale");
   if (!p.seg.linked()) return retryLater("was removed (replaced by a newer one?)");
   // Made by the right process: from here on, anything odd is an error, not a wait.
-  std::string where = "shm segment " + p.path + " of rank " + std::to_string(p.key.peer);
+  std::string where = "shm segment " + p.path + " of rank " + std::to_string(p.spec.dst);
   if (h->version != kShmVersion)
     throw Error(groveSystemError, where + " has layout version " + std::to_string(h->version) +
                                       ", this build uses " + std::to_string(kShmVersion) +
                                       " (mixed grove builds on one host?)");
-  if (h->src != ctx_.rank || h->dst != p.key.peer || h->channel != p.key.channel)
+  if (h->src != p.spec.src || h->dst != p.spec.dst || h->channel != p.spec.channel ||
+      h->slots != p.spec.slots || h->slotStride != p.spec.slotStride)
     throw Error(groveSystemError, where + " is for link " + std::to_string(h->src) + "->" +
                                       std::to_string(h->dst) + " channel " +
-                                      std::to_string(h->channel) + ", not this one");
+                                      std::to_string(h->channel) + " (" + std::to_string(h->slots) +
+                                      " slots of " + std::to_string(h->slotStride) +
+                                      " B), not this one");
   size_t need = static_cast<size_t>(h->dataOffset) + h->capacity;
   if (h->dataOffset < sizeof(ShmHeader) || h->dataOffset % 64 != 0 || h->capacity == 0 ||
       h->capacity % 64 != 0 || size < need)
@@ -213,8 +271,8 @@ bool ShmTransport::tryAttach(PendingSend& p) {
   p.seg.unlink();  // both sides hold a mapping now: the name is no longer needed
   p.seg.closeFd();
   GROVE_TRACE(log::kShm, "attached %s", p.path.c_str());
-  p.half = std::make_unique<shm::ShmSendHalf>(std::move(p.seg), p.key.peer, p.key.channel,
-                                              creatorPid);
+  p.creatorPid = creatorPid;
+  p.attached = true;
   return true;
 }
 

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "transports/shm/shm_segment.h"
 #include "transports/transport.h"
 
 namespace grove::transport {
@@ -52,6 +53,11 @@ class ShmTransport final : public Transport {
   void establish(const std::vector<LinkKey>& sends, const std::vector<LinkKey>& recvs,
                  std::vector<std::unique_ptr<SendHalf>>& outSends,
                  std::vector<std::unique_ptr<RecvHalf>>& outRecvs) override;
+  /// Slot links (shm_slots.h) with every rank in `peers`, in the same two
+  /// phases; the segments are named like the ring links with "-slots" added.
+  bool establishSlots(const std::vector<int>& peers, size_t maxBytes, int slots,
+                      std::vector<std::unique_ptr<SlotSender>>& outSends,
+                      std::vector<std::unique_ptr<SlotReceiver>>& outRecvs) override;
 
   /// File name (no directory) of the segment of link src -> dst on `channel`
   /// for communicator `jobId` (characters other than [A-Za-z0-9_.] become '_').
@@ -64,9 +70,11 @@ class ShmTransport final : public Transport {
   size_t capacity() const { return capacity_; }
 
  private:
+  struct SegmentSpec;
   struct PendingSend;
-  std::unique_ptr<RecvHalf> createRecv(const LinkKey& key);
-  std::vector<std::unique_ptr<SendHalf>> attachSends(const std::vector<LinkKey>& sends);
+  std::string pathOf(const SegmentSpec& spec) const;
+  shm::ShmSegment createSegment(const SegmentSpec& spec);
+  void attachAll(std::vector<PendingSend>& pending);
   bool tryAttach(PendingSend& p);
   void checkLinks(const std::vector<LinkKey>& links, const char* kind) const;
 
