@@ -100,6 +100,8 @@ Program buildDirectReduce(const CollArgs& args, const PlanParams& params);
 Program buildDoublingAllReduce(const CollArgs& args, const PlanParams& params);
 /// Recursive-doubling all-gather (power-of-two rank counts; others: direct).
 Program buildDoublingAllGather(const CollArgs& args, const PlanParams& params);
+/// Binomial-tree broadcast: ceil(log2(nranks)) hops, any rank count.
+Program buildDoublingBroadcast(const CollArgs& args, const PlanParams& params);
 
 /// Gather: every rank sends its block straight to the root.
 Program buildGather(const CollArgs& args, const PlanParams& params);

@@ -1,4 +1,4 @@
-// Recursive doubling: all-reduce and all-gather in log2(nranks) exchange
+// Recursive doubling: all-reduce, all-gather and broadcast in log2(nranks)
 // rounds, for small messages where the number of messages and of dependent
 // hops is the cost.
 //
@@ -31,7 +31,15 @@
 // from the input (and copies it into the output block when out of place).
 // Other rank counts use the direct all-gather (one hop; its own program).
 //
-// Every round is one phase with a send lane and a receive lane, so the
+// Broadcast (any rank count): the binomial tree. Number the ranks from the
+// root (v = (rank - root) mod n). In round k the 2^k ranks that hold the
+// data (v < 2^k) send it to v + 2^k, when that exists. So rank v receives
+// once, from v minus its highest set bit, into its output, and then sends
+// its output to v + 2^j for every 2^j above that bit, the farthest (the
+// largest subtree) first: n - 1 messages in ceil(log2(n)) hops, against
+// the direct broadcast's n - 1 messages all from the root.
+//
+// Every all-reduce and all-gather round is one phase with a send lane and a receive lane, so the
 // partners' sends and receives progress independently and a round cannot
 // deadlock whatever the message size. Messages: n log2(n) in log2(n) hops,
 // against n(n-1) in one hop for the direct algorithms.
@@ -142,6 +150,33 @@ Program buildDoublingAllGather(const CollArgs& a, const PlanParams& p) {
                       detail::copyLane(ref(Buf::kInput, 0), ref(Buf::kOutput, myBlock), bytes));
     detail::addPhase(prog, std::move(phase));
   }
+  return prog;
+}
+
+Program buildDoublingBroadcast(const CollArgs& a, const PlanParams& p) {
+  const uint64_t es = detail::checkArgs(a, p, "doubling broadcast");
+  const uint64_t bytes = a.count * es;
+  if (a.nranks == 1) return detail::selfCopyProgram(a, bytes, 0, 0, "doubling");
+  Program prog;
+  prog.algo = "doubling";
+  if (bytes == 0) return prog;
+  const int n = a.nranks;
+  const int v = detail::modRank(a.rank - a.root, n);
+  auto real = [&](int virt) { return (virt + a.root) % n; };
+  int top = 1;  // the lowest power of two above v's highest set bit (1 for the root)
+  while (top <= v) top *= 2;
+  if (v != 0)
+    detail::addPhase(prog, phaseOf({recvLane(real(v - top / 2), ref(Buf::kOutput, 0), bytes,
+                                             kDoublingChannel)}));
+  const BufRef from = v == 0 ? ref(Buf::kInput, 0) : ref(Buf::kOutput, 0);
+  Phase fanOut;
+  int far = top;
+  while (far < n) far *= 2;
+  for (int step = far / 2; step >= top; step /= 2)
+    if (v + step < n) detail::addLane(fanOut, sendLane(real(v + step), from, bytes, kDoublingChannel));
+  if (v == 0 && !a.inPlace)
+    detail::addLane(fanOut, detail::copyLane(ref(Buf::kInput, 0), ref(Buf::kOutput, 0), bytes));
+  if (!fanOut.lanes.empty()) detail::addPhase(prog, std::move(fanOut));
   return prog;
 }
 

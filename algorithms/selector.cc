@@ -130,7 +130,7 @@ bool algoSupports(Algo algo, Coll coll) {
     case Algo::kHier:
       return coll == Coll::kAllReduce;
     case Algo::kDoubling:
-      return coll == Coll::kAllReduce || coll == Coll::kAllGather;
+      return coll == Coll::kAllReduce || coll == Coll::kAllGather || coll == Coll::kBroadcast;
   }
   return false;
 }
@@ -143,9 +143,11 @@ Program build(Algo algo, const CollArgs& args, const PlanParams& params) {
   if (algo == Algo::kTree || algo == Algo::kHier)
     throwInvalidArgument(std::string("algorithm ") + algoName(algo) +
                          " needs the communicator's topology plans");
-  if (algo == Algo::kDoubling)
+  if (algo == Algo::kDoubling) {
+    if (args.coll == Coll::kBroadcast) return buildDoublingBroadcast(args, params);
     return args.coll == Coll::kAllReduce ? buildDoublingAllReduce(args, params)
                                          : buildDoublingAllGather(args, params);
+  }
   const bool ring = algo == Algo::kRing;
   switch (args.coll) {
     case Coll::kAllReduce:
@@ -252,13 +254,23 @@ void Selector::setSizeTable(Coll coll, std::vector<SizeRule> rules) {
 // all-reduce wherever every message costs system calls (sockets) and, over
 // shared memory, with power-of-two rank counts (others pay two extra hops
 // to fold in); for all-gather only over sockets, where direct's n(n-1)
-// messages dominate. GPUs keep direct.
+// messages dominate. Broadcast over sockets with more than two ranks: the
+// root's n - 1 sends in a row are the cost, so the chain (each rank sends
+// once per call, and calls pipeline down it) wins at every size measured
+// (3, 4 and 8 ranks: 5-8 us at 4 ranks against 8-10 for the binomial tree and
+// 10-14 for direct); past 4 ranks its n - 1 hops would cost an isolated
+// call more than the binomial tree's log2(n), so there the tree (kDoubling)
+// takes small messages. GPUs keep direct.
 Algo Selector::latencyAlgo(Coll coll, unsigned mask) const {
   const bool pow2 = (nranks_ & (nranks_ - 1)) == 0;
   const bool socket = kind_ == TransportKind::kSocket;
   bool doubling = false;
   if (coll == Coll::kAllReduce) doubling = socket || (pow2 && kind_ != TransportKind::kCuda);
   if (coll == Coll::kAllGather) doubling = socket && pow2;
+  if (coll == Coll::kBroadcast && socket && nranks_ > 2) {
+    if (nranks_ <= 4 && (mask & bit(Algo::kRing))) return Algo::kRing;
+    doubling = true;
+  }
   return doubling && (mask & bit(Algo::kDoubling)) ? Algo::kDoubling : Algo::kDirect;
 }
 
@@ -313,7 +325,7 @@ std::vector<std::string> Selector::describeTable() const {
       }
       rule += "  (table)";
     } else if (const Algo fast = latencyAlgo(coll, mask);
-               (mask & bit(Algo::kRing)) && (mask & bit(fast))) {
+               fast != Algo::kRing && (mask & bit(Algo::kRing)) && (mask & bit(fast))) {
       rule = std::string(algoName(fast)) + " <= " + std::to_string(directMaxBytes_) + " B < ring";
     } else {
       rule = algoName(defaultAlgo(coll, mask, 0));

@@ -12,8 +12,9 @@
 // algorithm up to GROVE_DIRECT_MAX_BYTES total message bytes and the ring
 // (chain for broadcast/reduce) above. The latency algorithm is direct, except
 // recursive doubling for all-reduce (over sockets, and over shared memory
-// with a power-of-two rank count) and for all-gather over sockets
-// (power-of-two rank counts). Reduce-scatter always uses the ring; gather,
+// with a power-of-two rank count), for all-gather over sockets
+// (power-of-two rank counts) and for broadcast over sockets with more than
+// two ranks (the binomial tree). Reduce-scatter always uses the ring; gather,
 // scatter, all-to-all and send/recv have one (direct) algorithm.
 // Trees and the hierarchical algorithm are never picked by default: only
 // through an override (GROVE_ALGO=tree) or a per-size table (setSizeTable,
@@ -57,7 +58,7 @@ std::optional<Algo> parseAlgo(const std::string& name);
 std::optional<Coll> parseColl(const std::string& name);
 /// True if `algo` can run `coll` (kDirect runs sendrecv via buildP2P; kTree
 /// runs allreduce, broadcast and reduce; kHier runs allreduce; kDoubling
-/// runs allreduce and allgather).
+/// runs allreduce, allgather and broadcast).
 bool algoSupports(Algo algo, Coll coll);
 
 class TopoPlans;

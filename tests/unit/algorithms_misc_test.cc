@@ -254,7 +254,14 @@ TEST(Selector, LatencyAlgorithmByTransportAndRanks) {
   EXPECT_EQ(sock3.select(Coll::kAllGather, 8).algo, Algo::kDirect);
   Selector sock4(4, TransportKind::kSocket, cfg());
   EXPECT_EQ(sock4.select(Coll::kAllGather, 64 << 10).algo, Algo::kDoubling);
-  EXPECT_EQ(sock4.select(Coll::kBroadcast, 8).algo, Algo::kDirect);
+  EXPECT_EQ(sock4.select(Coll::kBroadcast, 8).algo, Algo::kRing) << "the chain pipelines";
+  EXPECT_EQ(Selector(2, TransportKind::kSocket, cfg()).select(Coll::kBroadcast, 8).algo, Algo::kDirect);
+  Selector sock8(8, TransportKind::kSocket, cfg());
+  EXPECT_EQ(sock8.select(Coll::kBroadcast, 64 << 10).algo, Algo::kDoubling) << "the binomial tree";
+  EXPECT_EQ(sock8.select(Coll::kBroadcast, (64 << 10) + 1).algo, Algo::kRing);
+  EXPECT_EQ(Selector(4, TransportKind::kSocket, cfg("broadcast:^ring")).select(Coll::kBroadcast, 8).algo,
+            Algo::kDoubling);
+  EXPECT_EQ(shm8.select(Coll::kBroadcast, 8).algo, Algo::kDirect);
   EXPECT_EQ(Selector(4, TransportKind::kCuda, cfg()).select(Coll::kAllReduce, 8).algo, Algo::kDirect);
   // Excluding doubling leaves direct below the threshold; naming it alone keeps it at every size.
   EXPECT_EQ(Selector(4, TransportKind::kSocket, cfg("allreduce:^doubling")).select(Coll::kAllReduce, 8).algo,
@@ -265,6 +272,10 @@ TEST(Selector, LatencyAlgorithmByTransportAndRanks) {
   for (const std::string& line : sock4.describeTable())
     listed |= line.find("allgather      doubling <= 65536 B < ring") != std::string::npos;
   EXPECT_TRUE(listed);
+  bool chain = false;
+  for (const std::string& line : sock4.describeTable())
+    chain |= line.find("broadcast      ring") != std::string::npos;
+  EXPECT_TRUE(chain);
 }
 
 TEST(Selector, Overrides) {
