@@ -70,11 +70,13 @@ def iters_text(a):
         return "%d timed iterations (+%d warm-up)" % (its, warm)
     small = parse_size(str(a.get("small_max", "0")))
     its, warm = a.get("small_iters", a["iters"]), a.get("small_warmup", a["warmup"])
+    pause = "; every launch starts after a %g s pause" % a["settle"] if a.get("settle") else ""
     if small <= 0 or a["size_min"] > small:
-        return one(a["iters"], a["warmup"])
+        return one(a["iters"], a["warmup"]) + pause
     if a["size_max"] <= small:
-        return one(its, warm)
-    return "%s up to %s, %s above" % (one(its, warm), human(small), one(a["iters"], a["warmup"]))
+        return one(its, warm) + pause
+    return "%s up to %s, %s above%s" % (one(its, warm), human(small), one(a["iters"], a["warmup"]),
+                                        pause)
 
 
 def variant(coll):

@@ -53,6 +53,13 @@ void EagerCollectives::postToAll(const void* src, size_t bytes, Waiter& waiter) 
   for (int i = 1; i < nranks_; ++i) post((rank_ + i) % nranks_, src, bytes, waiter);
 }
 
+void EagerCollectives::postBlocks(const uint8_t* blocks, size_t bytes, Waiter& waiter) {
+  for (int i = 1; i < nranks_; ++i) {
+    const int p = (rank_ + i) % nranks_;
+    post(p, blocks + static_cast<size_t>(p) * bytes, bytes, waiter);
+  }
+}
+
 void EagerCollectives::awaitOthers(const void* own, size_t bytes, Waiter& waiter) {
   source_[rank_] = own;
   for (int p = 0; p < nranks_; ++p)
@@ -137,10 +144,7 @@ void EagerCollectives::run(const plan::CollArgs& args, const void* input, void* 
       reduceInRankOrder(args, out, bytes);
       break;
     case Coll::kReduceScatter:
-      for (int i = 1; i < nranks_; ++i) {
-        const int p = (rank_ + i) % nranks_;
-        post(p, block(in, p), bytes, waiter);
-      }
+      postBlocks(in, bytes, waiter);
       awaitOthers(block(in, rank_), bytes, waiter);
       reduceInRankOrder(args, out, bytes);
       break;
@@ -171,10 +175,7 @@ void EagerCollectives::run(const plan::CollArgs& args, const void* input, void* 
       break;
     case Coll::kScatter:
       if (rank_ == root) {
-        for (int i = 1; i < nranks_; ++i) {
-          const int p = (rank_ + i) % nranks_;
-          post(p, block(in, p), bytes, waiter);
-        }
+        postBlocks(in, bytes, waiter);
         copyIn(out, block(in, rank_));
         break;
       }
@@ -184,10 +185,7 @@ void EagerCollectives::run(const plan::CollArgs& args, const void* input, void* 
       break;
     case Coll::kAlltoAll:
       // Every block goes out before any arrives, so in == out works too.
-      for (int i = 1; i < nranks_; ++i) {
-        const int p = (rank_ + i) % nranks_;
-        post(p, block(in, p), bytes, waiter);
-      }
+      postBlocks(in, bytes, waiter);
       copyIn(block(out, rank_), block(in, rank_));
       awaitOthers(nullptr, bytes, waiter);
       for (int p : arrived_) std::memcpy(block(out, p), source_[p], bytes);

@@ -65,6 +65,8 @@ class EagerCollectives {
  private:
   void post(int peer, const void* src, size_t bytes, Waiter& waiter);
   void postToAll(const void* src, size_t bytes, Waiter& waiter);
+  /// Posts block p of `blocks` (blocks of `bytes`) to every other rank p.
+  void postBlocks(const uint8_t* blocks, size_t bytes, Waiter& waiter);
   /// Waits for a block from every other rank; `own` is this rank's (or null).
   void awaitOthers(const void* own, size_t bytes, Waiter& waiter);
   void awaitAll(size_t bytes, Waiter& waiter);
