@@ -70,13 +70,11 @@ def iters_text(a):
         return "%d timed iterations (+%d warm-up)" % (its, warm)
     small = parse_size(str(a.get("small_max", "0")))
     its, warm = a.get("small_iters", a["iters"]), a.get("small_warmup", a["warmup"])
-    pause = "; every launch starts after a %g s pause" % a["settle"] if a.get("settle") else ""
     if small <= 0 or a["size_min"] > small:
-        return one(a["iters"], a["warmup"]) + pause
+        return one(a["iters"], a["warmup"])
     if a["size_max"] <= small:
-        return one(its, warm) + pause
-    return "%s up to %s, %s above%s" % (one(its, warm), human(small), one(a["iters"], a["warmup"]),
-                                        pause)
+        return one(its, warm)
+    return "%s up to %s, %s above" % (one(its, warm), human(small), one(a["iters"], a["warmup"]))
 
 
 def variant(coll):
@@ -237,10 +235,12 @@ def header(res):
             m.get("cpu", "?"), m.get("cpus"), m["loadavg_start"][0], m["loadavg_end"][0]),
         "- grove %s (%s)" % (m.get("grove_rev", "?"), res.get("grove_bin")),
         "- peers: %s" % (vers or "none ran"),
-        "- ranks %s; sizes %s … %s ×%d; float32, sum; %s per size; median of %d interleaved "
+        "- ranks %s; sizes %s … %s ×%d; float32, sum; %s per size; %smedian of %d interleaved "
         "repetitions" % (
             ",".join(map(str, a["ranks"])), human(a["size_min"]), human(a["size_max"]),
-            a["factor"], iters_text(a), a["reps"]),
+            a["factor"], iters_text(a),
+            "a %g s pause before every launch; " % a["settle"] if a.get("settle") else "",
+            a["reps"]),
         "- memory bandwidth (STREAM copy, read + write bytes, best of 10): %s" % stream_txt,
         "- ratio = best peer time / grove time (> 1: grove faster); broadcast read in place "
         "(MPI_Bcast has one buffer), the others out of place",
