@@ -163,16 +163,14 @@ Program buildDoublingBroadcast(const CollArgs& a, const PlanParams& p) {
   const int n = a.nranks;
   const int v = detail::modRank(a.rank - a.root, n);
   auto real = [&](int virt) { return (virt + a.root) % n; };
-  int top = 1;  // the lowest power of two above v's highest set bit (1 for the root)
-  while (top <= v) top *= 2;
+  // The lowest power of two above v's highest set bit (1 for the root).
+  const int top = v == 0 ? 1 : 2 * floorPow2(v);
   if (v != 0)
     detail::addPhase(prog, phaseOf({recvLane(real(v - top / 2), ref(Buf::kOutput, 0), bytes,
                                              kDoublingChannel)}));
   const BufRef from = v == 0 ? ref(Buf::kInput, 0) : ref(Buf::kOutput, 0);
   Phase fanOut;
-  int far = top;
-  while (far < n) far *= 2;
-  for (int step = far / 2; step >= top; step /= 2)
+  for (int step = floorPow2(n - 1); step >= top; step /= 2)  // the farthest child first
     if (v + step < n) detail::addLane(fanOut, sendLane(real(v + step), from, bytes, kDoublingChannel));
   if (v == 0 && !a.inPlace)
     detail::addLane(fanOut, detail::copyLane(ref(Buf::kInput, 0), ref(Buf::kOutput, 0), bytes));

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "transports/shm/shm_slots.h"
 #include "transports/shm/shm_transport.h"
 
 namespace grove::core {
@@ -92,7 +93,8 @@ exec::LinkTable& Connections::ensure(const plan::Program& program) {
 }
 
 int Connections::eagerSlots(int nranks, size_t maxBytes) {
-  const size_t perSlot = (maxBytes + 16 + 63) / 64 * 64 * static_cast<size_t>(std::max(nranks - 1, 1));
+  const size_t perSlot =
+      transport::shm::slotStrideFor(maxBytes) * static_cast<size_t>(std::max(nranks - 1, 1));
   const size_t fit = kEagerBudgetBytes / perSlot;
   return static_cast<int>(std::clamp<size_t>(fit, kEagerMinSlots, kEagerMaxSlots));
 }

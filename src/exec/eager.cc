@@ -48,16 +48,23 @@ void EagerCollectives::post(int peer, const void* src, size_t bytes, Waiter& wai
   link.post(bytes);
 }
 
-void EagerCollectives::postToAll(const void* src, size_t bytes, Waiter& waiter) {
+void EagerCollectives::postToEach(const uint8_t* base, size_t stride, size_t bytes,
+                                  Waiter& waiter) {
   // Start with the next rank, so that ranks do not all write to rank 0 first.
-  for (int i = 1; i < nranks_; ++i) post((rank_ + i) % nranks_, src, bytes, waiter);
-}
-
-void EagerCollectives::postBlocks(const uint8_t* blocks, size_t bytes, Waiter& waiter) {
   for (int i = 1; i < nranks_; ++i) {
     const int p = (rank_ + i) % nranks_;
-    post(p, blocks + static_cast<size_t>(p) * bytes, bytes, waiter);
+    post(p, base + static_cast<size_t>(p) * stride, bytes, waiter);
   }
+}
+
+void EagerCollectives::receiveFrom(int peer, void* out, size_t bytes, Waiter& waiter) {
+  expect_.push_back(peer);
+  awaitAll(bytes, waiter);
+  std::memcpy(out, source_[peer], bytes);
+}
+
+void EagerCollectives::placeArrived(uint8_t* out, size_t bytes) {
+  for (int p : arrived_) std::memcpy(out + static_cast<size_t>(p) * bytes, source_[p], bytes);
 }
 
 void EagerCollectives::awaitOthers(const void* own, size_t bytes, Waiter& waiter) {
@@ -131,7 +138,7 @@ void EagerCollectives::run(const plan::CollArgs& args, const void* input, void* 
   arrived_.clear();
   switch (args.coll) {
     case Coll::kAllReduce:
-      postToAll(in, bytes, waiter);
+      postToEach(in, 0, bytes, waiter);
       awaitOthers(in, bytes, waiter);
       reduceInRankOrder(args, out, bytes);
       break;
@@ -144,25 +151,23 @@ void EagerCollectives::run(const plan::CollArgs& args, const void* input, void* 
       reduceInRankOrder(args, out, bytes);
       break;
     case Coll::kReduceScatter:
-      postBlocks(in, bytes, waiter);
+      postToEach(in, bytes, bytes, waiter);
       awaitOthers(block(in, rank_), bytes, waiter);
       reduceInRankOrder(args, out, bytes);
       break;
     case Coll::kBroadcast:
       if (rank_ == root) {
-        postToAll(in, bytes, waiter);
+        postToEach(in, 0, bytes, waiter);
         copyIn(out, in);
         break;
       }
-      expect_.push_back(root);
-      awaitAll(bytes, waiter);
-      std::memcpy(out, source_[root], bytes);
+      receiveFrom(root, out, bytes, waiter);
       break;
     case Coll::kAllGather:
-      postToAll(in, bytes, waiter);
+      postToEach(in, 0, bytes, waiter);
       copyIn(block(out, rank_), in);
       awaitOthers(nullptr, bytes, waiter);
-      for (int p : arrived_) std::memcpy(block(out, p), source_[p], bytes);
+      placeArrived(out, bytes);
       break;
     case Coll::kGather:
       if (rank_ != root) {
@@ -171,24 +176,22 @@ void EagerCollectives::run(const plan::CollArgs& args, const void* input, void* 
       }
       copyIn(block(out, rank_), in);
       awaitOthers(nullptr, bytes, waiter);
-      for (int p : arrived_) std::memcpy(block(out, p), source_[p], bytes);
+      placeArrived(out, bytes);
       break;
     case Coll::kScatter:
       if (rank_ == root) {
-        postBlocks(in, bytes, waiter);
+        postToEach(in, bytes, bytes, waiter);
         copyIn(out, block(in, rank_));
         break;
       }
-      expect_.push_back(root);
-      awaitAll(bytes, waiter);
-      std::memcpy(out, source_[root], bytes);
+      receiveFrom(root, out, bytes, waiter);
       break;
     case Coll::kAlltoAll:
       // Every block goes out before any arrives, so in == out works too.
-      postBlocks(in, bytes, waiter);
+      postToEach(in, bytes, bytes, waiter);
       copyIn(block(out, rank_), block(in, rank_));
       awaitOthers(nullptr, bytes, waiter);
-      for (int p : arrived_) std::memcpy(block(out, p), source_[p], bytes);
+      placeArrived(out, bytes);
       break;
     case Coll::kSendRecv:
       throwInternalError("send/recv does not run eagerly");

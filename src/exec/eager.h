@@ -64,9 +64,13 @@ class EagerCollectives {
 
  private:
   void post(int peer, const void* src, size_t bytes, Waiter& waiter);
-  void postToAll(const void* src, size_t bytes, Waiter& waiter);
-  /// Posts block p of `blocks` (blocks of `bytes`) to every other rank p.
-  void postBlocks(const uint8_t* blocks, size_t bytes, Waiter& waiter);
+  /// Posts the `bytes` at base + p * stride to every other rank p (stride 0:
+  /// the same block to all).
+  void postToEach(const uint8_t* base, size_t stride, size_t bytes, Waiter& waiter);
+  /// Waits for the message of `peer` and copies it to `out`.
+  void receiveFrom(int peer, void* out, size_t bytes, Waiter& waiter);
+  /// Copies every arrived message of rank p to out + p * bytes.
+  void placeArrived(uint8_t* out, size_t bytes);
   /// Waits for a block from every other rank; `own` is this rank's (or null).
   void awaitOthers(const void* own, size_t bytes, Waiter& waiter);
   void awaitAll(size_t bytes, Waiter& waiter);

@@ -72,6 +72,8 @@ class ShmLinkBase {
  protected:
   ShmLinkBase(ShmSegment seg, int peerRank, int channel, int peerPid, uint32_t closedBit);
   ~ShmLinkBase();
+  /// The rank at the other end.
+  int peer() const { return peer_; }
   /// Called when the ring gave 0 bytes; throws if the peer is gone.
   void onIdle() {
     if ((++idleCalls_ & 15u) == 0) checkPeer();

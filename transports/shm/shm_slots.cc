@@ -7,18 +7,8 @@
 
 namespace grove::transport::shm {
 
-ShmSlotSender::ShmSlotSender(ShmSegment seg, int peerRank, int peerPid)
-    : ShmLinkBase(std::move(seg), peerRank, kSlotChannel, peerPid, kSenderClosed) {
-  const ShmHeader* h = header();
-  data_ = seg_.base() + h->dataOffset;
-  slots_ = h->slots;
-  stride_ = h->slotStride;
-  maxBytes_ = stride_ - kSlotPayloadOffset;
-}
-
-ShmSlotReceiver::ShmSlotReceiver(ShmSegment seg, int peerRank, int peerPid)
-    : ShmLinkBase(std::move(seg), peerRank, kSlotChannel, peerPid, kReceiverClosed),
-      peer_(peerRank) {
+ShmSlotLinkBase::ShmSlotLinkBase(ShmSegment seg, int peerRank, int peerPid, uint32_t closedBit)
+    : ShmLinkBase(std::move(seg), peerRank, kSlotChannel, peerPid, closedBit) {
   const ShmHeader* h = header();
   data_ = seg_.base() + h->dataOffset;
   slots_ = h->slots;
@@ -29,7 +19,7 @@ ShmSlotReceiver::ShmSlotReceiver(ShmSegment seg, int peerRank, int peerPid)
 ShmSlotReceiver::~ShmSlotReceiver() { seg_.unlink(); }
 
 void ShmSlotReceiver::badSize(size_t n) const {
-  throw Error(groveSystemError, "slot link from rank " + std::to_string(peer_) + " holds a " +
+  throw Error(groveSystemError, "slot link from rank " + std::to_string(peer()) + " holds a " +
                                     std::to_string(n) + "-byte message in a slot of " +
                                     std::to_string(maxBytes_) + " bytes (corrupted segment)");
 }

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "transports/shm/shm_link.h"
 #include "transports/transport.h"
@@ -42,11 +43,25 @@ constexpr size_t slotStrideFor(size_t maxBytes) {
   return (kSlotPayloadOffset + maxBytes + 63) / 64 * 64;
 }
 
+/// What both halves of a slot link share: the slot geometry from the header.
+class ShmSlotLinkBase : public ShmLinkBase {
+ protected:
+  ShmSlotLinkBase(ShmSegment seg, int peerRank, int peerPid, uint32_t closedBit);
+  /// Start of the slot of message m (m >= 1).
+  uint8_t* slot(uint64_t m) const { return data_ + (m - 1) % slots_ * stride_; }
+
+  uint8_t* data_;
+  uint64_t slots_;
+  size_t stride_;
+  size_t maxBytes_;
+};
+
 /// Sending half of a slot link.
-class ShmSlotSender final : public SlotSender, public ShmLinkBase {
+class ShmSlotSender final : public SlotSender, public ShmSlotLinkBase {
  public:
   /// Takes a mapped, attached slot-link segment; `peerPid` is the receiver's pid.
-  ShmSlotSender(ShmSegment seg, int peerRank, int peerPid);
+  ShmSlotSender(ShmSegment seg, int peerRank, int peerPid)
+      : ShmSlotLinkBase(std::move(seg), peerRank, peerPid, kSenderClosed) {}
   size_t maxBytes() const override { return maxBytes_; }
   void* acquire() override {
     if (next_ > releasedCache_ + slots_) {
@@ -67,21 +82,16 @@ class ShmSlotSender final : public SlotSender, public ShmLinkBase {
   }
 
  private:
-  uint8_t* slot(uint64_t m) const { return data_ + (m - 1) % slots_ * stride_; }
-
-  uint8_t* data_;
-  uint64_t slots_;
-  size_t stride_;
-  size_t maxBytes_;
   uint64_t next_ = 1;           // number of the next message to post
   uint64_t releasedCache_ = 0;  // the receiver's tail as last read
 };
 
 /// Receiving half of a slot link.
-class ShmSlotReceiver final : public SlotReceiver, public ShmLinkBase {
+class ShmSlotReceiver final : public SlotReceiver, public ShmSlotLinkBase {
  public:
   /// Takes the slot-link segment this rank created; `peerPid` is the sender's pid.
-  ShmSlotReceiver(ShmSegment seg, int peerRank, int peerPid);
+  ShmSlotReceiver(ShmSegment seg, int peerRank, int peerPid)
+      : ShmSlotLinkBase(std::move(seg), peerRank, peerPid, kReceiverClosed) {}
   /// Also removes the segment's name if the sender never took it.
   ~ShmSlotReceiver() override;
   const void* poll(size_t* n) override {
@@ -100,14 +110,8 @@ class ShmSlotReceiver final : public SlotReceiver, public ShmLinkBase {
   }
 
  private:
-  uint8_t* slot(uint64_t m) const { return data_ + (m - 1) % slots_ * stride_; }
   [[noreturn]] void badSize(size_t n) const;
 
-  uint8_t* data_;
-  uint64_t slots_;
-  size_t stride_;
-  size_t maxBytes_;
-  int peer_;
   uint64_t next_ = 1;  // number of the next message to receive
 };
 
