@@ -110,7 +110,7 @@ void ShmSegment::map(size_t bytes) {
     base_ = nullptr;
     mapped_ = 0;
   }
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, 0);
   if (p == MAP_FAILED) throwSystemError("cannot map shm segment " + path_, errno);
   base_ = p;
   mapped_ = bytes;

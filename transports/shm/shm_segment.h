@@ -52,7 +52,10 @@ class ShmSegment {
   /// True while the file still has a name (st_nlink > 0); needs the descriptor.
   bool linked() const;
   /// Maps the first `bytes` bytes shared read-write (replacing any earlier
-  /// mapping); needs the descriptor.
+  /// mapping); needs the descriptor. The page tables are filled now
+  /// (MAP_POPULATE): the first calls over a fresh link would otherwise pay a
+  /// page fault per page touched (a 4-rank 32 B all-gather's first 50 calls
+  /// took 29 us each instead of 3).
   void map(size_t bytes);
   /// Closes the descriptor; the mapping stays.
   void closeFd();
