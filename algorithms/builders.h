@@ -102,6 +102,10 @@ Program buildDoublingAllReduce(const CollArgs& args, const PlanParams& params);
 Program buildDoublingAllGather(const CollArgs& args, const PlanParams& params);
 /// Binomial-tree broadcast: ceil(log2(nranks)) hops, any rank count.
 Program buildDoublingBroadcast(const CollArgs& args, const PlanParams& params);
+/// Halving-doubling (Rabenseifner) all-reduce: a recursive-halving
+/// reduce-scatter and a recursive-doubling all-gather, 2 log2(nranks) pairwise
+/// rounds moving what the ring moves (other rank counts fold in as doubling's).
+Program buildHalvingAllReduce(const CollArgs& args, const PlanParams& params);
 
 /// Gather: every rank sends its block straight to the root.
 Program buildGather(const CollArgs& args, const PlanParams& params);

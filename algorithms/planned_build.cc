@@ -87,7 +87,8 @@ Program build(Algo algo, const CollArgs& args, const PlanParams& params, TopoPla
       return buildRingsReduceScatter(args, params, *rings);
     }
     case Algo::kDirect:
-    case Algo::kDoubling: break;
+    case Algo::kDoubling:
+    case Algo::kHalving: break;
   }
   return build(algo, args, params);
 }

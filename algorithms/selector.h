@@ -14,7 +14,10 @@
 // recursive doubling for all-reduce (over sockets, and over shared memory
 // with a power-of-two rank count), for all-gather over sockets
 // (power-of-two rank counts) and for broadcast over sockets with more than
-// two ranks (the binomial tree). Reduce-scatter always uses the ring; gather,
+// two ranks (the chain up to 4 ranks, the binomial tree beyond). Over
+// sockets with a power-of-two count of at least 4 ranks, all-reduce runs the
+// halving-doubling algorithm instead of the ring from 256 KiB to 16 MiB.
+// Reduce-scatter always uses the ring; gather,
 // scatter, all-to-all and send/recv have one (direct) algorithm.
 // Trees and the hierarchical algorithm are never picked by default: only
 // through an override (GROVE_ALGO=tree) or a per-size table (setSizeTable,
@@ -43,13 +46,15 @@ namespace grove::plan {
 
 /// Algorithm families: rings (chains for broadcast/reduce), direct
 /// (latency), trees packed from the topology, hierarchical (machines).
-enum class Algo : uint8_t { kRing = 0, kDirect = 1, kTree = 2, kHier = 3, kDoubling = 4 };
+enum class Algo : uint8_t {
+  kRing = 0, kDirect = 1, kTree = 2, kHier = 3, kDoubling = 4, kHalving = 5
+};
 /// Number of Algo values.
-constexpr int kNumAlgos = 5;
+constexpr int kNumAlgos = 6;
 /// Number of Coll values.
 constexpr int kNumColls = 9;
 
-/// Name of an algorithm: "ring", "direct", "tree", "hier", "doubling".
+/// Name of an algorithm: "ring", "direct", "tree", "hier", "doubling", "halving".
 const char* algoName(Algo a);
 /// Parses an algorithm name (case-insensitive; "trees" is "tree"); nullopt if unknown.
 std::optional<Algo> parseAlgo(const std::string& name);
@@ -58,7 +63,7 @@ std::optional<Algo> parseAlgo(const std::string& name);
 std::optional<Coll> parseColl(const std::string& name);
 /// True if `algo` can run `coll` (kDirect runs sendrecv via buildP2P; kTree
 /// runs allreduce, broadcast and reduce; kHier runs allreduce; kDoubling
-/// runs allreduce, allgather and broadcast).
+/// runs allreduce, allgather and broadcast; kHalving runs allreduce).
 bool algoSupports(Algo algo, Coll coll);
 
 class TopoPlans;
@@ -158,7 +163,9 @@ class Selector {
  private:
   void parseOverrides(const std::string& text);
   Algo latencyAlgo(Coll coll, unsigned mask) const;
+  Algo bandwidthAlgo(Coll coll, unsigned mask, uint64_t bytes) const;
   Algo defaultAlgo(Coll coll, unsigned mask, uint64_t bytes) const;
+  std::string describeBandwidth(Coll coll, unsigned mask) const;
 
   int nranks_;
   TransportKind kind_;

@@ -34,7 +34,7 @@ const std::vector<Var>& registeredVars() {
       // Algorithms
       {"GROVE_ALGO", Type::kString, "",
        "algorithm overrides, e.g. allreduce:ring;broadcast:direct or tree (algorithms: ring, "
-       "direct, doubling, tree, hier; see algorithms/selector.h)"},
+       "direct, doubling, halving, tree, hier; see algorithms/selector.h)"},
       {"GROVE_CHUNKSIZE", Type::kSize, "0",
        "bytes a pipelined step moves at most; 0 = half the connection buffer"},
       {"GROVE_DIRECT_MAX_BYTES", Type::kSize, "0",

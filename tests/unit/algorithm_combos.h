@@ -26,7 +26,7 @@ inline constexpr Combo kCombos[] = {
     {Coll::kReduceScatter, Algo::kRing}, {Coll::kGather, Algo::kDirect},
     {Coll::kScatter, Algo::kDirect},  {Coll::kAlltoAll, Algo::kDirect},
     {Coll::kAllReduce, Algo::kDoubling}, {Coll::kAllGather, Algo::kDoubling},
-    {Coll::kBroadcast, Algo::kDoubling},
+    {Coll::kBroadcast, Algo::kDoubling}, {Coll::kAllReduce, Algo::kHalving},
 };
 
 /// How gtest prints a pair in messages: "allreduce/ring".

@@ -105,13 +105,32 @@ INSTANTIATE_TEST_SUITE_P(All, ExecTest, ::testing::ValuesIn(testing::kCombos), t
 
 // Random floats: every rank must end with bitwise the same result.
 TEST(ExecAllReduce, BitwiseIdenticalOnEveryRank) {
-  for (Algo algo : {Algo::kRing, Algo::kDirect, Algo::kDoubling}) {
+  for (Algo algo : {Algo::kRing, Algo::kDirect, Algo::kDoubling, Algo::kHalving}) {
     for (groveDataType_t dt : {groveFloat32, groveFloat16, groveBfloat16}) {
       SCOPED_TRACE(algoName(algo));
       PlanParams p;
       p.chunkBytes = 256;
       p.nChannels = 2;
       testing::expectBitwiseIdenticalAllReduce(5, dt, [&](const CollArgs& a) { return build(algo, a, p); });
+    }
+  }
+}
+
+// Halving-doubling with several extra ranks to fold in (6: P 4 + 2, 7: P 4 + 3)
+// and counts smaller than the block count, every op, in and out of place.
+TEST(ExecHalving, FoldsInExtraRanksAndSplitsAnyCount) {
+  int variant = 0;
+  for (int n : {6, 7}) {
+    for (uint64_t count : {uint64_t{3}, uint64_t{13}, uint64_t{4099}}) {
+      for (groveRedOp_t op : {groveSum, groveProd, groveMax, groveMin, groveAvg}) {
+        ++variant;
+        ExecRun x{Coll::kAllReduce, Algo::kHalving, n, count, groveFloat32, op,
+                  variant % 2 == 0, 0, PlanParams{}};
+        x.params.nChannels = 1 + variant % 3;
+        x.params.chunkBytes = 256;
+        execute(x);
+        if (HasFatalFailure()) return;
+      }
     }
   }
 }

@@ -268,10 +268,32 @@ TEST(Selector, LatencyAlgorithmByTransportAndRanks) {
             Algo::kDirect);
   EXPECT_EQ(Selector(4, TransportKind::kShm, cfg("allgather:doubling")).select(Coll::kAllGather, 1 << 30).algo,
             Algo::kDoubling);
+  // Halving-doubling over sockets: a power-of-two count of at least 4 ranks, 256 KiB..16 MiB.
+  EXPECT_EQ(sock4.select(Coll::kAllReduce, 256 << 10).algo, Algo::kRing);
+  EXPECT_EQ(sock4.select(Coll::kAllReduce, (256 << 10) + 1).algo, Algo::kHalving);
+  EXPECT_EQ(sock4.select(Coll::kAllReduce, 16 << 20).algo, Algo::kHalving);
+  EXPECT_EQ(sock4.select(Coll::kAllReduce, (16 << 20) + 1).algo, Algo::kRing);
+  EXPECT_EQ(sock8.select(Coll::kAllReduce, 2 << 20).algo, Algo::kHalving);
+  EXPECT_EQ(Selector(2, TransportKind::kSocket, cfg()).select(Coll::kAllReduce, 2 << 20).algo,
+            Algo::kRing);
+  EXPECT_EQ(Selector(6, TransportKind::kSocket, cfg()).select(Coll::kAllReduce, 2 << 20).algo,
+            Algo::kRing);
+  EXPECT_EQ(Selector(4, TransportKind::kShm, cfg()).select(Coll::kAllReduce, 2 << 20).algo,
+            Algo::kRing);
+  EXPECT_EQ(Selector(4, TransportKind::kSocket, cfg("allreduce:ring,doubling"))
+                .select(Coll::kAllReduce, 2 << 20).algo,
+            Algo::kRing);
+  EXPECT_EQ(Selector(4, TransportKind::kShm, cfg("allreduce:halving")).select(Coll::kAllReduce, 8).algo,
+            Algo::kHalving);
   bool listed = false;
   for (const std::string& line : sock4.describeTable())
     listed |= line.find("allgather      doubling <= 65536 B < ring") != std::string::npos;
   EXPECT_TRUE(listed);
+  bool band = false;
+  for (const std::string& line : sock4.describeTable())
+    band |= line.find("allreduce      doubling <= 65536 B < ring <= 262144 B < halving <= "
+                      "16777216 B < ring") != std::string::npos;
+  EXPECT_TRUE(band);
   bool chain = false;
   for (const std::string& line : sock4.describeTable())
     chain |= line.find("broadcast      ring") != std::string::npos;

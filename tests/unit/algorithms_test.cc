@@ -255,13 +255,50 @@ TEST(RingAllReduce, ShortLastLoopSplitsEvenlyAndChannelsUseOwnLanes) {
     }
 }
 
+uint64_t bytesSent(const Program& p) {
+  uint64_t total = 0;
+  for (const Phase& ph : p.phases)
+    for (const Lane& l : ph.lanes)
+      for (const Step& s : l.steps) total += s.kind == StepKind::kSend ? s.bytes : 0;
+  return total;
+}
+
+// Halving-doubling: 2 log2(P) exchange rounds that move 2(P-1)/P of the
+// vector, as the ring does; with n = P + e ranks the e extra ranks only hand
+// their input over and take the result back (one phase each way).
+TEST(HalvingAllReduce, MovesWhatTheRingMovesInTwoLog2PRounds) {
+  CollArgs a;
+  a.count = 8000;
+  for (int nch : {1, 2}) {
+    PlanParams p;
+    p.nChannels = nch;
+    a.nranks = 8;
+    for (int r = 0; r < 8; ++r) {
+      a.rank = r;
+      Program prog = buildHalvingAllReduce(a, p);
+      EXPECT_EQ(prog.phases.size(), 6u) << describe(prog);
+      EXPECT_EQ(bytesSent(prog), 2 * 32000u * 7 / 8);
+      EXPECT_EQ(countKind(prog, StepKind::kRecvReduce), 3 * nch);
+      EXPECT_EQ(prog.algo, "halving");
+    }
+    a.nranks = 6;  // P = 4, ranks 0 and 2 fold into 1 and 3
+    for (int r = 0; r < 6; ++r) {
+      a.rank = r;
+      Program prog = buildHalvingAllReduce(a, p);
+      const bool handsOver = r == 0 || r == 2, folds = r == 1 || r == 3;
+      EXPECT_EQ(prog.phases.size(), handsOver ? 2u : (folds ? 6u : 4u)) << "rank " << r;
+      EXPECT_EQ(bytesSent(prog), handsOver ? 32000u : 2 * 32000u * 3 / 4 + (folds ? 32000u : 0u));
+    }
+  }
+}
+
 TEST(Builders, SingleRankIsACopyOrNothing) {
   CollArgs a;
   a.count = 10;
   for (Coll c : {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather,
                  Coll::kReduceScatter, Coll::kGather, Coll::kScatter, Coll::kAlltoAll}) {
     a.coll = c;
-    for (Algo algo : {Algo::kRing, Algo::kDirect, Algo::kDoubling}) {
+    for (Algo algo : {Algo::kRing, Algo::kDirect, Algo::kDoubling, Algo::kHalving}) {
       if (!algoSupports(algo, c)) continue;
       a.inPlace = false;
       Program p = build(algo, a, PlanParams{});
