@@ -37,6 +37,32 @@ uint64_t chunkElems(const PlanParams& params, uint64_t elemSize);
 /// shorter last loop is split evenly (some chunks may be empty).
 Span loopChunk(uint64_t loopElems, uint64_t chunk, int nranks, int k);
 
+/// Largest power of two not above n (n >= 1).
+inline int floorPow2(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+/// How the pairwise-round algorithms (recursive doubling, halving-doubling)
+/// run on n = P + extra ranks, P the largest power of two not above n: ranks
+/// 0, 2, .., 2*extra-2 hand their input to the next (odd) rank, which folds
+/// it in and later hands the result back; the P ranks left run the rounds as
+/// virtual ranks 0..P-1.
+struct PowerOfTwoFold {
+  PowerOfTwoFold(int nranks, int rank)
+      : P(floorPow2(nranks)), extra(nranks - P),
+        handsOver(rank < 2 * extra && rank % 2 == 0),
+        folds(rank < 2 * extra && rank % 2 == 1),
+        virt(rank < 2 * extra ? rank / 2 : rank - extra) {}
+  /// The real rank of virtual rank v.
+  int real(int v) const { return v < extra ? 2 * v + 1 : v + extra; }
+  int P, extra;
+  bool handsOver;  ///< this rank only hands its input over and takes the result back
+  bool folds;      ///< this rank takes in rank - 1's input first and sends it the result last
+  int virt;        ///< this rank's virtual rank (when it does not hand over)
+};
+
 /// (a mod n) for possibly negative a.
 inline int modRank(int a, int n) { return ((a % n) + n) % n; }
 

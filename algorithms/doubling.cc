@@ -48,6 +48,7 @@
 
 namespace grove::plan {
 
+using detail::floorPow2;
 using detail::laneOf;
 using detail::phaseOf;
 using detail::recvLane;
@@ -58,13 +59,6 @@ namespace {
 
 constexpr int kDoublingChannel = 0;
 
-/// Largest power of two not above n (n >= 1).
-int floorPow2(int n) {
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  return p;
-}
-
 }  // namespace
 
 Program buildDoublingAllReduce(const CollArgs& a, const PlanParams& p) {
@@ -74,23 +68,21 @@ Program buildDoublingAllReduce(const CollArgs& a, const PlanParams& p) {
   Program prog;
   prog.algo = "doubling";
   if (bytes == 0) return prog;
-  const int n = a.nranks, r = a.rank;
-  const int P = floorPow2(n), extra = n - P;
+  const int r = a.rank;
+  const detail::PowerOfTwoFold fold(a.nranks, r);
   int rounds = 0;
-  while ((1 << rounds) < P) ++rounds;
+  while ((1 << rounds) < fold.P) ++rounds;
 
   // Ranks 0, 2, .., 2*extra-2 only hand their input over and get the result
   // back.
-  if (r < 2 * extra && r % 2 == 0) {
+  if (fold.handsOver) {
     detail::addPhase(prog,
                      phaseOf({sendLane(r + 1, ref(Buf::kInput, 0), bytes, kDoublingChannel)}));
     detail::addPhase(prog,
                      phaseOf({recvLane(r + 1, ref(Buf::kOutput, 0), bytes, kDoublingChannel)}));
     return prog;
   }
-  const bool folds = r < 2 * extra;  // an odd rank that takes in rank r-1's input
-  const int v = folds ? r / 2 : r - extra;
-  auto realRank = [&](int virt) { return virt < extra ? 2 * virt + 1 : virt + extra; };
+  const bool folds = fold.folds;  // an odd rank that takes in rank r-1's input
 
   // The values of the reductions: value 0 is the input, value `total` the
   // output, and those between alternate between scratch slots so that no
@@ -116,7 +108,7 @@ Program buildDoublingAllReduce(const CollArgs& a, const PlanParams& p) {
   int i = 0;
   if (folds) detail::addPhase(prog, phaseOf({reduceFrom(r - 1, i++)}));
   for (int k = 0; k < rounds; ++k, ++i) {
-    const int peer = realRank(v ^ (1 << k));
+    const int peer = fold.real(fold.virt ^ (1 << k));
     detail::addPhase(
         prog, phaseOf({sendLane(peer, value(i), bytes, kDoublingChannel), reduceFrom(peer, i)}));
   }

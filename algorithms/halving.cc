@@ -26,7 +26,7 @@
 // 2e-2 first send their input to the next (odd) rank, which folds it into
 // its output; the P ranks left run the rounds as virtual ranks 0..P-1; last
 // each folding rank sends the result back. (The same fold as the recursive
-// doubling all-reduce, doubling.cc.)
+// doubling all-reduce: detail::PowerOfTwoFold.)
 //
 // Channels: the vector is first split into one contiguous part per channel,
 // and each part runs the rounds above on its own channel, in lanes of the
@@ -48,13 +48,6 @@ using detail::sendLane;
 using detail::Span;
 
 namespace {
-
-/// Largest power of two not above n (n >= 1).
-int floorPow2(int n) {
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  return p;
-}
 
 /// The blocks of the vector: channel c's part cut into P blocks; a range of
 /// blocks [lo, hi) of one channel is contiguous.
@@ -93,8 +86,9 @@ Program buildHalvingAllReduce(const CollArgs& a, const PlanParams& p) {
   Program prog;
   prog.algo = "halving";
   if (bytes == 0) return prog;
-  const int n = a.nranks, r = a.rank;
-  const int P = floorPow2(n), extra = n - P;
+  const int r = a.rank;
+  const detail::PowerOfTwoFold fold(a.nranks, r);
+  const int P = fold.P, v = fold.virt;
   const int channels = static_cast<int>(std::min<uint64_t>(std::max(p.nChannels, 1), a.count));
   const Blocks blocks(a.count, es, channels, P);
   // One lane per channel for a step over each channel's whole part.
@@ -108,7 +102,7 @@ Program buildHalvingAllReduce(const CollArgs& a, const PlanParams& p) {
   };
 
   // Ranks 0, 2, .., 2*extra-2 hand their input over and get the result back.
-  if (r < 2 * extra && r % 2 == 0) {
+  if (fold.handsOver) {
     perPart([&](int c, uint64_t off, uint64_t len) {
       return sendLane(r + 1, ref(Buf::kInput, off), len, c);
     });
@@ -117,9 +111,7 @@ Program buildHalvingAllReduce(const CollArgs& a, const PlanParams& p) {
     });
     return prog;
   }
-  const bool folds = r < 2 * extra;
-  const int v = folds ? r / 2 : r - extra;
-  auto realRank = [&](int virt) { return virt < extra ? 2 * virt + 1 : virt + extra; };
+  const bool folds = fold.folds;
   if (folds)
     perPart([&](int c, uint64_t off, uint64_t len) {
       return laneOf(detail::netStep(StepKind::kRecvReduce, r - 1, -1, c, ref(Buf::kInput, off),
@@ -130,7 +122,7 @@ Program buildHalvingAllReduce(const CollArgs& a, const PlanParams& p) {
   Buf from = folds ? Buf::kOutput : Buf::kInput;
   int lo = 0, hi = P;
   for (int d = P / 2; d >= 1; d /= 2) {
-    const int peer = realRank(v ^ d);
+    const int peer = fold.real(v ^ d);
     const int mid = lo + (hi - lo) / 2;
     const bool upper = (v & d) != 0;
     const int keepLo = upper ? mid : lo, keepHi = upper ? hi : mid;
@@ -154,7 +146,7 @@ Program buildHalvingAllReduce(const CollArgs& a, const PlanParams& p) {
 
   // All-gather by recursive doubling: swap the held range with the partner's neighbour range.
   for (int d = 1; d < P; d *= 2) {
-    const int peer = realRank(v ^ d);
+    const int peer = fold.real(v ^ d);
     const int width = hi - lo;
     const int theirLo = (v & d) != 0 ? lo - width : hi;
     Phase phase;
