@@ -168,6 +168,17 @@ void addPhase(Program& program, Phase phase) {
   if (!phase.lanes.empty()) program.phases.push_back(std::move(phase));
 }
 
+bool trivialProgram(const CollArgs& a, uint64_t bytes, uint64_t inOffset, uint64_t outOffset,
+                    const char* algo, Program& prog) {
+  if (a.nranks == 1) {
+    prog = selfCopyProgram(a, bytes, inOffset, outOffset, algo);
+    return true;
+  }
+  prog = Program();
+  prog.algo = algo;
+  return bytes == 0;
+}
+
 Program selfCopyProgram(const CollArgs& a, uint64_t bytes, uint64_t inOffset, uint64_t outOffset,
                         const char* algo) {
   Program prog;

@@ -103,4 +103,11 @@ void addRoute(Program& program, int peer, int channel, bool send, const std::vec
 Program selfCopyProgram(const CollArgs& args, uint64_t bytes, uint64_t inOffset,
                         uint64_t outOffset, const char* algo);
 
+/// The start the builders share: a one-rank call is selfCopyProgram's copy
+/// and a call of 0 bytes has nothing to do. Sets `prog` to that program and
+/// returns true when nothing more is to be built; otherwise sets `prog` to an
+/// empty program named `algo` and returns false.
+bool trivialProgram(const CollArgs& args, uint64_t bytes, uint64_t inOffset, uint64_t outOffset,
+                    const char* algo, Program& prog);
+
 }  // namespace grove::plan::detail

@@ -72,10 +72,8 @@ Phase gatherAndReduce(const CollArgs& a, uint64_t bytes, Phase& comm, Program& p
 Program buildDirectAllReduce(const CollArgs& a, const PlanParams& p) {
   const uint64_t es = detail::checkArgs(a, p, "direct allreduce");
   const uint64_t bytes = a.count * es;
-  if (a.nranks == 1) return detail::selfCopyProgram(a, bytes, 0, 0, "direct");
   Program prog;
-  prog.algo = "direct";
-  if (bytes == 0) return prog;
+  if (detail::trivialProgram(a, bytes, 0, 0, "direct", prog)) return prog;
   Phase comm;
   for (int i = 1; i < a.nranks; ++i)
     detail::addLane(comm, sendLane(modRank(a.rank + i, a.nranks), ref(Buf::kInput, 0), bytes));
@@ -88,10 +86,8 @@ Program buildDirectAllReduce(const CollArgs& a, const PlanParams& p) {
 Program buildDirectReduce(const CollArgs& a, const PlanParams& p) {
   const uint64_t es = detail::checkArgs(a, p, "direct reduce");
   const uint64_t bytes = a.count * es;
-  if (a.nranks == 1) return detail::selfCopyProgram(a, bytes, 0, 0, "direct");
   Program prog;
-  prog.algo = "direct";
-  if (bytes == 0) return prog;
+  if (detail::trivialProgram(a, bytes, 0, 0, "direct", prog)) return prog;
   Phase comm;
   if (a.rank != a.root) {
     detail::addLane(comm, sendLane(a.root, ref(Buf::kInput, 0), bytes));
@@ -107,10 +103,8 @@ Program buildDirectReduce(const CollArgs& a, const PlanParams& p) {
 Program buildDirectBroadcast(const CollArgs& a, const PlanParams& p) {
   const uint64_t es = detail::checkArgs(a, p, "direct broadcast");
   const uint64_t bytes = a.count * es;
-  if (a.nranks == 1) return detail::selfCopyProgram(a, bytes, 0, 0, "direct");
   Program prog;
-  prog.algo = "direct";
-  if (bytes == 0) return prog;
+  if (detail::trivialProgram(a, bytes, 0, 0, "direct", prog)) return prog;
   Phase comm;
   if (a.rank == a.root) {
     for (int i = 1; i < a.nranks; ++i)
@@ -127,10 +121,8 @@ Program buildDirectAllGather(const CollArgs& a, const PlanParams& p) {
   const uint64_t es = detail::checkArgs(a, p, "direct allgather");
   const uint64_t bytes = a.count * es;
   const uint64_t myBlock = static_cast<uint64_t>(a.rank) * bytes;
-  if (a.nranks == 1) return detail::selfCopyProgram(a, bytes, 0, myBlock, "direct");
   Program prog;
-  prog.algo = "direct";
-  if (bytes == 0) return prog;
+  if (detail::trivialProgram(a, bytes, 0, myBlock, "direct", prog)) return prog;
   Phase comm;
   for (int i = 1; i < a.nranks; ++i)
     detail::addLane(comm, sendLane(modRank(a.rank + i, a.nranks), ref(Buf::kInput, 0), bytes));

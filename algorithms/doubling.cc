@@ -64,10 +64,8 @@ constexpr int kDoublingChannel = 0;
 Program buildDoublingAllReduce(const CollArgs& a, const PlanParams& p) {
   const uint64_t es = detail::checkArgs(a, p, "doubling allreduce");
   const uint64_t bytes = a.count * es;
-  if (a.nranks == 1) return detail::selfCopyProgram(a, bytes, 0, 0, "doubling");
   Program prog;
-  prog.algo = "doubling";
-  if (bytes == 0) return prog;
+  if (detail::trivialProgram(a, bytes, 0, 0, "doubling", prog)) return prog;
   const int r = a.rank;
   const detail::PowerOfTwoFold fold(a.nranks, r);
   int rounds = 0;
@@ -124,10 +122,8 @@ Program buildDoublingAllGather(const CollArgs& a, const PlanParams& p) {
   const uint64_t es = detail::checkArgs(a, p, "doubling allgather");
   const uint64_t bytes = a.count * es;
   const uint64_t myBlock = static_cast<uint64_t>(r) * bytes;
-  if (n == 1) return detail::selfCopyProgram(a, bytes, 0, myBlock, "doubling");
   Program prog;
-  prog.algo = "doubling";
-  if (bytes == 0) return prog;
+  if (detail::trivialProgram(a, bytes, 0, myBlock, "doubling", prog)) return prog;
   for (int k = 0; (1 << k) < n; ++k) {
     const int group = 1 << k;
     const int peer = r ^ group;
@@ -148,10 +144,8 @@ Program buildDoublingAllGather(const CollArgs& a, const PlanParams& p) {
 Program buildDoublingBroadcast(const CollArgs& a, const PlanParams& p) {
   const uint64_t es = detail::checkArgs(a, p, "doubling broadcast");
   const uint64_t bytes = a.count * es;
-  if (a.nranks == 1) return detail::selfCopyProgram(a, bytes, 0, 0, "doubling");
   Program prog;
-  prog.algo = "doubling";
-  if (bytes == 0) return prog;
+  if (detail::trivialProgram(a, bytes, 0, 0, "doubling", prog)) return prog;
   const int n = a.nranks;
   const int v = detail::modRank(a.rank - a.root, n);
   auto real = [&](int virt) { return (virt + a.root) % n; };

@@ -82,10 +82,8 @@ class Blocks {
 Program buildHalvingAllReduce(const CollArgs& a, const PlanParams& p) {
   const uint64_t es = detail::checkArgs(a, p, "halving allreduce");
   const uint64_t bytes = a.count * es;
-  if (a.nranks == 1) return detail::selfCopyProgram(a, bytes, 0, 0, "halving");
   Program prog;
-  prog.algo = "halving";
-  if (bytes == 0) return prog;
+  if (detail::trivialProgram(a, bytes, 0, 0, "halving", prog)) return prog;
   const int r = a.rank;
   const detail::PowerOfTwoFold fold(a.nranks, r);
   const int P = fold.P, v = fold.virt;
