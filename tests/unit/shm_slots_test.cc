@@ -58,12 +58,7 @@ uint8_t pattern(int src, uint64_t msg, size_t i) {
   return static_cast<uint8_t>(src * 31 + msg * 7 + i * 13 + (i >> 8));
 }
 
-class ShmSlotsTest : public ::testing::Test {
- protected:
-  AbortSignal abort_;
-  WaitContext wc_ = WaitContext::of(abort_, 20.0);
-  std::string dir_ = config::getString("GROVE_SHM_DIR");
-};
+class ShmSlotsTest : public harness::ShmFixture {};
 
 TEST_F(ShmSlotsTest, MessagesArriveInOrderWhole) {
   const std::string job = uniqueJob("slots");

@@ -153,12 +153,7 @@ void exchange(std::vector<RankLinks>& ranks, uint64_t bytes, const WaitContext& 
   });
 }
 
-class ShmTest : public ::testing::Test {
- protected:
-  AbortSignal abort_;
-  WaitContext wc_ = WaitContext::of(abort_, 20.0);
-  std::string dir_ = config::getString("GROVE_SHM_DIR");
-};
+class ShmTest : public harness::ShmFixture {};
 
 TEST_F(ShmTest, TwoThreadRanksExchange10MiBBothWaysThrough64KiB) {
   std::string job = uniqueJob("bothways");

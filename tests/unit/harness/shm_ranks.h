@@ -14,10 +14,22 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "base/config.h"
 #include "base/wait.h"
 #include "transports/transport.h"
 
 namespace grove::harness {
+
+/// Fixture of the shm transport tests: a wait context that fails after 20 s
+/// idle, and the directory the segments are made in.
+class ShmFixture : public ::testing::Test {
+ protected:
+  AbortSignal abort_;
+  WaitContext wc_ = WaitContext::of(abort_, 20.0);
+  std::string dir_ = config::getString("GROVE_SHM_DIR");
+};
 
 /// A job id no other test of this process uses.
 inline std::string uniqueJob(const char* tag) {
