@@ -221,12 +221,12 @@ def target_rows(res):
 def header(res):
     a, m = res["args"], res["machine"]
     st = res["stream"]
-    best = {}
+    by_threads = {}
     for s in st:
         if s["gbs"]:
-            best[s["threads"]] = max(best.get(s["threads"], 0), s["gbs"])
-    stream_txt = ", ".join("%d thread%s %.1f GB/s" % (t, "" if t == 1 else "s", g)
-                           for t, g in sorted(best.items())) or "not measured"
+            by_threads.setdefault(s["threads"], []).append("%.1f" % s["gbs"])
+    stream_txt = ", ".join("%d thread%s %s GB/s" % (t, "" if t == 1 else "s", " / ".join(g))
+                           for t, g in sorted(by_threads.items())) or "not measured"
     vers = ", ".join("%s: %s" % (LABELS.get(k, k), v) for k, v in sorted(res["versions"].items()))
     out = [
         "# Grove vs Open MPI, MPICH and Gloo — %s" % res["started"],
@@ -241,7 +241,8 @@ def header(res):
             a["factor"], iters_text(a),
             "a %g s pause before every launch; " % a["settle"] if a.get("settle") else "",
             a["reps"]),
-        "- memory bandwidth (STREAM copy, read + write bytes, best of 10): %s" % stream_txt,
+        "- memory bandwidth (STREAM copy, read + write bytes, median of 10 trials; before / "
+        "after the run): %s" % stream_txt,
         "- ratio = best peer time / grove time (> 1: grove faster); broadcast read in place "
         "(MPI_Bcast has one buffer), the others out of place",
     ]
