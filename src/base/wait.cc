@@ -10,8 +10,16 @@
 #include "base/error.h"
 
 namespace grove {
-namespace {
-}  // namespace
+
+bool AbortSignal::waitRaised(double seconds) const {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!raised()) {
+    if (std::chrono::steady_clock::now() >= end) return false;
+    timespec ts{0, 1000 * 1000};
+    nanosleep(&ts, nullptr);
+  }
+  return true;
+}
 
 int defaultSpinUs() {
   static const int us = [] {

@@ -29,6 +29,8 @@ class AbortSignal {
     raised_.store(true, std::memory_order_release);
   }
   bool raised() const { return raised_.load(std::memory_order_acquire); }
+  /// Waits up to `seconds` (in 1 ms naps) for the signal; true if it is raised.
+  bool waitRaised(double seconds) const;
   /// Why it was raised (empty until raised() is true).
   const std::string& reason() const { return reason_; }
   std::atomic<bool>* flag() { return &raised_; }

@@ -29,6 +29,15 @@
 namespace grove::core {
 namespace {
 
+// How long a collective that failed on a remote error (a peer's connection
+// closed, a timeout) waits for the job's abort notice before it reports. A
+// dead rank takes its neighbours down first and the rest of the job through
+// them, so a rank two hops away often sees a neighbour that gave up before
+// the bootstrap root's notice naming the dead rank arrives; waiting briefly
+// reports the cause, not the echo. A peer's death closes its bootstrap
+// connection, so the notice normally comes within milliseconds.
+constexpr double kCauseGraceSec = 1.0;
+
 int onlineCpus() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
@@ -186,7 +195,14 @@ void Comm::guarded(const char* what, Fn&& fn) {
     fn();
   } catch (const Error& e) {
     bool remote = abort_.raised();
-    std::string text = std::string(what) + " failed on rank " + std::to_string(rank_) + ": " + e.what();
+    if (!remote && e.code() == groveRemoteError) remote = abort_.waitRaised(kCauseGraceSec);
+    // The job's notice names the cause; what this rank saw, if it differs, follows it.
+    const std::string seen = e.what();
+    std::string text = std::string(what) + " failed on rank " + std::to_string(rank_) + ": ";
+    if (remote && seen.compare(0, abort_.reason().size(), abort_.reason()) != 0)
+      text += abort_.reason() + " (seen here as: " + seen + ")";
+    else
+      text += seen;
     {
       std::lock_guard<std::mutex> lock(errorMu_);
       if (error_ == groveSuccess) {

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "base/config.h"
 #include "base/dtype.h"
 #include "base/error.h"
@@ -68,6 +71,26 @@ TEST(Waiter, TimesOutWithoutProgressAndSeesAbort) {
     EXPECT_EQ(e.code(), groveRemoteError);
     EXPECT_NE(std::string(e.what()).find("rank 3 died"), std::string::npos);
   }
+}
+
+// A collective that failed on a remote error waits this way for the job's
+// abort notice: it returns as soon as another thread raises the signal, with
+// the first reason, and gives up after its bound when none comes.
+TEST(AbortSignal, WaitRaisedSeesALateRaiseAndGivesUpWithoutOne) {
+  AbortSignal quiet;
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(quiet.waitRaised(0.05));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(50));
+
+  AbortSignal late;
+  std::thread raiser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    late.raise("rank 2 died");
+    late.raise("rank 0 gave up");
+  });
+  EXPECT_TRUE(late.waitRaised(30.0));
+  raiser.join();
+  EXPECT_EQ(late.reason(), "rank 2 died");
 }
 
 }  // namespace grove
