@@ -7,20 +7,30 @@
 // How it works (P a power of two; other counts fold in first, below):
 //
 // The vector is cut into P blocks. Reduce-scatter: in the round at distance
-// d = P/2, P/4, .., 1 each rank pairs with the rank whose number differs in
+// d = 1, 2, .., P/2 each rank pairs with the rank whose number differs in
 // bit d. Both hold the same range of blocks; the rank with that bit clear
 // keeps the lower half and the other the upper half. Each sends the half it
 // gives away and reduces the partner's copy of the half it keeps into its
-// own, so after the last round rank v holds block v reduced over all ranks
-// (that reduction is `final`: avg divides there). The first round reads the
-// input and writes the output; later rounds read and write the output. The
-// half that is sent and the half that is reduced never overlap, so no round
-// reads what it writes, in place or not.
+// own, so after the last round rank v holds block bitreverse(v) reduced over
+// all ranks (that reduction is `final`: avg divides there). The first round
+// reads the input and writes the output; later rounds read and write the
+// output. The half that is sent and the half that is reduced never overlap,
+// so no round reads what it writes, in place or not.
 //
-// All-gather: in the rounds at distance d = 1, 2, .., P/2 the partners swap
+// All-gather: in the rounds at distance d = P/2, .., 2, 1 the partners swap
 // the ranges they hold, which are adjacent, and each then holds their union.
 // Every block is reduced once, at one rank, and copied from there, so every
 // rank ends with bitwise the same result.
+//
+// Why the nearest partner first: the first and the last round each move half
+// the vector, the others a quarter and less, so the largest rounds are
+// between neighbours v and v ^ 1. Across hosts neighbours usually share one
+// (launchers place consecutive ranks together), so the largest rounds stay
+// on the fast local links. With more ranks than CPUs on one host,
+// grove-launch binds consecutive ranks to different CPUs, and a loopback
+// TCP exchange between two CPUs runs faster than one whose two ends share a
+// CPU (4 ranks on 2 CPUs, 2 MiB: about 2.1 against 1.5 GB/s bus bandwidth;
+// docs/benchmarks.md).
 //
 // With n = P + e ranks (P the largest power of two below n), ranks 0, 2, ..,
 // 2e-2 first send their input to the next (odd) rank, which folds it into
@@ -119,7 +129,7 @@ Program buildHalvingAllReduce(const CollArgs& a, const PlanParams& p) {
   // Reduce-scatter by recursive halving: [lo, hi) are the blocks this rank holds.
   Buf from = folds ? Buf::kOutput : Buf::kInput;
   int lo = 0, hi = P;
-  for (int d = P / 2; d >= 1; d /= 2) {
+  for (int d = 1; d < P; d *= 2) {
     const int peer = fold.real(v ^ d);
     const int mid = lo + (hi - lo) / 2;
     const bool upper = (v & d) != 0;
@@ -131,9 +141,10 @@ Program buildHalvingAllReduce(const CollArgs& a, const PlanParams& p) {
         detail::addLane(phase, sendLane(peer, ref(from, blocks.offset(c, giveLo)), give, c));
       if (const uint64_t keep = blocks.bytes(c, keepLo, keepHi); keep > 0) {
         const uint64_t off = blocks.offset(c, keepLo);
+        const bool last = 2 * d == P;
         detail::addLane(phase,
                         laneOf(detail::netStep(StepKind::kRecvReduce, peer, -1, c, ref(from, off),
-                                               ref(Buf::kOutput, off), keep, /*final=*/d == 1)));
+                                               ref(Buf::kOutput, off), keep, /*final=*/last)));
       }
     }
     detail::addPhase(prog, std::move(phase));
@@ -143,7 +154,7 @@ Program buildHalvingAllReduce(const CollArgs& a, const PlanParams& p) {
   }
 
   // All-gather by recursive doubling: swap the held range with the partner's neighbour range.
-  for (int d = 1; d < P; d *= 2) {
+  for (int d = P / 2; d >= 1; d /= 2) {
     const int peer = fold.real(v ^ d);
     const int width = hi - lo;
     const int theirLo = (v & d) != 0 ? lo - width : hi;

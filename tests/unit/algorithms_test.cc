@@ -292,6 +292,33 @@ TEST(HalvingAllReduce, MovesWhatTheRingMovesInTwoLog2PRounds) {
   }
 }
 
+// The largest rounds (the first of the reduce-scatter and the last of the
+// all-gather, half the vector each) are between neighbours r and r ^ 1, and
+// each later round halves the bytes as the distance doubles.
+TEST(HalvingAllReduce, LargestRoundsAreBetweenNeighbours) {
+  CollArgs a;
+  a.count = 8000;
+  a.nranks = 8;
+  for (int r = 0; r < 8; ++r) {
+    a.rank = r;
+    Program prog = buildHalvingAllReduce(a, PlanParams{});
+    ASSERT_EQ(prog.phases.size(), 6u);
+    const int peers[6] = {r ^ 1, r ^ 2, r ^ 4, r ^ 4, r ^ 2, r ^ 1};
+    const uint64_t bytes[6] = {16000, 8000, 4000, 4000, 8000, 16000};
+    for (size_t ph = 0; ph < 6; ++ph) {
+      bool sawSend = false;
+      for (const Lane& l : prog.phases[ph].lanes)
+        for (const Step& s : l.steps) {
+          if (s.kind != StepKind::kSend) continue;
+          sawSend = true;
+          EXPECT_EQ(s.sendPeer, peers[ph]) << "rank " << r << " phase " << ph;
+          EXPECT_EQ(s.bytes, bytes[ph]) << "rank " << r << " phase " << ph;
+        }
+      EXPECT_TRUE(sawSend) << "rank " << r << " phase " << ph;
+    }
+  }
+}
+
 TEST(Builders, SingleRankIsACopyOrNothing) {
   CollArgs a;
   a.count = 10;

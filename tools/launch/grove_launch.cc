@@ -17,6 +17,10 @@
 // between fork and exec, and exits 126 with a message when it may not
 // (no CAP_SYS_ADMIN). --root-host replaces 127.0.0.1 in GROVE_COMM_ID and
 // MASTER_ADDR (the free ports are still probed on this host's 127.0.0.1).
+//
+// --bind: the parent reads the CPUs it may use (sched_getaffinity) once; a
+// child bound by the policy (boundCpuOf) restricts itself to its one CPU
+// between fork and exec, and runs unbound, with a warning, when it may not.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -116,6 +120,7 @@ class Launcher {
   std::vector<Child> children_;
   std::vector<Stream> streams_;
   std::vector<int> nsFds_;  // per rank, -1 = stay in this namespace (closed on exec)
+  std::vector<int> cpus_;   // the CPUs this launcher may use, ascending (for --bind)
   sigset_t oldMask_{};
   int sigFd_ = -1;
   int commPort_ = 0, masterPort_ = 0;
@@ -142,8 +147,20 @@ bool Launcher::openNamespaces() {
   return true;
 }
 
+// The CPUs this process may run on, ascending; empty when unknown.
+std::vector<int> allowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
 bool Launcher::setUp() {
   if (!openNamespaces()) return false;
+  cpus_ = allowedCpus();
   sigset_t mask;
   sigemptyset(&mask);
   for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, s);
@@ -183,6 +200,14 @@ void Launcher::execChild(int rank, int outFd, int errFd) {
                  netnsNameOf(opts_, rank).c_str(), std::strerror(e),
                  e == EPERM ? " (needs root or CAP_SYS_ADMIN)" : "");
     _exit(126);
+  }
+  if (const int cpu = boundCpuOf(opts_, rank, cpus_); cpu >= 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof(one), &one) != 0)
+      std::fprintf(stderr, "grove-launch: rank %d: cannot bind to CPU %d (%s); running unbound\n",
+                   rank, cpu, std::strerror(errno));
   }
   const std::string n = std::to_string(opts_.nranks), r = std::to_string(rank);
   const std::string commId = commIdOf(opts_.rootHost, commPort_);

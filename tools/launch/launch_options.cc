@@ -90,6 +90,7 @@ const option kLongOpts[] = {{"nranks", required_argument, nullptr, 'n'},
                             {"port", required_argument, nullptr, 'p'},
                             {"root-host", required_argument, nullptr, 'R'},
                             {"netns", required_argument, nullptr, 'N'},
+                            {"bind", required_argument, nullptr, 'B'},
                             {"tag-output", no_argument, nullptr, 't'},
                             {"timeout", required_argument, nullptr, 'T'},
                             {"grace", required_argument, nullptr, 'g'},
@@ -111,14 +112,21 @@ std::string netnsPathOf(const std::string& name) {
   return name.find('/') != std::string::npos ? name : "/run/netns/" + name;
 }
 
+int boundCpuOf(const LaunchOptions& opts, int rank, const std::vector<int>& cpus) {
+  if (cpus.empty() || opts.bind == BindPolicy::kNone) return -1;
+  if (opts.bind == BindPolicy::kAuto && static_cast<size_t>(opts.nranks) <= cpus.size()) return -1;
+  return cpus[static_cast<size_t>(rank) % cpus.size()];
+}
+
 std::string commIdOf(const std::string& host, int port) {
   const bool v6 = host.find(':') != std::string::npos;
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 std::string launchUsage() {
-  return "usage: grove-launch -n N [--port P] [--root-host ADDR] [--netns LIST] [--tag-output]\n"
-         "                    [--timeout S] [--grace S] [--] CMD [ARGS...]\n"
+  return "usage: grove-launch -n N [--port P] [--root-host ADDR] [--netns LIST]\n"
+         "                    [--bind auto|none|core] [--tag-output] [--timeout S]\n"
+         "                    [--grace S] [--] CMD [ARGS...]\n"
          "Starts N ranks of CMD on this machine (like torchrun --standalone) and waits.\n"
          "  -n, --nranks N     number of ranks to start (required, >= 1)\n"
          "  -p, --port P       port of the bootstrap root, GROVE_COMM_ID=HOST:P\n"
@@ -130,6 +138,12 @@ std::string launchUsage() {
          "                     for the rank (ns%d); a name is /run/netns/NAME (ip netns),\n"
          "                     a name with a '/' a path such as /proc/PID/ns/net. Needs\n"
          "                     CAP_SYS_ADMIN; a rank that cannot join fails (exit 126)\n"
+         "  --bind POLICY      bind rank r to the (r mod C)-th of the C CPUs grove-launch\n"
+         "                     may use, so consecutive ranks run on different CPUs:\n"
+         "                     auto (default) only with more ranks than CPUs (left to\n"
+         "                     the scheduler, two ranks that exchange data then often\n"
+         "                     share a CPU, which slows loopback TCP), core always,\n"
+         "                     none never\n"
          "  -t, --tag-output   prefix every output line with \"[rank] \"\n"
          "  -T, --timeout S    kill the whole job after S seconds (exit status 124)\n"
          "  -g, --grace S      after a rank fails, let the others run S more seconds\n"
@@ -172,6 +186,17 @@ LaunchParse parseLaunchOptions(int argc, char* const* argv, LaunchOptions* opts,
       case 'N':
         if (!parseNetns(optarg, &opts->netns, error)) return LaunchParse::kError;
         break;
+      case 'B': {
+        const std::string policy = optarg;
+        if (policy == "auto") opts->bind = BindPolicy::kAuto;
+        else if (policy == "none") opts->bind = BindPolicy::kNone;
+        else if (policy == "core") opts->bind = BindPolicy::kCore;
+        else {
+          *error = "bad --bind '" + policy + "' (want auto, none or core)";
+          return LaunchParse::kError;
+        }
+        break;
+      }
       case 't': opts->tagOutput = true; break;
       case 'T':
         if (!parseNumber(optarg, 0, 1e9, &v)) {
