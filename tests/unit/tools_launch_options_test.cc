@@ -103,6 +103,27 @@ TEST(LaunchOptions, RootHost) {
   }
 }
 
+TEST(LaunchOptions, Bind) {
+  LaunchOptions o;
+  std::string err;
+  ASSERT_EQ(parse({"-n", "4", "prog"}, &o, &err), LaunchParse::kRun);
+  EXPECT_EQ(o.bind, grove::tools::BindPolicy::kAuto);
+  const std::vector<int> two{2, 5}, eight{0, 1, 2, 3, 4, 5, 6, 7};
+  // auto: 4 ranks on 2 CPUs are bound round-robin; on 8 CPUs nobody is.
+  EXPECT_EQ(grove::tools::boundCpuOf(o, 0, two), 2);
+  EXPECT_EQ(grove::tools::boundCpuOf(o, 1, two), 5);
+  EXPECT_EQ(grove::tools::boundCpuOf(o, 2, two), 2);
+  EXPECT_EQ(grove::tools::boundCpuOf(o, 3, two), 5);
+  EXPECT_EQ(grove::tools::boundCpuOf(o, 3, eight), -1);
+  EXPECT_EQ(grove::tools::boundCpuOf(o, 0, {}), -1);  // CPUs unknown
+  ASSERT_EQ(parse({"-n", "4", "--bind", "core", "prog"}, &o, &err), LaunchParse::kRun);
+  EXPECT_EQ(grove::tools::boundCpuOf(o, 3, eight), 3);
+  ASSERT_EQ(parse({"-n", "4", "--bind", "none", "prog"}, &o, &err), LaunchParse::kRun);
+  EXPECT_EQ(grove::tools::boundCpuOf(o, 1, two), -1);
+  EXPECT_EQ(parse({"-n", "4", "--bind", "socket", "prog"}, &o, &err), LaunchParse::kError);
+  EXPECT_NE(err.find("bad --bind 'socket'"), std::string::npos) << err;
+}
+
 struct LaunchRun {
   int status = -1;
   std::string out;  // stdout and stderr together

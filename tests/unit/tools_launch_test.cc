@@ -1,7 +1,9 @@
 // Tests of the grove-launch binary with trivial commands: environment of the
 // ranks, output tagging, exit-status propagation, the grace period after a
-// failure, SIGKILL for ranks that ignore SIGTERM, --timeout, usage errors.
+// failure, SIGKILL for ranks that ignore SIGTERM, --timeout, --bind, usage
+// errors.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,12 +133,51 @@ TEST(GroveLaunch, Timeout) {
   EXPECT_NE(r.err.find("timeout"), std::string::npos) << r.err;
 }
 
+// This process's Cpus_allowed_list ("0-1", "3", ...), as each rank prints its own.
+std::string cpusAllowed() {
+  std::ifstream in("/proc/self/status");
+  for (std::string l; std::getline(in, l);)
+    if (l.rfind("Cpus_allowed_list:", 0) == 0) return l.substr(l.find_first_not_of(" \t", 18));
+  return "";
+}
+
+// --bind core puts rank r on the (r mod C)-th CPU the launcher may use; none
+// leaves every rank the launcher's own CPUs; auto binds only past C ranks.
+TEST(GroveLaunch, BindsRanksToCpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  ASSERT_FALSE(cpus.empty());
+  const std::string show =
+      " -- sh -c 'echo $GROVE_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)'";
+  const int n = static_cast<int>(cpus.size()) + 1;
+  for (const char* policy : {"core", "auto"}) {
+    RunResult r = launch("-n " + std::to_string(n) + " --bind " + policy + show);
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::vector<std::string> want;
+    for (int rank = 0; rank < n; ++rank)
+      want.push_back(std::to_string(rank) + " " + std::to_string(cpus[rank % cpus.size()]));
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(lines(r.out), want) << policy;
+  }
+  const std::string mine = cpusAllowed();
+  for (const char* args : {"-n 2 --bind none", "-n 1"}) {
+    RunResult r = launch(std::string(args) + show);
+    ASSERT_EQ(r.status, 0) << r.err;
+    for (const std::string& l : lines(r.out)) EXPECT_EQ(l.substr(l.find(' ') + 1), mine) << args;
+  }
+}
+
 TEST(GroveLaunch, UsageErrors) {
   EXPECT_EQ(launch("-- true").status, 2);           // no -n
   EXPECT_EQ(launch("-n 2").status, 2);              // no command
   EXPECT_EQ(launch("-n 0 true").status, 2);         // bad count
   EXPECT_EQ(launch("-n two true").status, 2);
   EXPECT_EQ(launch("-n 2 --bogus true").status, 2);
+  EXPECT_EQ(launch("-n 2 --bind numa true").status, 2);
   RunResult r = launch("-n");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("usage"), std::string::npos);
