@@ -2,6 +2,7 @@
 // planning time of DGX-1 V100, and clear errors for bad input.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -29,7 +30,9 @@ std::string slurp(const std::string& path) {
 std::string fixture(const std::string& name) { return std::string(GROVE_TOPO_FIXTURES) + "/" + name; }
 
 ToolRun plan(const std::string& args) {
-  const std::string errPath = testing::TempDir() + "grove_plan_test.err";
+  // One file per process: ctest runs the PlanTool tests in parallel processes.
+  const std::string errPath =
+      testing::TempDir() + "grove_plan_test." + std::to_string(getpid()) + ".err";
   const std::string cmd = std::string(GROVE_PLAN_PATH) + " " + args + " 2>" + errPath;
   ToolRun r;
   FILE* p = popen(cmd.c_str(), "r");
@@ -40,6 +43,7 @@ ToolRun plan(const std::string& args) {
   const int status = pclose(p);
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.err = slurp(errPath);
+  std::remove(errPath.c_str());
   return r;
 }
 
