@@ -28,8 +28,10 @@ const std::vector<Var>& registeredVars() {
       {"GROVE_BUFFSIZE", Type::kSize, "1M", "bytes of each connection's buffer per direction"},
       {"GROVE_NCHANNELS", Type::kInt, "0",
        "channels (parallel connections) per collective; 0 = automatic"},
-      {"GROVE_SOCKET_BUFSIZE", Type::kSize, "4M",
-       "SO_SNDBUF/SO_RCVBUF of socket-transport connections; 0 = kernel autotuning"},
+      {"GROVE_SOCKET_SNDBUF", Type::kSize, "512K",
+       "SO_SNDBUF of socket-transport connections (the kernel doubles it); 0 = autotuning"},
+      {"GROVE_SOCKET_RCVBUF", Type::kSize, "4M",
+       "SO_RCVBUF of socket-transport connections (the kernel doubles it); 0 = autotuning"},
       {"GROVE_SHM_DIR", Type::kString, "/dev/shm", "where shared-memory segments are made"},
       // Algorithms
       {"GROVE_ALGO", Type::kString, "",

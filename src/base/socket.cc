@@ -282,11 +282,14 @@ void setNoDelay(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-void setBufferSizes(int fd, size_t bytes) {
-  if (bytes == 0) return;
-  int v = bytes > (1u << 30) ? (1 << 30) : static_cast<int>(bytes);
-  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
-  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+void setBufferSizes(int fd, size_t sendBytes, size_t recvBytes) {
+  auto set = [fd](int option, size_t bytes) {
+    if (bytes == 0) return;
+    int v = bytes > (1u << 30) ? (1 << 30) : static_cast<int>(bytes);
+    setsockopt(fd, SOL_SOCKET, option, &v, sizeof(v));
+  };
+  set(SO_SNDBUF, sendBytes);
+  set(SO_RCVBUF, recvBytes);
 }
 
 void setKeepAlive(int fd) {

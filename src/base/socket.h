@@ -145,8 +145,9 @@ Interface pickInterface();
 void setNonBlocking(int fd, bool on = true);
 /// Sets TCP_NODELAY (ignored for non-TCP sockets).
 void setNoDelay(int fd);
-/// Sets SO_SNDBUF and SO_RCVBUF to `bytes` (0: leave the kernel's autotuning).
-void setBufferSizes(int fd, size_t bytes);
+/// Sets SO_SNDBUF to `sendBytes` and SO_RCVBUF to `recvBytes` (0 leaves that
+/// one to the kernel's autotuning).
+void setBufferSizes(int fd, size_t sendBytes, size_t recvBytes);
 /// Turns on TCP keep-alive probes so a vanished host is noticed in ~30 s.
 void setKeepAlive(int fd);
 

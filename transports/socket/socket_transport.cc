@@ -89,8 +89,9 @@ SocketListener::SocketListener(sockaddr_storage addr) : addr_(addr) {
   fd_ = net::listenOn(addr_);
   bound_ = addr_;
   net::setNonBlocking(fd_.get());
-  // Accepted connections inherit the listener's buffer sizes (and window scale).
-  net::setBufferSizes(fd_.get(), config::getSize("GROVE_SOCKET_BUFSIZE"));
+  // Accepted connections (the receiving ends) inherit the listener's receive
+  // buffer, and with it the window scale announced in the handshake.
+  net::setBufferSizes(fd_.get(), 0, config::getSize("GROVE_SOCKET_RCVBUF"));
 }
 
 SocketListener::SocketListener(sockaddr_storage bindAddr, sockaddr_storage published)
@@ -134,7 +135,7 @@ SocketTransport::SocketTransport(const Context& ctx, std::unique_ptr<SocketListe
   if (!ctx_.routes.empty() && ctx_.routes.size() != static_cast<size_t>(ctx_.nranks))
     throwInvalidArgument("socket transport: " + std::to_string(ctx_.routes.size()) +
                          " peer routes for " + std::to_string(ctx_.nranks) + " ranks");
-  sockBuf_ = config::getSize("GROVE_SOCKET_BUFSIZE");
+  sendBuf_ = config::getSize("GROVE_SOCKET_SNDBUF");
 }
 
 void SocketTransport::addRoute(int peer, uint32_t route, const PeerRoute& addresses) {
@@ -216,7 +217,7 @@ net::Fd SocketTransport::connectLink(const LinkKey& key) {
                               net::formatAddress(addr) + ": " + e.what());
   }
   net::setNoDelay(fd.get());
-  net::setBufferSizes(fd.get(), sockBuf_);
+  net::setBufferSizes(fd.get(), sendBuf_, 0);  // the sending end: only ACKs come back
   if (log::enabled(log::Level::kTrace, log::kNet)) {
     sockaddr_storage me{};
     socklen_t len = sizeof(me);
