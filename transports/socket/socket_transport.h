@@ -21,10 +21,9 @@
 // about a megabyte and returns. Measured on one host with 4 ranks on 2 CPUs,
 // against 4 MiB at both ends: all-reduce 1.1-1.2x faster from 2 MiB up,
 // all-gather 1.05-1.15x, broadcast 1.3x from 8 MiB; 128-512 KiB up to 10-20%
-// slower (broadcast, all-gather); 2 ranks unchanged. A rank whose sendmsg
-// copies megabytes at once holds its CPU while the rank beside it, which
-// forwards the previous bytes, waits; and the bytes it queued are cold by
-// the time they are read.
+// slower (broadcast, all-gather); 2 ranks unchanged. As far as we can tell,
+// a sendmsg that copies megabytes at once holds its CPU while the rank
+// sharing it, which forwards or reduces the bytes before, waits.
 // Link addresses: when Context::routes names a local and/or remote address
 // for a peer (from a topology whose links carry IP addresses), the sender
 // binds the local address (port 0) and connects to the remote address on
