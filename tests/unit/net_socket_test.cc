@@ -160,4 +160,27 @@ TEST(SocketIo, TimeoutsRetriesAndAbort) {
   }
 }
 
+// Each direction's kernel buffer is set on its own; 0 leaves it alone. (The
+// kernel doubles what it is given, up to net.core.{w,r}mem_max.)
+TEST(SocketIo, BufferSizesAreSetPerDirection) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_GE(fd.get(), 0);
+  auto get = [&](int option) {
+    int v = 0;
+    socklen_t len = sizeof(v);
+    EXPECT_EQ(getsockopt(fd.get(), SOL_SOCKET, option, &v, &len), 0);
+    return v;
+  };
+  const int rcv0 = get(SO_RCVBUF), snd0 = get(SO_SNDBUF);
+  setBufferSizes(fd.get(), 90000, 0);
+  EXPECT_EQ(get(SO_RCVBUF), rcv0);
+  const int snd = get(SO_SNDBUF);
+  EXPECT_NE(snd, snd0);
+  EXPECT_GE(snd, 90000);
+  setBufferSizes(fd.get(), 0, 100000);
+  EXPECT_EQ(get(SO_SNDBUF), snd);
+  EXPECT_NE(get(SO_RCVBUF), rcv0);
+  EXPECT_GE(get(SO_RCVBUF), 100000);
+}
+
 }  // namespace grove::net
