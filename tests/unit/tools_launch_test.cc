@@ -3,7 +3,6 @@
 // failure, SIGKILL for ranks that ignore SIGTERM, --timeout, --bind, usage
 // errors.
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +14,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "tools/launch/launch_options.h"
 
 namespace {
 
@@ -144,12 +145,7 @@ std::string cpusAllowed() {
 // --bind core puts rank r on the (r mod C)-th CPU the launcher may use; none
 // leaves every rank the launcher's own CPUs; auto binds only past C ranks.
 TEST(GroveLaunch, BindsRanksToCpus) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  const std::vector<int> cpus = grove::tools::allowedCpus();
   ASSERT_FALSE(cpus.empty());
   const std::string show =
       " -- sh -c 'echo $GROVE_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)'";

@@ -147,17 +147,6 @@ bool Launcher::openNamespaces() {
   return true;
 }
 
-// The CPUs this process may run on, ascending; empty when unknown.
-std::vector<int> allowedCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
-}
-
 bool Launcher::setUp() {
   if (!openNamespaces()) return false;
   cpus_ = allowedCpus();

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <sched.h>
 
 #include <cctype>
 #include <cerrno>
@@ -110,6 +111,16 @@ std::string netnsNameOf(const LaunchOptions& opts, int rank) {
 
 std::string netnsPathOf(const std::string& name) {
   return name.find('/') != std::string::npos ? name : "/run/netns/" + name;
+}
+
+std::vector<int> allowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
 }
 
 int boundCpuOf(const LaunchOptions& opts, int rank, const std::vector<int>& cpus) {

@@ -45,6 +45,10 @@ std::string netnsNameOf(const LaunchOptions& opts, int rank);
 /// makes them), or `name` itself when it contains a '/' (e.g. /proc/PID/ns/net).
 std::string netnsPathOf(const std::string& name);
 
+/// The CPUs this process may run on (sched_getaffinity), ascending; empty
+/// when unknown.
+std::vector<int> allowedCpus();
+
 /// The CPU `rank` is bound to under opts.bind, or -1 for none: rank r gets
 /// cpus[r % cpus.size()] (cpus: the CPUs the launcher may use, ascending),
 /// so consecutive ranks sit on different CPUs; kAuto binds only when there
