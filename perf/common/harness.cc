@@ -192,7 +192,8 @@ void prepare(Rank& r, const DataSpec& spec, const CollCounts& counts, bool inPla
   if (!r.onDevice()) return;
   const size_t es = dtypeSize(spec.type);
   copyToDevice(r.devSend.get(), r.send.get(), counts.sendCount * es, r.stream());
-  copyToDevice(r.devRecv.get(), r.recv.get(), counts.recvCount * es, r.stream());
+  copyToDevice(r.devRecv.get(), r.recv.get(), preparedRecvBytes(spec, r.rank, counts, inPlace),
+               r.stream());
 }
 
 // Runs -c checked calls; returns the wrong elements summed over ranks.

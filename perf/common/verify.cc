@@ -114,12 +114,20 @@ size_t checkedRegionOffset(const DataSpec& spec, int rank, const CollCounts& cou
   return inPlace ? counts.recvInplaceOffset * static_cast<size_t>(rank) * dtypeSize(spec.type) : 0;
 }
 
+size_t preparedRecvBytes(const DataSpec& spec, int rank, const CollCounts& c, bool inPlace) {
+  const size_t es = dtypeSize(spec.type);
+  const size_t regionEnd = checkedRegionOffset(spec, rank, c, inPlace) + c.recvCount * es;
+  if (!inPlace) return regionEnd;
+  const size_t inputEnd = (c.sendInplaceOffset * static_cast<size_t>(rank) + c.sendCount) * es;
+  return std::max(regionEnd, inputEnd);
+}
+
 void prepareData(const DataSpec& spec, int rank, const CollCounts& c, bool inPlace, void* send,
                  void* recv, void* expected) {
   const size_t es = dtypeSize(spec.type);
   const size_t region = checkedRegionOffset(spec, rank, c, inPlace);
   char* recvBytes = static_cast<char*>(recv);
-  std::memset(recv, 0, std::max(c.recvCount * es, region + c.recvCount * es));
+  std::memset(recv, 0, preparedRecvBytes(spec, rank, c, inPlace));
   char* data = inPlace ? recvBytes + c.sendInplaceOffset * static_cast<size_t>(rank) * es
                        : static_cast<char*>(send);
   const bool rootOnlyInput = spec.kind == CollKind::kBroadcast || spec.kind == CollKind::kScatter;

@@ -62,6 +62,12 @@ void prepareData(const DataSpec& spec, int rank, const CollCounts& counts, bool 
 size_t checkedRegionOffset(const DataSpec& spec, int rank, const CollCounts& counts,
                            bool inPlace);
 
+/// Bytes of recv, from its start, that prepareData writes: the checked
+/// region and, in place, this rank's input (a reduce-scatter's or scatter's
+/// input is nranks blocks, longer than the region). A device run copies this
+/// much of recv to the device.
+size_t preparedRecvBytes(const DataSpec& spec, int rank, const CollCounts& counts, bool inPlace);
+
 /// Number of elements of got that differ (bitwise) from expected.
 size_t countWrong(groveDataType_t type, const void* got, const void* expected, size_t count);
 

@@ -287,6 +287,10 @@ size_t simulateAndCount(const DataSpec& s, size_t count, bool inPlace, bool reve
     b[r].recv.assign(bytes, 0x5a);
     b[r].expected.assign(bytes, 0);
     prepareData(s, r, c, inPlace, b[r].send.data(), b[r].recv.data(), b[r].expected.data());
+    // A device run copies only preparedRecvBytes of recv: the rest must not matter.
+    const size_t prepared = preparedRecvBytes(s, r, c, inPlace);
+    if (prepared > bytes) ADD_FAILURE() << "preparedRecvBytes " << prepared << " > " << bytes;
+    else std::fill(b[r].recv.begin() + static_cast<ptrdiff_t>(prepared), b[r].recv.end(), 0x77);
   }
   std::vector<std::vector<char>> ins(n);  // snapshot: outputs may alias inputs
   for (int r = 0; r < n; ++r) {
