@@ -47,4 +47,12 @@ void launchScale(float* dst, const float* src, size_t n, float k, void* stream) 
   checkLaunch("scaleKernel");
 }
 
+void preloadTestKernels() {
+  cudaFuncAttributes attr{};
+  cudaError_t err = cudaFuncGetAttributes(&attr, fillSlowKernel);
+  if (err == cudaSuccess) err = cudaFuncGetAttributes(&attr, scaleKernel);
+  if (err != cudaSuccess)
+    throw std::runtime_error(std::string("loading the test kernels: ") + cudaGetErrorString(err));
+}
+
 }  // namespace grove::gputest

@@ -16,4 +16,9 @@ void launchFillSlow(float* p, size_t n, float base, uint64_t delayNs, void* stre
 /// Enqueues dst[i] = src[i] * k for i < n.
 void launchScale(float* dst, const float* src, size_t n, float k, void* stream);
 
+/// Loads both kernels now. Under CUDA's lazy loading, the first launch of a
+/// kernel may wait for every running kernel; launched behind a collective
+/// that waits for a rank this thread has still to launch, it never returns.
+void preloadTestKernels();
+
 }  // namespace grove::gputest

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include "base/dtype.h"
@@ -119,8 +120,11 @@ std::vector<RankCall> prepareAllReduce(int n, uint64_t count, DeviceRings& rings
 TEST(GpuExecStream, CollectiveOrderedBetweenKernelsOnTheUserStream) {
   const int n = 3;
   const uint64_t count = 100003;
+  preloadTestKernels();  // else scale's first launch waits behind rank 0's waiting collective
   for (xc::LaunchMode mode : {xc::LaunchMode::kAuto, xc::LaunchMode::kPhased}) {
     for (bool viaEvent : {false, true}) {
+      const std::string combo = std::string(mode == xc::LaunchMode::kAuto ? "auto" : "phased") +
+                                (viaEvent ? ", fill ordered by an event" : ", fill on the stream");
       DeviceRings rings(8192);
       std::vector<RankCall> calls = prepareAllReduce(n, count, rings, 7);
       std::vector<xc::DeviceBuffer> checks;
@@ -150,8 +154,8 @@ TEST(GpuExecStream, CollectiveOrderedBetweenKernelsOnTheUserStream) {
                     user);
       }
       for (int r = 0; r < n; ++r) {
-        ASSERT_TRUE(waitStream(launches[r]->stream.get(), 60.0)) << "rank " << r;
-        ASSERT_EQ(launches[r]->ctl.status(), dv::kDevOk) << "rank " << r;
+        ASSERT_TRUE(waitStream(launches[r]->stream.get(), 60.0)) << "rank " << r << ", " << combo;
+        ASSERT_EQ(launches[r]->ctl.status(), dv::kDevOk) << "rank " << r << ", " << combo;
         std::vector<float> got(count);
         cudaOk(cudaMemcpy(got.data(), checks[r].get(), count * sizeof(float), cudaMemcpyDeviceToHost),
                "cudaMemcpy");

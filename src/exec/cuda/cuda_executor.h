@@ -77,6 +77,14 @@ void launchCalls(const DevCall* calls, size_t n, DevControl* ctl, void* stream,
 /// persistent kernel (SMs x blocks per SM).
 uint32_t residentBlocks();
 
+/// Loads the executor's kernels on the current device now. With CUDA's lazy
+/// module loading (the default), the first launch of a kernel loads it, and
+/// a load may wait for every kernel running on the device: when a kernel of
+/// this process is waiting for a rank whose launch is still to come from
+/// this process (ranks sharing a GPU as threads), that wait never ends.
+/// launchCalls calls this once per device before its first launch.
+void preloadKernels();
+
 /// A lowered program uploaded to device memory: its phases, lanes and steps
 /// and its send and receive ring tables, in one allocation.
 class ProgramUpload {

@@ -116,6 +116,7 @@ __global__ void __launch_bounds__(kExecThreads, 1)
 
 constexpr int kMaxDevices = 64;
 std::atomic<uint32_t> gResident[kMaxDevices];
+std::atomic<bool> gPreloaded[kMaxDevices];
 
 void checkLaunchArgs(const DevCall* calls, size_t n, const DevControl* ctl,
                      const LaunchOptions& options) {
@@ -185,10 +186,22 @@ uint32_t residentBlocks() {
   return n;
 }
 
+void preloadKernels() {
+  int device = 0;
+  detail::check(cudaGetDevice(&device), "cudaGetDevice");
+  const bool cached = device >= 0 && device < kMaxDevices;
+  if (cached && gPreloaded[device].load(std::memory_order_acquire)) return;
+  cudaFuncAttributes attr{};  // getting a kernel's attributes loads it
+  detail::check(cudaFuncGetAttributes(&attr, persistentKernel), "loading the persistent kernel");
+  detail::check(cudaFuncGetAttributes(&attr, phasedKernel), "loading the phased kernel");
+  if (cached) gPreloaded[device].store(true, std::memory_order_release);
+}
+
 void launchCalls(const DevCall* calls, size_t n, DevControl* ctl, void* stream,
                  const LaunchOptions& options) {
   checkLaunchArgs(calls, n, ctl, options);
   if (n == 0) return;
+  preloadKernels();
   auto s = static_cast<cudaStream_t>(stream);
   bool persistent = false;
   if (options.mode != LaunchMode::kPhased && options.barrier != nullptr) {
