@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <barrier>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +72,10 @@ struct Shared {
   groveUniqueId id{};
   MemoryMode mode = MemoryMode::kHost;
   int deviceCount = 0;  ///< visible CUDA devices (kCuda only)
+  /// The ranks (threads) of this process meet here once all are set up: a
+  /// CUDA allocation may synchronise the device, and so wait for a peer's
+  /// collective kernel that waits for this very thread.
+  std::unique_ptr<std::barrier<>> setUpDone;
 };
 
 /// One rank (one thread) of this process.
@@ -148,7 +153,11 @@ void smallColl(Rank& r, const void* in, size_t inBytes, void* out, size_t outByt
   char* dOut = in == out ? dIn : dIn + (inBytes + 63) / 64 * 64;
   copyToDevice(dIn, in, inBytes, r.stream());
   PERF_CHECK(r.comm, call(dIn, dOut, r.stream()));
-  copyToHost(out, dOut, outBytes, r.stream());  // waits for the call
+  // Wait for the call before the copy: a copy to pageable memory waits for
+  // the stream inside the driver, holding a lock that another rank thread of
+  // this process may need to launch the peer half of this very call.
+  cudaStreamWait(r.stream());
+  copyToHost(out, dOut, outBytes, r.stream());
 }
 
 // Every rank of the job waits for every other (a one-element all-reduce).
@@ -357,8 +366,11 @@ void releaseDevice(Rank& r) {
 
 void rankMain(Rank& r) {
   const Shared& sh = *r.shared;
+  bool met = false;  // passed the setUpDone barrier
   try {
     setUp(r);
+    sh.setUpDone->arrive_and_wait();
+    met = true;
     printDevices(r);
     r.print(formatColumnHeader(sh.args.reportCpuTime ? "cputime" : "time"));
     runTests(r);
@@ -369,6 +381,7 @@ void rankMain(Rank& r) {
     if (r.onDevice()) releaseDevice(r);
   } catch (const std::exception& e) {
     r.failure = e.what();
+    if (!met) sh.setUpDone->arrive_and_drop();  // the others go on without this rank
     if (r.comm != nullptr) groveCommAbort(r.comm);  // peers fail fast instead of timing out
     r.comm = nullptr;
     if (r.onDevice()) releaseDevice(r);
@@ -471,6 +484,7 @@ int perfMain(int argc, char** argv, CollKind kind) {
   }
   if (tools::uniqueIdFromEnv(sh.env, &sh.id) != groveSuccess) return 1;  // reason printed
 
+  sh.setUpDone = std::make_unique<std::barrier<>>(sh.args.nThreads);
   std::vector<Rank> ranks(static_cast<size_t>(sh.args.nThreads));
   for (int t = 0; t < sh.args.nThreads; ++t) {
     Rank& r = ranks[static_cast<size_t>(t)];

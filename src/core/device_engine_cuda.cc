@@ -71,7 +71,7 @@ class CudaEngine : public DeviceEngine {
     launched_ = true;
     // The one-offs just used are freed once this launch is known complete.
     while (!pendingOneOff_.empty()) {
-      retired_.push_back({std::move(pendingOneOff_.front()), std::make_unique<cu::Event>()});
+      retired_.push_back({std::move(pendingOneOff_.front()), takeEvent()});
       retired_.back().done->record(stream);
       pendingOneOff_.pop_front();
     }
@@ -98,7 +98,19 @@ class CudaEngine : public DeviceEngine {
     std::unique_ptr<cu::Event> done;
   };
   void releaseFinished() {
-    while (!retired_.empty() && retired_.front().done->done()) retired_.pop_front();
+    while (!retired_.empty() && retired_.front().done->done()) {
+      spareEvents_.push_back(std::move(retired_.front().done));
+      retired_.pop_front();
+    }
+  }
+  // Events are reused, never destroyed while the engine runs: creating and
+  // destroying one takes a driver lock that another rank thread of this
+  // process may hold while it waits for this rank's next launch.
+  std::unique_ptr<cu::Event> takeEvent() {
+    if (spareEvents_.empty()) return std::make_unique<cu::Event>();
+    std::unique_ptr<cu::Event> e = std::move(spareEvents_.back());
+    spareEvents_.pop_back();
+    return e;
   }
   double timeoutSec() const { return timeoutNs_ > 0 ? timeoutNs_ * 1e-9 : 1e9; }
 
@@ -111,6 +123,7 @@ class CudaEngine : public DeviceEngine {
   std::vector<std::unique_ptr<cu::ProgramUpload>> kept_;
   std::deque<std::unique_ptr<cu::ProgramUpload>> pendingOneOff_;
   std::deque<Retired> retired_;
+  std::vector<std::unique_ptr<cu::Event>> spareEvents_;
 };
 
 }  // namespace

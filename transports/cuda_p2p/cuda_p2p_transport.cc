@@ -153,6 +153,22 @@ bool CudaP2PTransport::canConnect(int peer) const {
   return pd == device_ || (canAccess(device_, pd) && canAccess(pd, device_));
 }
 
+namespace {
+
+// Zeroes a new ring on a stream of its own and waits for that stream alone:
+// cudaMemset and cudaDeviceSynchronize would wait for every kernel on the
+// GPU, such as a peer rank's kernel (same process) waiting for this thread.
+void zeroRing(void* base, size_t bytes) {
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  cudaError_t err = cudaMemsetAsync(base, 0, bytes, s);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(s);
+  (void)cudaStreamDestroy(s);
+  check(err, "zeroing a ring");
+}
+
+}  // namespace
+
 DevRing CudaP2PTransport::createRecv(const LinkKey& key, uint64_t capacity, RingExport& out) {
   requireAvailable("create a ring");
   if (!canConnect(key.peer))
@@ -171,8 +187,7 @@ DevRing CudaP2PTransport::createRecv(const LinkKey& key, uint64_t capacity, Ring
   held->owned = true;
   Held* raw = held.get();
   held_.push_back(std::move(held));  // freed by the destructor even if a call below throws
-  check(cudaMemset(raw->base, 0, ringBytes(capacity)), "cudaMemset");
-  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after zeroing a ring");
+  zeroRing(raw->base, ringBytes(capacity));
   cudaIpcMemHandle_t handle;
   check(cudaIpcGetMemHandle(&handle, raw->base), "cudaIpcGetMemHandle");
   static_assert(sizeof(handle) == kIpcHandleBytes, "IPC handle size");

@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
 #include <utility>
@@ -33,6 +35,68 @@ namespace {
 
 /// Rounds n up to a multiple of 16.
 size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
+
+constexpr int kMaxDevices = 64;
+
+/// A device's stream and memory pool for the executor's own memory.
+struct Housekeeping {
+  cudaStream_t stream = nullptr;
+  cudaMemPool_t pool = nullptr;
+};
+std::mutex gHousekeepingMu;
+Housekeeping gHousekeeping[kMaxDevices];
+
+/// The process's non-blocking stream and private memory pool for the
+/// executor's allocations on `device` (made on first use, kept for the
+/// process's life). The pool keeps freed memory for reuse instead of
+/// handing it back to the driver, which could wait for the whole device.
+const Housekeeping& housekeeping(int device) {
+  if (device < 0 || device >= kMaxDevices)
+    throwInvalidArgument("exec::cuda: device " + std::to_string(device) + " out of range");
+  std::lock_guard<std::mutex> lock(gHousekeepingMu);
+  Housekeeping& h = gHousekeeping[device];
+  if (h.stream == nullptr) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    detail::check(cudaMemPoolCreate(&h.pool, &props), "cudaMemPoolCreate");
+    uint64_t keep = UINT64_MAX;
+    detail::check(cudaMemPoolSetAttribute(h.pool, cudaMemPoolAttrReleaseThreshold, &keep),
+                  "cudaMemPoolSetAttribute(release threshold)");
+    int prev = 0;
+    detail::check(cudaGetDevice(&prev), "cudaGetDevice");
+    if (prev != device) detail::check(cudaSetDevice(device), "cudaSetDevice");
+    const cudaError_t err = cudaStreamCreateWithFlags(&h.stream, cudaStreamNonBlocking);
+    if (prev != device) (void)cudaSetDevice(prev);
+    detail::check(err, "cudaStreamCreateWithFlags(housekeeping)");
+  }
+  return h;
+}
+
+/// Allocates `bytes` on the current device (stream-ordered) and fills them
+/// from `host`, or with zeros when host is null; returns once done.
+void* allocFilled(size_t bytes, const void* host, int* device, const char* what) {
+  detail::check(cudaGetDevice(device), "cudaGetDevice");
+  const Housekeeping& h = housekeeping(*device);
+  cudaStream_t s = h.stream;
+  void* p = nullptr;
+  detail::check(cudaMallocFromPoolAsync(&p, bytes, h.pool, s), what);
+  cudaError_t err = host != nullptr ? cudaMemcpyAsync(p, host, bytes, cudaMemcpyHostToDevice, s)
+                                    : cudaMemsetAsync(p, 0, bytes, s);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(s);
+  if (err != cudaSuccess) {
+    (void)cudaFreeAsync(p, s);
+    detail::check(err, what);
+  }
+  return p;
+}
+
+/// Frees memory of allocFilled without waiting for the device.
+void freeAsync(void* p, int device) {
+  if (p == nullptr) return;
+  (void)cudaFreeAsync(p, housekeeping(device).stream);
+}
 
 }  // namespace
 
@@ -62,15 +126,8 @@ ProgramUpload::ProgramUpload(const DevProgram& program, const std::vector<DevRin
   put(oSteps, program.steps.data(), program.steps.size() * sizeof(dev::DevStep));
   put(oSends, sends.data(), sends.size() * sizeof(DevRing));
   put(oRecvs, recvs.data(), recvs.size() * sizeof(DevRing));
-  detail::check(cudaMalloc(&mem_, bytes_), "cudaMalloc(program upload)");
-  // A pageable copy may return before its DMA lands, and kernels on
-  // non-blocking streams do not wait for the default stream: wait here.
-  cudaError_t err = cudaMemcpyAsync(mem_, host.data(), bytes_, cudaMemcpyHostToDevice, nullptr);
-  if (err == cudaSuccess) err = cudaStreamSynchronize(nullptr);
-  if (err != cudaSuccess) {
-    cudaFree(mem_);
-    detail::check(err, "cudaMemcpy(program upload)");
-  }
+  // Waits for the copy: launches on other streams do not wait for this one.
+  mem_ = allocFilled(bytes_, host.data(), &device_, "uploading a program");
   auto* base = static_cast<uint8_t*>(mem_);
   view_.phases = reinterpret_cast<const dev::DevPhase*>(base + oPhases);
   view_.lanes = reinterpret_cast<const dev::DevLane*>(base + oLanes);
@@ -81,7 +138,7 @@ ProgramUpload::ProgramUpload(const DevProgram& program, const std::vector<DevRin
   view_.maxLanes = program.maxLanes;
 }
 
-ProgramUpload::~ProgramUpload() { cudaFree(mem_); }
+ProgramUpload::~ProgramUpload() { freeAsync(mem_, device_); }
 
 // ------------------------------------------------------------------ MappedControl
 
@@ -131,29 +188,23 @@ uint32_t MappedControl::status() const {
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
   if (bytes == 0) return;
-  void* p = nullptr;
-  detail::check(cudaMalloc(&p, bytes), "cudaMalloc");
-  // Zero before returning: a kernel on a non-blocking stream would not wait
-  // for a memset still queued on the default stream.
-  cudaError_t err = cudaMemsetAsync(p, 0, bytes, nullptr);
-  if (err == cudaSuccess) err = cudaStreamSynchronize(nullptr);
-  if (err != cudaSuccess) {
-    cudaFree(p);
-    detail::check(err, "zeroing a device buffer");
-  }
-  ptr_ = static_cast<uint8_t*>(p);
+  // Zeroed before returning: launches on other streams do not wait for this one.
+  ptr_ = static_cast<uint8_t*>(allocFilled(bytes, nullptr, &device_, "allocating a device buffer"));
 }
 
-DeviceBuffer::~DeviceBuffer() { cudaFree(ptr_); }
+DeviceBuffer::~DeviceBuffer() { freeAsync(ptr_, device_); }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
-    : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+    : ptr_(std::exchange(other.ptr_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      device_(other.device_) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {
-    cudaFree(ptr_);
+    freeAsync(ptr_, device_);
     ptr_ = std::exchange(other.ptr_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
+    device_ = other.device_;
   }
   return *this;
 }

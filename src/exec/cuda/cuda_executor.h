@@ -106,6 +106,7 @@ class ProgramUpload {
  private:
   void* mem_ = nullptr;
   size_t bytes_ = 0;
+  int device_ = 0;
   DevProgramView view_;
 };
 
@@ -139,7 +140,14 @@ class MappedControl {
   uint64_t* barrier_ = nullptr;
 };
 
-/// A zeroed device allocation (cudaMalloc), freed on destruction. Movable.
+/// A zeroed device allocation for the executor's own use (scratch, test
+/// buffers), freed on destruction. Movable.
+/// ProgramUpload and DeviceBuffer allocate, fill and free stream-ordered
+/// (cudaMallocAsync/cudaFreeAsync) on a private non-blocking stream per
+/// device, never with cudaMalloc/cudaFree or on the legacy stream: those may
+/// wait for every kernel on the device, and when ranks share a GPU as
+/// threads of one process, a peer's kernel may be waiting for this very
+/// thread's next launch. The owner frees only memory no launch still uses.
 class DeviceBuffer {
  public:
   /// An empty buffer (no allocation).
@@ -160,6 +168,7 @@ class DeviceBuffer {
  private:
   uint8_t* ptr_ = nullptr;
   size_t bytes_ = 0;
+  int device_ = 0;
 };
 
 /// A non-blocking CUDA stream (cudaStreamNonBlocking), destroyed with it.
