@@ -94,6 +94,7 @@ struct SelectorConfig {
   uint64_t chunkBytes = 0;          ///< pipelined step size; 0 = bufferBytes / 2
   uint64_t bufferBytes = 1 << 20;   ///< each connection's buffer per direction
   int nChannels = 0;                ///< channels per collective; 0 = automatic
+  bool gpuLanes = false;            ///< lanes run as GPU thread blocks (CUDA communicators)
 
   /// Reads GROVE_ALGO, GROVE_DIRECT_MAX_BYTES, GROVE_EAGER, GROVE_EAGER_MAX_BYTES,
   /// GROVE_CHUNKSIZE, GROVE_BUFFSIZE and GROVE_NCHANNELS; a non-empty `algoOverride` (the comm config's
@@ -172,6 +173,7 @@ class Selector {
   uint64_t directMaxBytes_;
   uint64_t eagerMaxBytes_;
   bool autoChannels_;  // channel count chosen here (not by the user): fewer for small messages
+  bool gpuLanes_;      // automatic channels grow with the message (one thread block each)
   PlanParams params_;
   std::array<unsigned, kNumColls> allowed_{};
   std::array<bool, kNumColls> overridden_{};

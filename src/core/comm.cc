@@ -121,6 +121,7 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   plan::SelectorConfig sel = plan::SelectorConfig::fromRegistry(options_.algo.c_str(), options_.nChannels);
   sel.bufferBytes = options_.bufferBytes;
   sel.chunkBytes = options_.chunkBytes;
+  sel.gpuLanes = cuda && !options_.emulateDevice;
   plan::TransportKind kind = connections_->usesSocket() ? plan::TransportKind::kSocket
                                                         : plan::TransportKind::kShm;
   selector_ = std::make_unique<plan::Selector>(nranks, kind, sel);

@@ -239,6 +239,24 @@ TEST(Selector, DefaultThresholds) {
   EXPECT_EQ(Selector(4, TransportKind::kSocket, cfg()).params().nChannels, 2);
 }
 
+// On GPU lanes automatic channels grow with the message, one per 512 KiB up
+// to 32; a channel count the user set stays as set, and host lanes keep theirs.
+TEST(Selector, GpuLanesScaleChannelsWithTheMessage) {
+  SelectorConfig c = cfg();
+  c.gpuLanes = true;
+  Selector gpu(2, TransportKind::kShm, c);
+  EXPECT_EQ(gpu.select(Coll::kAllReduce, 8).params.nChannels, 1);
+  EXPECT_EQ(gpu.select(Coll::kAllReduce, 1 << 20).params.nChannels, 2);
+  EXPECT_EQ(gpu.select(Coll::kAllReduce, 4 << 20).params.nChannels, 8);
+  EXPECT_EQ(gpu.select(Coll::kBroadcast, 16 << 20).params.nChannels, 32);
+  EXPECT_EQ(gpu.select(Coll::kAllGather, uint64_t{1} << 30).params.nChannels, 32);
+  c.nChannels = 3;
+  EXPECT_EQ(Selector(2, TransportKind::kShm, c).select(Coll::kAllReduce, 1 << 30).params.nChannels,
+            3);
+  EXPECT_EQ(Selector(2, TransportKind::kShm, cfg()).select(Coll::kAllReduce, 1 << 30).params.nChannels,
+            1);
+}
+
 // The latency algorithm: recursive doubling where it saves messages (see
 // Selector::latencyAlgo), direct elsewhere; the same threshold for both.
 TEST(Selector, LatencyAlgorithmByTransportAndRanks) {
