@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# GPU tier: every collective on CUDA communicators in real processes that
-# share the one GPU -- grove-launch -n N -- <coll>_perf on device memory,
-# every dtype and op, 8 B .. 4 MiB, results checked (-c 1) -- once over
-# cuda_p2p (CUDA IPC) and once over host_staged (GROVE_P2P_DISABLE=1), with
-# N = 2, 3 and 4. Exits 77 (ctest: Skipped) without a GPU.
+# GPU tier: every collective on CUDA communicators whose ranks share the one
+# GPU, results checked (-c 1), 8 B .. 4 MiB:
+#  - in 2, 3 and 4 processes (grove-launch), once over cuda_p2p (CUDA IPC)
+#    and once over host_staged (GROVE_P2P_DISABLE=1). With 2 processes every
+#    dtype and op; with 3 and 4, float sum. Kernels of different processes
+#    take turns on the GPU (time slices of about a millisecond), so these runs
+#    check results, not speed.
+#  - in 2 threads of one process (-t 2), whose kernels do run concurrently,
+#    over cuda_p2p: every dtype and op.
+# Exits 77 (ctest: Skipped) without a GPU.
 # Usage: gpu_collectives.sh <grove-launch> <folder of the perf binaries>
 set -u
 launch=$1
@@ -14,26 +19,38 @@ if ! grep -q "# Memory: CUDA device memory" <<<"$probe"; then
   echo "$probe" | tail -3
   exit 77
 fi
+colls="all_reduce broadcast reduce all_gather reduce_scatter gather scatter alltoall sendrecv"
 failed=0
+# check <what> <transport it must use> <command...>
+check() {
+  local what=$1 want=$2
+  shift 2
+  local out rc
+  out=$(GROVE_DEVICE_KIND=cuda GROVE_TIMEOUT=60 GROVE_DEBUG=INFO GROVE_DEBUG_SUBSYS=INIT "$@" 2>&1)
+  rc=$?
+  if [ $rc -ne 0 ] || ! grep -q "# Out of bounds values : 0 OK" <<<"$out" ||
+     ! grep -q "over $want" <<<"$out"; then
+    echo "FAIL $what (exit $rc)"
+    echo "$out" | tail -25
+    failed=1
+  else
+    echo "ok   $what"
+  fi
+}
 for disable in 0 1; do
   want=cuda_p2p
   [ "$disable" = 1 ] && want=host_staged
   for n in 2 3 4; do
-    for coll in all_reduce broadcast reduce all_gather reduce_scatter gather scatter alltoall sendrecv; do
-      out=$(GROVE_DEVICE_KIND=cuda GROVE_P2P_DISABLE=$disable GROVE_TIMEOUT=60 GROVE_DEBUG=INFO \
-            GROVE_DEBUG_SUBSYS=INIT "$launch" -n "$n" --timeout 500 -- \
-            "$bin/${coll}_perf" -b 8 -e 4M -f 8 -d all -o all -n 2 -w 1 -c 1 2>&1)
-      rc=$?
-      what="$coll n=$n over $want"
-      if [ $rc -ne 0 ] || ! grep -q "# Out of bounds values : 0 OK" <<<"$out" ||
-         ! grep -q "over $want" <<<"$out"; then
-        echo "FAIL $what (exit $rc)"
-        echo "$out" | tail -25
-        failed=1
-      else
-        echo "ok   $what"
-      fi
+    sweep=(-d float -o sum -f 64)
+    [ "$n" = 2 ] && sweep=(-d all -o all -f 8)
+    for coll in $colls; do
+      check "$coll n=$n over $want" $want env GROVE_P2P_DISABLE=$disable \
+        "$launch" -n "$n" --timeout 500 -- "$bin/${coll}_perf" -b 8 -e 4M "${sweep[@]}" -n 2 -w 1 -c 1
     done
   done
+done
+for coll in $colls; do
+  check "$coll 2 threads over cuda_p2p" cuda_p2p \
+    "$bin/${coll}_perf" -t 2 -b 8 -e 4M -f 8 -d all -o all -n 2 -w 1 -c 1
 done
 exit $failed
