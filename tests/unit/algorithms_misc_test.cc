@@ -251,10 +251,9 @@ TEST(Selector, GpuLanesScaleChannelsWithTheMessage) {
   EXPECT_EQ(gpu.select(Coll::kBroadcast, 16 << 20).params.nChannels, 32);
   EXPECT_EQ(gpu.select(Coll::kAllGather, uint64_t{1} << 30).params.nChannels, 32);
   c.nChannels = 3;
-  EXPECT_EQ(Selector(2, TransportKind::kShm, c).select(Coll::kAllReduce, 1 << 30).params.nChannels,
-            3);
-  EXPECT_EQ(Selector(2, TransportKind::kShm, cfg()).select(Coll::kAllReduce, 1 << 30).params.nChannels,
-            1);
+  const Selector set(2, TransportKind::kShm, c), host(2, TransportKind::kShm, cfg());
+  EXPECT_EQ(set.select(Coll::kAllReduce, 1 << 30).params.nChannels, 3);
+  EXPECT_EQ(host.select(Coll::kAllReduce, 1 << 30).params.nChannels, 1);
 }
 
 // The latency algorithm: recursive doubling where it saves messages (see
