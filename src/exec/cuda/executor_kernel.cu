@@ -188,7 +188,7 @@ uint32_t residentBlocks() {
 
 void preloadKernels() {
   int device = 0;
-  detail::check(cudaGetDevice(&device), "cudaGetDevice");
+  detail::check(cudaGetDevice(&device), "loading the executor kernels: cudaGetDevice");
   const bool cached = device >= 0 && device < kMaxDevices;
   if (cached && gPreloaded[device].load(std::memory_order_acquire)) return;
   cudaFuncAttributes attr{};  // getting a kernel's attributes loads it
