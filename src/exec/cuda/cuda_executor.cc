@@ -36,8 +36,6 @@ namespace {
 /// Rounds n up to a multiple of 16.
 size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
 
-constexpr int kMaxDevices = 64;
-
 /// A device's stream and memory pool for the executor's own memory.
 struct Housekeeping {
   cudaStream_t stream = nullptr;

@@ -37,6 +37,9 @@ using transport::DevRing;
 inline constexpr uint32_t kExecThreads = 512;
 /// Most calls one kernel launch carries in its parameters (more are split).
 inline constexpr uint32_t kMaxCallsPerLaunch = 12;
+/// Device ordinals below this get the executor's per-device state (kernels
+/// loaded, resident blocks, the housekeeping stream and memory pool).
+inline constexpr int kMaxDevices = 64;
 
 /// The persistent kernel's parameters, passed by value (kernel parameter
 /// space, at most 4 KiB).

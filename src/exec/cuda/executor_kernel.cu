@@ -114,7 +114,6 @@ __global__ void __launch_bounds__(kExecThreads, 1)
   runUnit(call, callIndex, phase, ctl);
 }
 
-constexpr int kMaxDevices = 64;
 std::atomic<uint32_t> gResident[kMaxDevices];
 std::atomic<bool> gPreloaded[kMaxDevices];
 
