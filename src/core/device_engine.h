@@ -31,6 +31,8 @@ class DeviceEngine {
   virtual const char* name() const = 0;
   /// True when launch() returns before the calls have run (CUDA).
   virtual bool asynchronous() const = 0;
+  /// How programs are lowered for this engine (none cut by default).
+  virtual exec::dev::LowerOptions lowerOptions() const { return {}; }
   /// Makes a lowered program runnable with its ring tables; the view stays
   /// valid until the engine is destroyed. `oneOff` programs (built for one
   /// call) are released once the next launch that uses them has completed.

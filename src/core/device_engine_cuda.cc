@@ -42,6 +42,10 @@ class CudaEngine : public DeviceEngine {
   }
   const char* name() const override { return "cuda"; }
   bool asynchronous() const override { return true; }
+  // One thread block copies a few tens of GB/s: a long local copy (the
+  // root's own output, an all-gather's own block) gets a block per 512 KiB,
+  // as the selector gives ring channels, up to 32.
+  exec::dev::LowerOptions lowerOptions() const override { return {512u << 10, 32}; }
 
   exec::dev::DevProgramView install(const exec::dev::DevProgram& program,
                                     const DeviceRingTables& rings, bool oneOff) override {

@@ -120,7 +120,7 @@ const DevicePath::Installed& DevicePath::prepare(const DeviceOp& op) {
     auto it = installed_.find(op.program.get());
     if (it != installed_.end()) return it->second;
   }
-  exec::dev::DevProgram lowered = exec::dev::lowerProgram(*op.program);
+  exec::dev::DevProgram lowered = exec::dev::lowerProgram(*op.program, {}, engine_->lowerOptions());
   DeviceRingTables rings = links_->ensure(lowered);
   Installed inst;
   inst.program = op.program;

@@ -53,10 +53,11 @@ struct EmuCall {
   DevCall call;
 };
 
-/// Lowers `p` for `rank`, binds its rings in `fabric` and its buffers.
+/// Lowers `p` for `rank` (with `lower`), binds its rings in `fabric` and its buffers.
 inline void bindCall(EmuCall& c, const plan::Program& p, int rank, EmuFabric& fabric,
-                     const DevReduce& reduce, const std::vector<uint8_t*>& bufs) {
-  c.program = lowerProgram(p);
+                     const DevReduce& reduce, const std::vector<uint8_t*>& bufs,
+                     const LowerOptions& lower = {}) {
+  c.program = lowerProgram(p, {}, lower);
   for (const transport::LinkKey& k : c.program.sendKeys)
     c.sends.push_back(fabric.ring(rank, k.peer, k.channel, k.route));
   for (const transport::LinkKey& k : c.program.recvKeys)
@@ -123,9 +124,10 @@ inline long firstDiff(const std::vector<uint8_t>& a, const std::vector<uint8_t>&
 /// Runs a group of calls (xs[i] built by builds[i]; every rank runs them in
 /// order over the same links) with the host executor (loopback links of
 /// `capacity`) and with the device emulation (one launch per rank, rings of
-/// `capacity`), and expects every byte of every rank's buffers to agree.
+/// `capacity`, programs lowered with `lower`), and expects every byte of
+/// every rank's buffers to agree.
 inline void compareGroup(const std::vector<CallRun>& xs, const std::vector<BuildFn>& builds,
-                         uint64_t capacity) {
+                         uint64_t capacity, const LowerOptions& lower = {}) {
   std::string text = "ring " + std::to_string(capacity);
   for (const CallRun& x : xs) text += "; " + plan::testing::runText(x);
   SCOPED_TRACE(text);
@@ -164,7 +166,7 @@ inline void compareGroup(const std::vector<CallRun>& xs, const std::vector<Build
     for (size_t c = 0; c < k; ++c) {
       Memory& d = dev[c][r];
       bindCall(calls[r][c], progs[c][r], r, fabric, DevReduce{xs[c].dtype, xs[c].op, n},
-               {d.in, d.out, d.scratch.empty() ? nullptr : d.scratch.data()});
+               {d.in, d.out, d.scratch.empty() ? nullptr : d.scratch.data()}, lower);
     }
   const std::vector<DevControl> ctl = runRanks(calls, 30'000'000'000ull);
   for (int r = 0; r < n; ++r) {
@@ -180,8 +182,9 @@ inline void compareGroup(const std::vector<CallRun>& xs, const std::vector<Build
 }
 
 /// compareGroup of one call.
-inline void compareCall(const CallRun& x, const BuildFn& build, uint64_t capacity) {
-  compareGroup({x}, {build}, capacity);
+inline void compareCall(const CallRun& x, const BuildFn& build, uint64_t capacity,
+                        const LowerOptions& lower = {}) {
+  compareGroup({x}, {build}, capacity, lower);
 }
 
 }  // namespace grove::exec::dev::testing

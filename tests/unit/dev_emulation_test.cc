@@ -4,7 +4,8 @@
 // hierarchical plan on topology fixtures, hand-made wide trees for fan-in and
 // fan-out), 2..5 and 8 ranks, five data types, every op, in and out of
 // place, sizes 0 to 1 MiB + 5 elements, rings that wrap many times and the
-// default size; every byte of every rank compared. Then a group of two
+// default size, long local steps cut into lanes; every byte of every rank
+// compared. Then a group of two
 // calls, and the failures: abort, timeout, a closed ring, a failure seen by
 // the other lanes, and invalid calls.
 #include <gtest/gtest.h>
@@ -97,6 +98,23 @@ TEST(DevEmulation, LargeMessages) {
               builder(plan::Algo::kDirect, PlanParams{}), kDefaultRing);
   compareCall({Coll::kReduce, 5, k64K3, groveFloat16, groveMax, true, 2},
               builder(plan::Algo::kRing, smallChunks(2)), kSmallRing);
+}
+
+// Long local steps cut into lanes of their own (LowerOptions, as on a GPU):
+// every collective and algorithm, 1 to 4 ranks, in and out of place.
+TEST(DevEmulation, LongLocalStepsCutIntoLanes) {
+  const LowerOptions cut{4096, 5};
+  int v = 0;
+  for (const plan::testing::Combo& combo : plan::testing::kCombos)
+    for (int n : {1, 2, 3, 4})
+      for (bool inPlace : {false, true}) {
+        if (inPlace && combo.coll == Coll::kAlltoAll) continue;
+        ++v;
+        const plan::testing::CallRun x{combo.coll, n, 20000 + 3, kTypes[v % 5], kOps[(v / 5) % 5],
+                                       inPlace, v % n};
+        compareCall(x, builder(combo.algo, smallChunks(1 + v % 2)), kSmallRing, cut);
+        if (HasFatalFailure()) return;
+      }
 }
 
 // Trees, rings and the hierarchical plan that the planners make for

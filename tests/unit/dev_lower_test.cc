@@ -159,6 +159,49 @@ TEST(DevLower, RejectsWhatTheDeviceCannotRun) {
   EXPECT_NO_THROW(lowerProgram(phases));
 }
 
+// LowerOptions: a lane of one long local step becomes lanes of one piece
+// each, cut at 4 KiB multiples; everything else stays as it was.
+TEST(DevLower, CutsLongLocalStepsIntoLanes) {
+  const LowerOptions cut{8192, 4};
+  plan::Program p = oneLane({step(StepKind::kCopy, -1, -1, 0, in(100), out(36), 30000)});
+  p.phases[0].lanes.push_back(plan::Lane{{step(StepKind::kSend, 1, -1, 0, in(0), {}, 64)}});
+  p.phases[0].lanes.push_back(plan::Lane{{step(StepKind::kReduce, -1, -1, 0, in(0), out(0), 16384)}});
+  DevProgram d = lowerProgram(p, {}, cut);
+  // 30000 B: 3 pieces of 12288, 12288 and 5424 B; the send; 16384 B: 2 pieces.
+  ASSERT_EQ(d.lanes.size(), 6u);
+  EXPECT_EQ(d.maxLanes, 6u);
+  const uint64_t bytes[] = {12288, 12288, 5424, 64, 8192, 8192};
+  const uint64_t srcOff[] = {100, 12388, 24676, 0, 0, 8192};
+  for (size_t l = 0; l < 6; ++l) {
+    SCOPED_TRACE("lane " + std::to_string(l));
+    ASSERT_EQ(d.lanes[l].end - d.lanes[l].begin, 1u);
+    const DevStep& s = d.steps[d.lanes[l].begin];
+    EXPECT_EQ(s.bytes, bytes[l]);
+    EXPECT_EQ(s.srcOff, srcOff[l]);
+    if (l < 3) EXPECT_EQ(s.dstOff, srcOff[l] - 64);
+    EXPECT_EQ(s.kind, static_cast<uint8_t>(l < 3 ? StepKind::kCopy
+                                           : l == 3 ? StepKind::kSend
+                                                    : StepKind::kReduce));
+  }
+  // Never cut: without options, short steps, two steps in a lane, extra
+  // buffers, a source overlapping the destination.
+  EXPECT_EQ(lowerProgram(p).lanes.size(), 3u);
+  const std::vector<std::vector<Step>> kept = {
+      {step(StepKind::kCopy, -1, -1, 0, in(0), out(0), 16383)},
+      {step(StepKind::kCopy, -1, -1, 0, in(0), out(0), 30000),
+       step(StepKind::kCopy, -1, -1, 0, in(0), out(0), 30000)},
+      {step(StepKind::kCopy, -1, -1, 0, extra(0, 0), out(0), 30000)},
+      {step(StepKind::kCopy, -1, -1, 0, out(0), out(4096), 30000)}};
+  for (const std::vector<Step>& steps : kept)
+    EXPECT_EQ(lowerProgram(oneLane(steps), {}, cut).lanes.size(), 1u) << steps[0].bytes;
+  // Same buffer, apart: cut.
+  EXPECT_EQ(lowerProgram(oneLane({step(StepKind::kCopy, -1, -1, 0, out(0), out(30000), 30000)}),
+                         {}, cut).lanes.size(), 3u);
+  // At most maxSplitLanes pieces.
+  d = lowerProgram(oneLane({step(StepKind::kCopy, -1, -1, 0, in(0), out(0), 1 << 20)}), {}, cut);
+  EXPECT_EQ(d.lanes.size(), 4u);
+}
+
 TEST(DevLower, Describe) {
   const std::string text = describe(lowerProgram(sample()));
   for (const char* want :

@@ -11,7 +11,8 @@
 // (a partial element is checked by the interpreter, which knows it): no step
 // writes the input, none reaches past the scratch size, every used peer is a
 // rank, and no two lanes of one phase share a ring (their bytes would
-// interleave unpredictably).
+// interleave unpredictably). With LowerOptions, a lane of one long local
+// step becomes several lanes, one piece of the step each (splitLocal).
 #include <algorithm>
 #include <sstream>
 #include <string>
@@ -43,8 +44,8 @@ std::string where(const plan::Step& s, size_t phase, size_t lane, size_t index) 
 
 class Lowerer {
  public:
-  Lowerer(const plan::Program& program, const RouteFn& routeOf)
-      : program_(program), routeOf_(routeOf) {}
+  Lowerer(const plan::Program& program, const RouteFn& routeOf, const LowerOptions& options)
+      : program_(program), routeOf_(routeOf), options_(options) {}
 
   DevProgram run();
 
@@ -55,9 +56,12 @@ class Lowerer {
     return LinkKey{peer, channel, routeOf_ ? routeOf_(peer, channel, send) : 0u};
   }
   void checkPhaseRings(const DevPhase& ph, size_t phase) const;
+  uint32_t piecesOf(const DevStep& d) const;
+  void addLane(uint32_t begin);
 
   const plan::Program& program_;
   const RouteFn& routeOf_;
+  const LowerOptions options_;
   DevProgram out_;
   uint32_t slots_ = 3;
 };
@@ -152,6 +156,44 @@ void Lowerer::checkPhaseRings(const DevPhase& ph, size_t phase) const {
   }
 }
 
+// How many lanes a lane of the one step `d` becomes (1: not cut).
+uint32_t Lowerer::piecesOf(const DevStep& d) const {
+  const auto kind = static_cast<StepKind>(d.kind);
+  if (kind != StepKind::kCopy && kind != StepKind::kReduce) return 1;
+  if (options_.localSplitBytes == 0 || options_.maxSplitLanes < 2) return 1;
+  if (d.bytes < 2 * options_.localSplitBytes) return 1;
+  if (d.srcSlot >= kSlotExtra0 || d.dstSlot >= kSlotExtra0) return 1;
+  if (d.srcSlot == d.dstSlot && d.srcOff < d.dstOff + d.bytes && d.dstOff < d.srcOff + d.bytes)
+    return 1;
+  return static_cast<uint32_t>(
+      std::min<uint64_t>(options_.maxSplitLanes, d.bytes / options_.localSplitBytes));
+}
+
+// Closes the lane of steps [begin, end): dropped when empty, cut into pieces
+// when it is one long local step.
+void Lowerer::addLane(uint32_t begin) {
+  const auto end = static_cast<uint32_t>(out_.steps.size());
+  if (end == begin) return;
+  const uint32_t pieces = end - begin == 1 ? piecesOf(out_.steps[begin]) : 1;
+  if (pieces == 1) {
+    out_.lanes.push_back(DevLane{begin, end});
+    return;
+  }
+  const DevStep whole = out_.steps[begin];
+  constexpr uint64_t kAlign = 4096;
+  const uint64_t piece = (whole.bytes / pieces + kAlign - 1) / kAlign * kAlign;
+  out_.steps.pop_back();
+  for (uint64_t off = 0; off < whole.bytes; off += piece) {
+    DevStep d = whole;
+    d.srcOff += off;
+    d.dstOff += off;
+    d.bytes = std::min(piece, whole.bytes - off);
+    const auto at = static_cast<uint32_t>(out_.steps.size());
+    out_.steps.push_back(d);
+    out_.lanes.push_back(DevLane{at, at + 1});
+  }
+}
+
 DevProgram Lowerer::run() {
   out_.algo = program_.algo;
   out_.scratchBytes = program_.scratchBytes;
@@ -160,15 +202,13 @@ DevProgram Lowerer::run() {
     ph.begin = static_cast<uint32_t>(out_.lanes.size());
     const auto& lanes = program_.phases[p].lanes;
     for (size_t l = 0; l < lanes.size(); ++l) {
-      DevLane ln;
-      ln.begin = static_cast<uint32_t>(out_.steps.size());
+      const auto begin = static_cast<uint32_t>(out_.steps.size());
       for (size_t i = 0; i < lanes[l].steps.size(); ++i) {
         const plan::Step& s = lanes[l].steps[i];
         if (s.bytes == 0) continue;
         out_.steps.push_back(lowerStep(s, p, l, i));
       }
-      ln.end = static_cast<uint32_t>(out_.steps.size());
-      if (ln.end != ln.begin) out_.lanes.push_back(ln);
+      addLane(begin);
     }
     ph.end = static_cast<uint32_t>(out_.lanes.size());
     if (ph.end == ph.begin) continue;
@@ -211,8 +251,9 @@ void describeStep(std::ostringstream& os, const DevProgram& prog, const DevStep&
 
 }  // namespace
 
-DevProgram lowerProgram(const plan::Program& program, const RouteFn& routeOf) {
-  return Lowerer(program, routeOf).run();
+DevProgram lowerProgram(const plan::Program& program, const RouteFn& routeOf,
+                        const LowerOptions& options) {
+  return Lowerer(program, routeOf, options).run();
 }
 
 std::string describe(const DevProgram& prog) {

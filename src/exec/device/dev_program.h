@@ -136,15 +136,29 @@ struct DevProgram {
 /// (0 = the default path).
 using RouteFn = std::function<uint32_t(int peer, int channel, bool send)>;
 
+/// How lowering may widen a program for the device that runs it. A lane of
+/// one local step (a copy or a reduce) is one thread block on a GPU, which
+/// moves a few tens of GB/s; the ring lanes beside it move far more. So a
+/// longer local step is cut into pieces of at least `localSplitBytes`, each
+/// a lane of its own, at most `maxSplitLanes` of them. Pieces start at 4 KiB
+/// multiples (whole elements of every type). Steps on extra buffers (a
+/// send/recv group's, which the caller may overlap) and steps whose source
+/// and destination overlap are never cut.
+struct LowerOptions {
+  uint64_t localSplitBytes = 0;  ///< 0: never cut
+  uint32_t maxSplitLanes = 1;
+};
+
 /// Lowers one rank's program. `routeOf` gives each link's route id (empty:
-/// every link on its default path). Throws grove::Error(groveInternalError)
+/// every link on its default path); `options` may cut long local steps. Throws grove::Error(groveInternalError)
 /// for a program the device cannot run (a step writing the input or reaching
 /// past the scratch size, a fan-out or fan-in wider than kMaxStepLinks, more
 /// than kMaxSlots buffers, a step without its peer, two lanes of one phase on
 /// one ring). Ring indices are assigned in order of first use. A reduction of
 /// part of an element depends on the call's type: the interpreter refuses
 /// that step (kDevBadStep).
-DevProgram lowerProgram(const plan::Program& program, const RouteFn& routeOf = {});
+DevProgram lowerProgram(const plan::Program& program, const RouteFn& routeOf = {},
+                        const LowerOptions& options = {});
 
 /// Multi-line dump of a lowered program (tests, TRACE logs).
 std::string describe(const DevProgram& program);
