@@ -18,6 +18,14 @@
 // size; peers are visited starting at rank+1 (send) and rank-1 (receive), so
 // that the ranks do not all address the same peer first. No chunking is
 // needed: a step streams through the link buffer.
+//
+// Channels: with PlanParams::nChannels > 1 each block is cut into that many
+// near-equal element ranges, range k on channel k, a lane each (on a GPU a
+// lane is one thread block, which alone moves a few tens of GB/s). At most
+// kMaxLinkLanes lanes go to sends (and as many to receives) of one rank, so
+// many peers get fewer channels each.
+#include <algorithm>
+
 #include "algorithms/builder_util.h"
 #include "algorithms/builders.h"
 #include "base/error.h"
@@ -29,14 +37,34 @@ using detail::ref;
 
 namespace {
 
-constexpr int kExchangeChannel = 0;
+constexpr int kMaxLinkLanes = 32;
 
-void addSend(Phase& phase, int peer, BufRef src, uint64_t bytes) {
-  detail::addLane(phase, detail::sendLane(peer, src, bytes, kExchangeChannel));
+/// How one block crosses a link: in `channels` element ranges.
+struct Cut {
+  uint64_t count = 0;  ///< elements of a block
+  uint64_t es = 0;     ///< element size
+  int channels = 1;
+};
+
+Cut cutOf(const CollArgs& a, const PlanParams& p, uint64_t es) {
+  const int perPeer = std::max(1, kMaxLinkLanes / std::max(1, a.nranks - 1));
+  return Cut{a.count, es, std::clamp(p.nChannels, 1, perPeer)};
 }
 
-void addRecv(Phase& phase, int peer, BufRef dst, uint64_t bytes) {
-  detail::addLane(phase, detail::recvLane(peer, dst, bytes, kExchangeChannel));
+void addSend(Phase& phase, int peer, BufRef src, const Cut& cut) {
+  for (int k = 0; k < cut.channels; ++k) {
+    const detail::Span s = detail::evenSplit(cut.count, cut.channels, k);
+    detail::addLane(phase, detail::sendLane(peer, {src.buf, src.index, src.offset + s.offset * cut.es},
+                                            s.count * cut.es, k));
+  }
+}
+
+void addRecv(Phase& phase, int peer, BufRef dst, const Cut& cut) {
+  for (int k = 0; k < cut.channels; ++k) {
+    const detail::Span s = detail::evenSplit(cut.count, cut.channels, k);
+    detail::addLane(phase, detail::recvLane(peer, {dst.buf, dst.index, dst.offset + s.offset * cut.es},
+                                            s.count * cut.es, k));
+  }
 }
 
 void addCopy(Phase& phase, BufRef src, BufRef dst, uint64_t bytes) {
@@ -48,17 +76,19 @@ uint64_t blockAt(int q, uint64_t bytes) { return static_cast<uint64_t>(q) * byte
 }  // namespace
 
 Program buildGather(const CollArgs& a, const PlanParams& p) {
-  const uint64_t bytes = a.count * detail::checkArgs(a, p, "gather");
+  const uint64_t es = detail::checkArgs(a, p, "gather");
+  const uint64_t bytes = a.count * es;
+  const Cut cut = cutOf(a, p, es);
   Program prog;
   prog.algo = "direct";
   if (bytes == 0) return prog;
   Phase phase;
   if (a.rank != a.root) {
-    addSend(phase, a.root, ref(Buf::kInput, 0), bytes);
+    addSend(phase, a.root, ref(Buf::kInput, 0), cut);
   } else {
     for (int i = 1; i < a.nranks; ++i) {
       const int q = modRank(a.rank - i, a.nranks);
-      addRecv(phase, q, ref(Buf::kOutput, blockAt(q, bytes)), bytes);
+      addRecv(phase, q, ref(Buf::kOutput, blockAt(q, bytes)), cut);
     }
     if (!a.inPlace) addCopy(phase, ref(Buf::kInput, 0), ref(Buf::kOutput, blockAt(a.rank, bytes)), bytes);
   }
@@ -67,17 +97,19 @@ Program buildGather(const CollArgs& a, const PlanParams& p) {
 }
 
 Program buildScatter(const CollArgs& a, const PlanParams& p) {
-  const uint64_t bytes = a.count * detail::checkArgs(a, p, "scatter");
+  const uint64_t es = detail::checkArgs(a, p, "scatter");
+  const uint64_t bytes = a.count * es;
+  const Cut cut = cutOf(a, p, es);
   Program prog;
   prog.algo = "direct";
   if (bytes == 0) return prog;
   Phase phase;
   if (a.rank != a.root) {
-    addRecv(phase, a.root, ref(Buf::kOutput, 0), bytes);
+    addRecv(phase, a.root, ref(Buf::kOutput, 0), cut);
   } else {
     for (int i = 1; i < a.nranks; ++i) {
       const int q = modRank(a.rank + i, a.nranks);
-      addSend(phase, q, ref(Buf::kInput, blockAt(q, bytes)), bytes);
+      addSend(phase, q, ref(Buf::kInput, blockAt(q, bytes)), cut);
     }
     if (!a.inPlace) addCopy(phase, ref(Buf::kInput, blockAt(a.rank, bytes)), ref(Buf::kOutput, 0), bytes);
   }
@@ -86,7 +118,9 @@ Program buildScatter(const CollArgs& a, const PlanParams& p) {
 }
 
 Program buildAlltoAll(const CollArgs& a, const PlanParams& p) {
-  const uint64_t bytes = a.count * detail::checkArgs(a, p, "alltoall");
+  const uint64_t es = detail::checkArgs(a, p, "alltoall");
+  const uint64_t bytes = a.count * es;
+  const Cut cut = cutOf(a, p, es);
   if (a.inPlace) throwInvalidArgument("alltoall: sendbuff and recvbuff must not overlap");
   Program prog;
   prog.algo = "direct";
@@ -94,11 +128,11 @@ Program buildAlltoAll(const CollArgs& a, const PlanParams& p) {
   Phase phase;
   for (int i = 1; i < a.nranks; ++i) {
     const int q = modRank(a.rank + i, a.nranks);
-    addSend(phase, q, ref(Buf::kInput, blockAt(q, bytes)), bytes);
+    addSend(phase, q, ref(Buf::kInput, blockAt(q, bytes)), cut);
   }
   for (int i = 1; i < a.nranks; ++i) {
     const int q = modRank(a.rank - i, a.nranks);
-    addRecv(phase, q, ref(Buf::kOutput, blockAt(q, bytes)), bytes);
+    addRecv(phase, q, ref(Buf::kOutput, blockAt(q, bytes)), cut);
   }
   addCopy(phase, ref(Buf::kInput, blockAt(a.rank, bytes)), ref(Buf::kOutput, blockAt(a.rank, bytes)), bytes);
   detail::addPhase(prog, std::move(phase));

@@ -254,6 +254,40 @@ TEST(Selector, GpuLanesScaleChannelsWithTheMessage) {
   const Selector set(2, TransportKind::kShm, c), host(2, TransportKind::kShm, cfg());
   EXPECT_EQ(set.select(Coll::kAllReduce, 1 << 30).params.nChannels, 3);
   EXPECT_EQ(host.select(Coll::kAllReduce, 1 << 30).params.nChannels, 1);
+  // Exchanges: as many channels on a GPU, one on the host (even over sockets).
+  EXPECT_EQ(gpu.select(Coll::kGather, 64 << 20).params.nChannels, 32);
+  EXPECT_EQ(gpu.select(Coll::kAlltoAll, 2 << 20).params.nChannels, 4);
+  const Selector tcp(4, TransportKind::kSocket, cfg());
+  EXPECT_EQ(tcp.select(Coll::kAllGather, 64 << 20).params.nChannels, 2);
+  for (Coll coll : {Coll::kGather, Coll::kScatter, Coll::kAlltoAll})
+    EXPECT_EQ(tcp.select(coll, 64 << 20).params.nChannels, 1) << collName(coll);
+}
+
+// Exchanges cut each block over the channels, a lane per (peer, channel),
+// at most 32 send lanes per rank; each range lands where the block's
+// elements belong.
+TEST(Exchange, BlocksCutOverChannels) {
+  PlanParams p;
+  p.nChannels = 32;
+  const CollArgs two{Coll::kAlltoAll, 1000, groveFloat32, groveSum, 1, 0, 2, false};
+  const Program a2a = build(Algo::kDirect, two, p);
+  ASSERT_EQ(a2a.phases.size(), 1u);
+  EXPECT_EQ(a2a.phases[0].lanes.size(), 2u * 32 + 1);  // 32 sends, 32 receives, the own copy
+  const CollArgs five{Coll::kGather, 1000, groveFloat32, groveSum, 0, 0, 5, false};
+  const Program g = build(Algo::kDirect, five, p);
+  ASSERT_EQ(g.phases.size(), 1u);
+  EXPECT_EQ(g.phases[0].lanes.size(), 4u * 8 + 1);  // 8 channels for each of 4 peers
+  uint64_t covered = 0;
+  for (const Lane& l : g.phases[0].lanes) {
+    ASSERT_EQ(l.steps.size(), 1u);
+    const Step& s = l.steps[0];
+    if (s.kind != StepKind::kRecv || s.recvPeer != 3) continue;
+    EXPECT_GE(s.dst.offset, 3u * 4000);
+    EXPECT_LE(s.dst.offset + s.bytes, 4u * 4000);
+    EXPECT_EQ(s.bytes % 4, 0u);
+    covered += s.bytes;
+  }
+  EXPECT_EQ(covered, 4000u);
 }
 
 // The latency algorithm: recursive doubling where it saves messages (see
