@@ -95,6 +95,9 @@ struct SelectorConfig {
   uint64_t bufferBytes = 1 << 20;   ///< each connection's buffer per direction
   int nChannels = 0;                ///< channels per collective; 0 = automatic
   bool gpuLanes = false;            ///< lanes run as GPU thread blocks (CUDA communicators)
+  /// CPUs of the one host every rank runs on; 0 when the ranks span hosts
+  /// (or it is not known). More ranks than CPUs changes the broadcast.
+  int hostCpus = 0;
 
   /// Reads GROVE_ALGO, GROVE_DIRECT_MAX_BYTES, GROVE_EAGER, GROVE_EAGER_MAX_BYTES,
   /// GROVE_CHUNKSIZE, GROVE_BUFFSIZE and GROVE_NCHANNELS; a non-empty `algoOverride` (the comm config's
@@ -174,6 +177,7 @@ class Selector {
   uint64_t eagerMaxBytes_;
   bool autoChannels_;  // channel count chosen here (not by the user): fewer for small messages
   bool gpuLanes_;      // automatic channels grow with the message (one thread block each)
+  int hostCpus_;       // CPUs of the one host of all ranks (0: several hosts, unknown)
   PlanParams params_;
   std::array<unsigned, kNumColls> allowed_{};
   std::array<bool, kNumColls> overridden_{};

@@ -45,6 +45,14 @@ int onlineCpus() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
+// The host's online CPUs, the same for every process on it (not the
+// affinity mask, which differs between bound ranks): the selector's choice
+// depends on it, and every rank must make the same choice.
+int hostCpus() {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 0;
+}
+
 // Socket routes from the topology's link addresses (topology/link_addresses.h);
 // logs every peer's path once. Empty when the topology has no addresses.
 std::vector<transport::PeerRoute> linkRoutes(const topo::CommTopology& t, int rank) {
@@ -122,6 +130,7 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   sel.bufferBytes = options_.bufferBytes;
   sel.chunkBytes = options_.chunkBytes;
   sel.gpuLanes = cuda && !options_.emulateDevice;
+  if (topology_->ranksByMachine.size() == 1) sel.hostCpus = hostCpus();
   plan::TransportKind kind = connections_->usesSocket() ? plan::TransportKind::kSocket
                                                         : plan::TransportKind::kShm;
   selector_ = std::make_unique<plan::Selector>(nranks, kind, sel);

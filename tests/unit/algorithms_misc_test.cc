@@ -351,6 +351,43 @@ TEST(Selector, LatencyAlgorithmByTransportAndRanks) {
   EXPECT_TRUE(chain);
 }
 
+// The binomial broadcast (doubling) over sockets from 256 KiB, when every
+// rank runs on one host with fewer CPUs than ranks (a power of two, >= 4).
+TEST(Selector, BinomialBroadcastWhenRanksOutnumberTheCpus) {
+  SelectorConfig crowded = cfg();
+  crowded.hostCpus = 2;
+  const Selector busy4(4, TransportKind::kSocket, crowded);
+  EXPECT_EQ(busy4.select(Coll::kBroadcast, (256 << 10) - 1).algo, Algo::kRing);
+  EXPECT_EQ(busy4.select(Coll::kBroadcast, 256 << 10).algo, Algo::kDoubling);
+  EXPECT_EQ(busy4.select(Coll::kBroadcast, uint64_t{1} << 30).algo, Algo::kDoubling);
+  EXPECT_EQ(busy4.select(Coll::kAllGather, 64 << 20).algo, Algo::kRing);
+  EXPECT_EQ(Selector(8, TransportKind::kSocket, crowded).select(Coll::kBroadcast, 4 << 20).algo,
+            Algo::kDoubling);
+  // Not: hosts unknown or several, a CPU per rank, 3 ranks, shared memory,
+  // doubling excluded, GPU buffers.
+  EXPECT_EQ(Selector(4, TransportKind::kSocket, cfg()).select(Coll::kBroadcast, 4 << 20).algo,
+            Algo::kRing);
+  EXPECT_EQ(Selector(3, TransportKind::kSocket, crowded).select(Coll::kBroadcast, 4 << 20).algo,
+            Algo::kRing);
+  EXPECT_EQ(Selector(4, TransportKind::kShm, crowded).select(Coll::kBroadcast, 4 << 20).algo,
+            Algo::kRing);
+  SelectorConfig ringOnly = cfg("broadcast:ring,direct");
+  ringOnly.hostCpus = 2;
+  EXPECT_EQ(Selector(4, TransportKind::kSocket, ringOnly).select(Coll::kBroadcast, 4 << 20).algo,
+            Algo::kRing);
+  crowded.gpuLanes = true;
+  EXPECT_EQ(Selector(4, TransportKind::kSocket, crowded).select(Coll::kBroadcast, 4 << 20).algo,
+            Algo::kRing);
+  SelectorConfig roomy = cfg();
+  roomy.hostCpus = 4;
+  EXPECT_EQ(Selector(4, TransportKind::kSocket, roomy).select(Coll::kBroadcast, 4 << 20).algo,
+            Algo::kRing);
+  bool listed = false;
+  for (const std::string& line : busy4.describeTable())
+    listed |= line.find("broadcast      ring < 262144 B <= doubling") != std::string::npos;
+  EXPECT_TRUE(listed);
+}
+
 TEST(Selector, Overrides) {
   Selector s(4, TransportKind::kShm, cfg(" AllReduce : Ring ; broadcast:direct;reduce:^direct "));
   EXPECT_EQ(s.select(Coll::kAllReduce, 1).algo, Algo::kRing);
