@@ -29,9 +29,11 @@ struct Ring;
 struct Tree;
 struct HierPlan;
 
-/// Connection channel used by grouped send/recv: far above the collectives'
-/// channels 0..nChannels-1, so p2p bytes never share a stream with them.
+/// Connection channels of grouped send/recv: kP2PChannel .. kP2PChannel +
+/// kMaxP2PChannels - 1, far above the collectives' channels 0..nChannels-1,
+/// so p2p bytes never share a stream with them.
 constexpr int kP2PChannel = 64;
+constexpr int kMaxP2PChannels = 16;
 
 /// Total message bytes of a call as NCCL counts them for algorithm
 /// selection: count*size for all-reduce, broadcast, reduce; nranks*count*size
@@ -123,10 +125,11 @@ struct P2POp {
 };
 
 /// A send/recv group: all ops run concurrently in one phase, one lane per
-/// (direction, peer) holding that pair's ops in call order (so sends and
-/// receives between two ranks match in call order), on channel kP2PChannel.
+/// (direction, peer, channel) holding that pair's ops (or their pieces on
+/// that channel) in call order, so sends and receives between two ranks
+/// match in call order when their byte counts match, as NCCL requires.
 /// Sends to self are paired with receives from self in order and become local
 /// copies (their byte counts must match). Zero-byte ops are dropped.
-Program buildP2P(const std::vector<P2POp>& ops, int rank, int nranks);
+Program buildP2P(const std::vector<P2POp>& ops, int rank, int nranks, const P2PSplit& split = {});
 
 }  // namespace grove::plan

@@ -10,15 +10,25 @@
 // directions progress independently -- a rank may send to and receive from
 // the same peer at once without deadlock, whatever the sizes.
 //
-// All p2p traffic uses the dedicated channel kP2PChannel, so its bytes never
-// interleave with a collective's stream on channels 0..nChannels-1.
+// All p2p traffic uses the dedicated channels from kP2PChannel, so its bytes
+// never interleave with a collective's stream on channels 0..nChannels-1.
+// With a P2PSplit (GPU communicators, where a lane is one thread block that
+// alone moves a few tens of GB/s) an op of b bytes is cut into
+// k = clamp(b / bytesPerChannel, 1, m) pieces of whole 4 KiB multiples (the
+// last shorter), piece j on channel kP2PChannel + j, in the lane of
+// (direction, peer, j). m is maxChannels, and at most 64 / (2 (nranks - 1)),
+// so that a group with every peer in both directions stays within 64 lanes
+// (blocks that must all be resident). Both ends cut an op of the same size
+// in the same communicator the same way, so pieces meet in call order on
+// every channel.
 //
 // Sends to self pair with receives from self in call order and become local
 // copies in one extra lane (NCCL allows self send/recv inside a group).
 // Zero-byte operations move nothing and are dropped on both sides.
+#include <algorithm>
 #include <map>
 #include <string>
-#include <utility>
+#include <tuple>
 
 #include "algorithms/builder_util.h"
 #include "algorithms/builders.h"
@@ -26,14 +36,35 @@
 
 namespace grove::plan {
 
-Program buildP2P(const std::vector<P2POp>& ops, int rank, int nranks) {
+namespace {
+
+// Most lanes the pieces of one group may take: a lane is a thread block,
+// and every lane of a phase must be resident at once.
+constexpr int kMaxSplitLanes = 64;
+
+/// Bytes of each piece of an op of `bytes` (the last piece may be shorter).
+uint64_t pieceBytes(uint64_t bytes, const P2PSplit& split, int nranks) {
+  const int most = std::min(split.maxChannels, kMaxSplitLanes / std::max(1, 2 * (nranks - 1)));
+  if (split.bytesPerChannel == 0 || most < 2) return bytes;
+  const uint64_t k =
+      std::clamp<uint64_t>(bytes / split.bytesPerChannel, 1, static_cast<uint64_t>(most));
+  constexpr uint64_t kAlign = 4096;
+  return std::max<uint64_t>(kAlign, (bytes / k + kAlign - 1) / kAlign * kAlign);
+}
+
+}  // namespace
+
+Program buildP2P(const std::vector<P2POp>& ops, int rank, int nranks, const P2PSplit& split) {
+  if (split.maxChannels > kMaxP2PChannels)
+    throwInvalidArgument("sendrecv: " + std::to_string(split.maxChannels) +
+                         " channels (at most " + std::to_string(kMaxP2PChannels) + ")");
   if (nranks < 1 || rank < 0 || rank >= nranks)
     throwInvalidArgument("sendrecv: rank " + std::to_string(rank) + " out of range [0," +
                          std::to_string(nranks) + ")");
   Program prog;
   prog.algo = "p2p";
   Phase phase;
-  std::map<std::pair<bool, int>, size_t> laneOf;  // (isSend, peer) -> lane index
+  std::map<std::tuple<bool, int, int>, size_t> laneOf;  // (isSend, peer, piece) -> lane index
   std::vector<const P2POp*> selfSends, selfRecvs;
   for (const P2POp& op : ops) {
     if (op.peer < 0 || op.peer >= nranks)
@@ -44,11 +75,18 @@ Program buildP2P(const std::vector<P2POp>& ops, int rank, int nranks) {
       (op.isSend ? selfSends : selfRecvs).push_back(&op);
       continue;
     }
-    auto [it, added] = laneOf.try_emplace({op.isSend, op.peer}, phase.lanes.size());
-    if (added) phase.lanes.emplace_back();
-    phase.lanes[it->second].steps.push_back(
-        op.isSend ? detail::netStep(StepKind::kSend, -1, op.peer, kP2PChannel, op.buf, {}, op.bytes)
-                  : detail::netStep(StepKind::kRecv, op.peer, -1, kP2PChannel, {}, op.buf, op.bytes));
+    const uint64_t piece = pieceBytes(op.bytes, split, nranks);
+    for (uint64_t off = 0, j = 0; off < op.bytes; off += piece, ++j) {
+      const int ch = kP2PChannel + static_cast<int>(j);
+      const uint64_t n = std::min(piece, op.bytes - off);
+      const BufRef at{op.buf.buf, op.buf.index, op.buf.offset + off};
+      auto [it, added] =
+          laneOf.try_emplace({op.isSend, op.peer, static_cast<int>(j)}, phase.lanes.size());
+      if (added) phase.lanes.emplace_back();
+      phase.lanes[it->second].steps.push_back(
+          op.isSend ? detail::netStep(StepKind::kSend, -1, op.peer, ch, at, {}, n)
+                    : detail::netStep(StepKind::kRecv, op.peer, -1, ch, {}, at, n));
+    }
   }
   if (selfSends.size() != selfRecvs.size())
     throwInvalidArgument("sendrecv: rank " + std::to_string(rank) + " has " +

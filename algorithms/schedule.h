@@ -158,6 +158,14 @@ struct PlanParams {
   uint64_t chunkBytes = 512 << 10; ///< most bytes a cyclically dependent step moves
 };
 
+/// How a send/recv group spreads a long op over channels (see p2p.cc): an op
+/// of b bytes takes clamp(b / bytesPerChannel, 1, maxChannels) channels.
+/// The default keeps every op on one channel.
+struct P2PSplit {
+  uint64_t bytesPerChannel = 0;  ///< 0: never split
+  int maxChannels = 1;           ///< at most kMaxP2PChannels (builders.h)
+};
+
 /// Name of a buffer ("in", "out", "scratch", "extra").
 const char* bufName(Buf b);
 

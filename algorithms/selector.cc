@@ -375,6 +375,12 @@ Selection Selector::select(Coll coll, uint64_t bytes) const {
   return s;
 }
 
+P2PSplit Selector::p2pSplit() const {
+  if (!gpuLanes_) return {};
+  const int most = autoChannels_ ? kMaxP2PChannels : std::min(params_.nChannels, kMaxP2PChannels);
+  return P2PSplit{kGpuBytesPerChannel, most};
+}
+
 Selection Selector::select(const CollArgs& args) const {
   return select(args.coll, messageBytes(args));
 }

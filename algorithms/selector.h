@@ -130,6 +130,10 @@ class Selector {
   Selection select(Coll coll, uint64_t bytes) const;
   /// The algorithm for a call.
   Selection select(const CollArgs& args) const;
+  /// How send/recv groups spread long ops over channels: on a GPU a channel
+  /// per 512 KiB, up to 16 (or GROVE_NCHANNELS, at most 16); on the host
+  /// every op keeps one channel.
+  P2PSplit p2pSplit() const;
   /// True if a call runs as an eager collective over slot links instead of
   /// a program (see exec/eager.h): only over shared memory, with two or more
   /// ranks, for any collective but send/recv whose block (count x element

@@ -47,7 +47,7 @@ class DeviceProxy;
 
 /// Connection channel of the ring-export exchange: above the collectives'
 /// channels and grouped send/recv's, so its bytes never mix with theirs.
-inline constexpr int kDeviceControlChannel = plan::kP2PChannel + 1;
+inline constexpr int kDeviceControlChannel = plan::kP2PChannel + plan::kMaxP2PChannels;
 
 /// Host links of the network proxy: device channel c to a rank on another
 /// host is pumped over host channel kDeviceProxyChannelBase + c.

@@ -26,7 +26,7 @@ struct Transfer {
   uint64_t bytes;
 };
 
-void checkGroup(int n, const std::vector<Transfer>& ts) {
+void checkGroup(int n, const std::vector<Transfer>& ts, const P2PSplit& split = {}) {
   std::vector<std::vector<P2POp>> ops(n);
   std::vector<testing::RankMemory> mem(n);
   std::vector<std::vector<uint8_t>> expect(n);
@@ -42,7 +42,7 @@ void checkGroup(int n, const std::vector<Transfer>& ts) {
   std::vector<Program> progs;
   ValidateOptions vo;
   for (int r = 0; r < n; ++r) {
-    progs.push_back(buildP2P(ops[r], r, n));
+    progs.push_back(buildP2P(ops[r], r, n, split));
     BufferSizes sz;
     for (auto& e : mem[r].extra) sz.extra.push_back(e.size());
     vo.sizes.push_back(sz);
@@ -53,7 +53,8 @@ void checkGroup(int n, const std::vector<Transfer>& ts) {
       for (const Lane& l : ph.lanes)
         for (const Step& s : l.steps)
           if (s.kind != StepKind::kCopy) {
-            EXPECT_EQ(s.channel, kP2PChannel);
+            EXPECT_GE(s.channel, kP2PChannel);
+            EXPECT_LT(s.channel, kP2PChannel + std::max(1, split.maxChannels));
           }
   SimOptions so;
   so.linkCapacity = 64;
@@ -86,6 +87,47 @@ TEST(P2P, RandomGroupsMatchInCallOrder) {
     checkGroup(n, ts);
     if (HasFatalFailure()) return;
   }
+}
+
+// Long ops cut over channels (as on a GPU): still matched in call order.
+TEST(P2P, LongOpsSplitOverChannels) {
+  std::mt19937 rng(7);
+  const P2PSplit split{4096, 4};
+  for (int iter = 0; iter < 40; ++iter) {
+    const int n = 2 + static_cast<int>(rng() % 3);
+    std::vector<Transfer> ts;
+    const int count = 1 + static_cast<int>(rng() % 6);
+    for (int i = 0; i < count; ++i) {
+      const int s = static_cast<int>(rng() % n), d = static_cast<int>(rng() % n);
+      ts.push_back({s, d, rng() % 5 == 0 ? 1 + rng() % 300 : 1 + rng() % 40000});
+    }
+    SCOPED_TRACE("iteration " + std::to_string(iter));
+    checkGroup(n, ts, split);
+    if (HasFatalFailure()) return;
+  }
+  // 3 MiB + 5 B to rank 1 in 4 pieces of 790528 B (the last 774149), on
+  // channels 64..67; 1 MiB to rank 2 in 2; 100 B from rank 1 in one.
+  const Program p = buildP2P({{true, 1, (3u << 20) + 5, {Buf::kExtra, 0, 0}},
+                              {false, 1, 100, {Buf::kExtra, 1, 0}},
+                              {true, 2, 1u << 20, {Buf::kExtra, 2, 0}}},
+                             0, 3, P2PSplit{512u << 10, 4});
+  ASSERT_EQ(p.phases.size(), 1u);
+  const std::vector<Lane>& lanes = p.phases[0].lanes;
+  ASSERT_EQ(lanes.size(), 7u);
+  for (int j = 0; j < 4; ++j) {
+    const Step& s = lanes[j].steps.at(0);
+    EXPECT_EQ(s.channel, kP2PChannel + j);
+    EXPECT_EQ(s.src.offset, 790528u * j);
+    EXPECT_EQ(s.bytes, j < 3 ? 790528u : 774149u);
+  }
+  EXPECT_EQ(lanes[4].steps.at(0).kind, StepKind::kRecv);
+  EXPECT_EQ(lanes[6].steps.at(0).channel, kP2PChannel + 1);
+  EXPECT_EQ(lanes[6].steps.at(0).bytes, 512u << 10);
+  EXPECT_THROW(buildP2P({}, 0, 2, P2PSplit{4096, kMaxP2PChannels + 1}), Error);
+  // At most 64 / (2 (nranks - 1)) pieces: 8 ranks 4, 40 ranks none.
+  const std::vector<P2POp> big = {{true, 1, 64u << 20, {Buf::kExtra, 0, 0}}};
+  EXPECT_EQ(buildP2P(big, 0, 8, P2PSplit{512u << 10, 16}).phases[0].lanes.size(), 4u);
+  EXPECT_EQ(buildP2P(big, 0, 40, P2PSplit{512u << 10, 16}).phases[0].lanes.size(), 1u);
 }
 
 TEST(P2P, SameDirectionSamePeerSharesALaneInOrder) {
@@ -261,6 +303,17 @@ TEST(Selector, GpuLanesScaleChannelsWithTheMessage) {
   EXPECT_EQ(tcp.select(Coll::kAllGather, 64 << 20).params.nChannels, 2);
   for (Coll coll : {Coll::kGather, Coll::kScatter, Coll::kAlltoAll})
     EXPECT_EQ(tcp.select(coll, 64 << 20).params.nChannels, 1) << collName(coll);
+}
+
+// Send/recv groups split long ops only on a GPU.
+TEST(Selector, P2PSplitsOnGpus) {
+  SelectorConfig c = cfg();
+  EXPECT_EQ(Selector(2, TransportKind::kSocket, c).p2pSplit().maxChannels, 1);
+  c.gpuLanes = true;
+  EXPECT_EQ(Selector(2, TransportKind::kShm, c).p2pSplit().maxChannels, kMaxP2PChannels);
+  EXPECT_EQ(Selector(2, TransportKind::kShm, c).p2pSplit().bytesPerChannel, 512u << 10);
+  c.nChannels = 2;
+  EXPECT_EQ(Selector(2, TransportKind::kShm, c).p2pSplit().maxChannels, 2);
 }
 
 // Exchanges cut each block over the channels, a lane per (peer, channel),
