@@ -54,16 +54,16 @@ Cut cutOf(const CollArgs& a, const PlanParams& p, uint64_t es) {
 void addSend(Phase& phase, int peer, BufRef src, const Cut& cut) {
   for (int k = 0; k < cut.channels; ++k) {
     const detail::Span s = detail::evenSplit(cut.count, cut.channels, k);
-    detail::addLane(phase, detail::sendLane(peer, {src.buf, src.index, src.offset + s.offset * cut.es},
-                                            s.count * cut.es, k));
+    const BufRef at{src.buf, src.index, src.offset + s.offset * cut.es};
+    detail::addLane(phase, detail::sendLane(peer, at, s.count * cut.es, k));
   }
 }
 
 void addRecv(Phase& phase, int peer, BufRef dst, const Cut& cut) {
   for (int k = 0; k < cut.channels; ++k) {
     const detail::Span s = detail::evenSplit(cut.count, cut.channels, k);
-    detail::addLane(phase, detail::recvLane(peer, {dst.buf, dst.index, dst.offset + s.offset * cut.es},
-                                            s.count * cut.es, k));
+    const BufRef at{dst.buf, dst.index, dst.offset + s.offset * cut.es};
+    detail::addLane(phase, detail::recvLane(peer, at, s.count * cut.es, k));
   }
 }
 

@@ -73,7 +73,8 @@ void Comm::addDeviceP2P(const std::vector<P2PCall>& calls, groveDataType_t dtype
     p2p.push_back(p2pOpOf(c, static_cast<uint32_t>(op.extra.size())));
     op.extra.push_back(c.buffer);
   }
-  op.program = std::make_shared<const plan::Program>(plan::buildP2P(p2p, rank_, nranks_, selector_->p2pSplit()));
+  op.program = std::make_shared<const plan::Program>(
+      plan::buildP2P(p2p, rank_, nranks_, selector_->p2pSplit()));
   if (op.program->phases.empty()) return;
   GROVE_INFO(log::kP2p, "send/recv group of %zu ops on the device, %s", calls.size(),
              device_->summary().c_str());

@@ -165,7 +165,8 @@ TEST(DevLower, CutsLongLocalStepsIntoLanes) {
   const LowerOptions cut{8192, 4};
   plan::Program p = oneLane({step(StepKind::kCopy, -1, -1, 0, in(100), out(36), 30000)});
   p.phases[0].lanes.push_back(plan::Lane{{step(StepKind::kSend, 1, -1, 0, in(0), {}, 64)}});
-  p.phases[0].lanes.push_back(plan::Lane{{step(StepKind::kReduce, -1, -1, 0, in(0), out(0), 16384)}});
+  p.phases[0].lanes.push_back(
+      plan::Lane{{step(StepKind::kReduce, -1, -1, 0, in(0), out(0), 16384)}});
   DevProgram d = lowerProgram(p, {}, cut);
   // 30000 B: 3 pieces of 12288, 12288 and 5424 B; the send; 16384 B: 2 pieces.
   ASSERT_EQ(d.lanes.size(), 6u);

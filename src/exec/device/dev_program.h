@@ -150,8 +150,9 @@ struct LowerOptions {
 };
 
 /// Lowers one rank's program. `routeOf` gives each link's route id (empty:
-/// every link on its default path); `options` may cut long local steps. Throws grove::Error(groveInternalError)
-/// for a program the device cannot run (a step writing the input or reaching
+/// every link on its default path); `options` may cut long local steps.
+/// Throws grove::Error(groveInternalError) for a program the device cannot
+/// run (a step writing the input or reaching
 /// past the scratch size, a fan-out or fan-in wider than kMaxStepLinks, more
 /// than kMaxSlots buffers, a step without its peer, two lanes of one phase on
 /// one ring). Ring indices are assigned in order of first use. A reduction of
