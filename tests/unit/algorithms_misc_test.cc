@@ -316,33 +316,6 @@ TEST(Selector, P2PSplitsOnGpus) {
   EXPECT_EQ(Selector(2, TransportKind::kShm, c).p2pSplit().maxChannels, 2);
 }
 
-// Exchanges cut each block over the channels, a lane per (peer, channel),
-// at most 32 send lanes per rank; each range lands where the block's
-// elements belong.
-TEST(Exchange, BlocksCutOverChannels) {
-  PlanParams p;
-  p.nChannels = 32;
-  const CollArgs two{Coll::kAlltoAll, 1000, groveFloat32, groveSum, 1, 0, 2, false};
-  const Program a2a = build(Algo::kDirect, two, p);
-  ASSERT_EQ(a2a.phases.size(), 1u);
-  EXPECT_EQ(a2a.phases[0].lanes.size(), 2u * 32 + 1);  // 32 sends, 32 receives, the own copy
-  const CollArgs five{Coll::kGather, 1000, groveFloat32, groveSum, 0, 0, 5, false};
-  const Program g = build(Algo::kDirect, five, p);
-  ASSERT_EQ(g.phases.size(), 1u);
-  EXPECT_EQ(g.phases[0].lanes.size(), 4u * 8 + 1);  // 8 channels for each of 4 peers
-  uint64_t covered = 0;
-  for (const Lane& l : g.phases[0].lanes) {
-    ASSERT_EQ(l.steps.size(), 1u);
-    const Step& s = l.steps[0];
-    if (s.kind != StepKind::kRecv || s.recvPeer != 3) continue;
-    EXPECT_GE(s.dst.offset, 3u * 4000);
-    EXPECT_LE(s.dst.offset + s.bytes, 4u * 4000);
-    EXPECT_EQ(s.bytes % 4, 0u);
-    covered += s.bytes;
-  }
-  EXPECT_EQ(covered, 4000u);
-}
-
 // The latency algorithm: recursive doubling where it saves messages (see
 // Selector::latencyAlgo), direct elsewhere; the same threshold for both.
 TEST(Selector, LatencyAlgorithmByTransportAndRanks) {
@@ -435,6 +408,13 @@ TEST(Selector, BinomialBroadcastWhenRanksOutnumberTheCpus) {
   roomy.hostCpus = 4;
   EXPECT_EQ(Selector(4, TransportKind::kSocket, roomy).select(Coll::kBroadcast, 4 << 20).algo,
             Algo::kRing);
+  // Two ranks over sockets on one host: one channel (several hosts: two).
+  SelectorConfig one = cfg();
+  one.hostCpus = 2;
+  const Selector pair(2, TransportKind::kSocket, one), apart(2, TransportKind::kSocket, cfg());
+  EXPECT_EQ(pair.select(Coll::kAllGather, 8 << 20).params.nChannels, 1);
+  EXPECT_EQ(apart.select(Coll::kAllGather, 8 << 20).params.nChannels, 2);
+  EXPECT_EQ(busy4.select(Coll::kAllGather, 8 << 20).params.nChannels, 2);
   bool listed = false;
   for (const std::string& line : busy4.describeTable())
     listed |= line.find("broadcast      ring < 262144 B <= doubling") != std::string::npos;

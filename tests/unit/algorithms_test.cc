@@ -403,5 +403,32 @@ TEST(Builders, MessageBytesCountsLikeNccl) {
   EXPECT_EQ(messageBytes(a), 320u);
 }
 
+// Exchanges cut each block over the channels, a lane per (peer, channel),
+// at most 32 send lanes per rank; each range lands where the block's
+// elements belong.
+TEST(Exchange, BlocksCutOverChannels) {
+  PlanParams p;
+  p.nChannels = 32;
+  const CollArgs two{Coll::kAlltoAll, 1000, groveFloat32, groveSum, 1, 0, 2, false};
+  const Program a2a = build(Algo::kDirect, two, p);
+  ASSERT_EQ(a2a.phases.size(), 1u);
+  EXPECT_EQ(a2a.phases[0].lanes.size(), 2u * 32 + 1);  // 32 sends, 32 receives, the own copy
+  const CollArgs five{Coll::kGather, 1000, groveFloat32, groveSum, 0, 0, 5, false};
+  const Program g = build(Algo::kDirect, five, p);
+  ASSERT_EQ(g.phases.size(), 1u);
+  EXPECT_EQ(g.phases[0].lanes.size(), 4u * 8 + 1);  // 8 channels for each of 4 peers
+  uint64_t covered = 0;
+  for (const Lane& l : g.phases[0].lanes) {
+    ASSERT_EQ(l.steps.size(), 1u);
+    const Step& s = l.steps[0];
+    if (s.kind != StepKind::kRecv || s.recvPeer != 3) continue;
+    EXPECT_GE(s.dst.offset, 3u * 4000);
+    EXPECT_LE(s.dst.offset + s.bytes, 4u * 4000);
+    EXPECT_EQ(s.bytes % 4, 0u);
+    covered += s.bytes;
+  }
+  EXPECT_EQ(covered, 4000u);
+}
+
 }  // namespace
 }  // namespace grove::plan
