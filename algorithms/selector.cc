@@ -95,14 +95,6 @@ uint64_t autoEagerMaxBytes(int nranks) {
 // Below this many bytes extra channels only add steps (automatic channels only).
 constexpr uint64_t kMultiChannelMinBytes = 1u << 20;
 
-// On a GPU each channel is one thread block, and one block moves about 9 GB/s
-// (a copy keeps 32 KiB per block in flight): automatic channels grow by one
-// per 512 KiB of message, up to 32. Measured on an H100, 2 ranks as threads
-// sharing it, ring all-reduce of 256 MiB: 1, 2, 8, 32 channels gave 9, 19,
-// 70, 204 GB/s bus bandwidth; at 1 MiB 32 channels were slower than 2.
-constexpr uint64_t kGpuBytesPerChannel = 512u << 10;
-constexpr int kGpuMaxChannels = 32;
-
 // On the host, gather, scatter and all-to-all keep one channel: a second
 // socket per peer made them slower (4 ranks on loopback TCP, 64 MiB: gather
 // 8.8 against 7.3 ms, all-to-all 35.6 against 32.7 ms).
@@ -126,10 +118,10 @@ constexpr uint64_t kHalvingMaxBytes = 16u << 20;
 
 // Where the binomial-tree broadcast (the doubling algorithm) beats the
 // pipelined chain over sockets: a power-of-two count of at least 4 ranks, all
-// on one host with fewer CPUs than ranks, host memory. Both move (n-1) copies of the
-// message through the kernel, so the CPUs' work is the same; the chain keeps
-// every rank busy at once, two to a CPU, and pays in switches, while the
-// tree's rounds keep half of them idle. Measured with 4 ranks on 2 CPUs
+// on one host with fewer CPUs than ranks, host memory. Both move (n-1)
+// copies of the message through the kernel, so the CPUs' work is the same;
+// the chain keeps every rank busy at once, two to a CPU, and pays in
+// switches, while the tree's rounds keep half of them idle. Measured with 4 ranks on 2 CPUs
 // (medians of 5 launches, chain against tree): 512 KiB 194 against 145 us,
 // 4 MiB 2.09 against 1.79 ms, 16 MiB 8.9 against 7.7 ms, 64 MiB 33.7 against
 // 30.5 ms; at 128 KiB the chain wins (49 against 64 us); with 8 ranks the

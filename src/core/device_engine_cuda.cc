@@ -13,6 +13,7 @@
 #include <deque>
 #include <thread>
 
+#include "algorithms/selector.h"
 #include "base/error.h"
 #include "core/device_engine.h"
 
@@ -43,9 +44,11 @@ class CudaEngine : public DeviceEngine {
   const char* name() const override { return "cuda"; }
   bool asynchronous() const override { return true; }
   // One thread block copies a few tens of GB/s: a long local copy (the
-  // root's own output, an all-gather's own block) gets a block per 512 KiB,
-  // as the selector gives ring channels, up to 32.
-  exec::dev::LowerOptions lowerOptions() const override { return {512u << 10, 32}; }
+  // root's own output, an all-gather's own block) gets blocks as the
+  // selector gives ring channels.
+  exec::dev::LowerOptions lowerOptions() const override {
+    return {plan::kGpuBytesPerChannel, plan::kGpuMaxChannels};
+  }
 
   exec::dev::DevProgramView install(const exec::dev::DevProgram& program,
                                     const DeviceRingTables& rings, bool oneOff) override {

@@ -12,7 +12,7 @@
 // writes the input, none reaches past the scratch size, every used peer is a
 // rank, and no two lanes of one phase share a ring (their bytes would
 // interleave unpredictably). With LowerOptions, a lane of one long local
-// step becomes several lanes, one piece of the step each (splitLocal).
+// step becomes several lanes, one piece of the step each (addLane).
 #include <algorithm>
 #include <sstream>
 #include <string>
