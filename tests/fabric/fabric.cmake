@@ -30,8 +30,10 @@ if(GROVE_FABRIC_PYTHON)
   endif()
 endif()
 
-# Open MPI over the same fabric (when MPI was found; CI has none).
-if(GROVE_FABRIC_PYTHON AND TARGET MPI::MPI_C)
+# Open MPI over the same fabric, when grove's own MPI check found it
+# (GROVE_HAVE_MPI, from MPI_C_FOUND: another package's CMake files, Torch's
+# among them, may define MPI::MPI_C where no mpi.h is installed).
+if(GROVE_FABRIC_PYTHON AND GROVE_HAVE_MPI)
   add_executable(fabric_mpi_check ${_fab}/fabric_mpi_check.c)
   target_link_libraries(fabric_mpi_check PRIVATE MPI::MPI_C)
   add_test(NAME fabric.mpi
