@@ -1,7 +1,6 @@
 # Detects optional features. Each sets GROVE_HAVE_<X> (0/1) and a one-line
 # status that the summary and grove-info print. None is required.
 find_package(Threads REQUIRED)
-set(GROVE_OPTIONAL_LIBS)
 set(GROVE_FEATURE_LINES)
 
 macro(grove_feature name value status)
@@ -96,8 +95,13 @@ if(_want)
   find_package(MPI QUIET COMPONENTS C)
 endif()
 if(_want AND MPI_C_FOUND)
+  # FindMPI gives the library's own version text only when it could run a
+  # probe; the MPI standard version it always knows.
   string(REGEX REPLACE "[\r\n].*" "" _mpi_version "${MPI_C_LIBRARY_VERSION_STRING}")
   string(REGEX REPLACE "," "" _mpi_version "${_mpi_version}")
+  if(NOT _mpi_version)
+    set(_mpi_version "MPI ${MPI_C_VERSION}")
+  endif()
   grove_feature(MPI 1 "yes (${_mpi_version}, perf binaries run under mpirun)")
 else()
   if(GROVE_WITH_MPI STREQUAL "ON")
@@ -106,29 +110,22 @@ else()
   grove_feature(MPI 0 "no (perf binaries run under grove-launch and torchrun-style variables)")
 endif()
 
-# Torch (the torch.distributed backend)
+# Torch (the torch.distributed backend), see cmake/GroveTorch.cmake
 grove_want(GROVE_WITH_TORCH _want)
 if(_want)
-  find_package(Torch QUIET)  # Debian's libtorch-dev: <prefix>/lib/<arch>/cmake/Torch
-  if(NOT Torch_FOUND)
-    # A pip-installed torch carries its CMake files; ask python3 where.
-    find_program(_grove_python3 NAMES python3)
-    if(_grove_python3)
-      execute_process(COMMAND ${_grove_python3} -c "import torch.utils, sys; sys.stdout.write(torch.utils.cmake_prefix_path)"
-                      OUTPUT_VARIABLE _torch_prefix RESULT_VARIABLE _rc ERROR_QUIET)
-      if(_rc EQUAL 0 AND _torch_prefix)
-        find_package(Torch QUIET PATHS ${_torch_prefix} NO_DEFAULT_PATH)
-      endif()
-    endif()
-  endif()
+  include(${CMAKE_CURRENT_LIST_DIR}/GroveTorch.cmake)
+  grove_find_torch()
 endif()
-if(_want AND Torch_FOUND)
-  grove_feature(TORCH 1 "yes (libtorch ${Torch_VERSION}, torch.distributed backend grove.torch in build/python)")
+if(_want AND GROVE_TORCH_FOUND)
+  grove_feature(TORCH 1 "yes (torch ${GROVE_TORCH_VERSION} of ${GROVE_TORCH_PYTHON}, backend grove.torch in build/python)")
 else()
-  if(GROVE_WITH_TORCH STREQUAL "ON")
-    message(FATAL_ERROR "GROVE_WITH_TORCH=ON but Torch was not found (apt-get install libtorch-dev, or set Torch_DIR)")
+  if(NOT _want)
+    set(GROVE_TORCH_WHY "disabled")
   endif()
-  grove_feature(TORCH 0 "no (libtorch-dev not found)")
+  if(GROVE_WITH_TORCH STREQUAL "ON")
+    message(FATAL_ERROR "GROVE_WITH_TORCH=ON but torch was not found: ${GROVE_TORCH_WHY}")
+  endif()
+  grove_feature(TORCH 0 "no (${GROVE_TORCH_WHY})")
 endif()
 
 # Features are compiled into the library (grove-info prints them).

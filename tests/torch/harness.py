@@ -17,7 +17,7 @@ from datetime import timedelta
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="torch is not installed (apt-get install python3-torch)")
+torch = pytest.importorskip("torch", reason="torch is not installed (scripts/install-deps makes .venv with it)")
 dist = pytest.importorskip("torch.distributed")
 grove_torch = pytest.importorskip(
     "grove.torch", reason="grove.torch is not built (configure with Torch found; see bindings/torch/README.md)")

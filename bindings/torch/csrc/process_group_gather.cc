@@ -20,7 +20,8 @@ at::Tensor concat(const std::vector<at::Tensor>& list) {
 }
 
 // Copies block j of flat into list[j] (every block list[j].numel() long).
-void split(const at::Tensor& flat, const std::vector<at::Tensor>& list) {
+// Not "split": torch 2.x's c10d::Backend::split() would hide it in members.
+void scatterBlocks(const at::Tensor& flat, const std::vector<at::Tensor>& list) {
   int64_t offset = 0;
   for (const auto& t : list) {
     t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
@@ -81,7 +82,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allgather(
     comm->check(groveAllGather(in.data_ptr(), flat.data_ptr(), countOf(in),
                                groveTypeOf(in, "allgather"), comm->get(), nullptr),
                 "allgather");
-    split(flat, list);
+    scatterBlocks(flat, list);
   });
 }
 
@@ -124,7 +125,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::gather(
     comm->check(groveGather(in.data_ptr(), isRoot ? flat.data_ptr() : nullptr, countOf(in),
                             groveTypeOf(in, "gather"), root, comm->get(), nullptr),
                 "gather");
-    if (isRoot) split(flat, list);
+    if (isRoot) scatterBlocks(flat, list);
   });
 }
 
