@@ -1,4 +1,4 @@
-# GPU tier (DESIGN.md section 6): built whenever nvcc is found, run where a
+# GPU tier (docs/architecture.md, "Conventions"): built whenever nvcc is found, run where a
 # GPU is present. Without one, each test prints "no CUDA device: GPU tests
 # skipped" and exits 77, which ctest reports as Skipped.
 # Run with: ctest --test-dir <build> -L gpu
