@@ -1,5 +1,10 @@
 #include "base/config.h"
 
+#include <strings.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -46,12 +51,72 @@ std::string getString(const std::string& name) {
   return raw ? *raw : std::string(find(name).defaultValue);
 }
 
+namespace {
+
+std::string numberText(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
+
+bool caseEqual(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && strcasecmp(a.c_str(), b.c_str()) == 0;
+}
+
+// The '|'-separated choices of a string variable.
+std::vector<std::string> choicesOf(const Var& var) {
+  std::vector<std::string> out;
+  std::string all = var.choices != nullptr ? var.choices : "";
+  for (size_t pos = 0; pos <= all.size();) {
+    size_t bar = all.find('|', pos);
+    if (bar == std::string::npos) bar = all.size();
+    out.push_back(all.substr(pos, bar - pos));
+    pos = bar + 1;
+  }
+  return out;
+}
+
+[[noreturn]] void refuse(const Var& var, const std::string& text) {
+  throwInvalidArgument(std::string(var.name) + "=" + text + " is not allowed: it must be " +
+                       allowedText(var));
+}
+
+// v, checked against var's limits (NaN and infinities never pass).
+double inLimits(const Var& var, const std::string& text, double v) {
+  if (!std::isfinite(v) || v < var.min || v > var.max) refuse(var, text);
+  return v;
+}
+
+}  // namespace
+
+std::string allowedText(const Var& var) {
+  switch (var.type) {
+    case Type::kBool: return "a boolean (0/1, true/false, yes/no, on/off)";
+    case Type::kString: {
+      if (var.choices == nullptr) return "any text";
+      std::string out = "one of ";
+      for (const std::string& c : choicesOf(var)) out += (out.size() > 7 ? ", " : "") + c;
+      return out + " (any case; empty means the default)";
+    }
+    case Type::kInt:
+      return "an integer in [" + numberText(var.min) + ", " + numberText(var.max) + "]";
+    case Type::kSize:
+      return "a size (bytes, or with K, M or G) in [" + numberText(var.min) + ", " +
+             numberText(var.max) + "] bytes";
+    case Type::kDouble:
+      return "a finite number in [" + numberText(var.min) + ", " + numberText(var.max) + "]";
+  }
+  return "valid";
+}
+
 int64_t getInt(const std::string& name) {
+  const Var& var = find(name);
   std::string text = getString(name);
   char* end = nullptr;
+  errno = 0;
   long long v = std::strtoll(text.c_str(), &end, 0);
-  if (text.empty() || end == nullptr || *end != '\0')
-    throwInvalidArgument(name + "=" + text + " is not an integer");
+  if (text.empty() || end == nullptr || *end != '\0' || errno == ERANGE) refuse(var, text);
+  inLimits(var, text, static_cast<double>(v));
   return v;
 }
 
@@ -60,13 +125,14 @@ bool getBool(const std::string& name) {
   for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (t == "1" || t == "true" || t == "yes" || t == "on") return true;
   if (t == "0" || t == "false" || t == "no" || t == "off" || t.empty()) return false;
-  throwInvalidArgument(name + "=" + t + " is not a boolean (use 0 or 1)");
+  refuse(find(name), t);
 }
 
 uint64_t parseSize(const std::string& text) {
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end == text.c_str() || v < 0) throwInvalidArgument("bad size '" + text + "'");
+  if (text.empty() || end == text.c_str() || !std::isfinite(v) || v < 0)
+    throwInvalidArgument("bad size '" + text + "'");
   std::string suffix(end);
   double mult = 1;
   if (suffix == "" || suffix == "B") mult = 1;
@@ -74,24 +140,54 @@ uint64_t parseSize(const std::string& text) {
   else if (suffix == "M" || suffix == "m" || suffix == "MB" || suffix == "MiB") mult = 1024.0 * 1024;
   else if (suffix == "G" || suffix == "g" || suffix == "GB" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
   else throwInvalidArgument("bad size suffix in '" + text + "' (use K, M or G)");
+  if (v * mult >= 9.2e18) throwInvalidArgument("size '" + text + "' is too large");
   return static_cast<uint64_t>(v * mult);
 }
 
 uint64_t getSize(const std::string& name) {
+  const Var& var = find(name);
   std::string text = getString(name);
+  uint64_t v = 0;
   try {
-    return parseSize(text);
+    v = parseSize(text);
   } catch (const Error&) {
-    throwInvalidArgument(name + "=" + text + " is not a size (e.g. 4M)");
+    refuse(var, text);
   }
+  inLimits(var, text, static_cast<double>(v));
+  return v;
 }
 
 double getDouble(const std::string& name) {
+  const Var& var = find(name);
   std::string text = getString(name);
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0') throwInvalidArgument(name + "=" + text + " is not a number");
-  return v;
+  if (text.empty() || *end != '\0') refuse(var, text);
+  return inLimits(var, text, v);
+}
+
+std::string getChoice(const std::string& name) {
+  const Var& var = find(name);
+  std::string text = getString(name);
+  if (text.empty()) return var.defaultValue;
+  for (const std::string& c : choicesOf(var))
+    if (caseEqual(c, text)) return c;
+  refuse(var, text);
+}
+
+void validateAll() {
+  for (const Var& var : all()) {
+    if (!rawValue(var.name)) continue;
+    switch (var.type) {
+      case Type::kInt: getInt(var.name); break;
+      case Type::kBool: getBool(var.name); break;
+      case Type::kSize: getSize(var.name); break;
+      case Type::kDouble: getDouble(var.name); break;
+      case Type::kString:
+        if (var.choices != nullptr) getChoice(var.name);
+        break;
+    }
+  }
 }
 
 void setOverride(const std::string& name, std::optional<std::string> value) {

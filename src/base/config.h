@@ -17,12 +17,18 @@ namespace grove::config {
 /// Kind of value a variable holds.
 enum class Type { kInt, kBool, kString, kSize, kDouble };
 
-/// One registered variable.
+/// One registered variable. A value outside [min, max] (numbers, sizes) or
+/// not among `choices` (strings; '|'-separated, case-insensitive; empty
+/// text means the default) is refused with an error that names the
+/// variable, the value and what is allowed.
 struct Var {
   const char* name;          ///< e.g. "GROVE_TIMEOUT"
   Type type;                 ///< how the text is parsed
   const char* defaultValue;  ///< text of the default
   const char* help;          ///< one-line description
+  const char* choices = nullptr;  ///< allowed texts of a kString, or null for any
+  double min = -9.2e18;      ///< smallest value allowed (kInt, kSize, kDouble)
+  double max = 9.2e18;       ///< largest value allowed (kInt, kSize, kDouble)
 };
 
 /// Every registered variable, in registration order.
@@ -36,14 +42,27 @@ std::optional<std::string> rawValue(const std::string& name);
 
 /// Current text of a variable (override, environment, or default).
 std::string getString(const std::string& name);
-/// Integer value; throws grove::Error(InvalidArgument) if the text is not an integer.
+/// Integer value; throws grove::Error(InvalidArgument) if the text is not an
+/// integer within the variable's limits (as every typed getter does).
 int64_t getInt(const std::string& name);
 /// Boolean value (1/0, true/false, yes/no, on/off).
 bool getBool(const std::string& name);
 /// Byte size: integer with optional K/M/G suffix (binary multiples).
 uint64_t getSize(const std::string& name);
-/// Floating-point value.
+/// Floating-point value (finite, within the variable's limits).
 double getDouble(const std::string& name);
+/// A string variable's value as spelled in its choices (case-insensitive
+/// match; empty text gives the default); throws if it is not one of them.
+std::string getChoice(const std::string& name);
+
+/// Parses every variable that is set (override or environment) as its type
+/// and limits say; throws grove::Error(InvalidArgument) naming the first bad
+/// one. Communicator creation calls it, so a bad GROVE_* value is refused
+/// there instead of silently meaning something else.
+void validateAll();
+
+/// What `var` allows, in words ("an integer in [0, 32]", "one of a, b").
+std::string allowedText(const Var& var);
 
 /// Replaces the value of a variable for this process (nullopt removes the override).
 void setOverride(const std::string& name, std::optional<std::string> value);

@@ -1,4 +1,5 @@
-// Every GROVE_* variable, with its type, default and help text. grove-info
+// Every GROVE_* variable, with its type, default, help text and what values
+// it allows (choices of a string; [min, max] of a number or size). grove-info
 // prints this table; add a line here before reading a new variable.
 #include "base/config.h"
 
@@ -7,7 +8,8 @@ namespace grove::config {
 const std::vector<Var>& registeredVars() {
   static const std::vector<Var> vars = {
       // Logging
-      {"GROVE_DEBUG", Type::kString, "WARN", "log level: NONE, WARN, INFO or TRACE"},
+      {"GROVE_DEBUG", Type::kString, "WARN", "log level: NONE, WARN, INFO or TRACE",
+       "NONE|WARN|INFO|TRACE"},
       {"GROVE_DEBUG_SUBSYS", Type::kString, "ALL",
        "comma list of subsystems to log (INIT,TOPO,PLAN,SHM,NET,P2P,COLL,BOOT,ALL); ^ excludes"},
       {"GROVE_DEBUG_FILE", Type::kString, "",
@@ -19,33 +21,43 @@ const std::vector<Var>& registeredVars() {
        "secret the ranks present to the root when GROVE_COMM_ID is used (default: derived from it)"},
       {"GROVE_SOCKET_IFNAME", Type::kString, "",
        "network interfaces to use: prefix list, ^ to exclude, = for exact names (as NCCL_SOCKET_IFNAME)"},
-      {"GROVE_SOCKET_FAMILY", Type::kString, "", "force AF_INET or AF_INET6 for sockets"},
+      {"GROVE_SOCKET_FAMILY", Type::kString, "", "force AF_INET or AF_INET6 for sockets",
+       "AF_INET|AF_INET6|inet|inet6|ipv4|ipv6|4|6"},
       {"GROVE_TIMEOUT", Type::kDouble, "30",
-       "seconds a wait may last without progress before the call fails with groveRemoteError"},
+       "seconds a wait may last without progress before the call fails with groveRemoteError "
+       "(hang detection cannot be switched off: at most 10^6)",
+       nullptr, 0.001, 1e6},
       // Transports
       {"GROVE_TRANSPORT", Type::kString, "auto",
-       "auto (shm between ranks on one host, socket otherwise), shm, or socket"},
-      {"GROVE_BUFFSIZE", Type::kSize, "1M", "bytes of each connection's buffer per direction"},
+       "auto (shm between ranks on one host, socket otherwise), shm, or socket",
+       "auto|shm|socket|tcp"},
+      {"GROVE_BUFFSIZE", Type::kSize, "1M", "bytes of each connection's buffer per direction",
+       nullptr, 4096, 1024.0 * 1024 * 1024},
       {"GROVE_NCHANNELS", Type::kInt, "0",
-       "channels (parallel connections) per collective; 0 = automatic"},
+       "channels (parallel connections) per collective; 0 = automatic", nullptr, 0, 32},
       {"GROVE_SOCKET_SNDBUF", Type::kSize, "512K",
-       "SO_SNDBUF of socket-transport connections (the kernel doubles it); 0 = autotuning"},
+       "SO_SNDBUF of socket-transport connections (the kernel doubles it); 0 = autotuning",
+       nullptr, 0, 1024.0 * 1024 * 1024},
       {"GROVE_SOCKET_RCVBUF", Type::kSize, "4M",
-       "SO_RCVBUF of socket-transport connections (the kernel doubles it); 0 = autotuning"},
+       "SO_RCVBUF of socket-transport connections (the kernel doubles it); 0 = autotuning",
+       nullptr, 0, 1024.0 * 1024 * 1024},
       {"GROVE_SHM_DIR", Type::kString, "/dev/shm", "where shared-memory segments are made"},
       // Algorithms
       {"GROVE_ALGO", Type::kString, "",
        "algorithm overrides, e.g. allreduce:ring;broadcast:direct or tree (algorithms: ring, "
        "direct, doubling, halving, tree, hier; see algorithms/selector.h)"},
       {"GROVE_CHUNKSIZE", Type::kSize, "0",
-       "bytes a pipelined step moves at most; 0 = half the connection buffer"},
+       "bytes a pipelined step moves at most; 0 = half the connection buffer",
+       nullptr, 0, 512.0 * 1024 * 1024},
       {"GROVE_DIRECT_MAX_BYTES", Type::kSize, "0",
-       "messages up to this size use the latency (direct) algorithms; 0 = 16K over shm, 64K over sockets"},
+       "messages up to this size use the latency (direct) algorithms; 0 = 16K over shm, 64K over sockets",
+       nullptr, 0, 1024.0 * 1024 * 1024 * 1024},
       {"GROVE_EAGER", Type::kBool, "1",
        "over shared memory, collectives with small per-rank blocks run eagerly over one-message "
        "slot links instead of an algorithm's program (see GROVE_EAGER_MAX_BYTES); 0 = never"},
       {"GROVE_EAGER_MAX_BYTES", Type::kSize, "0",
-       "largest per-rank block of an eager collective; 0 = min(8K, 16K / (nranks - 1))"},
+       "largest per-rank block of an eager collective; 0 = min(8K, 16K / (nranks - 1))",
+       nullptr, 0, 1024.0 * 1024 * 1024},
       // Topology
       {"GROVE_TOPO_FILE", Type::kString, "",
        "topology file (grove JSON or NCCL XML) that describes this machine, a cluster, or overrides part of the detected graph"},
@@ -56,12 +68,15 @@ const std::vector<Var>& registeredVars() {
        "automatic placement (same value on every rank)"},
       // Waiting
       {"GROVE_SPIN_US", Type::kInt, "20",
-       "microseconds a wait spins before it yields the CPU, then sleeps"},
+       "microseconds a wait spins before it yields the CPU, then sleeps", nullptr, 0, 1e6},
       // Launch
-      {"GROVE_RANK", Type::kInt, "-1", "rank of this process (set by grove-launch)"},
-      {"GROVE_NRANKS", Type::kInt, "0", "number of ranks (set by grove-launch)"},
-      {"GROVE_LOCAL_RANK", Type::kInt, "-1", "rank among the ranks of this host (set by grove-launch)"},
-      {"GROVE_DEVICE_KIND", Type::kString, "host", "default device kind: host or cuda"},
+      {"GROVE_RANK", Type::kInt, "-1", "rank of this process (set by grove-launch)", nullptr, -1,
+       16777216},
+      {"GROVE_NRANKS", Type::kInt, "0", "number of ranks (set by grove-launch)", nullptr, 0,
+       16777216},
+      {"GROVE_LOCAL_RANK", Type::kInt, "-1", "rank among the ranks of this host (set by grove-launch)",
+       nullptr, -1, 16777216},
+      {"GROVE_DEVICE_KIND", Type::kString, "host", "default device kind: host or cuda", "host|cuda"},
       {"GROVE_DEVICE_EMULATION", Type::kBool, "0",
        "CUDA communicators run the device executor's interpreter on host threads over host "
        "memory instead of a GPU (buffers are host memory; for testing the device path without one)"},

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/config.h"
+#include "base/error.h"
 
 namespace grove::log {
 namespace {
@@ -55,11 +56,19 @@ std::string expandPath(std::string path) {
 }
 
 void load(State& s) {
-  std::string lvl = config::getString("GROVE_DEBUG");
+  // A bad GROVE_DEBUG logs at WARN, and says so once; communicator creation
+  // refuses it (config::validateAll).
+  std::string lvl;
+  std::string badLevel;
+  try {
+    lvl = config::getChoice("GROVE_DEBUG");
+  } catch (const Error& e) {
+    badLevel = e.what();
+  }
   int l = static_cast<int>(Level::kWarn);
-  if (strcasecmp(lvl.c_str(), "NONE") == 0) l = 0;
-  else if (strcasecmp(lvl.c_str(), "INFO") == 0) l = 2;
-  else if (strcasecmp(lvl.c_str(), "TRACE") == 0) l = 3;
+  if (lvl == "NONE") l = 0;
+  else if (lvl == "INFO") l = 2;
+  else if (lvl == "TRACE") l = 3;
   s.subsys.store(parseSubsys(config::getString("GROVE_DEBUG_SUBSYS")));
   std::string file = config::getString("GROVE_DEBUG_FILE");
   std::lock_guard<std::mutex> lock(s.mu);
@@ -70,6 +79,7 @@ void load(State& s) {
     if (f != nullptr) s.out = f;
   }
   s.level.store(l);
+  if (!badLevel.empty()) std::fprintf(s.out, "grove WARN %s; logging at WARN\n", badLevel.c_str());
 }
 
 }  // namespace

@@ -31,18 +31,18 @@ const char* transportModeName(TransportMode m) {
 }
 
 CommOptions resolveOptions(const groveConfig_t* cfg) {
+  // Every GROVE_* value that is set must parse and be in range, whether this
+  // function reads it or a layer reads it later: a typo never silently means
+  // "the default" or "off".
+  config::validateAll();
   CommOptions o;
   o.timeoutSec = config::getDouble("GROVE_TIMEOUT");
-  if (o.timeoutSec < 0) throwInvalidArgument("GROVE_TIMEOUT must not be negative");
   o.nChannels = static_cast<int>(config::getInt("GROVE_NCHANNELS"));
   o.transport = parseTransport(config::getString("GROVE_TRANSPORT"), "GROVE_TRANSPORT");
   o.algo = config::getString("GROVE_ALGO");
   o.bufferBytes = config::getSize("GROVE_BUFFSIZE");
   o.chunkBytes = config::getSize("GROVE_CHUNKSIZE");
-  std::string kind = config::getString("GROVE_DEVICE_KIND");
-  if (strcasecmp(kind.c_str(), "cuda") == 0) o.deviceKind = groveDeviceCuda;
-  else if (strcasecmp(kind.c_str(), "host") != 0)
-    throwInvalidArgument("GROVE_DEVICE_KIND '" + kind + "' is not host or cuda");
+  if (config::getChoice("GROVE_DEVICE_KIND") == "cuda") o.deviceKind = groveDeviceCuda;
   o.emulateDevice = config::getBool("GROVE_DEVICE_EMULATION");
   o.disableP2P = config::getBool("GROVE_P2P_DISABLE");
 
@@ -68,7 +68,8 @@ CommOptions resolveOptions(const groveConfig_t* cfg) {
       o.blocking = cfg->blocking == 1;
     }
     if (isSet(cfg->timeoutMs)) {
-      if (cfg->timeoutMs < 0) throwInvalidArgument("config.timeoutMs must not be negative");
+      // As GROVE_TIMEOUT: positive, so hang detection cannot be switched off.
+      if (cfg->timeoutMs <= 0) throwInvalidArgument("config.timeoutMs must be positive");
       o.timeoutSec = cfg->timeoutMs / 1000.0;
     }
     if (isSet(cfg->nChannels)) {
@@ -80,8 +81,6 @@ CommOptions resolveOptions(const groveConfig_t* cfg) {
     if (cfg->algo != nullptr) o.algo = cfg->algo;
     if (cfg->commName != nullptr) o.name = cfg->commName;
   }
-  if (o.nChannels < 0 || o.nChannels > 32) throwInvalidArgument("GROVE_NCHANNELS must be in [0, 32]");
-  if (o.bufferBytes < 4096) throwInvalidArgument("GROVE_BUFFSIZE must be at least 4K");
   o.bufferBytes = (o.bufferBytes + 63) / 64 * 64;
   if (o.chunkBytes == 0) o.chunkBytes = o.bufferBytes / 2;
   if (o.chunkBytes > o.bufferBytes / 2)

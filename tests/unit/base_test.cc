@@ -34,9 +34,72 @@ TEST(Config, EveryVariableHasHelpAndAParsableDefault) {
       case config::Type::kBool: EXPECT_NO_THROW(config::getBool(v.name)) << v.name; break;
       case config::Type::kSize: EXPECT_NO_THROW(config::getSize(v.name)) << v.name; break;
       case config::Type::kDouble: EXPECT_NO_THROW(config::getDouble(v.name)) << v.name; break;
-      case config::Type::kString: break;
+      case config::Type::kString:
+        if (v.choices != nullptr) EXPECT_NO_THROW(config::getChoice(v.name)) << v.name;
+        break;
     }
   }
+}
+
+// Sets one variable for the scope of a test.
+struct ScopedVar {
+  ScopedVar(const char* name, const char* value) : name_(name) { config::setOverride(name, value); }
+  ~ScopedVar() { config::setOverride(name_, std::nullopt); }
+  const char* name_;
+};
+
+// The error text of `fn`, or "" when it does not throw.
+template <typename Fn>
+std::string errorOf(Fn fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), groveInvalidArgument);
+    return e.what();
+  }
+  return "";
+}
+
+// Values that used to switch hang detection off, wrap around or mean
+// "the default" are refused, each with the variable, the value and what is
+// allowed; validateAll() (run by communicator creation) finds them all.
+TEST(Config, OutOfRangeAndGarbageValuesAreRefused) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"GROVE_TIMEOUT", "nan"},       {"GROVE_TIMEOUT", "0"},
+      {"GROVE_TIMEOUT", "-1"},        {"GROVE_TIMEOUT", "inf"},
+      {"GROVE_TIMEOUT", "1e300"},     {"GROVE_NCHANNELS", "4294967298"},
+      {"GROVE_NCHANNELS", "33"},      {"GROVE_NCHANNELS", "-1"},
+      {"GROVE_NCHANNELS", "99999999999999999999999"},
+      {"GROVE_DEBUG", "garbage"},     {"GROVE_TRANSPORT", "rdma"},
+      {"GROVE_BUFFSIZE", "1K"},       {"GROVE_BUFFSIZE", "nanK"},
+      {"GROVE_BUFFSIZE", "1e30G"},    {"GROVE_SPIN_US", "-5"},
+      {"GROVE_EAGER", "maybe"},       {"GROVE_DEVICE_KIND", "tpu"},
+      {"GROVE_SOCKET_FAMILY", "AF_UNIX"}};
+  for (const auto& [name, value] : bad) {
+    ScopedVar set(name, value);
+    std::string why = errorOf([] { config::validateAll(); });
+    EXPECT_NE(why.find(std::string(name) + "=" + value), std::string::npos) << name << "=" << value
+                                                                             << ": " << why;
+    EXPECT_NE(why.find("must be"), std::string::npos) << why;
+  }
+  ScopedVar timeout("GROVE_TIMEOUT", "nan");
+  EXPECT_NE(errorOf([] { config::getDouble("GROVE_TIMEOUT"); }).find("finite number in [0.001"),
+            std::string::npos);
+}
+
+TEST(Config, GoodValuesPassAndChoicesIgnoreCase) {
+  {
+    ScopedVar a("GROVE_DEBUG", "info"), b("GROVE_TRANSPORT", "SOCKET"), c("GROVE_NCHANNELS", "32"),
+        d("GROVE_TIMEOUT", "0.5"), e("GROVE_BUFFSIZE", "4K"), f("GROVE_SOCKET_FAMILY", "");
+    EXPECT_NO_THROW(config::validateAll());
+    EXPECT_EQ(config::getChoice("GROVE_DEBUG"), "INFO");
+    EXPECT_EQ(config::getChoice("GROVE_TRANSPORT"), "socket");
+    EXPECT_EQ(config::getChoice("GROVE_SOCKET_FAMILY"), "");
+    EXPECT_EQ(config::getInt("GROVE_NCHANNELS"), 32);
+  }
+  ScopedVar empty("GROVE_TRANSPORT", "");
+  EXPECT_EQ(config::getChoice("GROVE_TRANSPORT"), "auto");  // empty means the default
+  EXPECT_EQ(config::allowedText(config::find("GROVE_NCHANNELS")), "an integer in [0, 32]");
 }
 
 TEST(Dtype, SizesNamesAndNcclValues) {

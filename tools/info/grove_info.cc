@@ -55,6 +55,7 @@ void printVarsText() {
     std::printf("      default: %s\n", def.c_str());
     if (raw) std::printf("      current: %s  (from the environment)\n", raw->c_str());
     else std::printf("      current: %s\n", def.c_str());
+    std::printf("      allowed: %s\n", config::allowedText(v).c_str());
     std::printf("      %s\n", v.help);
   }
 }
@@ -102,7 +103,9 @@ void printJson(bool varsOnly) {
     out += "    {\"name\": " + grove::jsonQuoted(v.name) + ", \"type\": " + grove::jsonQuoted(typeName(v.type)) +
            ", \"default\": " + grove::jsonQuoted(v.defaultValue) +
            ", \"value\": " + grove::jsonQuoted(raw ? *raw : v.defaultValue) +
-           ", \"set\": " + (raw ? "true" : "false") + ", \"help\": " + grove::jsonQuoted(v.help) + "}" +
+           ", \"set\": " + (raw ? "true" : "false") +
+           ", \"allowed\": " + grove::jsonQuoted(config::allowedText(v)) +
+           ", \"help\": " + grove::jsonQuoted(v.help) + "}" +
            (i + 1 < vars.size() ? ",\n" : "\n");
   }
   out += "  ]\n}\n";
