@@ -19,7 +19,7 @@ void initHandle(groveComm* h, core::UniqueIdData id, core::CommOptions opts) {
   groveResult_t code = groveSuccess;
   std::string text;
   try {
-    impl = std::make_unique<core::Comm>(id, h->nranks, h->rank, opts);
+    impl = std::make_unique<core::Comm>(id, h->nranks, h->rank, opts, &h->initCancel);
   } catch (const Error& e) {
     code = e.code();
     text = e.what();
@@ -53,7 +53,7 @@ groveResult_t initRank(groveComm_t* comm, int nranks, const groveUniqueId& commI
     groveComm* h = grove::capi::newCommHandle(rank, nranks);
     *comm = h;
     if (core::groupActive()) {
-      core::groupRecordInit([h, id, opts] { initHandle(h, id, opts); });
+      core::groupRecordInit([h, id, opts] { initHandle(h, id, opts); }, h);
       return;
     }
     if (!opts.blocking) {
@@ -131,28 +131,39 @@ GROVE_API groveResult_t groveCommInitAll(groveComm_t* comms, int ndev, const int
   });
 }
 
-// Takes a communicator out of service (waiting for a non-blocking init) and
-// hands back its Comm; null for a NULL handle. Shared by destroy and abort.
-std::unique_ptr<core::Comm> retire(groveComm_t comm) {
+// Takes a communicator out of service (waiting for a non-blocking init),
+// frees its handle and hands back its Comm; null for a NULL handle. Shared by
+// destroy and abort. A communicator that an open group still uses is refused:
+// its groveGroupEnd would run on freed memory.
+std::unique_ptr<core::Comm> retire(groveComm_t comm, const char* fn, bool cancelInit) {
   if (comm == nullptr) return nullptr;  // like free(NULL)
-  if (!grove::capi::knownComm(comm)) grove::throwInvalidArgument("comm is not a grove communicator");
+  grove::capi::checkKnownComm(comm);
+  if (core::heldByOpenGroup(comm) ||
+      (comm->state.load() == CommState::kReady && core::heldByOpenGroup(comm->impl.get())))
+    grove::throwInvalidUsage(std::string(fn) + " inside a group that still holds this "
+                             "communicator's operations or init: call groveGroupEnd first");
+  // From here this thread owns the handle; a racing destroy gets "destroyed".
+  if (!grove::capi::unregisterComm(comm)) grove::capi::checkKnownComm(comm);
+  // Abort ends a non-blocking init still under way; destroy lets it finish.
+  if (cancelInit) comm->initCancel.cancel("rank " + std::to_string(comm->rank) +
+                                          " called groveCommAbort during init");
   grove::capi::joinInitThread(comm);
-  if (comm->state.exchange(CommState::kDestroyed) == CommState::kDestroyed)
-    grove::throwInvalidUsage("communicator was already destroyed");
-  std::lock_guard<std::mutex> lock(comm->mu);
-  return std::move(comm->impl);
+  std::unique_ptr<core::Comm> impl = std::move(comm->impl);
+  delete comm;
+  return impl;
 }
 
 GROVE_API groveResult_t groveCommDestroy(groveComm_t comm) {
   return apiCall("groveCommDestroy", nullptr, [&] {
-    if (std::unique_ptr<core::Comm> impl = retire(comm)) impl->close();
+    if (std::unique_ptr<core::Comm> impl = retire(comm, "groveCommDestroy", false)) impl->close();
   });
 }
 
 GROVE_API groveResult_t groveCommAbort(groveComm_t comm) {
   return apiCall("groveCommAbort", nullptr, [&] {
-    if (std::unique_ptr<core::Comm> impl = retire(comm))
-      impl->abort("rank " + std::to_string(comm->rank) + " called groveCommAbort");
+    int rank = comm != nullptr && grove::capi::knownComm(comm) ? comm->rank : -1;
+    if (std::unique_ptr<core::Comm> impl = retire(comm, "groveCommAbort", true))
+      impl->abort("rank " + std::to_string(rank) + " called groveCommAbort");
   });
 }
 
@@ -178,14 +189,14 @@ GROVE_API groveResult_t groveCommSplit(groveComm_t comm, int color, int key, gro
 GROVE_API groveResult_t groveCommCount(const groveComm_t comm, int* count) {
   return apiCall("groveCommCount", comm, [&] {
     if (count == nullptr) grove::throwInvalidArgument("count is NULL");
-    *count = grove::capi::usableComm(comm).nranks();
+    *count = grove::capi::handleOf(comm).nranks;  // known before init ends: no wait
   });
 }
 
 GROVE_API groveResult_t groveCommUserRank(const groveComm_t comm, int* rank) {
   return apiCall("groveCommUserRank", comm, [&] {
     if (rank == nullptr) grove::throwInvalidArgument("rank is NULL");
-    *rank = grove::capi::usableComm(comm).rank();
+    *rank = grove::capi::handleOf(comm).rank;  // known before init ends: no wait
   });
 }
 
@@ -201,11 +212,10 @@ GROVE_API groveResult_t groveCommGetAsyncError(groveComm_t comm, groveResult_t* 
   return apiCall("groveCommGetAsyncError", comm, [&] {
     if (asyncError == nullptr) grove::throwInvalidArgument("asyncError is NULL");
     if (comm == nullptr) grove::throwInvalidArgument("comm is NULL");
-    if (!grove::capi::knownComm(comm)) grove::throwInvalidArgument("comm is not a grove communicator");
+    grove::capi::checkKnownComm(comm);
     switch (comm->state.load()) {
       case CommState::kInitializing: *asyncError = groveInProgress; return;
       case CommState::kFailed: *asyncError = comm->initError; return;
-      case CommState::kDestroyed: grove::throwInvalidUsage("communicator was destroyed or aborted");
       case CommState::kReady: *asyncError = comm->impl->errorState(nullptr); return;
     }
   });
@@ -245,6 +255,9 @@ GROVE_API groveResult_t groveHostStreamDestroy(groveHostStream_t stream) {
   return apiCall("groveHostStreamDestroy", nullptr, [&] {
     if (stream == nullptr || !grove::capi::knownStream(stream))
       grove::throwInvalidArgument("stream is not a live groveHostStream_t");
+    if (core::heldByOpenGroup(&stream->impl))
+      grove::throwInvalidUsage("groveHostStreamDestroy inside a group that still holds operations "
+                               "on this stream: call groveGroupEnd first");
     grove::capi::removeStream(stream);
     delete stream;  // drains the queue first
   });

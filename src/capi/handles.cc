@@ -1,15 +1,26 @@
 #include "capi/handles.h"
 
+#include <atomic>
+#include <deque>
 #include <set>
+#include <unordered_set>
 
 namespace grove::capi {
 namespace {
 
 struct Registry {
   std::mutex mu;
-  std::set<const groveComm*> comms;
+  std::unordered_set<const groveComm*> comms;
+  std::unordered_set<const groveComm*> destroyed;  ///< freed lately (kMaxDestroyed at most)
+  std::deque<const groveComm*> destroyedOrder;     ///< oldest first
   std::set<const groveHostStream*> streams;
 };
+
+constexpr size_t kMaxDestroyed = 4096;
+
+// Bumped whenever a handle is unregistered: a thread's cached "known" answer
+// is good only while the epoch it saw is current.
+std::atomic<uint64_t> registryEpoch{0};
 
 Registry& registry() {
   static Registry* r = new Registry();  // never destroyed: handles outlive static teardown
@@ -26,17 +37,43 @@ groveComm* newCommHandle(int rank, int nranks) {
   h->nranks = nranks;
   std::lock_guard<std::mutex> lock(registry().mu);
   registry().comms.insert(h);
+  registry().destroyed.erase(h);  // the allocator reused a freed handle's address
   return h;
 }
 
 bool knownComm(const groveComm* h) {
-  // Handles are never unregistered, so one this thread found stays known:
-  // repeated calls on the same communicator skip the registry's lock.
+  // Repeated calls on the same communicator skip the registry's lock while
+  // no handle was unregistered since this thread last looked.
   thread_local const groveComm* lastKnown = nullptr;
-  if (h == lastKnown && h != nullptr) return true;
+  thread_local uint64_t lastEpoch = 0;
+  uint64_t epoch = registryEpoch.load(std::memory_order_acquire);
+  if (h == lastKnown && h != nullptr && epoch == lastEpoch) return true;
   std::lock_guard<std::mutex> lock(registry().mu);
   if (registry().comms.count(h) == 0) return false;
   lastKnown = h;
+  lastEpoch = epoch;
+  return true;
+}
+
+void checkKnownComm(const groveComm* h) {
+  if (knownComm(h)) return;
+  std::lock_guard<std::mutex> lock(registry().mu);
+  if (registry().destroyed.count(h) != 0)
+    throwInvalidUsage("communicator was destroyed or aborted");
+  throwInvalidArgument("comm is not a grove communicator");
+}
+
+bool unregisterComm(const groveComm* h) {
+  std::lock_guard<std::mutex> lock(registry().mu);
+  if (registry().comms.erase(h) == 0) return false;
+  registryEpoch.fetch_add(1, std::memory_order_acq_rel);
+  Registry& r = registry();
+  r.destroyed.insert(h);
+  r.destroyedOrder.push_back(h);
+  if (r.destroyedOrder.size() > kMaxDestroyed) {
+    r.destroyed.erase(r.destroyedOrder.front());
+    r.destroyedOrder.pop_front();
+  }
   return true;
 }
 
@@ -55,18 +92,24 @@ void joinInitThread(groveComm* h) {
 
 core::Comm& usableComm(groveComm* h) {
   if (h == nullptr) throwInvalidArgument("comm is NULL");
-  if (!knownComm(h)) throwInvalidArgument("comm is not a grove communicator");
+  checkKnownComm(h);
   joinInitThread(h);
   switch (h->state.load()) {
     case CommState::kReady: return *h->impl;
     case CommState::kFailed:
       throw Error(h->initError, "communicator failed to initialise: " + h->initErrorText);
-    case CommState::kDestroyed:
-      throwInvalidUsage("communicator was destroyed or aborted");
     case CommState::kInitializing:
       throwInvalidUsage("communicator is still initialising (its group has not ended)");
   }
   throwInternalError("bad communicator state");
+}
+
+groveComm& handleOf(groveComm* h) {
+  if (h == nullptr) throwInvalidArgument("comm is NULL");
+  checkKnownComm(h);
+  if (h->state.load() == CommState::kFailed)
+    throw Error(h->initError, "communicator failed to initialise: " + h->initErrorText);
+  return *h;
 }
 
 void addStream(groveHostStream* s) {

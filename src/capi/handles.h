@@ -1,8 +1,12 @@
 // The objects behind the C handles, and the boundary between C and C++.
 //
-// Every communicator handle ever made stays registered; destroying one frees
-// its Comm but keeps a small tombstone, so a later call with that handle gets
-// a clear "destroyed" error instead of touching freed memory. apiCall() runs
+// Every live communicator handle is registered, and every entry point checks
+// the registry before it touches a handle. Destroying or aborting one
+// unregisters and frees it; the last 4096 freed addresses are remembered, so
+// a later call with such a handle gets a clear "destroyed" error, and any
+// other unknown pointer "not a grove communicator" -- never freed memory
+// touched. Memory stays flat however many communicators come and go.
+// apiCall() runs
 // the C++ body of an entry point and turns grove::Error (and any other
 // exception) into a result code plus the text groveGetLastError returns.
 #pragma once
@@ -23,7 +27,7 @@
 #define GROVE_API extern "C" __attribute__((visibility("default")))
 
 /// Life stages of a communicator handle.
-enum class CommState { kInitializing, kReady, kFailed, kDestroyed };
+enum class CommState { kInitializing, kReady, kFailed };
 
 struct groveComm {
   std::mutex mu;
@@ -36,6 +40,7 @@ struct groveComm {
   std::mutex joinMu;       ///< serialises joining initThread
   std::thread initThread;  ///< non-blocking init
   std::atomic<bool> initJoined{true};  ///< false from starting initThread until it is joined
+  grove::core::InitCancel initCancel;  ///< groveCommAbort ends a pending init through it
   std::string lastError;
 };
 
@@ -45,10 +50,16 @@ struct groveHostStream {
 
 namespace grove::capi {
 
-/// Registers a new handle (kept until process exit).
+/// Registers a new handle (freed by destroy or abort).
 groveComm* newCommHandle(int rank, int nranks);
-/// True if h was made by newCommHandle.
+/// True if h is a live handle made by newCommHandle.
 bool knownComm(const groveComm* h);
+/// Throws unless h is a live handle: groveInvalidUsage "destroyed" for a
+/// handle destroyed or aborted lately, groveInvalidArgument otherwise.
+void checkKnownComm(const groveComm* h);
+/// Unregisters h and remembers it as destroyed; false if it was not live.
+/// The caller then owns h and deletes it.
+bool unregisterComm(const groveComm* h);
 /// Starts h's non-blocking init on its own thread.
 void startInitThread(groveComm* h, std::function<void()> init);
 /// Waits for h's non-blocking init thread, if it has one that was not joined yet.
@@ -56,6 +67,9 @@ void joinInitThread(groveComm* h);
 /// The ready Comm of h; waits for a pending init; throws a clear error for a
 /// null, unknown, failed or destroyed handle.
 core::Comm& usableComm(groveComm* h);
+/// h itself, checked as usableComm does but without waiting for its init:
+/// what the handle knows (rank, nranks) is there from the start.
+groveComm& handleOf(groveComm* h);
 
 /// Registers / unregisters / checks host streams.
 void addStream(groveHostStream* s);

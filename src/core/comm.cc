@@ -15,6 +15,7 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "core/agreement.h"
 #include "core/bootstrap.h"
 #include "core/connections.h"
 #include "core/device_engine.h"
@@ -73,8 +74,30 @@ std::vector<transport::PeerRoute> linkRoutes(const topo::CommTopology& t, int ra
 }
 
 }  // namespace
-Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& options)
+void InitCancel::cancel(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!cancelled_) why_ = why;
+  cancelled_ = true;
+  if (signal_ != nullptr) signal_->raise(why_);
+}
+
+void InitCancel::tie(AbortSignal* signal) {
+  std::lock_guard<std::mutex> lock(mu_);
+  signal_ = signal;
+  if (signal_ != nullptr && cancelled_) signal_->raise(why_);
+}
+
+Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& options,
+           InitCancel* cancel)
     : rank_(rank), nranks_(nranks), options_(options) {
+  // Untied when the constructor ends, however it ends.
+  struct Tie {
+    InitCancel* c;
+    ~Tie() {
+      if (c != nullptr) c->tie(nullptr);
+    }
+  } tie{cancel};
+  if (cancel != nullptr) cancel->tie(&abort_);
   wait_ = WaitContext::of(abort_, options_.timeoutSec);
   log::setRank(rank);
   // A CUDA communicator checks its device before joining, so a bad one fails fast.
@@ -88,6 +111,9 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   transport::PeerInfo self = localPeerInfo(rank);
   self.dataAddr = listener->address();
   bootstrap_ = std::make_unique<Bootstrap>(id, rank, nranks, self, &abort_, options_.timeoutSec);
+  // Settings that shape schedules and links must be the same on every rank.
+  checkAgreement(agreedSettings(options_), nranks,
+                 [this](const void* d, size_t n) { return bootstrap_->allGather(d, n); });
 
   // Topology: each rank's local view, exchanged and merged identically on every rank.
   // (An emulated device is host memory: it is placed like a host rank.)

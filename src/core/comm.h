@@ -54,10 +54,30 @@ struct P2PCall {
 /// The schedule's form of one send or receive, its buffer Buf::kExtra `extraIndex`.
 plan::P2POp p2pOpOf(const P2PCall& call, uint32_t extraIndex);
 
+/// Lets another thread end a communicator's construction: a non-blocking
+/// init that groveCommAbort stops. While the constructor runs it ties its
+/// abort signal here, so cancel() makes every wait of the init (the
+/// bootstrap root, the other ranks) fail at once instead of at the timeout.
+class InitCancel {
+ public:
+  /// Raises the tied signal with `why`, or the next one tied.
+  void cancel(const std::string& why);
+  /// Ties `signal` (null unties); a cancel that came first raises it now.
+  void tie(AbortSignal* signal);
+
+ private:
+  std::mutex mu_;
+  AbortSignal* signal_ = nullptr;
+  bool cancelled_ = false;
+  std::string why_;
+};
+
 class Comm {
  public:
-  /// Joins rank `rank` of an `nranks`-rank communicator; blocks until all joined.
-  Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& options);
+  /// Joins rank `rank` of an `nranks`-rank communicator; blocks until all
+  /// joined, or until `cancel` (may be null) is cancelled.
+  Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& options,
+       InitCancel* cancel = nullptr);
   ~Comm();
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;

@@ -1,7 +1,9 @@
 #include "core/group.h"
 
 #include <exception>
+#include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "base/error.h"
@@ -13,12 +15,43 @@ struct GroupState {
   int depth = 0;
   std::vector<GroupOp> ops;
   std::vector<std::function<void()>> inits;
+  std::vector<const void*> held;  ///< what this thread's open group holds (with repeats)
 };
 
 GroupState& state() {
   thread_local GroupState s;
   return s;
 }
+
+// Objects held by open groups of every thread, with counts.
+struct Holds {
+  std::mutex mu;
+  std::unordered_map<const void*, int> count;
+};
+
+Holds& holds() {
+  static Holds* h = new Holds();  // never destroyed: groups may end during static teardown
+  return *h;
+}
+
+void hold(const void* object) {
+  if (object == nullptr) return;
+  state().held.push_back(object);
+  std::lock_guard<std::mutex> lock(holds().mu);
+  ++holds().count[object];
+}
+
+// Releases what a group held when its groupEnd is over, however it ends.
+struct ReleaseHolds {
+  std::vector<const void*> objects;
+  ~ReleaseHolds() {
+    std::lock_guard<std::mutex> lock(holds().mu);
+    for (const void* o : objects) {
+      auto it = holds().count.find(o);
+      if (it != holds().count.end() && --it->second == 0) holds().count.erase(it);
+    }
+  }
+};
 
 // Runs the functions concurrently (the first on this thread) and rethrows the first error.
 void runConcurrently(std::vector<std::function<void()>>& work) {
@@ -72,9 +105,21 @@ bool groupActive() { return state().depth > 0; }
 
 void groupStart() { ++state().depth; }
 
-void groupRecord(GroupOp op) { state().ops.push_back(std::move(op)); }
+void groupRecord(GroupOp op) {
+  hold(op.comm);
+  hold(op.stream);
+  state().ops.push_back(std::move(op));
+}
 
-void groupRecordInit(std::function<void()> init) { state().inits.push_back(std::move(init)); }
+void groupRecordInit(std::function<void()> init, const void* handle) {
+  hold(handle);
+  state().inits.push_back(std::move(init));
+}
+
+bool heldByOpenGroup(const void* object) {
+  std::lock_guard<std::mutex> lock(holds().mu);
+  return holds().count.count(object) != 0;
+}
 
 void enqueueTicket(Comm& comm, HostStream& stream, uint64_t ticket, std::function<void()> work) {
   Comm* c = &comm;
@@ -85,10 +130,12 @@ void groupEnd() {
   GroupState& s = state();
   if (s.depth == 0) throwInvalidUsage("groveGroupEnd without a matching groveGroupStart");
   if (--s.depth > 0) return;
+  ReleaseHolds release{std::move(s.held)};
   std::vector<GroupOp> ops = std::move(s.ops);
   std::vector<std::function<void()>> inits = std::move(s.inits);
   s.ops.clear();
   s.inits.clear();
+  s.held.clear();
   runConcurrently(inits);
 
   // Split per communicator, in order of first use.

@@ -10,7 +10,8 @@
 //   3. communicators run concurrently: on their host streams if given, else
 //      on helper threads (one thread may drive several ranks of one job).
 //      A CUDA communicator's share becomes one device launch on its stream.
-// The first error is rethrown from groupEnd.
+// The first error is rethrown from groupEnd. What a group recorded is held
+// (heldByOpenGroup) from the record to the end of its groupEnd.
 #pragma once
 
 #include <functional>
@@ -41,8 +42,14 @@ void groupStart();
 void groupEnd();
 /// Records an operation in the open group.
 void groupRecord(GroupOp op);
-/// Records a deferred communicator init (run at the outermost end).
-void groupRecordInit(std::function<void()> init);
+/// Records a deferred communicator init (run at the outermost end) of the
+/// object `handle` names.
+void groupRecordInit(std::function<void()> init, const void* handle);
+/// True while an open group (of any thread) holds `object`: a Comm or
+/// HostStream one of its operations uses, or a handle whose init it
+/// deferred. Such an object must not be destroyed before the group ends
+/// (destroy and abort refuse it), or groupEnd would use freed memory.
+bool heldByOpenGroup(const void* object);
 
 /// submit()'s stream half: runs `work` as `ticket` on the stream's thread.
 void enqueueTicket(Comm& comm, HostStream& stream, uint64_t ticket, std::function<void()> work);

@@ -1,0 +1,198 @@
+// Communicator and stream lifetimes, bad settings and ranks that disagree,
+// through the public API (ranks as threads of this process):
+//   - destroying a communicator or host stream that an open group still uses
+//     is refused (it used to free memory groveGroupEnd then read);
+//   - handles are freed: init/destroy cycles leave memory flat, and a stale
+//     handle gets a clear error;
+//   - bad GROVE_* values are refused at init, naming the variable;
+//   - ranks whose settings differ fail init alike, naming the setting.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "grove/grove.h"
+#include "mp_api_util.h"
+#include "mp_spawn.h"
+
+using mpapi::Comms;
+using mpapi::lastErrorNames;
+using mpapi::onRanks;
+
+namespace {
+
+// Resident set size of this process, in KiB.
+long rssKiB() {
+  long pages = 0, resident = 0;
+  FILE* f = fopen("/proc/self/statm", "r");
+  if (f == nullptr) return -1;
+  if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = -1;
+  fclose(f);
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+}  // namespace
+
+TEST(MpApiLifecycle, DestroyInsideAnOpenGroupIsRefused) {
+  groveComm_t c = nullptr;
+  ASSERT_EQ(groveCommInitAll(&c, 1, nullptr), groveSuccess) << groveGetLastError(nullptr);
+  float a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[8] = {};
+  ASSERT_EQ(groveGroupStart(), groveSuccess);
+  ASSERT_EQ(groveAllReduce(a, b, 8, groveFloat32, groveSum, c, nullptr), groveSuccess);
+  EXPECT_EQ(groveCommDestroy(c), groveInvalidUsage);
+  EXPECT_TRUE(lastErrorNames(nullptr, "groveGroupEnd"));
+  EXPECT_EQ(groveCommAbort(c), groveInvalidUsage);
+  ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(nullptr);
+  EXPECT_EQ(b[7], 8.f);  // the group ran on the communicator it still had
+  EXPECT_EQ(groveCommDestroy(c), groveSuccess) << groveGetLastError(nullptr);
+}
+
+TEST(MpApiLifecycle, StreamDestroyInsideAnOpenGroupIsRefused) {
+  groveComm_t c = nullptr;
+  ASSERT_EQ(groveCommInitAll(&c, 1, nullptr), groveSuccess) << groveGetLastError(nullptr);
+  groveHostStream_t s = nullptr;
+  ASSERT_EQ(groveHostStreamCreate(&s), groveSuccess);
+  float a[4] = {1, 2, 3, 4}, b[4] = {};
+  ASSERT_EQ(groveGroupStart(), groveSuccess);
+  ASSERT_EQ(groveAllReduce(a, b, 4, groveFloat32, groveSum, c, s), groveSuccess);
+  EXPECT_EQ(groveHostStreamDestroy(s), groveInvalidUsage);
+  EXPECT_TRUE(lastErrorNames(nullptr, "groveGroupEnd"));
+  ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(nullptr);
+  EXPECT_EQ(groveHostStreamSynchronize(s), groveSuccess);
+  EXPECT_EQ(b[3], 4.f);
+  EXPECT_EQ(groveHostStreamDestroy(s), groveSuccess);
+  EXPECT_EQ(groveCommDestroy(c), groveSuccess);
+}
+
+TEST(MpApiLifecycle, DestroyOfAnInitDeferredByAnOpenGroupIsRefused) {
+  groveUniqueId id;
+  ASSERT_EQ(groveGetUniqueId(&id), groveSuccess);
+  groveComm_t c = nullptr;
+  ASSERT_EQ(groveGroupStart(), groveSuccess);
+  ASSERT_EQ(groveCommInitRank(&c, 1, id, 0), groveSuccess) << groveGetLastError(nullptr);
+  EXPECT_EQ(groveCommDestroy(c), groveInvalidUsage);
+  ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(nullptr);
+  int n = 0;
+  EXPECT_EQ(groveCommCount(c, &n), groveSuccess);
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(groveCommDestroy(c), groveSuccess);
+}
+
+// Every handle is freed: 1,000 init/destroy cycles (after a warm-up that
+// fills caches and thread pools) grow the resident set by less than 0.1 kB
+// a cycle -- it used to keep about 0.85 kB each.
+TEST(MpApiLifecycle, InitDestroyCyclesLeaveMemoryFlat) {
+  auto cycle = [] {
+    groveComm_t c = nullptr;
+    ASSERT_EQ(groveCommInitAll(&c, 1, nullptr), groveSuccess) << groveGetLastError(nullptr);
+    float x = 1.f;
+    ASSERT_EQ(groveAllReduce(&x, &x, 1, groveFloat32, groveSum, c, nullptr), groveSuccess);
+    ASSERT_EQ(groveCommDestroy(c), groveSuccess);
+  };
+  for (int i = 0; i < 200; ++i) cycle();
+  const long before = rssKiB();
+  const int cycles = 1000;
+  for (int i = 0; i < cycles; ++i) cycle();
+  const long grown = rssKiB() - before;
+  EXPECT_LT(grown * 1024.0 / cycles, 100.0) << "RSS grew " << grown << " KiB over " << cycles
+                                            << " init/destroy cycles";
+}
+
+TEST(MpApiLifecycle, StaleAndForeignHandlesGetClearErrors) {
+  groveComm_t c = nullptr;
+  ASSERT_EQ(groveCommInitAll(&c, 1, nullptr), groveSuccess);
+  ASSERT_EQ(groveCommDestroy(c), groveSuccess);
+  int n = 0;
+  EXPECT_EQ(groveCommCount(c, &n), groveInvalidUsage);
+  EXPECT_TRUE(lastErrorNames(nullptr, "destroyed"));
+  groveResult_t async = groveSuccess;
+  EXPECT_EQ(groveCommGetAsyncError(c, &async), groveInvalidUsage);
+  int local = 0;
+  EXPECT_EQ(groveCommCount(reinterpret_cast<groveComm_t>(&local), &n), groveInvalidArgument);
+  EXPECT_TRUE(lastErrorNames(nullptr, "not a grove communicator"));
+}
+
+// Values that used to be accepted and meant something else (no timeout at
+// all, a wrapped channel count, logging at the default level).
+TEST(MpApiLifecycle, BadEnvironmentValuesAreRefusedAtInit) {
+  const std::pair<const char*, const char*> bad[] = {{"GROVE_TIMEOUT", "nan"},
+                                                     {"GROVE_TIMEOUT", "0"},
+                                                     {"GROVE_NCHANNELS", "4294967298"},
+                                                     {"GROVE_DEBUG", "garbage"},
+                                                     {"GROVE_BUFFSIZE", "-4M"}};
+  for (const auto& [name, value] : bad) {
+    setenv(name, value, 1);
+    groveComm_t c = nullptr;
+    EXPECT_EQ(groveCommInitAll(&c, 1, nullptr), groveInvalidArgument) << name << "=" << value;
+    EXPECT_TRUE(lastErrorNames(nullptr, std::string(name) + "=" + value));
+    unsetenv(name);
+  }
+  groveConfig_t cfg = GROVE_CONFIG_INITIALIZER;
+  cfg.timeoutMs = 0;
+  groveUniqueId id;
+  ASSERT_EQ(groveGetUniqueId(&id), groveSuccess);
+  groveComm_t c = nullptr;
+  EXPECT_EQ(groveCommInitRankConfig(&c, 1, id, 0, &cfg), groveInvalidArgument);
+  EXPECT_TRUE(lastErrorNames(nullptr, "timeoutMs"));
+}
+
+// Ranks whose settings differ would exchange data in two layouts; each rank
+// fails init instead, naming the setting and the values.
+TEST(MpApiLifecycle, RanksThatDisagreeFailInitAlike) {
+  struct Case {
+    const char* what;
+    void (*set)(groveConfig_t&, int rank);
+  };
+  const Case cases[] = {
+      {"GROVE_NCHANNELS", [](groveConfig_t& c, int r) { c.nChannels = r == 0 ? 1 : 2; }},
+      {"GROVE_ALGO", [](groveConfig_t& c, int r) { c.algo = r == 0 ? "allreduce:ring" : ""; }},
+      {"GROVE_TRANSPORT", [](groveConfig_t& c, int r) { c.transport = r == 0 ? "shm" : "socket"; }},
+  };
+  for (const Case& k : cases) {
+    groveUniqueId id;
+    ASSERT_EQ(groveGetUniqueId(&id), groveSuccess);
+    std::vector<groveResult_t> got(2, groveSuccess);
+    std::vector<std::string> text(2);
+    onRanks(2, [&](int r) {
+      groveConfig_t cfg = GROVE_CONFIG_INITIALIZER;
+      k.set(cfg, r);
+      groveComm_t c = nullptr;
+      got[r] = groveCommInitRankConfig(&c, 2, id, r, &cfg);
+      text[r] = groveGetLastError(nullptr);
+      if (got[r] == groveSuccess) groveCommDestroy(c);
+    });
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(got[r], groveInvalidUsage) << k.what << ", rank " << r << ": " << text[r];
+      EXPECT_NE(text[r].find(std::string("ranks disagree on ") + k.what), std::string::npos)
+          << text[r];
+    }
+  }
+}
+
+// A non-blocking init whose peers never come: what the handle knows answers at
+// once, and groveCommAbort ends the init instead of waiting out its timeout.
+TEST(MpApiLifecycle, AbortEndsANonBlockingInitThatCannotFinish) {
+  groveUniqueId id;
+  ASSERT_EQ(groveGetUniqueId(&id), groveSuccess);
+  groveConfig_t cfg = GROVE_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  cfg.timeoutMs = 30000;
+  groveComm_t c = nullptr;
+  groveResult_t r = groveCommInitRankConfig(&c, 2, id, 0, &cfg);  // rank 1 never joins
+  ASSERT_EQ(r, groveInProgress) << groveGetLastError(nullptr);
+  const double start = mptest::now();
+  int n = 0, rank = -1;
+  EXPECT_EQ(groveCommCount(c, &n), groveSuccess);
+  EXPECT_EQ(groveCommUserRank(c, &rank), groveSuccess);
+  EXPECT_EQ(n, 2);
+  EXPECT_EQ(rank, 0);
+  groveResult_t state = groveSuccess;
+  EXPECT_EQ(groveCommGetAsyncError(c, &state), groveSuccess);
+  EXPECT_EQ(state, groveInProgress);
+  EXPECT_EQ(groveCommAbort(c), groveSuccess) << groveGetLastError(nullptr);
+  EXPECT_LT(mptest::now() - start, 10.0) << "abort waited for the init's 30 s timeout";
+}

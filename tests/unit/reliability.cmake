@@ -1,0 +1,4 @@
+# Reliability pieces of the core that need no processes: the settings every
+# rank must agree on (core/agreement.h).
+grove_gtest(test_agreement SOURCES ${CMAKE_CURRENT_LIST_DIR}/agreement_test.cc
+            LIBS grove_core LABELS unit)
