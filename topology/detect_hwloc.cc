@@ -21,13 +21,28 @@ std::string busIdOf(unsigned domain, unsigned bus, unsigned dev, unsigned func) 
   return buf;
 }
 
-// Closes the topology on every path out.
-struct Topology {
-  hwloc_topology_t t = nullptr;
-  ~Topology() {
-    if (t) hwloc_topology_destroy(t);
-  }
-};
+// The machine's hwloc topology, loaded once per process and kept: the
+// hardware does not change under a running process, loading costs
+// milliseconds, and hwloc's I/O plugins leak about 1 kB at every load, which
+// a process that makes and destroys many communicators would feel. hwloc
+// allows concurrent reads of a loaded topology. Null when hwloc failed.
+hwloc_topology_t machineTopology() {
+  static hwloc_topology_t topo = [] {
+    hwloc_topology_t t = nullptr;
+    if (hwloc_topology_init(&t) != 0) {
+      GROVE_INFO(log::kTopo, "hwloc: init failed; using sysfs");
+      return static_cast<hwloc_topology_t>(nullptr);
+    }
+    hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (hwloc_topology_load(t) != 0) {
+      GROVE_INFO(log::kTopo, "hwloc: load failed; using sysfs");
+      hwloc_topology_destroy(t);
+      return static_cast<hwloc_topology_t>(nullptr);
+    }
+    return t;
+  }();
+  return topo;
+}
 
 PciDevice deviceOf(hwloc_topology_t topo, hwloc_obj_t obj, bool gpu, const DetectOptions& o) {
   const auto& p = obj->attr->pcidev;
@@ -63,22 +78,13 @@ PciDevice deviceOf(hwloc_topology_t topo, hwloc_obj_t obj, bool gpu, const Detec
 }  // namespace
 
 bool detectHwloc(Graph& g, NodeId machine, const DetectOptions& o) {
-  Topology topo;
-  if (hwloc_topology_init(&topo.t) != 0) {
-    topo.t = nullptr;
-    GROVE_INFO(log::kTopo, "hwloc: init failed; using sysfs");
-    return false;
-  }
-  hwloc_topology_set_io_types_filter(topo.t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-  if (hwloc_topology_load(topo.t) != 0) {
-    GROVE_INFO(log::kTopo, "hwloc: load failed; using sysfs");
-    return false;
-  }
+  hwloc_topology_t topo = machineTopology();
+  if (topo == nullptr) return false;
   std::vector<int> numa;
   std::vector<std::map<std::string, std::string>> attrs;
-  int n = hwloc_get_nbobjs_by_type(topo.t, HWLOC_OBJ_NUMANODE);
+  int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
   for (int i = 0; i < n; ++i) {
-    hwloc_obj_t obj = hwloc_get_obj_by_type(topo.t, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
+    hwloc_obj_t obj = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
     char cpus[512] = "";
     if (obj->cpuset) hwloc_bitmap_list_snprintf(cpus, sizeof(cpus), obj->cpuset);
     numa.push_back(static_cast<int>(obj->os_index));
@@ -87,11 +93,11 @@ bool detectHwloc(Graph& g, NodeId machine, const DetectOptions& o) {
   if (numa.empty()) numa.push_back(0), attrs.emplace_back();
   addCpus(g, machine, numa, attrs);
   std::vector<PciDevice> found;
-  for (hwloc_obj_t obj = hwloc_get_next_pcidev(topo.t, nullptr); obj;
-       obj = hwloc_get_next_pcidev(topo.t, obj)) {
+  for (hwloc_obj_t obj = hwloc_get_next_pcidev(topo, nullptr); obj;
+       obj = hwloc_get_next_pcidev(topo, obj)) {
     unsigned cls = obj->attr->pcidev.class_id >> 8;
     bool gpu = obj->attr->pcidev.vendor_id == 0x10de && cls == 0x03;
-    if (gpu || cls == 0x02) found.push_back(deviceOf(topo.t, obj, gpu, o));
+    if (gpu || cls == 0x02) found.push_back(deviceOf(topo, obj, gpu, o));
   }
   addPciDevices(g, machine, found);
   GROVE_INFO(log::kTopo, "hwloc: %zu NUMA node(s), %zu GPU/NIC PCI device(s)", numa.size(), found.size());
