@@ -18,7 +18,8 @@ const std::vector<Var>& registeredVars() {
       {"GROVE_COMM_ID", Type::kString, "",
        "host:port of the bootstrap root; lets ranks start without passing a unique id"},
       {"GROVE_COMM_SECRET", Type::kString, "",
-       "secret the ranks present to the root when GROVE_COMM_ID is used (default: derived from it)"},
+       "secret the ranks present to the root when GROVE_COMM_ID is used (grove-launch sets a random "
+       "one; without it the secret is derived from the address, and a warning says so)"},
       {"GROVE_SOCKET_IFNAME", Type::kString, "",
        "network interfaces to use: prefix list, ^ to exclude, = for exact names (as NCCL_SOCKET_IFNAME)"},
       {"GROVE_SOCKET_FAMILY", Type::kString, "", "force AF_INET or AF_INET6 for sockets",

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <random>
 
 #include "base/config.h"
@@ -114,6 +115,15 @@ UniqueIdData makeUniqueId(bool ignoreEnv) {
     d.root = net::resolveAddress(commId);
     d.fromEnv = true;
     std::string secretText = config::getString("GROVE_COMM_SECRET");
+    if (secretText.empty()) {
+      static std::once_flag warned;
+      std::call_once(warned, [&] {
+        GROVE_WARN(log::kBoot, "GROVE_COMM_ID=%s without GROVE_COMM_SECRET: the job's secret is "
+                   "derived from the address, so any process that can reach it can join; set "
+                   "GROVE_COMM_SECRET to the same random value on every rank (grove-launch does)",
+                   commId.c_str());
+      });
+    }
     std::string seed = secretText.empty() ? "grove-secret:" + commId : "grove-secret=" + secretText;
     d.secret = hashBytes(seed.data(), seed.size());
     std::string nonceSeed = "grove-nonce:" + commId;

@@ -67,6 +67,33 @@ TEST(GroveLaunch, SetsRankEnvironment) {
                                                     "2 3 2 2 3 2 3 127.0.0.1"}));
 }
 
+// Every rank of a job gets the same secret, 128 random bits that differ from
+// job to job (a process that knows only the root's port cannot join), unless
+// the caller gave one.
+TEST(GroveLaunch, EachJobHasARandomSecretUnlessOneIsGiven) {
+  std::set<std::string> secrets;
+  for (int job = 0; job < 2; ++job) {
+    RunResult r = launch("-n 2 sh -c 'echo $GROVE_COMM_SECRET'");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto l = lines(r.out);
+    ASSERT_EQ(l.size(), 2u);
+    EXPECT_EQ(l[0], l[1]);
+    EXPECT_EQ(l[0].size(), 32u) << l[0];
+    EXPECT_EQ(l[0].find_first_not_of("0123456789abcdef"), std::string::npos) << l[0];
+    secrets.insert(l[0]);
+  }
+  EXPECT_EQ(secrets.size(), 2u);
+  RunResult mine = [] {
+    setenv("GROVE_COMM_SECRET", "shared-by-all-hosts", 1);
+    RunResult r = launch("-n 2 sh -c 'echo $GROVE_COMM_SECRET'");
+    unsetenv("GROVE_COMM_SECRET");
+    return r;
+  }();
+  ASSERT_EQ(mine.status, 0) << mine.err;
+  EXPECT_EQ(lines(mine.out),
+            (std::vector<std::string>{"shared-by-all-hosts", "shared-by-all-hosts"}));
+}
+
 TEST(GroveLaunch, CommIdAndMasterPortDiffer) {
   RunResult r = launch("-n 2 sh -c 'echo $GROVE_COMM_ID $MASTER_PORT'");
   ASSERT_EQ(r.status, 0) << r.err;

@@ -1,8 +1,9 @@
 // grove-launch: starts N ranks of a program on this machine and supervises them.
 //
 // How it works: it picks a free port for the bootstrap root (GROVE_COMM_ID)
-// and another for MASTER_PORT, then forks N children, each in its own process
-// group, with the Grove and torchrun rank variables set. The parent blocks
+// and another for MASTER_PORT, makes the job's secret (GROVE_COMM_SECRET: 128
+// random bits unless the caller set one), then forks N children, each in its
+// own process group, with the Grove and torchrun rank variables set. The parent blocks
 // SIGCHLD/SIGINT/SIGTERM/SIGHUP and reads them from a signalfd, so one poll()
 // loop handles child exits, forwarded signals, the children's output pipes
 // (--tag-output) and three deadlines: the grace period after the first
@@ -28,6 +29,7 @@
 #include <sched.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,6 +126,7 @@ class Launcher {
   sigset_t oldMask_{};
   int sigFd_ = -1;
   int commPort_ = 0, masterPort_ = 0;
+  std::string secret_;  ///< GROVE_COMM_SECRET of the job: the caller's, else 128 random bits
   int firstFailStatus_ = -1;
   int interruptSig_ = 0;
   bool timedOut_ = false;
@@ -172,6 +175,22 @@ bool Launcher::setUp() {
     say(std::string("cannot find a free port on 127.0.0.1: ") + std::strerror(errno));
     return false;
   }
+  // The ranks' shared secret: a process that knows only the root's port
+  // cannot join the job. Ranks launched on other hosts need the same value
+  // (set GROVE_COMM_SECRET for every launcher of the job).
+  const char* given = std::getenv("GROVE_COMM_SECRET");
+  if (given != nullptr && *given != '\0') {
+    secret_ = given;
+  } else {
+    unsigned char bits[16];
+    if (getrandom(bits, sizeof bits, 0) != static_cast<ssize_t>(sizeof bits)) {
+      say(std::string("cannot make the job's secret (getrandom): ") + std::strerror(errno));
+      return false;
+    }
+    char hex[2 * sizeof bits + 1];
+    for (size_t i = 0; i < sizeof bits; ++i) std::snprintf(hex + 2 * i, 3, "%02x", bits[i]);
+    secret_ = hex;
+  }
   if (opts_.timeoutSec > 0) timeoutDeadline_ = now() + opts_.timeoutSec;
   return true;
 }
@@ -204,7 +223,8 @@ void Launcher::execChild(int rank, int outFd, int errFd) {
       {"GROVE_COMM_ID", commId}, {"GROVE_RANK", r},         {"GROVE_NRANKS", n},
       {"GROVE_LOCAL_RANK", r},   {"RANK", r},               {"WORLD_SIZE", n},
       {"LOCAL_RANK", r},         {"LOCAL_WORLD_SIZE", n},   {"GROUP_RANK", "0"},
-      {"MASTER_ADDR", opts_.rootHost}, {"MASTER_PORT", std::to_string(masterPort_)}};
+      {"MASTER_ADDR", opts_.rootHost}, {"MASTER_PORT", std::to_string(masterPort_)},
+      {"GROVE_COMM_SECRET", secret_}};
   for (const auto& [name, value] : vars) setenv(name, value.c_str(), 1);
   std::vector<char*> argv;
   for (auto& a : opts_.command) argv.push_back(const_cast<char*>(a.c_str()));
