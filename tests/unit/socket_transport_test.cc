@@ -236,4 +236,36 @@ TEST(SocketTransport, StrangersAreRefusedAndWaitsEnd) {
   });
 }
 
+// Strangers that connect and say nothing, or half a hello, or flood the
+// listener, do not hold up a peer's real connection: hellos are read side
+// by side, not one stranger at a time (three silent ones used to cost 15 s).
+TEST(SocketTransport, SilentStrangersAndFloodsDoNotDelayRealLinks) {
+  Job job(2, 64 << 10, /*timeout=*/20.0);
+  std::vector<net::Fd> strangers;
+  for (int i = 0; i < 3; ++i)
+    strangers.push_back(net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5)));
+  net::Fd half = net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5));
+  const uint64_t magic = 0x47524f56534f434bull;
+  ASSERT_EQ(net::sendAll(half.get(), &magic, sizeof(magic), net::Deadline::in(5)),
+            net::IoResult::kOk);
+  for (int i = 0; i < 200; ++i)  // a flood: more than may wait at once
+    strangers.push_back(net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5)));
+  double took = 0;
+  runRanks(2, [&](int r) {
+    std::vector<std::unique_ptr<SendHalf>> sends;
+    std::vector<std::unique_ptr<RecvHalf>> recvs;
+    if (r == 1) {
+      job.transports[1]->establish({{0, 0}}, {}, sends, recvs);
+      return;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    job.transports[0]->establish({}, {{1, 0}}, sends, recvs);
+    took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_EQ(recvs.size(), 1u);
+    EXPECT_NE(recvs[0], nullptr);
+  });
+  // Well inside one stranger's 5 s hello allowance.
+  EXPECT_LT(took, 4.0) << "the real link waited behind strangers";
+}
+
 }  // namespace grove::transport

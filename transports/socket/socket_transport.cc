@@ -2,6 +2,7 @@
 #include "transports/socket/socket_transport.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <chrono>
@@ -30,6 +31,8 @@ struct LinkHello {
 constexpr uint64_t kLinkMagic = 0x47524f56534f434bull;  // "GROVSOCK"
 constexpr uint32_t kLinkVersion = 2;
 constexpr double kHelloWaitSec = 5.0;  // an accepted connection must say hello within this
+// Accepted connections still saying hello at once; beyond it the oldest goes.
+constexpr size_t kMaxUnverified = 64;
 
 std::string linkText(const LinkKey& k) {
   return "rank " + std::to_string(k.peer) + " channel " + std::to_string(k.channel) +
@@ -138,6 +141,8 @@ SocketTransport::SocketTransport(const Context& ctx, std::unique_ptr<SocketListe
   sendBuf_ = config::getSize("GROVE_SOCKET_SNDBUF");
 }
 
+SocketTransport::~SocketTransport() = default;
+
 void SocketTransport::addRoute(int peer, uint32_t route, const PeerRoute& addresses) {
   if (peer < 0 || peer >= ctx_.nranks || route == 0)
     throwInvalidArgument("socket transport: bad planned route " + std::to_string(route) +
@@ -241,25 +246,78 @@ net::Fd SocketTransport::connectLink(const LinkKey& key) {
   return fd;
 }
 
-bool SocketTransport::readHello(net::Fd& fd, LinkKey* key) {
-  net::AbortView av{ctx_.wait.abortFlag, ctx_.wait.abortReason};
-  LinkHello h;
+// How receive links arrive: the listener is polled together with every
+// connection accepted but not yet identified, and each of those is read as
+// its bytes come (non-blocking), so a stranger that connects and says
+// nothing, or says it slowly, never holds up a peer's real connection. A
+// connection must complete a valid hello (magic, version, this job's secret,
+// addressed to this rank) within kHelloWaitSec, or it is dropped; at most
+// kMaxUnverified wait at once (a flood drops the oldest). Nothing is
+// allocated for a connection before its hello checks out.
+struct SocketTransport::Unverified {
+  net::Fd fd;
+  LinkHello hello;
+  size_t got = 0;  // bytes of hello received
+  net::Deadline deadline;
   sockaddr_storage from{};
-  socklen_t len = sizeof(from);
-  getpeername(fd.get(), reinterpret_cast<sockaddr*>(&from), &len);
-  double wait = ctx_.wait.timeoutSec > 0 && ctx_.wait.timeoutSec < kHelloWaitSec
-                    ? ctx_.wait.timeoutSec : kHelloWaitSec;
-  if (net::recvAll(fd.get(), &h, sizeof(h), net::Deadline::in(wait), av) != net::IoResult::kOk ||
-      h.magic != kLinkMagic || h.version != kLinkVersion) {
+};
+
+void SocketTransport::acceptWaiting() {
+  for (;;) {
+    sockaddr_storage from{};
+    socklen_t len = sizeof(from);
+    int fd = ::accept4(listener_->fd(), reinterpret_cast<sockaddr*>(&from), &len,
+                       SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      throwSystemError("socket transport: accept", errno);
+    }
+    auto c = std::make_unique<Unverified>();
+    c->fd = net::Fd(fd);
+    c->deadline = net::Deadline::in(kHelloWaitSec);
+    c->from = from;
+    if (unverified_.size() >= kMaxUnverified) {
+      GROVE_WARN(log::kNet, "rank %d: %zu connections are still to say hello; dropping the "
+                 "oldest, from %s", ctx_.rank, unverified_.size(),
+                 net::formatAddress(unverified_.front()->from).c_str());
+      unverified_.erase(unverified_.begin());
+    }
+    unverified_.push_back(std::move(c));
+  }
+}
+
+bool SocketTransport::readHello(Unverified& c, LinkKey* key) {
+  *key = LinkKey{};
+  auto* bytes = reinterpret_cast<uint8_t*>(&c.hello);
+  while (c.got < sizeof(c.hello)) {
+    ssize_t n = ::recv(c.fd.get(), bytes + c.got, sizeof(c.hello) - c.got, 0);
+    if (n > 0) {
+      c.got += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!c.deadline.expired()) return false;  // more to come
+      GROVE_WARN(log::kNet, "rank %d: dropping a socket connection from %s: no hello within %g s",
+                 ctx_.rank, net::formatAddress(c.from).c_str(), kHelloWaitSec);
+      return true;
+    }
+    GROVE_WARN(log::kNet, "rank %d: dropping a socket connection from %s: closed before its hello",
+               ctx_.rank, net::formatAddress(c.from).c_str());
+    return true;
+  }
+  const LinkHello& h = c.hello;
+  if (h.magic != kLinkMagic || h.version != kLinkVersion) {
     GROVE_WARN(log::kNet, "rank %d: dropping a socket connection from %s: no valid hello",
-               ctx_.rank, net::formatAddress(from).c_str());
-    return false;
+               ctx_.rank, net::formatAddress(c.from).c_str());
+    return true;
   }
   if (h.secret != ctx_.secret || h.dst != ctx_.rank || h.src < 0 || h.src >= ctx_.nranks) {
     GROVE_WARN(log::kNet, "rank %d: refusing a socket connection from %s (claims rank %d): %s",
-               ctx_.rank, net::formatAddress(from).c_str(), h.src,
+               ctx_.rank, net::formatAddress(c.from).c_str(), h.src,
                h.secret != ctx_.secret ? "wrong secret" : "not addressed to this rank");
-    return false;
+    return true;
   }
   *key = LinkKey{h.src, h.channel, h.route};
   return true;
@@ -271,7 +329,9 @@ void SocketTransport::acceptLinks(std::map<LinkKey, size_t>& pending,
   net::AbortView av{ctx_.wait.abortFlag, ctx_.wait.abortReason};
   const double timeout = ctx_.wait.timeoutSec;
   auto lastProgress = Clock::now();
+  std::vector<pollfd> fds;
   while (!pending.empty()) {
+    av.check();
     double idle = std::chrono::duration<double>(Clock::now() - lastProgress).count();
     if (timeout > 0 && idle >= timeout) {
       std::string missing;
@@ -280,23 +340,35 @@ void SocketTransport::acceptLinks(std::map<LinkKey, size_t>& pending,
                        std::to_string(static_cast<int>(idle)) +
                        " s waiting for connections from " + missing + " (GROVE_TIMEOUT)");
     }
-    net::Fd fd = net::acceptUntil(listener_->fd(),
-                                  net::Deadline::in(timeout > 0 ? timeout - idle : 0), av);
-    if (!fd) continue;
-    LinkKey key;
-    if (!readHello(fd, &key)) continue;
-    lastProgress = Clock::now();
-    auto it = pending.find(key);
-    if (it != pending.end()) {
-      outRecvs[it->second] = std::make_unique<SocketRecvHalf>(std::move(fd), ctx_.bufferBytes,
-                                                              key.peer, key.channel);
-      recvOpened_.insert(key);
-      pending.erase(it);
-    } else if (recvOpened_.count(key) || stash_.count(key)) {
-      GROVE_WARN(log::kNet, "rank %d: dropping a duplicate socket connection from %s", ctx_.rank,
-                 linkText(key).c_str());
-    } else {
-      stash_[key] = std::move(fd);  // a peer ran ahead: kept until asked for
+    // Wait for a new connection or more hello bytes; wake every 20 ms for
+    // aborts and hello deadlines.
+    fds.assign(1, pollfd{listener_->fd(), POLLIN, 0});
+    for (const auto& c : unverified_) fds.push_back(pollfd{c->fd.get(), POLLIN, 0});
+    int rc = ::poll(fds.data(), fds.size(), 20);
+    if (rc < 0 && errno != EINTR) throwSystemError("socket transport: poll", errno);
+    acceptWaiting();
+    for (size_t i = 0; i < unverified_.size();) {
+      LinkKey key;
+      if (!readHello(*unverified_[i], &key)) {
+        ++i;
+        continue;
+      }
+      net::Fd fd = std::move(unverified_[i]->fd);
+      unverified_.erase(unverified_.begin() + static_cast<ptrdiff_t>(i));
+      if (key.peer < 0) continue;  // dropped
+      lastProgress = Clock::now();
+      auto it = pending.find(key);
+      if (it != pending.end()) {
+        outRecvs[it->second] = std::make_unique<SocketRecvHalf>(std::move(fd), ctx_.bufferBytes,
+                                                                key.peer, key.channel);
+        recvOpened_.insert(key);
+        pending.erase(it);
+      } else if (recvOpened_.count(key) || stash_.count(key)) {
+        GROVE_WARN(log::kNet, "rank %d: dropping a duplicate socket connection from %s",
+                   ctx_.rank, linkText(key).c_str());
+      } else {
+        stash_[key] = std::move(fd);  // a peer ran ahead: kept until asked for
+      }
     }
   }
 }

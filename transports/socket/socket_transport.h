@@ -84,6 +84,7 @@ class SocketTransport final : public Transport {
   /// wait) and this rank's listener. Throws Error(groveInvalidArgument) if
   /// either is bad (routes: neither empty nor one per rank).
   SocketTransport(const Context& ctx, std::unique_ptr<SocketListener> listener);
+  ~SocketTransport() override;
 
   /// "socket".
   const char* name() const override { return "socket"; }
@@ -102,14 +103,20 @@ class SocketTransport final : public Transport {
   size_t stashedCount() const { return stash_.size(); }
 
  private:
+  struct Unverified;  // an accepted connection whose hello has not all arrived
   net::Fd connectLink(const LinkKey& key);
   void acceptLinks(std::map<LinkKey, size_t>& pending,
                    std::vector<std::unique_ptr<RecvHalf>>& outRecvs);
-  bool readHello(net::Fd& fd, LinkKey* key);
+  /// Accepts every connection waiting on the listener into unverified_.
+  void acceptWaiting();
+  /// Reads what arrived of c's hello; true once c is done (identified into
+  /// *key, or to be dropped with *key left invalid).
+  bool readHello(Unverified& c, LinkKey* key);
 
   Context ctx_;
   std::unique_ptr<SocketListener> listener_;
   std::map<LinkKey, net::Fd> stash_;  // keyed by (src rank, channel, route)
+  std::vector<std::unique_ptr<Unverified>> unverified_;  // oldest first
   std::map<std::pair<int, uint32_t>, PeerRoute> planned_;  // (peer, route) -> addresses
   std::set<LinkKey> recvOpened_;      // receive links already handed out
   std::set<LinkKey> sendOpened_;      // send links already made
