@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -63,6 +64,7 @@ Bootstrap::Bootstrap(const UniqueIdData& id, int rank, int nranks, const transpo
   }
   if (id.fromEnv && rank == 0) startLocalRootFromEnv();
   else if (!id.fromEnv) localRoot_ = RootServer::findLocal(id.nonce);
+  if (!id.fromEnv && !localRoot_ && RootServer::endedLocally(id.nonce)) throwSpentId();
   join(me);
   watcher_ = std::thread([this] { watch(); });
 }
@@ -79,9 +81,12 @@ void Bootstrap::startLocalRootFromEnv() {
   try {
     localRoot_ = RootServer::start(id_.root, id_.secret, id_.nonce, /*closeListenerWhenComplete=*/true);
   } catch (const Error& e) {
+    const bool inUse = std::string(e.what()).find("in use") != std::string::npos;
     throw Error(e.code(), "rank 0 cannot start the bootstrap root at " + rootText_ +
-                              " named by GROVE_COMM_ID (" + e.what() +
-                              "); it must be an address of rank 0's host with a free port");
+                              " named by GROVE_COMM_ID (" + e.what() + "); " +
+                              (inUse ? "another process holds that port: is a second process "
+                                       "running as rank 0 of this job, or another job on it?"
+                                     : "it must be an address of rank 0's host with a free port"));
   }
 }
 
@@ -100,14 +105,31 @@ net::IoResult Bootstrap::sendMessage(uint32_t type, uint64_t seq, const void* da
   return net::sendAll(fd_.get(), msg.data(), msg.size(), deadline, av);
 }
 
+void Bootstrap::throwSpentId() const {
+  throwInvalidUsage("rank " + std::to_string(rank_) + ": this unique id is spent: the bootstrap "
+                    "root this process started for it at " + rootText_ +
+                    " has ended (an init with it failed or its communicator is gone); make a "
+                    "new one with groveGetUniqueId");
+}
+
 void Bootstrap::join(const transport::PeerInfo& self) {
   std::string who = "rank " + std::to_string(rank_) + " of " + std::to_string(nranks_);
   net::Deadline deadline = net::Deadline::in(timeoutSec_);
   net::AbortView av{abort_->flag(), abort_->reasonPtr()};
-  try {
-    fd_ = net::connectUntil(id_.root, deadline, av);
-  } catch (const Error& e) {
-    throw Error(e.code(), who + " cannot reach the bootstrap root: " + e.what());
+  // A root this process hosts may end while we knock (its job is over): then
+  // the id is spent, and retrying until the timeout would only hide that.
+  const double slice = localRoot_ ? 0.2 : timeoutSec_;
+  for (;;) {
+    try {
+      fd_ = net::connectUntil(id_.root, net::Deadline::in(std::min(slice, deadline.remainingSec())),
+                              av);
+      break;
+    } catch (const Error& e) {
+      av.check();
+      if (localRoot_ && localRoot_->waitFinished(0)) throwSpentId();
+      if (deadline.expired() || !localRoot_)
+        throw Error(e.code(), who + " cannot reach the bootstrap root: " + e.what());
+    }
   }
   net::setNoDelay(fd_.get());
   net::setKeepAlive(fd_.get());

@@ -87,6 +87,8 @@ class Bootstrap {
  private:
   void startLocalRootFromEnv();
   void join(const transport::PeerInfo& self);
+  /// Throws groveInvalidUsage: the id names a root of this process that ended.
+  [[noreturn]] void throwSpentId() const;
   void watch();
   net::IoResult sendMessage(uint32_t type, uint64_t seq, const void* data, size_t bytes,
                             const net::Deadline& deadline, bool watchAbort);

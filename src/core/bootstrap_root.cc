@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -26,6 +27,11 @@ std::mutex& registryMutex() {
 std::map<uint64_t, std::weak_ptr<RootServer>>& registry() {
   static auto* r = new std::map<uint64_t, std::weak_ptr<RootServer>>();  // never destroyed: the
   return *r;  // detached thread may still run while static destructors do
+}
+// Nonces of this process's roots that have ended, newest last (at most 1024).
+std::deque<uint64_t>& endedRoots() {
+  static auto* d = new std::deque<uint64_t>();
+  return *d;
 }
 
 using Buffer = std::shared_ptr<std::vector<uint8_t>>;
@@ -116,6 +122,8 @@ void RootLoop::run() {
     std::lock_guard<std::mutex> lock(registryMutex());
     auto it = registry().find(nonce_);
     if (it != registry().end() && it->second.lock() == server_) registry().erase(it);
+    endedRoots().push_back(nonce_);
+    if (endedRoots().size() > 1024) endedRoots().pop_front();
   }
   std::lock_guard<std::mutex> lock(server_->mu_);
   server_->finished_ = true;
@@ -419,6 +427,13 @@ std::shared_ptr<RootServer> RootServer::start(const sockaddr_storage& addr, uint
   GROVE_INFO(log::kBoot, "bootstrap root listening on %s",
              net::formatAddress(server->addr_).c_str());
   return server;
+}
+
+bool RootServer::endedLocally(uint64_t nonce) {
+  std::lock_guard<std::mutex> lock(registryMutex());
+  if (registry().count(nonce) != 0) return false;
+  const auto& ended = endedRoots();
+  return std::find(ended.begin(), ended.end(), nonce) != ended.end();
 }
 
 std::shared_ptr<RootServer> RootServer::findLocal(uint64_t nonce) {

@@ -79,6 +79,9 @@ class RootServer {
                                            uint64_t nonce, bool closeListenerWhenComplete);
   /// The running root of this process for `nonce`, or null.
   static std::shared_ptr<RootServer> findLocal(uint64_t nonce);
+  /// True if this process started the root for `nonce` and it has ended
+  /// (its job finished or its init failed): an id that names it is spent.
+  static bool endedLocally(uint64_t nonce);
 
   /// The bound address (with its port).
   const sockaddr_storage& address() const { return addr_; }

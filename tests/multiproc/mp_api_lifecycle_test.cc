@@ -196,3 +196,17 @@ TEST(MpApiLifecycle, AbortEndsANonBlockingInitThatCannotFinish) {
   EXPECT_EQ(groveCommAbort(c), groveSuccess) << groveGetLastError(nullptr);
   EXPECT_LT(mptest::now() - start, 10.0) << "abort waited for the init's 30 s timeout";
 }
+
+// An id whose job is over (its root, started by this process, has ended) is
+// refused at once, instead of knocking on a closed port until the timeout.
+TEST(MpApiLifecycle, ASpentUniqueIdIsRefusedAtOnce) {
+  groveUniqueId id;
+  ASSERT_EQ(groveGetUniqueId(&id), groveSuccess);
+  groveComm_t c = nullptr;
+  ASSERT_EQ(groveCommInitRank(&c, 1, id, 0), groveSuccess) << groveGetLastError(nullptr);
+  ASSERT_EQ(groveCommDestroy(c), groveSuccess);
+  const double start = mptest::now();
+  EXPECT_EQ(groveCommInitRank(&c, 1, id, 0), groveInvalidUsage);
+  EXPECT_TRUE(lastErrorNames(nullptr, "unique id is spent"));
+  EXPECT_LT(mptest::now() - start, 10.0) << "the retry waited for GROVE_TIMEOUT";
+}
