@@ -198,8 +198,22 @@ TEST(SocketTransport, PeerClosingIsAnError) {
   });
 }
 
+// Strangers are dropped, and none of them holds up the real link: garbage, a
+// hello with a wrong secret, connections that say nothing or half a hello,
+// and a flood of more than may wait at once. Hellos are read side by side
+// (three silent strangers used to cost 5 s each); the real link arrives well
+// inside the job's 1 s timeout.
 TEST(SocketTransport, StrangersAreRefusedAndWaitsEnd) {
   Job job(2, 64 << 10, /*timeout=*/1.0);
+  std::vector<net::Fd> silent;
+  for (int i = 0; i < 3; ++i)
+    silent.push_back(net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5)));
+  net::Fd half = net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5));
+  const uint64_t magic = 0x47524f56534f434bull;
+  ASSERT_EQ(net::sendAll(half.get(), &magic, sizeof(magic), net::Deadline::in(5)),
+            net::IoResult::kOk);
+  for (int i = 0; i < 200; ++i)
+    silent.push_back(net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5)));
   // Strangers (garbage, then a hello with a wrong secret) are dropped; the real link still arrives.
   net::Fd junk = net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5));
   char garbage[48] = "GET / HTTP/1.0\r\n\r\n";  // at least one hello long
@@ -216,7 +230,8 @@ TEST(SocketTransport, StrangersAreRefusedAndWaitsEnd) {
       return;
     }
     job.transports[0]->establish({}, {{1, 0}}, sends, recvs);
-    EXPECT_EQ(recvs.size(), 1u);
+    ASSERT_EQ(recvs.size(), 1u);
+    EXPECT_NE(recvs[0], nullptr);
     // Nobody will open channel 5: the wait ends with a timeout error.
     try {
       job.transports[0]->establish({}, {{1, 5}}, sends, recvs);
@@ -234,38 +249,6 @@ TEST(SocketTransport, StrangersAreRefusedAndWaitsEnd) {
       EXPECT_NE(std::string(e.what()).find("test abort"), std::string::npos) << e.what();
     }
   });
-}
-
-// Strangers that connect and say nothing, or half a hello, or flood the
-// listener, do not hold up a peer's real connection: hellos are read side
-// by side, not one stranger at a time (three silent ones used to cost 15 s).
-TEST(SocketTransport, SilentStrangersAndFloodsDoNotDelayRealLinks) {
-  Job job(2, 64 << 10, /*timeout=*/20.0);
-  std::vector<net::Fd> strangers;
-  for (int i = 0; i < 3; ++i)
-    strangers.push_back(net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5)));
-  net::Fd half = net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5));
-  const uint64_t magic = 0x47524f56534f434bull;
-  ASSERT_EQ(net::sendAll(half.get(), &magic, sizeof(magic), net::Deadline::in(5)),
-            net::IoResult::kOk);
-  for (int i = 0; i < 200; ++i)  // a flood: more than may wait at once
-    strangers.push_back(net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5)));
-  double took = 0;
-  runRanks(2, [&](int r) {
-    std::vector<std::unique_ptr<SendHalf>> sends;
-    std::vector<std::unique_ptr<RecvHalf>> recvs;
-    if (r == 1) {
-      job.transports[1]->establish({{0, 0}}, {}, sends, recvs);
-      return;
-    }
-    auto t0 = std::chrono::steady_clock::now();
-    job.transports[0]->establish({}, {{1, 0}}, sends, recvs);
-    took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    ASSERT_EQ(recvs.size(), 1u);
-    EXPECT_NE(recvs[0], nullptr);
-  });
-  // Well inside one stranger's 5 s hello allowance.
-  EXPECT_LT(took, 4.0) << "the real link waited behind strangers";
 }
 
 }  // namespace grove::transport
