@@ -59,6 +59,13 @@ const std::vector<Var>& registeredVars() {
       {"GROVE_EAGER_MAX_BYTES", Type::kSize, "0",
        "largest per-rank block of an eager collective; 0 = min(8K, 16K / (nranks - 1))",
        nullptr, 0, 1024.0 * 1024 * 1024},
+      // Checking
+      {"GROVE_CHECK", Type::kString, "none",
+       "calls: before every collective the ranks compare what they are about to do (collective, "
+       "count, type, op, root) and fail alike, naming the difference, instead of exchanging "
+       "mismatched data; one bootstrap round trip per call, for debugging (same value on every "
+       "rank; sends and receives are not checked)",
+       "none|calls"},
       // Topology
       {"GROVE_TOPO_FILE", Type::kString, "",
        "topology file (grove JSON or NCCL XML) that describes this machine, a cluster, or overrides part of the detected graph"},

@@ -12,11 +12,13 @@
 #include "algorithms/program_cache.h"
 #include "algorithms/selector.h"
 #include "algorithms/topo_plan.h"
+#include "base/config.h"
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "core/agreement.h"
 #include "core/bootstrap.h"
+#include "core/call_check.h"
 #include "core/connections.h"
 #include "core/device_engine.h"
 #include "core/device_path.h"
@@ -112,8 +114,8 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   self.dataAddr = listener->address();
   bootstrap_ = std::make_unique<Bootstrap>(id, rank, nranks, self, &abort_, options_.timeoutSec);
   // Settings that shape schedules and links must be the same on every rank.
-  checkAgreement(agreedSettings(options_), nranks,
-                 [this](const void* d, size_t n) { return bootstrap_->allGather(d, n); });
+  checkAgreement(agreedSettings(options_), nranks, bootstrapAllGather());
+  checkCalls_ = config::getChoice("GROVE_CHECK") == "calls";
 
   // Topology: each rank's local view, exchanged and merged identically on every rank.
   // (An emulated device is host memory: it is placed like a host rank.)
@@ -121,7 +123,7 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   topo::LocalView view = topo::makeLocalView(
       localGraph, onGpu ? topo::DeviceKind::kCuda : topo::DeviceKind::kHost, cudaDevice_);
   topology_ = std::make_unique<topo::CommTopology>(topo::exchangeCommTopology(
-      view, nranks, [this](const void* d, size_t n) { return bootstrap_->allGather(d, n); }));
+      view, nranks, bootstrapAllGather()));
 
   // More ranks on this host than CPUs: spinning only steals the CPU from the
   // rank we wait for, so yield at once (as MPI libraries do when oversubscribed).
@@ -263,6 +265,10 @@ plan::P2POp p2pOpOf(const P2PCall& call, uint32_t extraIndex) {
   return op;
 }
 
+std::function<std::vector<uint8_t>(const void*, size_t)> Comm::bootstrapAllGather() {
+  return [this](const void* d, size_t n) { return bootstrap_->allGather(d, n); };
+}
+
 void Comm::runGuarded(const char* what, const std::function<void()>& fn) { guarded(what, fn); }
 
 void* Comm::scratch(size_t bytes) {
@@ -272,6 +278,10 @@ void* Comm::scratch(size_t bytes) {
 
 void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* recvbuff,
                       void* stream) {
+  if (checkCalls_)
+    guarded(plan::collName(args.coll), [&] {
+      checkCollectiveCall(args, ++checkSeq_, nranks_, bootstrapAllGather());
+    });
   if (device_) {
     deviceGroup({DeviceCollective{args, sendbuff, recvbuff}}, {}, stream);
     return;

@@ -122,6 +122,8 @@ class Comm {
  private:
   template <typename Fn>
   void guarded(const char* what, Fn&& fn);
+  /// An all-gather over the bootstrap (the agreement and call checks).
+  std::function<std::vector<uint8_t>(const void*, size_t)> bootstrapAllGather();
   /// guarded() for code outside comm.cc.
   void runGuarded(const char* what, const std::function<void()>& fn);
   void checkUsable() const;
@@ -140,6 +142,8 @@ class Comm {
   int nranks_;
   CommOptions options_;
   AbortSignal abort_;
+  bool checkCalls_ = false;  ///< GROVE_CHECK=calls (core/call_check.h)
+  uint64_t checkSeq_ = 0;    ///< calls checked so far
   WaitContext wait_;
   Sequencer sequencer_;
   std::unique_ptr<Bootstrap> bootstrap_;

@@ -210,3 +210,56 @@ TEST(MpApiLifecycle, ASpentUniqueIdIsRefusedAtOnce) {
   EXPECT_TRUE(lastErrorNames(nullptr, "unique id is spent"));
   EXPECT_LT(mptest::now() - start, 10.0) << "the retry waited for GROVE_TIMEOUT";
 }
+
+// GROVE_CHECK=calls: ranks that call different collectives, counts, types,
+// ops or roots in the same slot all fail with the same clear error instead
+// of exchanging mismatched data; matching calls run as usual.
+TEST(MpApiLifecycle, CheckedCallsNameTheMismatch) {
+  setenv("GROVE_CHECK", "calls", 1);
+  struct Case {
+    const char* word;  // what the error must name
+    groveResult_t (*call)(groveComm_t, int rank, float* buf);
+  };
+  const Case cases[] = {
+      {"max", [](groveComm_t c, int r, float* b) {
+         return groveAllReduce(b, b, 64, groveFloat32, r == 0 ? groveSum : groveMax, c, nullptr);
+       }},
+      {"count 32", [](groveComm_t c, int r, float* b) {
+         return groveAllReduce(b, b, r == 0 ? 64 : 32, groveFloat32, groveSum, c, nullptr);
+       }},
+      {"int32", [](groveComm_t c, int r, float* b) {
+         return groveAllReduce(b, b, 64, r == 0 ? groveFloat32 : groveInt32, groveSum, c, nullptr);
+       }},
+      {"root 1", [](groveComm_t c, int r, float* b) {
+         return groveBroadcast(b, b, 64, groveFloat32, r, c, nullptr);
+       }},
+      {"broadcast", [](groveComm_t c, int r, float* b) {
+         return r == 0 ? groveAllReduce(b, b, 64, groveFloat32, groveSum, c, nullptr)
+                       : groveBroadcast(b, b, 64, groveFloat32, 0, c, nullptr);
+       }},
+  };
+  for (const Case& k : cases) {
+    Comms comms(2);
+    ASSERT_TRUE(comms.ok());
+    std::vector<float> before(2, -1.f);
+    std::vector<groveResult_t> got(2, groveSuccess);
+    std::vector<std::string> text(2);
+    onRanks(2, [&](int r) {
+      std::vector<float> buf(64, static_cast<float>(r + 1));
+      // A matching call first: checked, and it runs.
+      ASSERT_EQ(groveAllReduce(buf.data(), buf.data(), 64, groveFloat32, groveSum, comms[r],
+                               nullptr), groveSuccess) << groveGetLastError(comms[r]);
+      before[r] = buf[0];
+      got[r] = k.call(comms[r], r, buf.data());
+      text[r] = groveGetLastError(comms[r]);
+    });
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(before[r], 3.f);
+      EXPECT_NE(got[r], groveSuccess) << k.word;
+      EXPECT_NE(text[r].find("GROVE_CHECK: the ranks' collective #2 do not match"),
+                std::string::npos) << text[r];
+      EXPECT_NE(text[r].find(k.word), std::string::npos) << k.word << ": " << text[r];
+    }
+  }
+  unsetenv("GROVE_CHECK");
+}
