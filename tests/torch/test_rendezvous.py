@@ -64,9 +64,11 @@ def test_torchrun(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(TORCHRUN_SCRIPT)
     env = dict(os.environ, OMP_NUM_THREADS="1")
+    # Static rendezvous on 127.0.0.1 (--standalone would look up "localhost",
+    # which a machine without /etc/hosts cannot resolve).
     proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-         str(script)],
+        [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
+         "--master_addr", "127.0.0.1", "--master_port", str(harness.free_port()), str(script)],
         env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for rank in range(2):
