@@ -9,6 +9,13 @@
 
 namespace grove::topo::json {
 
+Value::Value() = default;
+Value::Value(const Value&) = default;
+Value::Value(Value&&) noexcept = default;
+Value& Value::operator=(const Value&) = default;
+Value& Value::operator=(Value&&) noexcept = default;
+Value::~Value() = default;
+
 const Value* Value::get(const std::string& key) const {
   if (type != Type::kObject) return nullptr;
   for (const auto& [k, v] : fields)

@@ -26,6 +26,16 @@ struct Value {
   std::vector<std::pair<std::string, Value>> fields;  ///< kObject, in order
   int line = 0;                                       ///< 1-based line where it starts
 
+  // Defined in json.cc, where Value is complete: a member vector of pairs
+  // holding Value must not instantiate its destructor inside this class
+  // (clang with libstdc++ refuses the incomplete pair).
+  Value();
+  Value(const Value&);
+  Value(Value&&) noexcept;
+  Value& operator=(const Value&);
+  Value& operator=(Value&&) noexcept;
+  ~Value();
+
   bool isObject() const { return type == Type::kObject; }
   bool isArray() const { return type == Type::kArray; }
   bool isString() const { return type == Type::kString; }
