@@ -1,6 +1,7 @@
 #include "topology/comm_topology.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -52,7 +53,9 @@ LocalView decodeLocalView(const std::string& text, const std::string& source) {
   };
   auto num = [&](const char* key) {
     const json::Value* f = v.get(key);
-    if (!f || !f->isNumber()) throwInvalidArgument(source + ": view has no \"" + key + "\"");
+    if (!f || !f->isNumber() || !(f->number >= -1 && f->number <= (1 << 20)) ||
+        f->number != std::floor(f->number))
+      throwInvalidArgument(source + ": view has no whole \"" + key + "\" in [-1, 2^20]");
     return static_cast<int>(f->number);
   };
   LocalView out;

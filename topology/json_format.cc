@@ -1,5 +1,6 @@
 // grove's JSON topology format: load, apply (override) and dump.
 // The format itself is described in docs/topology-format.md.
+#include <cmath>
 #include <set>
 
 #include "base/error.h"
@@ -41,11 +42,24 @@ std::string needString(const Ctx& c, const Value& obj, const std::string& key) {
   return v->text;
 }
 
+// A finite number, at least 0 (bandwidths, latencies).
 double numberOr(const Ctx& c, const Value& obj, const std::string& key, double def) {
   const Value* v = obj.get(key);
   if (!v) return def;
-  if (!v->isNumber()) c.fail(*v, "\"" + key + "\" must be a number");
+  if (!v->isNumber() || !std::isfinite(v->number) || v->number < 0)
+    c.fail(*v, "\"" + key + "\" must be a finite number >= 0");
   return v->number;
+}
+
+// A whole number in [lo, hi] (indices, counts, PCIe generations and widths).
+int intOr(const Ctx& c, const Value& obj, const std::string& key, int def, int lo, int hi) {
+  const Value* v = obj.get(key);
+  if (!v) return def;
+  if (!v->isNumber() || !(v->number >= lo && v->number <= hi) ||
+      v->number != std::floor(v->number))
+    c.fail(*v, "\"" + key + "\" must be a whole number in [" + std::to_string(lo) + ", " +
+                   std::to_string(hi) + "]");
+  return static_cast<int>(v->number);
 }
 
 bool boolOr(const Ctx& c, const Value& obj, const std::string& key) {
@@ -94,7 +108,7 @@ void applyNode(Graph& g, NodeId machine, const Value& obj, bool override, Ctx c)
     id = g.addNode(std::move(n));
   }
   Node& n = g.node(id);
-  if (obj.get("index")) n.index = static_cast<int>(numberOr(c, obj, "index", -1));
+  if (obj.get("index")) n.index = intOr(c, obj, "index", -1, -1, 1 << 20);
   if (const Value* v = obj.get("bus_id")) n.busId = scalarText(c, *v, "bus_id");
   for (const auto& [key, v] : obj.fields)
     if (!kNodeKeys.count(key)) n.attrs[key] = scalarText(c, v, key);
@@ -128,7 +142,7 @@ NodeId endpoint(Graph& g, NodeId machine, const Value& obj, const std::string& k
 double defaultBw(const Link& l, const Value& obj, const Ctx& c) {
   switch (l.kind) {
     case LinkKind::kNvLink:
-      return l.count * nvlinkBwPerLink(static_cast<int>(numberOr(c, obj, "version", 2)));
+      return l.count * nvlinkBwPerLink(intOr(c, obj, "version", 2, 1, 100));
     case LinkKind::kPcie: return pcieBw(l.pciGen ? l.pciGen : 3, l.pciWidth ? l.pciWidth : 16);
     default: c.fail(obj, std::string("a ") + kindName(l.kind) + " link needs \"bw\" (GB/s per direction)");
   }
@@ -181,9 +195,9 @@ void applyLink(Graph& g, NodeId machine, const Value& obj, bool override, Ctx c)
     if (remove && n == 0) c.fail(obj, "there is no such link to remove");
     if (remove) return;
   }
-  l.count = static_cast<int>(numberOr(c, obj, "count", 1));
-  l.pciGen = static_cast<int>(numberOr(c, obj, "gen", 0));
-  l.pciWidth = static_cast<int>(numberOr(c, obj, "width", 0));
+  l.count = intOr(c, obj, "count", 1, 0, 1 << 16);
+  l.pciGen = intOr(c, obj, "gen", 0, 0, 100);
+  l.pciWidth = intOr(c, obj, "width", 0, 0, 1024);
   if (l.count < 1) c.fail(obj, "\"count\" must be at least 1");
   l.bw = obj.get("bw") ? numberOr(c, obj, "bw", 0) : defaultBw(l, obj, c);
   if (!(l.bw > 0)) c.fail(*obj.get("bw"), "\"bw\" must be positive (GB/s per direction)");

@@ -11,6 +11,7 @@
 // bus id, or to the (single, merged) NVSwitch node when the target class is
 // a bridge (0x068000), as NCCL itself does. CPUs are joined pairwise by an
 // SMP link whose bandwidth follows NCCL's per-CPU-family values.
+#include <cerrno>
 #include <cstdlib>
 #include <map>
 
@@ -47,8 +48,11 @@ struct Importer {
     const std::string* v = e.attr(key);
     if (!v) return def;
     char* end = nullptr;
+    errno = 0;
     long n = std::strtol(v->c_str(), &end, 0);
     if (v->empty() || *end != '\0') fail(e, "attribute " + key + "=\"" + *v + "\" is not a number");
+    if (errno == ERANGE || n < -(1L << 30) || n > (1L << 30))  // every caller keeps it in an int
+      fail(e, "attribute " + key + "=\"" + *v + "\" is out of range");
     return n;
   }
 

@@ -141,6 +141,31 @@ TEST(TopologyFiles, JsonErrorsNameLineAndElement) {
   EXPECT_NE(e.find("/nonexistent/topo.json"), std::string::npos) << e;
 }
 
+// Numbers out of range are refused, naming the field: the fuzzer found that
+// "index": 4e88 was converted to int (undefined behaviour).
+TEST(TopologyFiles, JsonNumbersOutOfRangeAreRefused) {
+  auto doc = [](const std::string& node, const std::string& link) {
+    return "{\"machines\": [{\"host\": \"h\", \"nodes\": [{\"name\": \"a\", \"kind\": "
+           "\"cpu\"" + node + "}, {\"name\": \"g\", \"kind\": \"gpu\"}], \"links\": [{\"a\": "
+           "\"a\", \"b\": \"g\", \"kind\": \"pcie\"" + link + "}]}]}";
+  };
+  const std::pair<std::string, std::string> bad[] = {
+      {doc(", \"index\": 4e88", ""), "\"index\" must be a whole number"},
+      {doc(", \"index\": 1.5", ""), "\"index\" must be a whole number"},
+      {doc("", ", \"gen\": -3"), "\"gen\" must be a whole number"},
+      {doc("", ", \"width\": 1e300"), "\"width\" must be a whole number"},
+      {doc("", ", \"count\": 99999999999"), "\"count\" must be a whole number"},
+      {doc("", ", \"bw\": -1"), "\"bw\" must be a finite number >= 0"},
+      {doc("", ", \"latency_us\": -0.5"), "\"latency_us\" must be a finite number >= 0"},
+      {doc("", ", \"latency_us\": 1e999"), "bad number"}};
+  for (const auto& [text, want] : bad) {
+    std::string e = errorOf([&] { fromJson(text, "n.json"); });
+    EXPECT_NE(e.find(want), std::string::npos) << text << "\n -> " << e;
+  }
+  const std::string good = doc(", \"index\": 3", ", \"gen\": 4, \"width\": 16");
+  EXPECT_EQ(errorOf([&] { fromJson(good, "ok.json"); }), "");
+}
+
 TEST(TopologyFiles, OverrideEditsDetectedGraph) {
   Graph g = loadTopologyFile(fixturePath("pcie_8gpu_2socket.json"));
   const char* over = R"({"override": true, "machines": [{
