@@ -16,7 +16,7 @@ struct Registry {
   std::set<const groveHostStream*> streams;
 };
 
-constexpr size_t kMaxDestroyed = 4096;
+constexpr size_t kMaxDestroyed = 1024;
 
 // Bumped whenever a handle is unregistered: a thread's cached "known" answer
 // is good only while the epoch it saw is current.

@@ -2,7 +2,7 @@
 //
 // Every live communicator handle is registered, and every entry point checks
 // the registry before it touches a handle. Destroying or aborting one
-// unregisters and frees it; the last 4096 freed addresses are remembered, so
+// unregisters and frees it; the last 1024 freed addresses are remembered, so
 // a later call with such a handle gets a clear "destroyed" error, and any
 // other unknown pointer "not a grove communicator" -- never freed memory
 // touched. Memory stays flat however many communicators come and go.

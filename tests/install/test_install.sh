@@ -54,7 +54,8 @@ loads_installed "$work/pc-consumer"
 echo "== installed programs"
 loads_installed "$prefix/bin/grove-info"
 loads_installed "$prefix/bin/all_reduce_perf"
-"$prefix/bin/grove-info" | head -3
+"$prefix/bin/grove-info" >"$work/info.txt" || fail "grove-info from the prefix"
+head -3 "$work/info.txt"
 "$prefix/bin/grove-launch" -n 2 "$prefix/bin/all_reduce_perf" -b 8 -e 64K -f 8 -c 1 >"$work/perf.log" 2>&1 \
   || { cat "$work/perf.log"; fail "grove-launch -n 2 all_reduce_perf from the prefix"; }
 grep -q "Out of bounds values : 0 OK" "$work/perf.log" || { cat "$work/perf.log"; fail "all_reduce_perf's check"; }
