@@ -34,6 +34,12 @@ hwloc_topology_t machineTopology() {
       return static_cast<hwloc_topology_t>(nullptr);
     }
     hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    // Only the PCIe tree and the NICs' OS devices are used (CUDA has its own
+    // detector). hwloc's GPU-library plugins are left out: the "gl" one opens
+    // X displays :0 to :N, each a "localhost" name lookup, which stalls init
+    // for seconds where names resolve slowly (a root without /etc/hosts).
+    for (const char* plugin : {"gl", "opencl", "cuda", "nvml", "rsmi", "levelzero"})
+      hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, plugin);
     if (hwloc_topology_load(t) != 0) {
       GROVE_INFO(log::kTopo, "hwloc: load failed; using sysfs");
       hwloc_topology_destroy(t);
