@@ -1,9 +1,11 @@
 #include "core/agreement.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include "base/config.h"
 #include "base/error.h"
+#include "core/unique_id.h"
 
 namespace grove::core {
 namespace {
@@ -14,10 +16,9 @@ constexpr size_t kRecordBytes = 1024;
 constexpr size_t kMaxValue = 120;
 
 std::string fnvText(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
   char buf[32];
-  std::snprintf(buf, sizeof buf, "hash:%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(buf, sizeof buf, "hash:%016llx",
+                static_cast<unsigned long long>(hashBytes(s.data(), s.size())));
   return buf;
 }
 
@@ -66,7 +67,7 @@ std::vector<AgreedSetting> agreedSettings(const CommOptions& o) {
     s.push_back({name, std::to_string(config::getSize(name))});
   s.push_back({"GROVE_EAGER", config::getBool("GROVE_EAGER") ? "1" : "0"});
   s.push_back({"GROVE_TOPO_RANKS", config::getString("GROVE_TOPO_RANKS")});
-  s.push_back({"GROVE_CHECK", config::getChoice("GROVE_CHECK")});
+  s.push_back({"GROVE_CHECK", o.checkCalls ? "calls" : "none"});
   return s;
 }
 

@@ -12,7 +12,6 @@
 #include "algorithms/program_cache.h"
 #include "algorithms/selector.h"
 #include "algorithms/topo_plan.h"
-#include "base/config.h"
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -115,7 +114,6 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   bootstrap_ = std::make_unique<Bootstrap>(id, rank, nranks, self, &abort_, options_.timeoutSec);
   // Settings that shape schedules and links must be the same on every rank.
   checkAgreement(agreedSettings(options_), nranks, bootstrapAllGather());
-  checkCalls_ = config::getChoice("GROVE_CHECK") == "calls";
 
   // Topology: each rank's local view, exchanged and merged identically on every rank.
   // (An emulated device is host memory: it is placed like a host rank.)
@@ -278,7 +276,7 @@ void* Comm::scratch(size_t bytes) {
 
 void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* recvbuff,
                       void* stream) {
-  if (checkCalls_)
+  if (options_.checkCalls)
     guarded(plan::collName(args.coll), [&] {
       checkCollectiveCall(args, ++checkSeq_, nranks_, bootstrapAllGather());
     });

@@ -142,8 +142,7 @@ class Comm {
   int nranks_;
   CommOptions options_;
   AbortSignal abort_;
-  bool checkCalls_ = false;  ///< GROVE_CHECK=calls (core/call_check.h)
-  uint64_t checkSeq_ = 0;    ///< calls checked so far
+  uint64_t checkSeq_ = 0;    ///< collectives checked so far (GROVE_CHECK=calls)
   WaitContext wait_;
   Sequencer sequencer_;
   std::unique_ptr<Bootstrap> bootstrap_;

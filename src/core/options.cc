@@ -45,6 +45,7 @@ CommOptions resolveOptions(const groveConfig_t* cfg) {
   if (config::getChoice("GROVE_DEVICE_KIND") == "cuda") o.deviceKind = groveDeviceCuda;
   o.emulateDevice = config::getBool("GROVE_DEVICE_EMULATION");
   o.disableP2P = config::getBool("GROVE_P2P_DISABLE");
+  o.checkCalls = config::getChoice("GROVE_CHECK") == "calls";
 
   if (cfg != nullptr) {
     if (cfg->magic != GROVE_CONFIG_MAGIC)
