@@ -91,8 +91,7 @@ void joinInitThread(groveComm* h) {
 }
 
 core::Comm& usableComm(groveComm* h) {
-  if (h == nullptr) throwInvalidArgument("comm is NULL");
-  checkKnownComm(h);
+  handleOf(h);
   joinInitThread(h);
   switch (h->state.load()) {
     case CommState::kReady: return *h->impl;
