@@ -7,21 +7,6 @@
 
 namespace grove::plan {
 
-const char* collName(Coll c) {
-  switch (c) {
-    case Coll::kAllReduce: return "allreduce";
-    case Coll::kBroadcast: return "broadcast";
-    case Coll::kReduce: return "reduce";
-    case Coll::kAllGather: return "allgather";
-    case Coll::kReduceScatter: return "reducescatter";
-    case Coll::kGather: return "gather";
-    case Coll::kScatter: return "scatter";
-    case Coll::kAlltoAll: return "alltoall";
-    case Coll::kSendRecv: return "sendrecv";
-  }
-  return "invalid";
-}
-
 const char* bufName(Buf b) {
   switch (b) {
     case Buf::kInput: return "in";

@@ -137,8 +137,22 @@ enum class Coll : uint8_t {
   kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kGather, kScatter, kAlltoAll,
   kSendRecv
 };
-/// Name of a collective ("allreduce", "broadcast", ...).
-const char* collName(Coll c);
+/// Name of a collective ("allreduce", "broadcast", ...). Inline: the executors
+/// name calls without linking grove_algorithms.
+inline const char* collName(Coll c) {
+  switch (c) {
+    case Coll::kAllReduce: return "allreduce";
+    case Coll::kBroadcast: return "broadcast";
+    case Coll::kReduce: return "reduce";
+    case Coll::kAllGather: return "allgather";
+    case Coll::kReduceScatter: return "reducescatter";
+    case Coll::kGather: return "gather";
+    case Coll::kScatter: return "scatter";
+    case Coll::kAlltoAll: return "alltoall";
+    case Coll::kSendRecv: return "sendrecv";
+  }
+  return "invalid";
+}
 
 /// What a collective call asks for, from one rank's point of view.
 struct CollArgs {

@@ -60,12 +60,15 @@ const std::vector<Var>& registeredVars() {
        "largest per-rank block of an eager collective; 0 = min(8K, 16K / (nranks - 1))",
        nullptr, 0, 1024.0 * 1024 * 1024},
       // Checking
-      {"GROVE_CHECK", Type::kString, "none",
-       "calls: before every collective the ranks compare what they are about to do (collective, "
-       "count, type, op, root) and fail alike, naming the difference, instead of exchanging "
-       "mismatched data; one bootstrap round trip per call, for debugging (same value on every "
-       "rank; sends and receives are not checked)",
-       "none|calls"},
+      {"GROVE_CHECK", Type::kString, "tags",
+       "how ranks check that they make the same calls (same value on every rank). tags: every "
+       "call's first bytes on each link name the call (collective, count, type, op, root, bytes), "
+       "so a receiver whose call differs fails with both calls named, and a receive shorter or "
+       "longer than its send is an error; costs 32 bytes per link per call. calls: tags, and "
+       "before every collective the ranks also compare their calls through the bootstrap, so "
+       "every rank fails alike before any byte moves (one round trip per call, for debugging). "
+       "none: no checks (CUDA communicators never tag)",
+       "none|tags|calls"},
       // Topology
       {"GROVE_TOPO_FILE", Type::kString, "",
        "topology file (grove JSON or NCCL XML) that describes this machine, a cluster, or overrides part of the detected graph"},

@@ -67,7 +67,7 @@ std::vector<AgreedSetting> agreedSettings(const CommOptions& o) {
     s.push_back({name, std::to_string(config::getSize(name))});
   s.push_back({"GROVE_EAGER", config::getBool("GROVE_EAGER") ? "1" : "0"});
   s.push_back({"GROVE_TOPO_RANKS", config::getString("GROVE_TOPO_RANKS")});
-  s.push_back({"GROVE_CHECK", o.checkCalls ? "calls" : "none"});
+  s.push_back({"GROVE_CHECK", o.checkCalls ? "calls" : o.tagCalls ? "tags" : "none"});
   return s;
 }
 

@@ -289,7 +289,8 @@ void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* re
       GROVE_INFO(log::kColl, "%s count %zu %s %s root %d in-place %d algo eager transport shm",
                  plan::collName(args.coll), static_cast<size_t>(args.count), dtypeName(args.dtype),
                  opName(args.op), args.root, args.inPlace ? 1 : 0);
-      connections_->eager(selector_->eagerMaxBytes()).run(args, sendbuff, recvbuff, wait_);
+      connections_->eager(selector_->eagerMaxBytes(), options_.tagCalls)
+          .run(args, sendbuff, recvbuff, wait_);
     });
     return;
   }
@@ -310,7 +311,9 @@ void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* re
     buffers.output = recvbuff;
     buffers.scratch = scratch(program.scratchBytes);
     exec::ReduceSpec spec{args.dtype, args.op, nranks_};
-    exec::runProgram(program, buffers, spec, links, wait_, lowered);
+    const exec::CallTag tag = exec::callTagOf(args, rank_);
+    exec::runProgram(program, buffers, spec, links, wait_, lowered,
+                     options_.tagCalls ? &tag : nullptr);
   });
 }
 
@@ -346,7 +349,9 @@ void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype
                connections_->summary().c_str());
     exec::LinkTable& links = connections_->ensure(program);
     exec::ReduceSpec spec{dtype, groveSum, nranks_};
-    exec::runProgram(program, buffers, spec, links, wait_);
+    const exec::CallTag tag = exec::p2pTagOf(rank_);
+    exec::runProgram(program, buffers, spec, links, wait_, nullptr,
+                     options_.tagCalls ? &tag : nullptr);
   });
 }
 

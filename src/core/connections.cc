@@ -99,7 +99,7 @@ int Connections::eagerSlots(int nranks, size_t maxBytes) {
   return static_cast<int>(std::clamp<size_t>(fit, kEagerMinSlots, kEagerMaxSlots));
 }
 
-exec::EagerCollectives& Connections::openEager(size_t maxBytes) {
+exec::EagerCollectives& Connections::openEager(size_t maxBytes, bool tags) {
   if (eager_) throwInternalError("eager slot links are already open with smaller slots");
   if (!shm_ || socketPeers_ > 0)
     throwInternalError("eager collectives need every peer on shared memory");
@@ -108,7 +108,8 @@ exec::EagerCollectives& Connections::openEager(size_t maxBytes) {
     if (p != rank_) peers.push_back(p);
   std::vector<std::unique_ptr<transport::SlotSender>> s;
   std::vector<std::unique_ptr<transport::SlotReceiver>> r;
-  if (!shm_->establishSlots(peers, maxBytes, eagerSlots(nranks_, maxBytes), s, r))
+  const size_t slot = exec::EagerCollectives::slotBytes(maxBytes, tags);
+  if (!shm_->establishSlots(peers, slot, eagerSlots(nranks_, slot), s, r))
     throwInternalError("the shm transport opened no slot links");
   std::vector<std::unique_ptr<transport::SlotSender>> sends(nranks_);
   std::vector<std::unique_ptr<transport::SlotReceiver>> recvs(nranks_);
@@ -116,7 +117,7 @@ exec::EagerCollectives& Connections::openEager(size_t maxBytes) {
     sends[peers[i]] = std::move(s[i]);
     recvs[peers[i]] = std::move(r[i]);
   }
-  eager_ = std::make_unique<exec::EagerCollectives>(rank_, nranks_, maxBytes, std::move(sends),
+  eager_ = std::make_unique<exec::EagerCollectives>(rank_, nranks_, maxBytes, tags, std::move(sends),
                                                     std::move(recvs));
   return *eager_;
 }

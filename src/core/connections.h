@@ -67,11 +67,11 @@ class Connections {
   bool usesSocket() const { return socketPeers_ > 0; }
   /// The eager collectives over slot links to every peer (all on shared
   /// memory), opened on first use -- every rank asks in the same call -- with
-  /// slots of `maxBytes`. Throws groveInternalError if some peer is not
-  /// reached over shared memory.
-  exec::EagerCollectives& eager(size_t maxBytes) {
-    if (eager_ && eager_->maxBytes() >= maxBytes) return *eager_;
-    return openEager(maxBytes);
+  /// slots for blocks of `maxBytes` (and their call tags with `tags`). Throws
+  /// groveInternalError if some peer is not reached over shared memory.
+  exec::EagerCollectives& eager(size_t maxBytes, bool tags) {
+    if (eager_ && eager_->maxBytes() >= maxBytes && eager_->tags() == tags) return *eager_;
+    return openEager(maxBytes, tags);
   }
   /// Slots per slot link (how many eager calls a rank may run ahead of a
   /// peer): as many as fit kEagerBudgetBytes of receive slots per rank,
@@ -85,7 +85,7 @@ class Connections {
   class RoutedLinks;
   transport::Transport* transportFor(int peer) const;
   std::unique_ptr<RoutedLinks> open(const plan::Program& program);
-  exec::EagerCollectives& openEager(size_t maxBytes);
+  exec::EagerCollectives& openEager(size_t maxBytes, bool tags);
 
   std::unique_ptr<transport::Transport> shm_;
   std::unique_ptr<transport::Transport> socket_;

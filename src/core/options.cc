@@ -45,7 +45,9 @@ CommOptions resolveOptions(const groveConfig_t* cfg) {
   if (config::getChoice("GROVE_DEVICE_KIND") == "cuda") o.deviceKind = groveDeviceCuda;
   o.emulateDevice = config::getBool("GROVE_DEVICE_EMULATION");
   o.disableP2P = config::getBool("GROVE_P2P_DISABLE");
-  o.checkCalls = config::getChoice("GROVE_CHECK") == "calls";
+  const std::string check = config::getChoice("GROVE_CHECK");
+  o.checkCalls = check == "calls";
+  o.tagCalls = check != "none";
 
   if (cfg != nullptr) {
     if (cfg->magic != GROVE_CONFIG_MAGIC)

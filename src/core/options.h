@@ -25,6 +25,7 @@ struct CommOptions {
   std::string name;             ///< for logs
   size_t bufferBytes = 1 << 20; ///< per link half
   size_t chunkBytes = 0;        ///< 0 = bufferBytes / 2
+  bool tagCalls = true;         ///< GROVE_CHECK=tags or calls (exec/call_tag.h)
   bool checkCalls = false;      ///< GROVE_CHECK=calls (core/call_check.h)
 };
 

@@ -12,12 +12,13 @@ namespace grove::exec {
 
 using plan::Coll;
 
-EagerCollectives::EagerCollectives(int rank, int nranks, size_t maxBytes,
+EagerCollectives::EagerCollectives(int rank, int nranks, size_t maxBytes, bool tags,
                                    std::vector<std::unique_ptr<transport::SlotSender>> sends,
                                    std::vector<std::unique_ptr<transport::SlotReceiver>> recvs)
     : rank_(rank),
       nranks_(nranks),
       maxBytes_(maxBytes),
+      tags_(tags),
       sends_(std::move(sends)),
       recvs_(std::move(recvs)),
       source_(nranks, nullptr),
@@ -26,7 +27,7 @@ EagerCollectives::EagerCollectives(int rank, int nranks, size_t maxBytes,
     throwInternalError("eager collectives need one slot link per rank each way");
   for (int p = 0; p < nranks; ++p) {
     if (p == rank) continue;
-    if (!sends_[p] || !recvs_[p] || sends_[p]->maxBytes() < maxBytes)
+    if (!sends_[p] || !recvs_[p] || sends_[p]->maxBytes() < slotBytes(maxBytes, tags))
       throwInternalError("eager collectives: the slot link to rank " + std::to_string(p) +
                          " is missing or too small");
   }
@@ -45,7 +46,12 @@ void EagerCollectives::post(int peer, const void* src, size_t bytes, Waiter& wai
   void* slot;
   while ((slot = link.acquire()) == nullptr) waiter.wait();
   std::memcpy(slot, src, bytes);
-  link.post(bytes);
+  if (!tags_) {
+    link.post(bytes);
+    return;
+  }
+  std::memcpy(static_cast<uint8_t*>(slot) + bytes, &tag_, sizeof(tag_));
+  link.post(bytes + sizeof(tag_));
 }
 
 void EagerCollectives::postToEach(const uint8_t* base, size_t stride, size_t bytes,
@@ -84,6 +90,12 @@ void EagerCollectives::awaitAll(size_t bytes, Waiter& waiter) {
       if (msg == nullptr) {
         ++i;
         continue;
+      }
+      if (tags_ && n >= sizeof(EagerTag)) {  // the peer's call, before its size
+        EagerTag got;
+        std::memcpy(&got, static_cast<const uint8_t*>(msg) + n - sizeof(got), sizeof(got));
+        checkEagerTag(got, tag_, peer, rank_);
+        n -= sizeof(EagerTag);
       }
       if (n != bytes)
         throwInvalidUsage("rank " + std::to_string(peer) + " sent a " + std::to_string(n) +
@@ -134,6 +146,7 @@ void EagerCollectives::run(const plan::CollArgs& args, const void* input, void* 
   };
   const int root = args.root;
   Waiter waiter(wait, "waiting for an eager collective's messages");
+  tag_ = eagerTagOf(args);
   expect_.clear();
   arrived_.clear();
   switch (args.coll) {

@@ -25,7 +25,10 @@
 //                   copies the blocks into place;
 //   gather, scatter, all-to-all: block p goes to (or comes from) rank p.
 // Each message is one slot; a message of up to 48 bytes is one cache line,
-// so a two-rank all-reduce of a few values costs one line each way. The
+// so a two-rank all-reduce of a few values costs one line each way. With
+// call tags (call_tag.h) every message carries the 16-byte EagerTag after
+// its block, and a receiver compares it with its own call before it uses
+// the block (so blocks of up to 32 bytes stay within one line). The
 // in-place forms of the C API work: a rank's own block is read before its
 // output is written, or copied aside first when the rank order would
 // overwrite it.
@@ -38,6 +41,7 @@
 
 #include "algorithms/schedule.h"
 #include "base/wait.h"
+#include "exec/call_tag.h"
 #include "transports/transport.h"
 
 namespace grove::exec {
@@ -46,14 +50,21 @@ namespace grove::exec {
 class EagerCollectives {
  public:
   /// sends[p] / recvs[p]: the slot links to and from rank p (null for `rank`
-  /// itself). Every link must hold messages of at least maxBytes.
-  EagerCollectives(int rank, int nranks, size_t maxBytes,
+  /// itself). Every link must hold messages of at least slotBytes(maxBytes, tags).
+  /// With `tags` every message carries an EagerTag (every rank alike).
+  EagerCollectives(int rank, int nranks, size_t maxBytes, bool tags,
                    std::vector<std::unique_ptr<transport::SlotSender>> sends,
                    std::vector<std::unique_ptr<transport::SlotReceiver>> recvs);
   ~EagerCollectives();
 
   /// The largest block a call may move.
   size_t maxBytes() const { return maxBytes_; }
+  /// Whether messages carry call tags.
+  bool tags() const { return tags_; }
+  /// The slot size that blocks of maxBytes need (with their tag).
+  static size_t slotBytes(size_t maxBytes, bool tags) {
+    return maxBytes + (tags ? sizeof(EagerTag) : 0);
+  }
   /// Bytes of each message of a call: its block, count x element size.
   static uint64_t blockBytes(const plan::CollArgs& args);
   /// Runs one collective (not send/recv) whose blockBytes fit maxBytes().
@@ -80,6 +91,8 @@ class EagerCollectives {
   int rank_;
   int nranks_;
   size_t maxBytes_;
+  bool tags_;
+  EagerTag tag_;                     // the running call's tag
   std::vector<std::unique_ptr<transport::SlotSender>> sends_;
   std::vector<std::unique_ptr<transport::SlotReceiver>> recvs_;
   std::vector<const void*> source_;  // by rank: the block a step reads (a slot, or local)

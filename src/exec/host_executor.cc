@@ -42,6 +42,13 @@
 // tracks bytes received ahead of bytes forwarded). Shared-memory halves
 // decline, and the buffered path above runs.
 //
+// Call tags. With a tag (call_tag.h), each link's first step of the call
+// first moves the 32-byte CallTag (after the alignment below): the sender
+// commits it, possibly in parts, the receiver collects it and compares it
+// with its own call before it takes any of the call's bytes. The stream
+// position advances by the tag once it is whole, so alignment never pads
+// into a half-written tag.
+//
 // Wire rule. Before the first byte of a step, every stream the step touches
 // is brought to a 16-byte-aligned position: the sender reserves and commits
 // zero bytes up to the boundary, the receiver consumes the same number. The
@@ -86,6 +93,8 @@ WorkLists& workLists() {
   lists.allSends.clear();
   lists.pollFds.clear();
   lists.linkUsers.clear();
+  lists.sendTotals.clear();
+  lists.recvTotals.clear();
   return lists;
 }
 
@@ -175,6 +184,37 @@ void Runner::resolve() {
     }
   }
   phaseBegin_.push_back(laneRanges_.size());
+  countLinkBytes();
+}
+
+// The bytes the program moves over each link (what its call tags announce).
+void Runner::countLinkBytes() {
+  auto add = [](auto& totals, auto* link, uint64_t bytes) {
+    for (auto& t : totals)
+      if (t.first == link) {
+        t.second += bytes;
+        return;
+      }
+    totals.emplace_back(link, bytes);
+  };
+  for (const Resolved& r : steps_) {
+    for (SendLink* out : sendsOf(r)) add(sendTotals_, out, r.bytes);
+    for (RecvLink* in : recvsOf(r)) add(recvTotals_, in, r.bytes);
+  }
+}
+
+// Every link of a tagged call starts with its tag.
+void Runner::armTags() {
+  for (auto& [link, bytes] : sendTotals_) {
+    link->tagPending = true;
+    link->tagDone = 0;
+    link->tagBytes = bytes;
+  }
+  for (auto& [link, bytes] : recvTotals_) {
+    link->tagPending = true;
+    link->tagDone = 0;
+    link->tagBytes = bytes;
+  }
 }
 
 // Two lanes of one phase on one stream would interleave their bytes in an
@@ -242,6 +282,8 @@ bool Runner::restore() {
   phaseBegin_.assign(lowered_->phaseBegin.begin(), lowered_->phaseBegin.end());
   laneRanges_.assign(lowered_->laneRanges.begin(), lowered_->laneRanges.end());
   allSends_.assign(lowered_->allSends.begin(), lowered_->allSends.end());
+  sendTotals_.assign(lowered_->sendTotals.begin(), lowered_->sendTotals.end());
+  recvTotals_.assign(lowered_->recvTotals.begin(), lowered_->recvTotals.end());
   for (Resolved& r : steps_) bindBuffers(r);
   checked_ = true;
   return true;
@@ -254,6 +296,8 @@ void Runner::save() {
   lowered_->phaseBegin = phaseBegin_;
   lowered_->laneRanges = laneRanges_;
   lowered_->allSends = allSends_;
+  lowered_->sendTotals = sendTotals_;
+  lowered_->recvTotals = recvTotals_;
   lowered_->valid = true;
 }
 
@@ -262,6 +306,7 @@ void Runner::run() {
   if (esz_ == 0) throwInvalidArgument("host executor: invalid data type");
   if (!opValid(spec_.op)) throwInvalidArgument("host executor: invalid reduction op");
   if (!restore()) resolve();
+  if (tag_ != nullptr) armTags();
   size_t nPhases = phaseBegin_.size() - 1;
   for (size_t p = 0; p < nPhases; ++p) {
     try {
@@ -283,8 +328,9 @@ void Runner::run() {
 }  // namespace detail
 
 void runProgram(const plan::Program& program, const Buffers& buffers, const ReduceSpec& spec,
-                LinkTable& links, const WaitContext& wait, LoweredProgram* lowered) {
-  detail::Runner runner(program, buffers, spec, links, wait, lowered);
+                LinkTable& links, const WaitContext& wait, LoweredProgram* lowered,
+                const CallTag* tag) {
+  detail::Runner runner(program, buffers, spec, links, wait, lowered, tag);
   runner.run();
 }
 

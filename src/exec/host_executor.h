@@ -18,6 +18,7 @@
 
 #include "algorithms/schedule.h"
 #include "base/wait.h"
+#include "exec/call_tag.h"
 #include "transports/transport.h"
 
 namespace grove::exec {
@@ -26,11 +27,19 @@ namespace grove::exec {
 struct SendLink {
   std::unique_ptr<transport::SendHalf> half;
   uint64_t position = 0;
+  // Call tags (call_tag.h): set when a tagged call starts, cleared when its tag is out.
+  bool tagPending = false;
+  uint32_t tagDone = 0;    ///< tag bytes committed so far
+  uint64_t tagBytes = 0;   ///< the call's bytes on this link
 };
 /// A receiving half plus this side's stream position.
 struct RecvLink {
   std::unique_ptr<transport::RecvHalf> half;
   uint64_t position = 0;
+  bool tagPending = false;
+  uint32_t tagDone = 0;    ///< tag bytes received so far (into tagIn)
+  uint64_t tagBytes = 0;   ///< the call's bytes expected on this link
+  CallTag tagIn;
 };
 
 /// Where the executor finds the halves a program uses (already established).
@@ -104,7 +113,11 @@ class LoweredProgram {
 /// Runs the program to completion. Throws grove::Error on timeout, abort, or
 /// a broken link. `lowered` (optional) is the program's LoweredProgram for
 /// `links`: reused when it holds the call's data type, refilled otherwise.
+/// `tag` (optional) is this rank's call: each link the program uses starts
+/// with a CallTag, and a peer's that does not match throws groveInvalidUsage
+/// (call_tag.h). Every rank sharing the links must tag alike.
 void runProgram(const plan::Program& program, const Buffers& buffers, const ReduceSpec& spec,
-                LinkTable& links, const WaitContext& wait, LoweredProgram* lowered = nullptr);
+                LinkTable& links, const WaitContext& wait, LoweredProgram* lowered = nullptr,
+                const CallTag* tag = nullptr);
 
 }  // namespace grove::exec

@@ -31,11 +31,15 @@ RecvLink& MapLinkTable::recvLink(const LinkKey& key) {
 }
 
 void MapLinkTable::addSend(const LinkKey& key, std::unique_ptr<transport::SendHalf> half) {
-  sends_[key] = SendLink{std::move(half), 0};
+  SendLink link;
+  link.half = std::move(half);
+  sends_[key] = std::move(link);
 }
 
 void MapLinkTable::addRecv(const LinkKey& key, std::unique_ptr<transport::RecvHalf> half) {
-  recvs_[key] = RecvLink{std::move(half), 0};
+  RecvLink link;
+  link.half = std::move(half);
+  recvs_[key] = std::move(link);
 }
 
 // ------------------------------------------------------------------ collectLinks

@@ -94,6 +94,8 @@ struct WorkLists {
   std::vector<SendLink*> allSends;
   std::vector<pollfd> pollFds;
   std::vector<std::pair<const void*, size_t>> linkUsers;  // checkPhaseLinks' (link, lane) pairs
+  std::vector<std::pair<SendLink*, uint64_t>> sendTotals;  // bytes of the program per send link
+  std::vector<std::pair<RecvLink*, uint64_t>> recvTotals;  // and per receive link
 };
 
 /// This thread's work lists, cleared.
@@ -112,6 +114,8 @@ struct LoweredProgram::Impl {
   std::vector<size_t> phaseBegin;
   std::vector<std::pair<size_t, size_t>> laneRanges;
   std::vector<SendLink*> allSends;
+  std::vector<std::pair<SendLink*, uint64_t>> sendTotals;
+  std::vector<std::pair<RecvLink*, uint64_t>> recvTotals;
 };
 
 }  // namespace grove::exec
@@ -121,9 +125,9 @@ namespace grove::exec::detail {
 class Runner {
  public:
   Runner(const plan::Program& program, const Buffers& buffers, const ReduceSpec& spec,
-         LinkTable& links, const WaitContext& wait, LoweredProgram* lowered)
+         LinkTable& links, const WaitContext& wait, LoweredProgram* lowered, const CallTag* tag)
       : program_(program), buffers_(buffers), spec_(spec), links_(links),
-        lowered_(lowered != nullptr ? lowered->impl_.get() : nullptr),
+        lowered_(lowered != nullptr ? lowered->impl_.get() : nullptr), tag_(tag),
         waiter_(wait, "waiting for peers in a host program") {}
 
   void run();
@@ -144,6 +148,10 @@ class Runner {
                    size_t count);
   static uint64_t alignSend(SendLink& link);
   static uint64_t alignRecv(RecvLink& link);
+  void countLinkBytes();
+  void armTags();
+  bool sendTag(SendLink& link);
+  bool recvTag(RecvLink& link);
   void flushAll();
   void waitForPeers();
   void finalFlush();
@@ -154,6 +162,7 @@ class Runner {
   const ReduceSpec& spec_;
   LinkTable& links_;
   LoweredProgram::Impl* lowered_;  // null: lower from scratch, keep nothing
+  const CallTag* tag_;             // null: no call tags
   bool checked_ = false;           // the phases' links were checked when lowered
   Waiter waiter_;
   size_t esz_ = 1;
@@ -167,6 +176,8 @@ class Runner {
   std::vector<SendLink*>& phaseSends_ = work_.phaseSends;  // send links of the current phase
   std::vector<SendLink*>& allSends_ = work_.allSends;      // every send link used
   std::vector<pollfd>& pollFds_ = work_.pollFds;           // what a wait sleeps on (sockets)
+  std::vector<std::pair<SendLink*, uint64_t>>& sendTotals_ = work_.sendTotals;
+  std::vector<std::pair<RecvLink*, uint64_t>>& recvTotals_ = work_.recvTotals;
 };
 
 }  // namespace grove::exec::detail

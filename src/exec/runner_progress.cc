@@ -34,6 +34,43 @@ uint64_t Runner::alignRecv(RecvLink& link) {
   return n;
 }
 
+// Commits what fits of the link's call tag; true when bytes moved.
+bool Runner::sendTag(SendLink& link) {
+  CallTag t = *tag_;
+  t.linkBytes = link.tagBytes;
+  void* p = nullptr;
+  size_t space = link.half->reserve(&p);
+  size_t n = std::min<size_t>(space, sizeof(CallTag) - link.tagDone);
+  if (n == 0) return false;
+  std::memcpy(p, reinterpret_cast<const uint8_t*>(&t) + link.tagDone, n);
+  link.half->commit(n);
+  link.tagDone += static_cast<uint32_t>(n);
+  if (link.tagDone == sizeof(CallTag)) {
+    link.tagPending = false;
+    link.position += sizeof(CallTag);
+  }
+  return true;
+}
+
+// Takes what has arrived of the peer's call tag; checks it once whole.
+bool Runner::recvTag(RecvLink& link) {
+  const void* p = nullptr;
+  size_t avail = link.half->peek(&p);
+  size_t n = std::min<size_t>(avail, sizeof(CallTag) - link.tagDone);
+  if (n == 0) return false;
+  std::memcpy(reinterpret_cast<uint8_t*>(&link.tagIn) + link.tagDone, p, n);
+  link.half->consume(n);
+  link.tagDone += static_cast<uint32_t>(n);
+  if (link.tagDone == sizeof(CallTag)) {
+    link.tagPending = false;
+    link.position += sizeof(CallTag);
+    CallTag mine = *tag_;
+    mine.linkBytes = link.tagBytes;
+    checkCallTag(link.tagIn, mine);
+  }
+  return true;
+}
+
 // Local steps (no streams): bounded pieces so other lanes keep moving.
 uint64_t Runner::localPiece(const Resolved& r, uint64_t done) {
   uint64_t n = r.bytes - done;
@@ -144,6 +181,18 @@ bool Runner::movePiece(const Resolved& r, LaneState& lane) {
       aligned = aligned && in->position % kStepAlign == 0;
     }
     if (!aligned) return padded;
+    if (tag_ != nullptr) {
+      bool tagged = true;
+      for (SendLink* out : sendsOf(r)) {
+        if (out->tagPending) padded = sendTag(*out) || padded;
+        tagged = tagged && !out->tagPending;
+      }
+      for (RecvLink* in : recvsOf(r)) {
+        if (in->tagPending) padded = recvTag(*in) || padded;
+        tagged = tagged && !in->tagPending;
+      }
+      if (!tagged) return padded;
+    }
   }
   if (ptrdiff_t direct = moveDirect(r, lane); direct >= 0) return direct > 0 || padded;
   uint64_t n = r.bytes - done;

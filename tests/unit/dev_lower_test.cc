@@ -179,7 +179,9 @@ TEST(DevLower, CutsLongLocalStepsIntoLanes) {
     const DevStep& s = d.steps[d.lanes[l].begin];
     EXPECT_EQ(s.bytes, bytes[l]);
     EXPECT_EQ(s.srcOff, srcOff[l]);
-    if (l < 3) EXPECT_EQ(s.dstOff, srcOff[l] - 64);
+    if (l < 3) {
+      EXPECT_EQ(s.dstOff, srcOff[l] - 64);
+    }
     EXPECT_EQ(s.kind, static_cast<uint8_t>(l < 3 ? StepKind::kCopy
                                            : l == 3 ? StepKind::kSend
                                                     : StepKind::kReduce));

@@ -26,7 +26,7 @@ using plan::Coll;
 
 /// Eager collectives of `n` thread ranks over a fresh mesh of slot links.
 std::vector<std::unique_ptr<EagerCollectives>> eagerRanks(int n, size_t maxBytes, int slots,
-                                                          const WaitContext& wc) {
+                                                          const WaitContext& wc, bool tags = true) {
   const std::string job = harness::uniqueJob("eager");
   std::vector<std::unique_ptr<transport::ShmTransport>> transports;
   for (int r = 0; r < n; ++r)
@@ -39,12 +39,13 @@ std::vector<std::unique_ptr<EagerCollectives>> eagerRanks(int n, size_t maxBytes
       if (p != r) peers.push_back(p);
     std::vector<std::unique_ptr<transport::SlotSender>> s, sends(n);
     std::vector<std::unique_ptr<transport::SlotReceiver>> q, recvs(n);
-    transports[r]->establishSlots(peers, maxBytes, slots, s, q);
+    transports[r]->establishSlots(peers, EagerCollectives::slotBytes(maxBytes, tags), slots, s, q);
     for (size_t i = 0; i < peers.size(); ++i) {
       sends[peers[i]] = std::move(s[i]);
       recvs[peers[i]] = std::move(q[i]);
     }
-    ranks[r] = std::make_unique<EagerCollectives>(r, n, maxBytes, std::move(sends), std::move(recvs));
+    ranks[r] = std::make_unique<EagerCollectives>(r, n, maxBytes, tags, std::move(sends),
+                                                  std::move(recvs));
   });
   return ranks;
 }
@@ -234,26 +235,65 @@ TEST_F(EagerTest, RootsRunAheadThroughEverySlotManyTimes) {
   });
 }
 
-TEST_F(EagerTest, AMismatchedCountIsAClearError) {
-  auto ranks = eagerRanks(2, 64, 4, wc_);
+/// Runs a 2-rank eager call with rank r's arguments from `argsOf`; returns each rank's error.
+template <typename ArgsOf>
+std::vector<std::string> mismatchErrors(std::vector<std::unique_ptr<EagerCollectives>>& ranks,
+                                        const WaitContext& wc, ArgsOf argsOf) {
   std::vector<std::string> errors(2);
   harness::runThreads(2, [&](int r) {
-    plan::CollArgs a;
-    a.coll = Coll::kAllReduce;
-    a.count = r == 0 ? 4 : 5;
-    a.dtype = groveFloat32;
+    plan::CollArgs a = argsOf(r);
     a.rank = r;
     a.nranks = 2;
-    float in[5] = {}, out[5] = {};
+    float in[16] = {}, out[16] = {};
     try {
-      ranks[r]->run(a, in, out, wc_);
+      ranks[r]->run(a, in, out, wc);
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), groveInvalidUsage);
       errors[r] = e.what();
     }
   });
-  for (const std::string& e : errors)
+  return errors;
+}
+
+TEST_F(EagerTest, AMismatchedCountIsAClearError) {
+  auto untagged = eagerRanks(2, 64, 4, wc_, /*tags=*/false);
+  auto count = [](int r) {
+    plan::CollArgs a;
+    a.count = r == 0 ? 4 : 5;
+    return a;
+  };
+  for (const std::string& e : mismatchErrors(untagged, wc_, count))
     EXPECT_NE(e.find("called different collectives, counts or types"), std::string::npos) << e;
+  auto tagged = eagerRanks(2, 64, 4, wc_);
+  for (const std::string& e : mismatchErrors(tagged, wc_, count))
+    EXPECT_NE(e.find("call mismatch: rank "), std::string::npos) << e;
+}
+
+// Same block size, another meaning: only the tags tell.
+TEST_F(EagerTest, TagsCatchAnotherOpOrTypeOfTheSameSize) {
+  auto ranks = eagerRanks(2, 64, 4, wc_);
+  auto op = [](int r) {
+    plan::CollArgs a;
+    a.count = 4;
+    a.op = r == 0 ? groveSum : groveMax;
+    return a;
+  };
+  std::vector<std::string> errors = mismatchErrors(ranks, wc_, op);
+  EXPECT_NE(errors[0].find("rank 1 runs allreduce(count 4, float, max) while rank 0 runs "
+                           "allreduce(count 4, float, sum)"),
+            std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[1].find("rank 0 runs allreduce(count 4, float, sum)"), std::string::npos)
+      << errors[1];
+  auto fresh = eagerRanks(2, 64, 4, wc_);
+  auto type = [](int r) {
+    plan::CollArgs a;
+    a.count = 4;
+    a.dtype = r == 0 ? groveFloat32 : groveInt32;
+    return a;
+  };
+  for (const std::string& e : mismatchErrors(fresh, wc_, type))
+    EXPECT_NE(e.find("int32"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -1,0 +1,118 @@
+#include "exec/call_tag.h"
+
+#include "base/dtype.h"
+#include "base/error.h"
+
+namespace grove::exec {
+namespace {
+
+using plan::Coll;
+
+bool validColl(uint8_t c) { return c <= static_cast<uint8_t>(Coll::kSendRecv); }
+
+bool usesOp(Coll c) {
+  return c == Coll::kAllReduce || c == Coll::kReduce || c == Coll::kReduceScatter;
+}
+
+bool usesRoot(Coll c) {
+  return c == Coll::kBroadcast || c == Coll::kReduce || c == Coll::kGather || c == Coll::kScatter;
+}
+
+// An eager tag as the CallTag of `rank`.
+CallTag fromEager(const EagerTag& e, int rank) {
+  CallTag t;
+  t.magic = kCallTagMagic;
+  t.coll = e.coll;
+  t.dtype = e.dtype;
+  t.op = e.op;
+  t.root = e.root;
+  t.rank = rank;
+  t.count = e.count;
+  return t;
+}
+
+const char* kRule =
+    ": every rank must call the same collectives in the same order, with the same count, data "
+    "type, op and root";
+
+}  // namespace
+
+bool sameCall(const CallTag& a, const CallTag& b) {
+  if (a.coll != b.coll || !validColl(a.coll)) return false;
+  const auto c = static_cast<Coll>(a.coll);
+  if (c == Coll::kSendRecv) return true;
+  return a.count == b.count && a.dtype == b.dtype && (!usesOp(c) || a.op == b.op) &&
+         (!usesRoot(c) || a.root == b.root);
+}
+
+CallTag callTagOf(const plan::CollArgs& args, int rank) {
+  CallTag t;
+  t.magic = kCallTagMagic;
+  t.coll = static_cast<uint8_t>(args.coll);
+  t.dtype = static_cast<uint8_t>(args.dtype);
+  t.op = static_cast<uint8_t>(args.op);
+  t.root = args.root;
+  t.rank = rank;
+  t.count = args.count;
+  return t;
+}
+
+CallTag p2pTagOf(int rank) {
+  CallTag t;
+  t.magic = kCallTagMagic;
+  t.coll = static_cast<uint8_t>(Coll::kSendRecv);
+  t.rank = rank;
+  return t;
+}
+
+EagerTag eagerTagOf(const plan::CollArgs& args) {
+  EagerTag t;
+  t.coll = static_cast<uint8_t>(args.coll);
+  t.dtype = static_cast<uint8_t>(args.dtype);
+  t.op = static_cast<uint8_t>(args.op);
+  t.root = args.root;
+  t.count = args.count;
+  return t;
+}
+
+std::string describeCall(const CallTag& tag) {
+  if (!validColl(tag.coll)) return "an unknown call";
+  const auto c = static_cast<Coll>(tag.coll);
+  if (c == Coll::kSendRecv) return "send/recv";
+  std::string text = std::string(plan::collName(c)) + "(count " + std::to_string(tag.count) +
+                     ", " + dtypeName(static_cast<groveDataType_t>(tag.dtype));
+  if (usesOp(c)) text += std::string(", ") + opName(static_cast<groveRedOp_t>(tag.op));
+  if (usesRoot(c)) text += ", root " + std::to_string(tag.root);
+  return text + ")";
+}
+
+void checkCallTag(const CallTag& got, const CallTag& mine) {
+  const std::string me = "rank " + std::to_string(mine.rank);
+  if (got.magic != kCallTagMagic || !validColl(got.coll))
+    throwInvalidUsage(me + " read no call tag where a call of its peer begins: the ranks' streams "
+                           "are out of step (do the ranks use the same GROVE_CHECK?)");
+  const std::string peer = "rank " + std::to_string(got.rank);
+  if (!sameCall(got, mine))
+    throwInvalidUsage("call mismatch: " + peer + " runs " + describeCall(got) + " while " + me +
+                      " runs " + describeCall(mine) + kRule);
+  if (got.linkBytes == mine.linkBytes) return;
+  if (static_cast<Coll>(mine.coll) == Coll::kSendRecv)
+    throwInvalidUsage("send/recv size mismatch: " + peer + " sends " +
+                      std::to_string(got.linkBytes) + " bytes to " + me + ", which receives " +
+                      std::to_string(mine.linkBytes) + " bytes from " + peer +
+                      ": a receive must be as large as its send (with several sends to one "
+                      "peer in a group, the totals must match)");
+  throwInvalidUsage("schedule mismatch in " + describeCall(mine) + ": " + peer + " sends " +
+                    std::to_string(got.linkBytes) + " bytes to " + me + ", which expects " +
+                    std::to_string(mine.linkBytes) +
+                    ": the ranks' settings gave them different schedules");
+}
+
+void checkEagerTag(const EagerTag& got, const EagerTag& mine, int peer, int rank) {
+  const CallTag g = fromEager(got, peer), m = fromEager(mine, rank);
+  if (!sameCall(g, m))
+    throwInvalidUsage("call mismatch: rank " + std::to_string(peer) + " runs " + describeCall(g) +
+                      " while rank " + std::to_string(rank) + " runs " + describeCall(m) + kRule);
+}
+
+}  // namespace grove::exec

@@ -1,0 +1,77 @@
+// Call tags: every call's first bytes on each link say what the sender is
+// doing, so a receiver whose own call differs fails with a clear error
+// instead of reducing, copying or truncating mismatched bytes.
+//
+// How it works. With tags on (GROVE_CHECK=tags, the default, or calls), the
+// host executor starts every call on each link it sends on with a 32-byte
+// CallTag: the collective, count, data type, op, root, the sender's rank and
+// the number of bytes this call puts on that link. Before the first byte
+// of a call is taken off a link, the receiver reads the tag and compares it
+// with its own call: the fields that matter for the collective (op only for
+// reductions, root only for rooted collectives; sends and receives compare
+// bytes alone) and the link's byte count, which catches what the fields do
+// not -- a receive shorter or longer than its send, ranks whose settings
+// gave them different schedules. A mismatch throws groveInvalidUsage naming
+// both ranks' calls; the communicator passes it to every rank. The tag is
+// 32 bytes, so the 16-byte wire rule still holds after it; it costs one
+// extra commit per link per call. Eager collectives carry the 16-byte
+// EagerTag after each message's block instead (the link is per peer and the
+// block's size is the message's).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "algorithms/schedule.h"
+
+namespace grove::exec {
+
+/// What one rank's call puts on one link, first (host byte order).
+struct CallTag {
+  uint32_t magic = 0;    ///< kCallTagMagic
+  uint8_t coll = 0;      ///< plan::Coll
+  uint8_t dtype = 0;     ///< groveDataType_t
+  uint8_t op = 0;        ///< groveRedOp_t
+  uint8_t pad = 0;
+  int32_t root = 0;
+  int32_t rank = 0;      ///< the sender
+  uint64_t count = 0;    ///< elements, as the caller gave them (0 for send/recv)
+  uint64_t linkBytes = 0;  ///< bytes of this call on this link, after the tag
+};
+static_assert(sizeof(CallTag) == 32, "the tag keeps streams 16-byte aligned");
+
+/// The compact tag after an eager message's block (the sender is the link's peer).
+struct EagerTag {
+  uint8_t coll = 0;
+  uint8_t dtype = 0;
+  uint8_t op = 0;
+  uint8_t pad = 0;
+  int32_t root = 0;
+  uint64_t count = 0;
+};
+static_assert(sizeof(EagerTag) == 16, "eager tags are 16 bytes");
+
+constexpr uint32_t kCallTagMagic = 0x47544147;  // "GTAG"
+
+/// The tag of `args` as sent by `rank` (linkBytes 0: filled per link).
+CallTag callTagOf(const plan::CollArgs& args, int rank);
+/// The tag of a send/recv batch as sent by `rank`.
+CallTag p2pTagOf(int rank);
+/// The eager tag of `args`.
+EagerTag eagerTagOf(const plan::CollArgs& args);
+
+/// True if the calls agree on what matters for their collective (count, type,
+/// op for reductions, root for rooted ones; any two send/recv batches).
+bool sameCall(const CallTag& a, const CallTag& b);
+
+/// "allreduce(count 64, float32, sum)", "broadcast(count 8, int32, root 2)".
+std::string describeCall(const CallTag& tag);
+
+/// Throws groveInvalidUsage when `got`, read from the link from its sender,
+/// does not match `mine` (this rank's call; its linkBytes = the bytes this
+/// call takes off that link).
+void checkCallTag(const CallTag& got, const CallTag& mine);
+/// The same for an eager message from `peer`.
+void checkEagerTag(const EagerTag& got, const EagerTag& mine, int peer, int rank);
+
+}  // namespace grove::exec

@@ -1,0 +1,145 @@
+// GROVE_CHECK=tags (the default): ranks that call different collectives,
+// counts, types, ops or roots, or a receive that differs in size from its
+// send, get a clear error naming both calls instead of wrong data, over
+// shared memory (eager and program paths) and sockets; matching calls run.
+// Ranks are threads of this process (groveCommInitAll).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "grove/grove.h"
+#include "mp_api_util.h"
+#include "mp_spawn.h"
+
+using mpapi::Comms;
+using mpapi::onRanks;
+
+namespace {
+
+using CallFn = groveResult_t (*)(groveComm_t, int rank, float* buf, size_t count);
+
+struct Case {
+  const char* name;
+  const char* word;  // what the error of the rank that saw it must name
+  CallFn call;
+};
+
+const Case kCases[] = {
+    {"op", "max", [](groveComm_t c, int r, float* b, size_t n) {
+       return groveAllReduce(b, b, n, groveFloat32, r == 0 ? groveSum : groveMax, c, nullptr);
+     }},
+    {"type of the same size", "int32", [](groveComm_t c, int r, float* b, size_t n) {
+       return groveAllReduce(b, b, n, r == 0 ? groveFloat32 : groveInt32, groveSum, c, nullptr);
+     }},
+    {"count", "count", [](groveComm_t c, int r, float* b, size_t n) {
+       return groveAllReduce(b, b, r == 0 ? n : n / 2, groveFloat32, groveSum, c, nullptr);
+     }},
+    {"collective", "broadcast", [](groveComm_t c, int r, float* b, size_t n) {
+       return r == 0 ? groveAllReduce(b, b, n, groveFloat32, groveSum, c, nullptr)
+                     : groveBroadcast(b, b, n, groveFloat32, 0, c, nullptr);
+     }},
+    {"receive shorter than its send", "send/recv size mismatch: rank 0 sends",
+     [](groveComm_t c, int r, float* b, size_t n) {
+       return r == 0 ? groveSend(b, n, groveFloat32, 1, c, nullptr)
+                     : groveRecv(b, n / 2, groveFloat32, 0, c, nullptr);
+     }},
+    {"receive longer than its send", "which receives",
+     [](groveComm_t c, int r, float* b, size_t n) {
+       return r == 0 ? groveSend(b, n / 2, groveFloat32, 1, c, nullptr)
+                     : groveRecv(b, n, groveFloat32, 0, c, nullptr);
+     }},
+};
+
+struct Setup {
+  const char* transport;
+  size_t count;  // elements per call: 16 runs eagerly over shm, 65536 runs a program
+};
+
+class CallTags : public ::testing::TestWithParam<Setup> {
+ protected:
+  void SetUp() override {
+    setenv("GROVE_TRANSPORT", GetParam().transport, 1);
+    setenv("GROVE_TIMEOUT", "10", 1);
+  }
+  void TearDown() override {
+    unsetenv("GROVE_TRANSPORT");
+    unsetenv("GROVE_TIMEOUT");
+  }
+};
+
+TEST_P(CallTags, MismatchesFailEveryRankNamingTheCalls) {
+  const size_t n = GetParam().count;
+  for (const Case& k : kCases) {
+    SCOPED_TRACE(k.name);
+    Comms comms(2);
+    ASSERT_TRUE(comms.ok());
+    std::vector<float> before(2, -1.f);
+    std::vector<groveResult_t> got(2, groveSuccess);
+    std::vector<std::string> text(2);
+    const double start = mptest::now();
+    onRanks(2, [&](int r) {
+      std::vector<float> buf(n, static_cast<float>(r + 1));
+      // A matching call first: tagged, and it runs.
+      ASSERT_EQ(groveAllReduce(buf.data(), buf.data(), n, groveFloat32, groveSum, comms[r],
+                               nullptr), groveSuccess) << groveGetLastError(comms[r]);
+      before[r] = buf[0];
+      got[r] = k.call(comms[r], r, buf.data(), n);
+      // A sender whose bytes left before its peer saw the mismatch returns
+      // success, as MPI_Send does; the communicator is aborted, so its next
+      // call fails with the peer's reason.
+      if (got[r] == groveSuccess)
+        got[r] = groveAllReduce(buf.data(), buf.data(), n, groveFloat32, groveSum, comms[r],
+                                nullptr);
+      text[r] = groveGetLastError(comms[r]);
+    });
+    EXPECT_LT(mptest::now() - start, 5.0) << "a mismatch waited for the timeout";
+    bool named = false;
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(before[r], 3.f);
+      EXPECT_NE(got[r], groveSuccess) << "rank " << r << " returned success";
+      EXPECT_NE(text[r].find("mismatch"), std::string::npos) << text[r];
+      named = named || text[r].find(k.word) != std::string::npos;
+    }
+    EXPECT_TRUE(named) << k.word << ": " << text[0] << " | " << text[1];
+  }
+}
+
+// Matching calls of every kind keep running with tags: sends and receives in
+// groups (several to one peer), every collective, in place and not.
+TEST_P(CallTags, MatchingCallsRunWithTags) {
+  const size_t n = GetParam().count;
+  Comms comms(2);
+  ASSERT_TRUE(comms.ok());
+  onRanks(2, [&](int r) {
+    groveComm_t c = comms[r];
+    std::vector<float> a(2 * n, static_cast<float>(r + 1)), b(2 * n, 0.f);
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_EQ(groveAllReduce(a.data(), b.data(), n, groveFloat32, groveSum, c, nullptr),
+                groveSuccess) << groveGetLastError(c);
+      ASSERT_EQ(b[0], 3.f);
+      ASSERT_EQ(groveBroadcast(a.data(), b.data(), n, groveFloat32, 1, c, nullptr), groveSuccess);
+      ASSERT_EQ(b[n - 1], 2.f);
+      ASSERT_EQ(groveAllGather(a.data(), b.data(), n, groveFloat32, c, nullptr), groveSuccess);
+      ASSERT_EQ(b[n], 2.f);
+      ASSERT_EQ(groveGroupStart(), groveSuccess);
+      const int peer = 1 - r;
+      groveSend(a.data(), n / 2, groveFloat32, peer, c, nullptr);
+      groveSend(a.data() + n / 2, n / 2, groveFloat32, peer, c, nullptr);
+      groveRecv(b.data(), n, groveFloat32, peer, c, nullptr);
+      ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(c);
+      ASSERT_EQ(b[n - 1], static_cast<float>(peer + 1));
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, CallTags,
+                         ::testing::Values(Setup{"shm", 16}, Setup{"shm", 65536},
+                                           Setup{"socket", 16}, Setup{"socket", 65536}),
+                         [](const ::testing::TestParamInfo<Setup>& p) {
+                           return std::string(p.param.transport) +
+                                  (p.param.count > 1000 ? "_program" : "_small");
+                         });
+
+}  // namespace
