@@ -48,6 +48,22 @@ struct WaitContext {
   const std::string* abortReason = nullptr;///< why (read only after abortFlag is seen true)
   double timeoutSec = 30.0;                ///< time without progress before failing
   int spinUs = -1;                         ///< busy-wait this long before yielding; -1 = GROVE_SPIN_US
+  /// Where a blocked wait notes the peers it waits on (the hang doctor's
+  /// reports, core/hang_doctor.h); null: not noted.
+  std::atomic<int64_t>* blockedOn = nullptr;
+
+  /// Notes that a wait is blocked on receiving from `recvPeer` and/or sending
+  /// to `sendPeer` (-1: none). One relaxed store; call only when blocked.
+  void noteBlockedOn(int recvPeer, int sendPeer) const {
+    if (blockedOn != nullptr)
+      blockedOn->store((static_cast<int64_t>(recvPeer + 1) << 32) |
+                           static_cast<uint32_t>(sendPeer + 1),
+                       std::memory_order_relaxed);
+  }
+  /// The receive peer of a noted word (-1: none).
+  static int blockedRecvPeer(int64_t word) { return static_cast<int>(word >> 32) - 1; }
+  /// The send peer of a noted word (-1: none).
+  static int blockedSendPeer(int64_t word) { return static_cast<int>(word & 0xffffffff) - 1; }
 
   /// Context that watches `signal` and fails after `timeout` seconds idle.
   static WaitContext of(AbortSignal& signal, double timeout) {
@@ -83,6 +99,8 @@ class Waiter {
   void progressed();
   /// Throws if the abort flag is raised (cheap; call in hot loops).
   void checkAbort() const;
+  /// The context this waiter watches.
+  const WaitContext& context() const { return ctx_; }
 
  private:
   const WaitContext& ctx_;

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "core/bootstrap_root.h"
+#include "core/hang_doctor.h"
 
 namespace grove::core {
 
@@ -197,6 +198,22 @@ void Bootstrap::watch() {
         std::lock_guard<std::mutex> lock(mu_);
         results_[h.seq] = std::move(payload);
         cv_.notify_all();
+      } else if (h.type == static_cast<uint32_t>(MsgType::kReportAsk)) {
+        std::shared_ptr<CallTracker> tracker;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          tracker = tracker_;
+        }
+        Position p;
+        p.rank = rank_;
+        if (tracker) p = tracker->snapshot();
+        sendMessage(static_cast<uint32_t>(MsgType::kReport), h.seq, &p, sizeof(p),
+                    net::Deadline::in(1.0), false);
+      } else if (h.type == static_cast<uint32_t>(MsgType::kDiagnosis)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        diagnosis_.assign(payload.begin(), payload.end());
+        diagnosisSeq_ = h.seq;
+        cv_.notify_all();
       } else if (h.type == static_cast<uint32_t>(MsgType::kAbort)) {
         std::string why(payload.begin(), payload.end());
         GROVE_WARN(log::kBoot, "rank %d: abort from the bootstrap root: %s", rank_, why.c_str());
@@ -266,6 +283,28 @@ void Bootstrap::abort(const std::string& reason) {
                        net::Deadline::in(0.2), false);
   if (r != net::IoResult::kOk)
     GROVE_INFO(log::kBoot, "rank %d: could not tell the bootstrap root to abort", rank_);
+}
+
+void Bootstrap::setTracker(std::shared_ptr<CallTracker> tracker) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tracker_ = std::move(tracker);
+}
+
+std::string Bootstrap::diagnose(double waitSec) {
+  if (closed_ || byeSent_.load()) return "";
+  uint64_t before;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (rootLost_) return "";
+    before = diagnosisSeq_;
+  }
+  if (sendMessage(static_cast<uint32_t>(MsgType::kDoctor), 0, nullptr, 0, net::Deadline::in(1.0),
+                  false) != net::IoResult::kOk)
+    return "";
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, std::chrono::duration<double>(waitSec),
+               [&] { return diagnosisSeq_ != before || rootLost_; });
+  return diagnosisSeq_ != before ? diagnosis_ : "";
 }
 
 void Bootstrap::close() {

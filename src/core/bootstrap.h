@@ -32,6 +32,7 @@
 namespace grove::core {
 
 class RootServer;
+class CallTracker;
 
 /// Hash of /proc/sys/kernel/random/boot_id + host name: equal for every
 /// process of one (booted) machine, different across machines. Cached.
@@ -78,6 +79,12 @@ class Bootstrap {
   /// rank to abort with `reason` (they raise their AbortSignal with a message
   /// naming this rank and reason). Does not raise this rank's own signal.
   void abort(const std::string& reason);
+  /// Where this rank's reports to the hang doctor come from (may be null).
+  void setTracker(std::shared_ptr<CallTracker> tracker);
+  /// Asks the root for a diagnosis of the job (core/hang_doctor.h) and waits
+  /// up to `waitSec` for it; returns its text, or "" when none came (the
+  /// root is gone, or the wait ran out). Never throws.
+  std::string diagnose(double waitSec);
   /// Graceful leave: sends BYE; on the rank whose process hosts the root
   /// server, waits (bounded by the timeout) until the root has seen every
   /// rank of other processes leave or die, so the root outlives the job.
@@ -113,6 +120,9 @@ class Bootstrap {
   std::atomic<bool> byeSent_{false};
   bool closed_ = false;
   uint64_t nextSeq_ = 1;
+  std::shared_ptr<CallTracker> tracker_;   // guarded by mu_
+  uint64_t diagnosisSeq_ = 0;              // the last diagnosis received (guarded by mu_)
+  std::string diagnosis_;
   std::thread watcher_;
 };
 

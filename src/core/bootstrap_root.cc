@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "base/socket.h"
 #include "core/bootstrap.h"
+#include "core/hang_doctor.h"
 
 namespace grove::core {
 namespace {
@@ -86,6 +87,9 @@ class RootLoop {
   void handle(Conn& c, const MsgHeader& h, const uint8_t* payload);
   void onHello(Conn& c, const MsgHeader& h, const uint8_t* payload);
   void onGather(Conn& c, uint64_t seq, const uint8_t* payload, size_t bytes);
+  void startDiagnosis();
+  void onReport(Conn& c, uint64_t seq, const uint8_t* payload, size_t bytes);
+  void finishDiagnosis();
   void refuse(Conn& c, const std::string& why);
   void send(Conn& c, const Buffer& msg);
   void flush(Conn& c);
@@ -107,6 +111,13 @@ class RootLoop {
   std::vector<RankState> ranks_;
   std::vector<transport::PeerInfo> infos_;
   std::map<uint64_t, Gather> gathers_;
+  struct Diagnosis {
+    uint64_t id = 0;
+    bool active = false;
+    int waiting = 0;                  // reports still expected
+    net::Deadline by;
+    std::vector<RankReport> reports;
+  } diag_;
 };
 
 void RootLoop::run() {
@@ -154,13 +165,14 @@ void RootLoop::loop() {
       }
     }
     std::erase_if(conns_, [](const std::unique_ptr<Conn>& c) { return c->gone; });
+    if (diag_.active && diag_.by.expired()) finishDiagnosis();
     if (complete_ && closeWhenComplete_) listener_.reset();
     publish();
   }
 }
 
 int RootLoop::pollTimeoutMs() {
-  int ms = -1;
+  int ms = diag_.active ? diag_.by.pollMs(-1) : -1;
   for (auto& c : conns_) {
     if (c->rank >= 0) continue;
     int t = c->helloBy.pollMs(-1);
@@ -246,6 +258,12 @@ void RootLoop::handle(Conn& c, const MsgHeader& h, const uint8_t* payload) {
       failed_ = true;
       return abortAll(describe(c.rank) + " aborted the communicator: " + why, c.rank);
     }
+    case MsgType::kDoctor:
+      if (c.rank < 0 || !complete_) return refuse(c, "diagnosis before the job was complete");
+      if (!diag_.active) startDiagnosis();
+      return;
+    case MsgType::kReport:
+      return onReport(c, h.seq, payload, h.length);
     case MsgType::kBye:
       c.bye = true;
       ranks_[c.rank] = RankState::kLeft;
@@ -328,6 +346,47 @@ void RootLoop::onGather(Conn& c, uint64_t seq, const uint8_t* payload, size_t by
     if (!other->gone && other->rank >= 0 && !other->bye) send(*other, result);
 }
 
+// Asks every connected rank where it is; ranks that left or died count as gone.
+void RootLoop::startDiagnosis() {
+  diag_.active = true;
+  ++diag_.id;
+  diag_.waiting = 0;
+  diag_.by = net::Deadline::in(kReportWindowSec);
+  diag_.reports.assign(nranks_, RankReport{});
+  for (int r = 0; r < nranks_; ++r) {
+    diag_.reports[r].name = describe(r);
+    diag_.reports[r].gone = ranks_[r] != RankState::kJoined;
+  }
+  Buffer ask = makeMessage(MsgType::kReportAsk, diag_.id, nullptr, 0);
+  for (auto& c : conns_) {
+    if (c->gone || c->rank < 0 || c->bye) continue;
+    send(*c, ask);
+    ++diag_.waiting;
+  }
+  GROVE_INFO(log::kBoot, "bootstrap root: hang doctor asks %d rank(s) where they are",
+             diag_.waiting);
+  if (diag_.waiting == 0) finishDiagnosis();
+}
+
+void RootLoop::onReport(Conn& c, uint64_t seq, const uint8_t* payload, size_t bytes) {
+  if (c.rank < 0) return refuse(c, "report before hello");
+  if (!diag_.active || seq != diag_.id || bytes != sizeof(Position)) return;  // late or stale
+  RankReport& r = diag_.reports[c.rank];
+  if (r.answered) return;
+  std::memcpy(&r.pos, payload, sizeof(Position));
+  r.answered = true;
+  if (--diag_.waiting == 0) finishDiagnosis();
+}
+
+void RootLoop::finishDiagnosis() {
+  diag_.active = false;
+  const std::string text = diagnose(diag_.reports);
+  GROVE_WARN(log::kBoot, "hang doctor: %s", text.c_str());
+  Buffer msg = makeMessage(MsgType::kDiagnosis, diag_.id, text.data(), text.size());
+  for (auto& c : conns_)
+    if (!c->gone && c->rank >= 0 && !c->bye) send(*c, msg);
+}
+
 void RootLoop::refuse(Conn& c, const std::string& why) {
   send(c, makeMessage(MsgType::kRefuse, 0, why.data(), why.size()));
   c.closing = true;
@@ -366,6 +425,10 @@ void RootLoop::close(Conn& c) {
   c.out.clear();
   if (c.rank < 0 || ranks_[c.rank] != RankState::kJoined) return;
   ranks_[c.rank] = RankState::kDead;
+  if (diag_.active && !diag_.reports[c.rank].answered && !diag_.reports[c.rank].gone) {
+    diag_.reports[c.rank].gone = true;
+    if (--diag_.waiting == 0) finishDiagnosis();
+  }
   failed_ = true;
   std::string why = describe(c.rank) + " died or closed its bootstrap connection";
   GROVE_WARN(log::kBoot, "bootstrap root: %s", why.c_str());

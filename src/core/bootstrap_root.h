@@ -12,6 +12,9 @@
 //     rank has given its part, sends GATHER_RESULT(seq, all parts in rank
 //     order) to everyone;
 //   - forwards ABORT(reason) from one rank to all others, naming the sender;
+//   - on DOCTOR from any rank, asks every rank for its Position (REPORT_ASK),
+//     waits up to kReportWindowSec for the REPORTs, and sends the diagnosis
+//     (core/hang_doctor.h) to every rank; requests during one share it;
 //   - marks a rank that sends BYE as left (and closes its connection), and a
 //     rank whose connection ends without BYE as dead, telling every rank
 //     still connected at once with ABORT("rank K (host H pid P) died ...").
@@ -42,6 +45,10 @@ enum class MsgType : uint32_t {
   kGatherResult = 5, ///< root -> client: every part of all-gather `seq`
   kAbort = 6,        ///< either way: text reason
   kBye = 7,          ///< client -> root: graceful leave
+  kDoctor = 8,       ///< client -> root: diagnose the job (core/hang_doctor.h)
+  kReportAsk = 9,    ///< root -> client: report your Position for diagnosis `seq`
+  kReport = 10,      ///< client -> root: this rank's Position for diagnosis `seq`
+  kDiagnosis = 11,   ///< root -> client: the text of diagnosis `seq`
 };
 
 /// Header in front of every message (host byte order; one machine type per job).

@@ -21,6 +21,7 @@
 #include "core/connections.h"
 #include "core/device_engine.h"
 #include "core/device_path.h"
+#include "core/hang_doctor.h"
 #include "core/planned_routes.h"
 #include "exec/host_executor.h"
 #include "topology/comm_topology.h"
@@ -100,6 +101,8 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   } tie{cancel};
   if (cancel != nullptr) cancel->tie(&abort_);
   wait_ = WaitContext::of(abort_, options_.timeoutSec);
+  tracker_ = std::make_shared<CallTracker>(rank);
+  wait_.blockedOn = tracker_->blockedOn();
   log::setRank(rank);
   // A CUDA communicator checks its device before joining, so a bad one fails fast.
   const bool cuda = options_.deviceKind == groveDeviceCuda;
@@ -112,6 +115,7 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   transport::PeerInfo self = localPeerInfo(rank);
   self.dataAddr = listener->address();
   bootstrap_ = std::make_unique<Bootstrap>(id, rank, nranks, self, &abort_, options_.timeoutSec);
+  bootstrap_->setTracker(tracker_);
   // Settings that shape schedules and links must be the same on every rank.
   checkAgreement(agreedSettings(options_), nranks, bootstrapAllGather());
 
@@ -233,7 +237,15 @@ void Comm::guarded(const char* what, Fn&& fn) {
     bool remote = abort_.raised();
     if (!remote && e.code() == groveRemoteError) remote = abort_.waitRaised(kCauseGraceSec);
     // The job's notice names the cause; what this rank saw, if it differs, follows it.
-    const std::string seen = e.what();
+    std::string seen = e.what();
+    // A wait that ran out (or a link that broke) with no notice from the job:
+    // ask every rank where it is before the job ends (core/hang_doctor.h).
+    if (!remote && e.code() == groveRemoteError && bootstrap_) {
+      const std::string diagnosis = bootstrap_->diagnose(kReportWindowSec + 1.0);
+      remote = abort_.raised();  // another rank may have ended the job meanwhile, diagnosed
+      const bool told = remote && abort_.reason().find("hang doctor: ") != std::string::npos;
+      if (!diagnosis.empty() && !told) seen += " -- hang doctor: " + diagnosis;
+    }
     std::string text = std::string(what) + " failed on rank " + std::to_string(rank_) + ": ";
     if (remote && seen.compare(0, abort_.reason().size(), abort_.reason()) != 0)
       text += abort_.reason() + " (seen here as: " + seen + ")";
@@ -274,8 +286,13 @@ void* Comm::scratch(size_t bytes) {
   return scratchStore_.data();
 }
 
+Comm::Tracked::Tracked(CallTracker* t, const exec::CallTag& call) : t(t) { t->begin(call); }
+Comm::Tracked::~Tracked() { t->end(); }
+
 void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* recvbuff,
                       void* stream) {
+  const exec::CallTag tag = exec::callTagOf(args, rank_);
+  Tracked tracked(tracker_.get(), tag);
   if (options_.checkCalls)
     guarded(plan::collName(args.coll), [&] {
       checkCollectiveCall(args, ++checkSeq_, nranks_, bootstrapAllGather());
@@ -311,7 +328,6 @@ void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* re
     buffers.output = recvbuff;
     buffers.scratch = scratch(program.scratchBytes);
     exec::ReduceSpec spec{args.dtype, args.op, nranks_};
-    const exec::CallTag tag = exec::callTagOf(args, rank_);
     exec::runProgram(program, buffers, spec, links, wait_, lowered,
                      options_.tagCalls ? &tag : nullptr);
   });
@@ -322,6 +338,8 @@ void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype
     deviceGroup({}, calls, stream);
     return;
   }
+  const exec::CallTag tag = exec::p2pTagOf(rank_);
+  Tracked tracked(tracker_.get(), tag);
   guarded("send/recv", [&] {
     // Sends to self pair with receives from self in call order: plain copies.
     std::vector<const P2PCall*> selfSends, selfRecvs;
@@ -349,7 +367,6 @@ void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype
                connections_->summary().c_str());
     exec::LinkTable& links = connections_->ensure(program);
     exec::ReduceSpec spec{dtype, groveSum, nranks_};
-    const exec::CallTag tag = exec::p2pTagOf(rank_);
     exec::runProgram(program, buffers, spec, links, wait_, nullptr,
                      options_.tagCalls ? &tag : nullptr);
   });

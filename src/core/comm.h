@@ -23,6 +23,7 @@
 #include "base/wait.h"
 #include "core/options.h"
 #include "core/sequencer.h"
+#include "exec/call_tag.h"
 #include "grove/grove.h"
 
 namespace grove::plan {
@@ -38,6 +39,7 @@ struct CommTopology;
 namespace grove::core {
 
 class Bootstrap;
+class CallTracker;
 class Connections;
 class DevicePath;
 struct DeviceOp;
@@ -122,6 +124,12 @@ class Comm {
  private:
   template <typename Fn>
   void guarded(const char* what, Fn&& fn);
+  /// Tracks one call for the hang doctor from construction to destruction.
+  struct Tracked {
+    Tracked(CallTracker* t, const exec::CallTag& call);
+    ~Tracked();
+    CallTracker* t;
+  };
   /// An all-gather over the bootstrap (the agreement and call checks).
   std::function<std::vector<uint8_t>(const void*, size_t)> bootstrapAllGather();
   /// guarded() for code outside comm.cc.
@@ -142,6 +150,7 @@ class Comm {
   int nranks_;
   CommOptions options_;
   AbortSignal abort_;
+  std::shared_ptr<CallTracker> tracker_;  ///< where this rank is, for the hang doctor
   uint64_t checkSeq_ = 0;    ///< collectives checked so far (GROVE_CHECK=calls)
   WaitContext wait_;
   Sequencer sequencer_;

@@ -44,7 +44,10 @@ uint64_t EagerCollectives::blockBytes(const plan::CollArgs& args) {
 void EagerCollectives::post(int peer, const void* src, size_t bytes, Waiter& waiter) {
   transport::SlotSender& link = *sends_[peer];
   void* slot;
-  while ((slot = link.acquire()) == nullptr) waiter.wait();
+  while ((slot = link.acquire()) == nullptr) {
+    waiter.context().noteBlockedOn(-1, peer);
+    waiter.wait();
+  }
   std::memcpy(slot, src, bytes);
   if (!tags_) {
     link.post(bytes);
@@ -110,6 +113,7 @@ void EagerCollectives::awaitAll(size_t bytes, Waiter& waiter) {
     }
     if (expect_.empty()) break;
     if (moved) waiter.progressed();
+    waiter.context().noteBlockedOn(expect_[0], -1);
     waiter.wait();
   }
 }

@@ -306,6 +306,7 @@ void Runner::runPhase(size_t begin, size_t end) {
 void Runner::waitForPeers() {
   pollFds_.clear();
   bool coverAll = true;
+  bool noted = false;
   for (const LaneState& lane : lanes_) {
     if (lane.cur == lane.end) continue;
     const Resolved& r = *lane.cur;
@@ -316,6 +317,11 @@ void Runner::waitForPeers() {
     bool forwarding = directForward && lane.received > lane.done;
     bool pureSend = r.kind == StepKind::kSend || forwarding;
     bool awaitingInput = r.kind == StepKind::kRecv || (directForward && !forwarding);
+    if (!noted) {  // the first blocked lane's peers, for the hang doctor
+      waiter_.context().noteBlockedOn(r.in != nullptr ? r.step->recvPeer : -1,
+                                      r.out != nullptr ? r.step->sendPeer : -1);
+      noted = true;
+    }
     for (RecvLink* in : recvsOf(r)) {
       const void* p;
       int fd = in->half->pollFd();

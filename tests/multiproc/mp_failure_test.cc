@@ -254,6 +254,40 @@ void silentRankCase(const char* transport, bool device) {
                        l.find("no progress") != std::string::npos;
   }
   EXPECT_GE(mentionsTimeout, 1) << "no survivor's error says it timed out\n" << job.allOutput();
+  if (device) return;  // CUDA communicators: the device wait has no hang doctor yet
+  // The hang doctor names the silent rank: alive, answering, not in the call.
+  bool diagnosed = false;
+  for (int r : others) {
+    const std::string err = libraryError(job.output(r));
+    diagnosed = diagnosed || (err.find("hang doctor: ") != std::string::npos &&
+                              err.find("rank 1 (host") != std::string::npos &&
+                              err.find("is not in a call") != std::string::npos);
+  }
+  EXPECT_TRUE(diagnosed) << "no survivor's error names rank 1 as not in a call\n" << job.allOutput();
+}
+
+// A rank stopped by SIGSTOP in the middle of the loop: the survivors time
+// out, and the hang doctor names the stopped rank (it cannot answer).
+TEST(MpFailure, HangDoctorNamesAStoppedRank) {
+  constexpr int kRanks = 3, kStopped = 2;
+  Job job;
+  job.start(kRanks, "shm", "3", {"--loop-seconds", "60", "--ready-dir", job.dir});
+  ASSERT_TRUE(job.waitReady(kRanks, 30)) << job.allOutput();
+  ASSERT_EQ(kill(job.ranks[kStopped].pid, SIGSTOP), 0);
+  std::vector<int> others = {0, 1};
+  bool all = job.waitRanks(others, 20);
+  kill(job.ranks[kStopped].pid, SIGCONT);
+  EXPECT_TRUE(all) << "ranks still waiting 20 s after the stop with GROVE_TIMEOUT=3\n"
+                   << job.allOutput();
+  bool named = false;
+  for (int r : others) {
+    const std::string err = libraryError(job.output(r));
+    printf("rank %d: %s\n", r, err.c_str());
+    EXPECT_TRUE(exitedNonZero(job.ranks[r])) << job.allOutput();
+    named = named || (err.find("hang doctor: rank 2 (host") != std::string::npos &&
+                      err.find("stopped answering") != std::string::npos);
+  }
+  EXPECT_TRUE(named) << "no survivor's error names the stopped rank\n" << job.allOutput();
 }
 
 class SilentRank : public ::testing::TestWithParam<const char*> {};

@@ -35,7 +35,9 @@ TEST(Config, EveryVariableHasHelpAndAParsableDefault) {
       case config::Type::kSize: EXPECT_NO_THROW(config::getSize(v.name)) << v.name; break;
       case config::Type::kDouble: EXPECT_NO_THROW(config::getDouble(v.name)) << v.name; break;
       case config::Type::kString:
-        if (v.choices != nullptr) EXPECT_NO_THROW(config::getChoice(v.name)) << v.name;
+        if (v.choices != nullptr) {
+          EXPECT_NO_THROW(config::getChoice(v.name)) << v.name;
+        }
         break;
     }
   }

@@ -1,0 +1,124 @@
+#include "core/hang_doctor.h"
+
+#include <chrono>
+#include <cstdio>
+
+namespace grove::core {
+namespace {
+
+double nowSec() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// "allreduce(count 64, float, sum) #12" or "send/recv batch #3".
+std::string callText(const Position& p) {
+  if (p.state == kInSendRecv) return "send/recv batch #" + std::to_string(p.p2pBatches);
+  return exec::describeCall(p.call) + " #" + std::to_string(p.collectives);
+}
+
+// What rank `r` is doing, in words.
+std::string doing(const RankReport& r) {
+  if (r.gone) return "has left the job";
+  if (!r.answered) return "stopped answering";
+  const Position& p = r.pos;
+  if (p.state == kIdle) {
+    std::string last = p.collectives == 0 ? "none yet" : callText(p);
+    return "is not in a call (its last collective: " + last + ")";
+  }
+  char secs[32];
+  std::snprintf(secs, sizeof(secs), "%.1f", p.inCallSec);
+  return "is in " + callText(p) + " for " + secs + " s";
+}
+
+// Same call number and same call: the ranks are in step.
+bool inStep(const Position& a, const Position& b) {
+  if (a.state != b.state) return false;
+  if (a.state == kInSendRecv) return true;
+  return a.collectives == b.collectives && exec::sameCall(a.call, b.call);
+}
+
+}  // namespace
+
+void CallTracker::begin(const exec::CallTag& call) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool p2p = call.coll == static_cast<uint8_t>(plan::Coll::kSendRecv);
+  pos_.state = p2p ? kInSendRecv : kInCollective;
+  if (p2p) {
+    ++pos_.p2pBatches;
+  } else {
+    ++pos_.collectives;
+    pos_.call = call;
+  }
+  since_ = nowSec();
+  blockedOn_.store(0, std::memory_order_relaxed);
+}
+
+void CallTracker::end() {
+  std::lock_guard<std::mutex> lock(mu_);
+  pos_.state = kIdle;
+  blockedOn_.store(0, std::memory_order_relaxed);
+}
+
+Position CallTracker::snapshot() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Position p = pos_;
+  if (p.state != kIdle) {
+    p.inCallSec = nowSec() - since_;
+    const int64_t b = blockedOn_.load(std::memory_order_relaxed);
+    p.recvPeer = WaitContext::blockedRecvPeer(b);
+    p.sendPeer = WaitContext::blockedSendPeer(b);
+  }
+  return p;
+}
+
+std::string diagnose(const std::vector<RankReport>& reports) {
+  const int n = static_cast<int>(reports.size());
+  std::vector<std::string> culprits, details;
+  auto ok = [&](int r) { return r >= 0 && r < n && reports[r].answered && !reports[r].gone; };
+  // Ranks that cannot answer come first: they are the likeliest cause.
+  for (int r = 0; r < n; ++r)
+    if (!reports[r].gone && !reports[r].answered)
+      culprits.push_back(reports[r].name + " stopped answering: its process is alive (its "
+                         "bootstrap connection is open) but did not report within 1 s -- stopped "
+                         "(SIGSTOP, a debugger) or stuck outside grove");
+  for (int r = 0; r < n; ++r) {
+    const RankReport& me = reports[r];
+    if (me.gone || !me.answered) continue;
+    const Position& p = me.pos;
+    if (p.state == kIdle) continue;
+    for (int peer : {p.recvPeer, p.sendPeer}) {
+      if (peer < 0 || peer >= n) continue;
+      const char* verb = peer == p.recvPeer ? "waiting for data from" : "waiting to send to";
+      std::string line = me.name + " is in " + callText(p) + " " + verb + " " +
+                         reports[peer].name + ", which " + doing(reports[peer]);
+      if (ok(peer) && inStep(p, reports[peer].pos))
+        details.push_back(line);  // a link in a chain: the cause is elsewhere
+      else
+        culprits.push_back(line);
+      break;
+    }
+    if (p.recvPeer < 0 && p.sendPeer < 0) details.push_back(me.name + " " + doing(me));
+  }
+  // Ranks in different calls of one number, when nobody waits visibly.
+  if (culprits.empty()) {
+    for (int r = 1; r < n; ++r) {
+      if (!ok(r) || !ok(0) || inStep(reports[0].pos, reports[r].pos)) continue;
+      culprits.push_back(reports[0].name + " " + doing(reports[0]) + "; " + reports[r].name +
+                         " " + doing(reports[r]));
+      break;
+    }
+  }
+  std::string text;
+  if (culprits.empty()) {
+    text = "no rank is stuck on another: every rank answered and they are in step";
+  } else {
+    text = culprits[0];
+    for (size_t i = 1; i < culprits.size() && i < 4; ++i) text += "; " + culprits[i];
+    if (culprits.size() > 4) text += "; and " + std::to_string(culprits.size() - 4) + " more";
+  }
+  for (size_t i = 0; i < details.size() && i < 4; ++i) text += " [" + details[i] + "]";
+  return text;
+}
+
+}  // namespace grove::core
