@@ -16,10 +16,13 @@ const std::vector<Var>& registeredVars() {
        "write logs to this file instead of stderr; %h = host name, %p = pid"},
       // Bootstrap and networking
       {"GROVE_COMM_ID", Type::kString, "",
-       "host:port of the bootstrap root; lets ranks start without passing a unique id"},
+       "host:port of the bootstrap root; lets ranks start without passing a unique id (needs "
+       "GROVE_COMM_SECRET or GROVE_COMM_SECRET_FILE)"},
       {"GROVE_COMM_SECRET", Type::kString, "",
-       "secret the ranks present to the root when GROVE_COMM_ID is used (grove-launch sets a random "
-       "one; without it the secret is derived from the address, and a warning says so)"},
+       "the job's secret when GROVE_COMM_ID is used: the same random text on every rank (at least "
+       "16 characters; grove-launch sets one). Ranks prove they hold it without sending it"},
+      {"GROVE_COMM_SECRET_FILE", Type::kString, "",
+       "a file whose first line is the job's secret (instead of GROVE_COMM_SECRET)"},
       {"GROVE_SOCKET_IFNAME", Type::kString, "",
        "network interfaces to use: prefix list, ^ to exclude, = for exact names (as NCCL_SOCKET_IFNAME)"},
       {"GROVE_SOCKET_FAMILY", Type::kString, "", "force AF_INET or AF_INET6 for sockets",

@@ -134,15 +134,22 @@ void Bootstrap::join(const transport::PeerInfo& self) {
   }
   net::setNoDelay(fd_.get());
   net::setKeepAlive(fd_.get());
+  // The root speaks first: a challenge the hello's mac must cover.
+  MsgHeader challenge;
+  auto r = net::recvAll(fd_.get(), &challenge, sizeof(challenge), deadline, av);
+  if (r != net::IoResult::kOk || challenge.type != static_cast<uint32_t>(MsgType::kChallenge) ||
+      challenge.length != 0)
+    throwRemoteError(who + ": no challenge from the bootstrap root at " + rootText_ +
+                     " (not a grove root of this version, or it closed the connection)");
   HelloMsg hello;
   hello.magic = kHelloMagic;
   hello.version = kProtocolVersion;
   hello.rank = rank_;
   hello.nranks = nranks_;
-  hello.secret = id_.secret;
   hello.nonce = id_.nonce;
   hello.self = self;
-  auto r = sendMessage(static_cast<uint32_t>(MsgType::kHello), 0, &hello, sizeof(hello), deadline, true);
+  hello.mac = helloMac(hello, challenge.seq, id_.secret);
+  r = sendMessage(static_cast<uint32_t>(MsgType::kHello), 0, &hello, sizeof(hello), deadline, true);
   if (r != net::IoResult::kOk)
     throwRemoteError(who + ": could not send its hello to the bootstrap root at " + rootText_);
   for (;;) {

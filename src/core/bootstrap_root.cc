@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/siphash.h"
 #include "base/socket.h"
 #include "core/bootstrap.h"
 #include "core/hang_doctor.h"
@@ -47,6 +48,17 @@ Buffer makeMessage(MsgType type, uint64_t seq, const void* payload, size_t bytes
 
 }  // namespace
 
+uint64_t helloMac(const HelloMsg& m, uint64_t challenge, uint64_t secret) {
+  struct Signed {
+    HelloMsg hello;
+    uint64_t challenge;
+  } s{};
+  s.hello = m;
+  s.hello.mac = 0;
+  s.challenge = challenge;
+  return sipHash24(SipKey{secret, m.nonce}, &s, sizeof(s));
+}
+
 /// The server thread's state and loop.
 class RootLoop {
  public:
@@ -70,6 +82,7 @@ class RootLoop {
     bool gone = false;            // closed; erased at the end of the round
     net::Deadline helloBy;
     std::string from;             // peer address text
+    uint64_t challenge = 0;       // what its hello's mac must cover
   };
   enum class RankState { kAbsent, kJoined, kLeft, kDead };
   struct Gather {
@@ -199,7 +212,9 @@ void RootLoop::acceptOne() {
   c->fd = std::move(fd);
   c->helloBy = net::Deadline::in(kHelloTimeoutSec);
   c->from = net::formatAddress(peer);
-  conns_.push_back(std::move(c));
+  c->challenge = randomU64();
+  send(*c, makeMessage(MsgType::kChallenge, c->challenge, nullptr, 0));
+  if (!c->gone) conns_.push_back(std::move(c));
 }
 
 void RootLoop::readConn(Conn& c) {
@@ -284,7 +299,7 @@ void RootLoop::onHello(Conn& c, const MsgHeader& h, const uint8_t* payload) {
   std::memcpy(&m, payload, sizeof(m));
   if (m.magic != kHelloMagic || m.version != kProtocolVersion)
     return refuse(c, "hello with a wrong magic or protocol version (other grove version?)");
-  if (m.secret != secret_ || m.nonce != nonce_) {
+  if (m.nonce != nonce_ || m.mac != helloMac(m, c.challenge, secret_)) {
     GROVE_WARN(log::kBoot, "bootstrap root %s: refusing rank %d from %s: wrong secret "
                "(a rank of another job, or a stray connection)",
                net::formatAddress(server_->address()).c_str(), m.rank, c.from.c_str());

@@ -2,8 +2,12 @@
 //
 // How it works: the root is one detached thread that owns a listening socket
 // and every rank's connection, and waits in poll() (never spinning). A new
-// connection must send a HELLO {magic, version, rank, nranks, secret, nonce,
-// PeerInfo} within a few seconds or it is closed. A bad secret/nonce, a rank
+// connection is sent a CHALLENGE (64 random bits) at once and must answer
+// with a HELLO {magic, version, rank, nranks, mac, nonce, PeerInfo} within a
+// few seconds or it is closed. The mac is SipHash-2-4 under the key {job
+// secret, nonce} of the hello (mac field zero) and the challenge: it proves
+// the rank holds the secret without sending it, and a recorded hello is
+// useless against another challenge. A bad mac or nonce, a rank
 // out of range, a duplicate rank, an nranks that differs from the first
 // rank's, or a join to a failed job is answered with REFUSE(text) and closed.
 // When all nranks ranks have joined, each gets WELCOME(all PeerInfos).
@@ -38,7 +42,7 @@ namespace grove::core {
 
 /// Message types of the bootstrap protocol.
 enum class MsgType : uint32_t {
-  kHello = 1,        ///< client -> root: HelloMsg
+  kHello = 1,        ///< client -> root: HelloMsg, answering the challenge
   kWelcome = 2,      ///< root -> client: nranks PeerInfos
   kRefuse = 3,       ///< root -> client: text, then the root closes
   kGather = 4,       ///< client -> root: this rank's part of all-gather `seq`
@@ -49,6 +53,7 @@ enum class MsgType : uint32_t {
   kReportAsk = 9,    ///< root -> client: report your Position for diagnosis `seq`
   kReport = 10,      ///< client -> root: this rank's Position for diagnosis `seq`
   kDiagnosis = 11,   ///< root -> client: the text of diagnosis `seq`
+  kChallenge = 12,   ///< root -> client, first: `seq` = 64 random bits the hello's mac covers
 };
 
 /// Header in front of every message (host byte order; one machine type per job).
@@ -65,13 +70,17 @@ struct HelloMsg {
   int32_t rank = -1;
   int32_t nranks = 0;
   uint32_t pad = 0;
-  uint64_t secret = 0;
+  uint64_t mac = 0;      ///< helloMac(this hello, the challenge, the job's secret)
   uint64_t nonce = 0;
   transport::PeerInfo self;
 };
 
+/// The mac of hello `m` (its mac field taken as 0) answering `challenge` in
+/// the job of `secret` (and m.nonce).
+uint64_t helloMac(const HelloMsg& m, uint64_t challenge, uint64_t secret);
+
 constexpr uint64_t kHelloMagic = 0x47524f5645424f54ull;  // "GROVEBOT"
-constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kProtocolVersion = 2;
 constexpr uint32_t kMaxMsgBytes = 1u << 30;  ///< larger payloads are a protocol error
 constexpr double kHelloTimeoutSec = 5.0;     ///< a connection must say hello within this
 

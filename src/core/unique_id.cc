@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <random>
 
@@ -32,6 +33,32 @@ T get(const uint8_t* base, size_t at) {
   T v;
   std::memcpy(&v, base + at, sizeof(T));
   return v;
+}
+
+constexpr size_t kMinSecretChars = 16;
+
+// The job's secret text for GROVE_COMM_ID: GROVE_COMM_SECRET, or the first
+// line of GROVE_COMM_SECRET_FILE. There is no default: a secret derived from
+// the address would let anyone who can reach the port join the job.
+std::string commSecret(const std::string& commId) {
+  std::string text = config::getString("GROVE_COMM_SECRET");
+  const std::string file = config::getString("GROVE_COMM_SECRET_FILE");
+  if (text.empty() && !file.empty()) {
+    std::ifstream in(file);
+    if (!in) throwInvalidArgument("GROVE_COMM_SECRET_FILE=" + file + " cannot be read");
+    std::getline(in, text);
+    while (!text.empty() && (text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  }
+  if (text.empty())
+    throwInvalidUsage("GROVE_COMM_ID=" + commId + " needs the job's secret: set "
+                      "GROVE_COMM_SECRET (or GROVE_COMM_SECRET_FILE) to the same random text on "
+                      "every rank, e.g. export GROVE_COMM_SECRET=$(od -An -N16 -tx1 /dev/urandom "
+                      "| tr -d ' \\n'); grove-launch does this for you");
+  if (text.size() < kMinSecretChars)
+    throwInvalidArgument("the job's secret (GROVE_COMM_SECRET) has " +
+                         std::to_string(text.size()) + " characters; use at least " +
+                         std::to_string(kMinSecretChars) + " random ones");
+  return text;
 }
 
 }  // namespace
@@ -114,17 +141,8 @@ UniqueIdData makeUniqueId(bool ignoreEnv) {
   if (!commId.empty()) {
     d.root = net::resolveAddress(commId);
     d.fromEnv = true;
-    std::string secretText = config::getString("GROVE_COMM_SECRET");
-    if (secretText.empty()) {
-      static std::once_flag warned;
-      std::call_once(warned, [&] {
-        GROVE_WARN(log::kBoot, "GROVE_COMM_ID=%s without GROVE_COMM_SECRET: the job's secret is "
-                   "derived from the address, so any process that can reach it can join; set "
-                   "GROVE_COMM_SECRET to the same random value on every rank (grove-launch does)",
-                   commId.c_str());
-      });
-    }
-    std::string seed = secretText.empty() ? "grove-secret:" + commId : "grove-secret=" + secretText;
+    const std::string secretText = commSecret(commId);
+    std::string seed = "grove-secret=" + secretText;
     d.secret = hashBytes(seed.data(), seed.size());
     std::string nonceSeed = "grove-nonce:" + commId;
     d.nonce = hashBytes(&d.secret, sizeof(d.secret), hashBytes(nonceSeed.data(), nonceSeed.size()));

@@ -54,6 +54,8 @@ struct Job {
     ranks.resize(n);
     for (int r = 0; r < n; ++r) {
       std::vector<std::string> env = {"GROVE_COMM_ID=127.0.0.1:" + std::to_string(port),
+                                      "GROVE_COMM_SECRET=failure-test-" + std::to_string(port) +
+                                          "-" + std::to_string(getpid()),
                                       "GROVE_RANK=" + std::to_string(r),
                                       "GROVE_NRANKS=" + std::to_string(n),
                                       "GROVE_LOCAL_RANK=" + std::to_string(r),
@@ -308,7 +310,7 @@ TEST(MpFailure, WrongSecretIsRefused) {
   constexpr int kRanks = 4, kBad = 3;
   Job job;
   job.start(kRanks, "shm", "3", {"--loop-seconds", "2"}, [](int r) {
-    return r == kBad ? std::vector<std::string>{"GROVE_COMM_SECRET=not-the-secret"}
+    return r == kBad ? std::vector<std::string>{"GROVE_COMM_SECRET=not-the-secret-of-this-job"}
                      : std::vector<std::string>{};
   });
   bool all = job.waitRanks({0, 1, 2, 3}, 20);

@@ -164,7 +164,8 @@ TEST(SgdTrainer, RunsUnderTorchrunVariables) {
     const std::vector<std::string> env = {
         "GROVE_RANK", "GROVE_NRANKS", "GROVE_LOCAL_RANK", "GROVE_COMM_ID",
         "RANK=" + std::to_string(r), "WORLD_SIZE=2", "LOCAL_RANK=" + std::to_string(r),
-        "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port), "GROVE_TIMEOUT=30"};
+        "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port), "GROVE_TIMEOUT=30",
+        "GROVE_COMM_SECRET=sgd-trainer-test-" + std::to_string(port)};
     pids.push_back(mptest::spawn({SGD_TRAINER_PATH, "--epochs", "1", "--train-samples", "1024",
                                   "--hidden", "32", "--check"},
                                  env, dir + "/out" + std::to_string(r) + ".txt"));

@@ -6,6 +6,7 @@
 #include "base/config.h"
 #include "base/dtype.h"
 #include "base/error.h"
+#include "base/siphash.h"
 #include "base/wait.h"
 
 namespace grove {
@@ -156,6 +157,20 @@ TEST(AbortSignal, WaitRaisedSeesALateRaiseAndGivesUpWithoutOne) {
   EXPECT_TRUE(late.waitRaised(30.0));
   raiser.join();
   EXPECT_EQ(late.reason(), "rank 2 died");
+}
+
+// The reference vectors of SipHash-2-4 (key 00..0f, message 00..len-1).
+TEST(SipHash, MatchesTheReferenceVectors) {
+  SipKey key{0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
+  uint8_t msg[64];
+  for (int i = 0; i < 64; ++i) msg[i] = static_cast<uint8_t>(i);
+  EXPECT_EQ(sipHash24(key, msg, 0), 0x726fdb47dd0e0e31ull);
+  EXPECT_EQ(sipHash24(key, msg, 1), 0x74f839c593dc67fdull);
+  EXPECT_EQ(sipHash24(key, msg, 8), 0x93f5f5799a932462ull);
+  EXPECT_EQ(sipHash24(key, msg, 15), 0xa129ca6149be45e5ull);
+  EXPECT_EQ(sipHash24(key, msg, 63), 0x958a324ceb064572ull);
+  key.k1 ^= 1;  // another key, another tag
+  EXPECT_NE(sipHash24(key, msg, 15), 0xa129ca6149be45e5ull);
 }
 
 }  // namespace grove

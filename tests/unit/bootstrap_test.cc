@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <thread>
@@ -192,6 +193,10 @@ TEST(Bootstrap, RootClosesASilentConnection) {
   UniqueIdData id = localId();
   net::Fd c = net::connectUntil(id.root, net::Deadline::in(5));
   auto t0 = Clock::now();
+  MsgHeader challenge;  // the root speaks first
+  ASSERT_EQ(net::recvAll(c.get(), &challenge, sizeof(challenge), net::Deadline::in(5)),
+            net::IoResult::kOk);
+  EXPECT_EQ(challenge.type, static_cast<uint32_t>(MsgType::kChallenge));
   char b;
   EXPECT_EQ(net::recvAll(c.get(), &b, 1, net::Deadline::in(15)), net::IoResult::kClosed);
   double took = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -296,6 +301,7 @@ TEST(Bootstrap, CommIdFromEnvironment) {
     port = net::addressPort(probe);
   }
   config::setOverride("GROVE_COMM_ID", "127.0.0.1:" + std::to_string(port));
+  config::setOverride("GROVE_COMM_SECRET", "bootstrap-test-secret-0123");
   const int n = 4;
   for (int job = 0; job < 2; ++job) {  // the second job reuses the port
     std::vector<std::string> jobIds(n);
@@ -319,6 +325,37 @@ TEST(Bootstrap, CommIdFromEnvironment) {
       EXPECT_EQ(std::memcmp(&ids[r], &ids[0], sizeof(groveUniqueId)), 0);
     }
   }
+  config::setOverride("GROVE_COMM_ID", std::nullopt);
+  config::setOverride("GROVE_COMM_SECRET", std::nullopt);
+}
+
+// GROVE_COMM_ID needs a real secret: none, or a short one, is refused with
+// what to do; a secret file works like the variable.
+TEST(Bootstrap, CommIdNeedsASecret) {
+  config::setOverride("GROVE_COMM_ID", "127.0.0.1:29999");
+  try {
+    makeUniqueId();
+    ADD_FAILURE() << "no secret was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), groveInvalidUsage);
+    EXPECT_NE(std::string(e.what()).find("set GROVE_COMM_SECRET"), std::string::npos) << e.what();
+  }
+  config::setOverride("GROVE_COMM_SECRET", "short");
+  EXPECT_THROW(makeUniqueId(), Error);
+  config::setOverride("GROVE_COMM_SECRET", "a-secret-of-enough-characters");
+  const UniqueIdData fromVar = makeUniqueId();
+  config::setOverride("GROVE_COMM_SECRET", std::nullopt);
+  const std::string file = "/tmp/grove-secret-test-" + std::to_string(getpid());
+  FILE* f = fopen(file.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs("a-secret-of-enough-characters\n", f);
+  fclose(f);
+  config::setOverride("GROVE_COMM_SECRET_FILE", file);
+  const UniqueIdData fromFile = makeUniqueId();
+  EXPECT_EQ(fromFile.secret, fromVar.secret);
+  EXPECT_EQ(fromFile.nonce, fromVar.nonce);
+  unlink(file.c_str());
+  config::setOverride("GROVE_COMM_SECRET_FILE", std::nullopt);
   config::setOverride("GROVE_COMM_ID", std::nullopt);
 }
 

@@ -219,8 +219,9 @@ TEST(SocketTransport, StrangersAreRefusedAndWaitsEnd) {
   char garbage[48] = "GET / HTTP/1.0\r\n\r\n";  // at least one hello long
   ASSERT_EQ(net::sendAll(junk.get(), garbage, sizeof(garbage), net::Deadline::in(5)), net::IoResult::kOk);
   net::Fd liar = net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5));
-  struct { uint64_t magic, secret; int32_t src, dst, channel; uint32_t version, route, reserved; } hello = {
-      0x47524f56534f434bull, kSecret ^ 1, 1, 0, 0, 2, 0, 0};
+  // A well-formed hello (version 3) whose mac is not made with the job's secret.
+  struct { uint64_t magic, mac, nonce; int32_t src, dst, channel; uint32_t version, route, reserved; } hello = {
+      0x47524f56534f434bull, kSecret, 7, 1, 0, 0, 3, 0, 0};
   ASSERT_EQ(net::sendAll(liar.get(), &hello, sizeof(hello), net::Deadline::in(5)), net::IoResult::kOk);
   runRanks(2, [&](int r) {
     std::vector<std::unique_ptr<SendHalf>> sends;

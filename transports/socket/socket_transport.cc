@@ -2,6 +2,7 @@
 #include "transports/socket/socket_transport.h"
 
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/siphash.h"
 #include "transports/socket/socket_link.h"
 
 namespace grove::transport {
@@ -20,7 +22,8 @@ namespace {
 /// First bytes on every link connection.
 struct LinkHello {
   uint64_t magic = 0;
-  uint64_t secret = 0;
+  uint64_t mac = 0;    ///< helloMac(this hello, the job's key)
+  uint64_t nonce = 0;  ///< random per connection: no two hellos alike
   int32_t src = -1;
   int32_t dst = -1;
   int32_t channel = -1;
@@ -29,7 +32,7 @@ struct LinkHello {
   uint32_t reserved = 0;
 };
 constexpr uint64_t kLinkMagic = 0x47524f56534f434bull;  // "GROVSOCK"
-constexpr uint32_t kLinkVersion = 2;
+constexpr uint32_t kLinkVersion = 3;
 constexpr double kHelloWaitSec = 5.0;  // an accepted connection must say hello within this
 // Accepted connections still saying hello at once; beyond it the oldest goes.
 constexpr size_t kMaxUnverified = 64;
@@ -37,6 +40,31 @@ constexpr size_t kMaxUnverified = 64;
 std::string linkText(const LinkKey& k) {
   return "rank " + std::to_string(k.peer) + " channel " + std::to_string(k.channel) +
          (k.route ? " route " + std::to_string(k.route) : "");
+}
+
+// The job's key: its secret and a hash of its id (both ends know both).
+SipKey jobKey(const Context& ctx) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a of the job id
+  for (unsigned char ch : ctx.jobId) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return SipKey{ctx.secret, h};
+}
+
+// SipHash of the hello with its mac field zero: proves the sender holds the
+// job's secret without sending it.
+uint64_t helloMac(const LinkHello& hello, const SipKey& key) {
+  LinkHello h = hello;
+  h.mac = 0;
+  return sipHash24(key, &h, sizeof(h));
+}
+
+uint64_t randomNonce() {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof(v), 0) != static_cast<ssize_t>(sizeof(v)))
+    v = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return v;
 }
 
 bool given(const sockaddr_storage& a) { return a.ss_family == AF_INET || a.ss_family == AF_INET6; }
@@ -233,12 +261,13 @@ net::Fd SocketTransport::connectLink(const LinkKey& key) {
   }
   LinkHello h;
   h.magic = kLinkMagic;
-  h.secret = ctx_.secret;
+  h.nonce = randomNonce();
   h.src = ctx_.rank;
   h.dst = key.peer;
   h.channel = key.channel;
   h.version = kLinkVersion;
   h.route = key.route;
+  h.mac = helloMac(h, jobKey(ctx_));
   if (net::sendAll(fd.get(), &h, sizeof(h), deadline, av) != net::IoResult::kOk)
     throwRemoteError("socket transport: rank " + std::to_string(ctx_.rank) +
                      " could not send its hello to " + linkText(key) + " at " +
@@ -250,8 +279,9 @@ net::Fd SocketTransport::connectLink(const LinkKey& key) {
 // connection accepted but not yet identified, and each of those is read as
 // its bytes come (non-blocking), so a stranger that connects and says
 // nothing, or says it slowly, never holds up a peer's real connection. A
-// connection must complete a valid hello (magic, version, this job's secret,
-// addressed to this rank) within kHelloWaitSec, or it is dropped; at most
+// connection must complete a valid hello (magic, version, a mac made with
+// this job's secret and a nonce not seen before, addressed to this rank)
+// within kHelloWaitSec, or it is dropped; at most
 // kMaxUnverified wait at once (a flood drops the oldest). Nothing is
 // allocated for a connection before its hello checks out.
 struct SocketTransport::Unverified {
@@ -313,10 +343,14 @@ bool SocketTransport::readHello(Unverified& c, LinkKey* key) {
                ctx_.rank, net::formatAddress(c.from).c_str());
     return true;
   }
-  if (h.secret != ctx_.secret || h.dst != ctx_.rank || h.src < 0 || h.src >= ctx_.nranks) {
+  const bool authentic = h.mac == helloMac(h, jobKey(ctx_));
+  const bool replayed = authentic && !seenNonces_.insert(h.nonce).second;
+  if (!authentic || replayed || h.dst != ctx_.rank || h.src < 0 || h.src >= ctx_.nranks) {
     GROVE_WARN(log::kNet, "rank %d: refusing a socket connection from %s (claims rank %d): %s",
                ctx_.rank, net::formatAddress(c.from).c_str(), h.src,
-               h.secret != ctx_.secret ? "wrong secret" : "not addressed to this rank");
+               !authentic ? "wrong secret (its hello's mac does not check out)"
+               : replayed ? "a replayed hello"
+                          : "not addressed to this rank");
     return true;
   }
   *key = LinkKey{h.src, h.channel, h.route};

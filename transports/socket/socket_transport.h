@@ -5,9 +5,12 @@
 // and publishes its address as PeerInfo::dataAddr through the bootstrap. The
 // transport then takes the listener together with the full Context.
 // For each directed link (peer, channel) the SENDER connects to the
-// receiver's listener and sends a hello {magic, secret, src rank, dst rank,
-// channel}; the receiver accepts, checks the secret and destination, and
-// routes the connection by (src, channel). establish() keeps the no-deadlock
+// receiver's listener and sends a hello {magic, mac, nonce, src rank, dst
+// rank, channel, route}; the mac is SipHash-2-4 of the hello under the job's
+// key (its secret and id), so the secret never travels and only a holder of
+// it can open a link; the receiver accepts, checks the mac, that the random
+// nonce is new (a replayed hello is refused) and the destination, and routes
+// the connection by (src, channel). establish() keeps the no-deadlock
 // rule of transport.h: it first makes every send connection (connect + hello;
 // the kernel completes connections into the peer's listen backlog, so this
 // never waits for the peer to call anything), then accepts until every
@@ -117,6 +120,7 @@ class SocketTransport final : public Transport {
   std::unique_ptr<SocketListener> listener_;
   std::map<LinkKey, net::Fd> stash_;  // keyed by (src rank, channel, route)
   std::vector<std::unique_ptr<Unverified>> unverified_;  // oldest first
+  std::set<uint64_t> seenNonces_;  // of the hellos accepted: a replay is refused
   std::map<std::pair<int, uint32_t>, PeerRoute> planned_;  // (peer, route) -> addresses
   std::set<LinkKey> recvOpened_;      // receive links already handed out
   std::set<LinkKey> sendOpened_;      // send links already made
