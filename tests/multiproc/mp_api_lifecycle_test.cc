@@ -95,12 +95,20 @@ TEST(MpApiLifecycle, InitDestroyCyclesLeaveMemoryFlat) {
     ASSERT_EQ(groveCommDestroy(c), groveSuccess);
   };
   for (int i = 0; i < 1500; ++i) cycle();
-  const long before = rssKiB();
-  const int cycles = 2000;
-  for (int i = 0; i < cycles; ++i) cycle();
-  const long grown = rssKiB() - before;
-  EXPECT_LT(grown * 1024.0 / cycles, 50.0) << "RSS grew " << grown << " KiB over " << cycles
-                                           << " init/destroy cycles";
+  // Three windows: a leak grows every one of them; the allocator settling
+  // (a new arena for a thread that ran on another core) grows only one.
+  const int cycles = 1000;
+  long least = -1;
+  std::string seen;
+  for (int w = 0; w < 3; ++w) {
+    const long before = rssKiB();
+    for (int i = 0; i < cycles; ++i) cycle();
+    const long grown = rssKiB() - before;
+    seen += " " + std::to_string(grown);
+    if (least < 0 || grown < least) least = grown;
+  }
+  EXPECT_LT(least * 1024.0 / cycles, 50.0) << "RSS grew by" << seen << " KiB in three windows of "
+                                           << cycles << " init/destroy cycles";
 }
 
 TEST(MpApiLifecycle, StaleAndForeignHandlesGetClearErrors) {

@@ -9,15 +9,20 @@
 //       each with an error text.
 //   (b) a rank that never calls the all-reduce: with GROVE_TIMEOUT=3 the
 //       others fail (timeout) within 20 s.
+//   (d) random faults: SIGKILL or SIGSTOP of a random rank at a random
+//       moment, over every path (below).
 //   (c) a rank with the wrong secret (GROVE_COMM_SECRET) or the wrong nranks
 //       is refused with a clear error, and nobody hangs.
 #include <gtest/gtest.h>
+#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <iterator>
+#include <random>
 #include <ostream>
 #include <string>
 #include <thread>
@@ -345,3 +350,102 @@ TEST(MpFailure, WrongNranksIsRefused) {
 }
 
 }  // namespace
+
+// ------------------------------------------------------------ (d) random faults
+// Randomised fault injection: each trial starts a job of 2-4 ranks looping
+// all-reduces (shared memory, sockets, eager blocks, or CUDA communicators
+// on the emulated device), waits a random moment -- during init or in the
+// loop -- and then SIGKILLs or SIGSTOPs a random rank. Every survivor must
+// exit non-zero by itself, with a library error, within GROVE_TIMEOUT (3 s)
+// plus a margin; afterwards no process of the job is left and no shared-
+// memory file of it remains. GROVE_FAULT_TRIALS sets the number of trials
+// (CI runs a few; a nightly run 100 or more), GROVE_FAULT_SEED the seed
+// (printed, so a failing trial can be replayed).
+namespace {
+
+std::vector<std::string> groveShmFiles() {
+  std::vector<std::string> names;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d))
+      if (std::string(e->d_name).rfind("grove-", 0) == 0) names.push_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+int envInt(const char* name, int fallback) {
+  const char* v = getenv(name);
+  return v != nullptr && *v != '\0' ? atoi(v) : fallback;
+}
+
+}  // namespace
+
+TEST(MpFailure, RandomFaultsNeverHang) {
+  const int trials = envInt("GROVE_FAULT_TRIALS", 8);
+  const unsigned seed = static_cast<unsigned>(envInt("GROVE_FAULT_SEED", static_cast<int>(time(nullptr))));
+  printf("random faults: %d trials, GROVE_FAULT_SEED=%u\n", trials, seed);
+  std::mt19937 rng(seed);
+  const char* kPaths[] = {"shm", "socket", "eager", "device"};
+  int kills = 0, stops = 0, duringInit = 0, slowest = 0;
+  double worst = 0;
+  for (int t = 0; t < trials; ++t) {
+    const std::string path = kPaths[rng() % 4];
+    const int n = 2 + static_cast<int>(rng() % 3);
+    const int victim = static_cast<int>(rng() % n);
+    const bool stop = rng() % 2 == 0;
+    const double delay = static_cast<double>(rng() % 1500) / 1000.0;
+    const std::vector<std::string> before = groveShmFiles();
+    SCOPED_TRACE("trial " + std::to_string(t) + ": " + path + ", " + std::to_string(n) +
+                 " ranks, " + (stop ? "SIGSTOP" : "SIGKILL") + " rank " + std::to_string(victim) +
+                 " after " + std::to_string(delay) + " s (GROVE_FAULT_SEED=" +
+                 std::to_string(seed) + ")");
+    Job job;
+    std::vector<std::string> args = {"--loop-seconds", "60", "--ready-dir", job.dir};
+    if (path == "eager") args.insert(args.end(), {"--loop-count", "16"});
+    job.start(n, path == "socket" ? "socket" : "shm", "3", args,
+              path == "device" ? emulatedDeviceEnv : nullptr);
+    std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+    duringInit += job.waitReady(n, 0) ? 0 : 1;
+    ASSERT_EQ(kill(job.ranks[victim].pid, stop ? SIGSTOP : SIGKILL), 0);
+    (stop ? stops : kills)++;
+    const double faultAt = mptest::now();
+    std::vector<int> others;
+    for (int r = 0; r < n; ++r)
+      if (r != victim) others.push_back(r);
+    const bool ended = job.waitRanks(others, 3.0 + 12.0);
+    if (stop) kill(job.ranks[victim].pid, SIGCONT);
+    EXPECT_TRUE(ended) << "survivors still running 15 s after the fault\n" << job.allOutput();
+    for (int r : others) {
+      const Rank& k = job.ranks[r];
+      if (!k.done) continue;
+      const double took = k.endedAt - faultAt;
+      if (took > worst) {
+        worst = took;
+        slowest = t;
+      }
+      EXPECT_TRUE(exitedNonZero(k)) << "rank " << r << "\n" << job.allOutput();
+      EXPECT_FALSE(libraryError(job.output(r)).empty())
+          << "rank " << r << " printed no library error\n" << job.allOutput();
+    }
+    // The victim: a stopped one ends by itself once continued (its peers are
+    // gone); a killed one is reaped. Then nothing of the job is left.
+    EXPECT_TRUE(job.waitRanks({victim}, 15.0) || stop) << job.allOutput();
+    for (Rank& k : job.ranks)
+      if (!k.done) {
+        mptest::killGroup(k.pid);
+        job.waitRanks({static_cast<int>(&k - job.ranks.data())}, 5.0);
+      }
+    for (const Rank& k : job.ranks) EXPECT_TRUE(k.done) << "a process of the job is left";
+    std::vector<std::string> after = groveShmFiles(), leaked;
+    std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
+                        std::back_inserter(leaked));
+    for (const std::string& f : leaked) {
+      ADD_FAILURE() << "/dev/shm/" << f << " is left after the job";
+      unlink(("/dev/shm/" + f).c_str());
+    }
+  }
+  printf("random faults: %d trials (%d SIGKILL, %d SIGSTOP, %d during init); slowest survivor "
+         "exit %.2f s after the fault (trial %d)\n",
+         trials, kills, stops, duringInit, worst, slowest);
+}
