@@ -34,6 +34,15 @@ extern "C" {
 /// Size in bytes of a groveUniqueId (equal to NCCL_UNIQUE_ID_BYTES).
 #define GROVE_UNIQUE_ID_BYTES 128
 
+/// The enums below are int-sized in C and C++ alike. In C++ their underlying
+/// type is fixed to int, so any int a caller passes (a bad data type from C,
+/// say) is a valid value the library can refuse, not undefined behaviour.
+#ifdef __cplusplus
+#define GROVE_ENUM_INT : int
+#else
+#define GROVE_ENUM_INT
+#endif
+
 /// Opaque token that lets ranks find each other: made by one rank with
 /// groveGetUniqueId and handed to all others out of band (MPI, a file, ...).
 typedef struct {
@@ -41,7 +50,7 @@ typedef struct {
 } groveUniqueId;
 
 /// Result codes; values equal ncclResult_t's.
-typedef enum {
+typedef enum GROVE_ENUM_INT {
   groveSuccess = 0,            ///< the call did what it was asked
   groveUnhandledCudaError = 1, ///< a CUDA call failed
   groveSystemError = 2,        ///< an operating-system call failed
@@ -54,7 +63,7 @@ typedef enum {
 } groveResult_t;
 
 /// Element types; values equal ncclDataType_t's.
-typedef enum {
+typedef enum GROVE_ENUM_INT {
   groveInt8 = 0,
   groveChar = 0,
   groveUint8 = 1,
@@ -75,7 +84,7 @@ typedef enum {
 
 /// Reduction operators; values equal ncclRedOp_t's. groveAvg divides the sum
 /// by the number of ranks (integer division for integer types).
-typedef enum {
+typedef enum GROVE_ENUM_INT {
   groveSum = 0,
   groveProd = 1,
   groveMax = 2,
@@ -85,7 +94,7 @@ typedef enum {
 } groveRedOp_t;
 
 /// Where a communicator's buffers live.
-typedef enum {
+typedef enum GROVE_ENUM_INT {
   groveDeviceHost = 0, ///< host memory, CPU kernels (the default)
   groveDeviceCuda = 1  ///< CUDA device memory (needs a CUDA build and a GPU)
 } groveDeviceKind_t;
