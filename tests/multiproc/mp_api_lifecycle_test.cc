@@ -22,20 +22,7 @@
 using mpapi::Comms;
 using mpapi::lastErrorNames;
 using mpapi::onRanks;
-
-namespace {
-
-// Resident set size of this process, in KiB.
-long rssKiB() {
-  long pages = 0, resident = 0;
-  FILE* f = fopen("/proc/self/statm", "r");
-  if (f == nullptr) return -1;
-  if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = -1;
-  fclose(f);
-  return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-}  // namespace
+using mpapi::rssKiB;
 
 TEST(MpApiLifecycle, DestroyInsideAnOpenGroupIsRefused) {
   groveComm_t c = nullptr;

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -12,6 +14,16 @@
 #include "grove/grove.h"
 
 namespace mpapi {
+
+/// Resident set size of this process, in KiB (-1 if unknown).
+inline long rssKiB() {
+  long pages = 0, resident = 0;
+  FILE* f = fopen("/proc/self/statm", "r");
+  if (f == nullptr) return -1;
+  if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = -1;
+  fclose(f);
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
 
 /// Runs fn(rank) on n threads at once and joins them.
 inline void onRanks(int n, const std::function<void(int)>& fn) {

@@ -17,17 +17,9 @@
 
 using mpapi::Comms;
 using mpapi::onRanks;
+using mpapi::rssKiB;
 
 namespace {
-
-long rssKiB() {
-  long pages = 0, resident = 0;
-  FILE* f = fopen("/proc/self/statm", "r");
-  if (f == nullptr) return -1;
-  if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = -1;
-  fclose(f);
-  return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
 
 int openFds() {
   int n = 0;
