@@ -138,9 +138,14 @@ void Bootstrap::join(const transport::PeerInfo& self) {
   MsgHeader challenge;
   auto r = net::recvAll(fd_.get(), &challenge, sizeof(challenge), deadline, av);
   if (r != net::IoResult::kOk || challenge.type != static_cast<uint32_t>(MsgType::kChallenge) ||
-      challenge.length != 0)
+      challenge.length != 0) {
+    // A root of this process that was ending took the connection and closed it.
+    if (r != net::IoResult::kOk && r != net::IoResult::kTimeout && localRoot_ &&
+        localRoot_->waitFinished(1.0))
+      throwSpentId();
     throwRemoteError(who + ": no challenge from the bootstrap root at " + rootText_ +
                      " (not a grove root of this version, or it closed the connection)");
+  }
   HelloMsg hello;
   hello.magic = kHelloMagic;
   hello.version = kProtocolVersion;
@@ -164,6 +169,8 @@ void Bootstrap::join(const transport::PeerInfo& self) {
       throwRemoteError(who + ": timed out after " + std::to_string(timeoutSec_) +
                        " s waiting for all ranks to join the bootstrap root at " + rootText_ +
                        " (are all ranks started, with the same unique id? GROVE_TIMEOUT)");
+    if (r == net::IoResult::kClosed && localRoot_ && localRoot_->waitFinished(1.0))
+      throwSpentId();
     if (r == net::IoResult::kClosed)
       throwRemoteError(who + ": the bootstrap root at " + rootText_ +
                        " closed the connection while joining (wrong unique id or secret, or the root exited)");
