@@ -310,15 +310,9 @@ void RootLoop::onHello(Conn& c, const MsgHeader& h, const uint8_t* payload) {
     ranks_.assign(nranks_, RankState::kAbsent);
     infos_.resize(nranks_);
   }
-  if (m.nranks != nranks_) {
-    // The job cannot complete: tell the ranks already waiting too, whichever joined first.
-    const std::string why = "nranks mismatch: rank " + std::to_string(m.rank) + " says " +
-                            std::to_string(m.nranks) + ", the first rank to join said " +
-                            std::to_string(nranks_);
-    refuse(c, why);
-    failed_ = true;
-    return abortAll(why, -1);
-  }
+  if (m.nranks != nranks_)
+    return refuse(c, "nranks mismatch: this rank says " + std::to_string(m.nranks) +
+                         ", the first rank to join said " + std::to_string(nranks_));
   if (m.rank < 0 || m.rank >= nranks_)
     return refuse(c, "rank " + std::to_string(m.rank) + " out of range [0," +
                          std::to_string(nranks_) + ")");
