@@ -117,7 +117,11 @@ GROVE_API groveResult_t groveCommInitAll(groveComm_t* comms, int ndev, const int
     std::vector<groveComm*> handles;
     std::vector<std::thread> threads;
     for (int r = 0; r < ndev; ++r) handles.push_back(grove::capi::newCommHandle(r, ndev));
-    for (int r = 0; r < ndev; ++r) threads.emplace_back([&, r] { initHandle(handles[r], id, opts); });
+    for (int r = 0; r < ndev; ++r) {
+      core::CommOptions mine = opts;
+      if (devlist != nullptr) mine.device = devlist[r];  // rank r on device devlist[r]
+      threads.emplace_back([&, r, mine] { initHandle(handles[r], id, mine); });
+    }
     for (auto& t : threads) t.join();
     for (int r = 0; r < ndev; ++r) {
       if (handles[r]->state.load() != CommState::kFailed) continue;

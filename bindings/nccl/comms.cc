@@ -1,0 +1,233 @@
+// Communicators: unique ids, the init calls, split, finalize, destroy,
+// abort and the queries. An NCCL communicator is a grove CUDA communicator
+// (deviceKind cuda; with GROVE_DEVICE_EMULATION=1 its buffers are host
+// memory and the device program runs on CPU threads).
+#include <cstddef>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "comm_state.h"
+
+namespace grove::nccl {
+
+namespace detail {
+std::mutex& stateMutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<groveComm_t, CommState>& states() {
+  static std::map<groveComm_t, CommState> s;
+  return s;
+}
+}  // namespace detail
+
+bool finalized(groveComm_t comm) {
+  std::lock_guard<std::mutex> lock(detail::stateMutex());
+  auto it = detail::states().find(comm);
+  return it != detail::states().end() && it->second.finalized;
+}
+
+void forgetComm(groveComm_t comm) {
+  std::lock_guard<std::mutex> lock(detail::stateMutex());
+  detail::states().erase(comm);
+}
+
+ncclResult_t toGroveConfig(const ncclConfig_t* in, groveConfig_t* out, const char* fn) {
+  *out = GROVE_CONFIG_INITIALIZER;
+  out->deviceKind = groveDeviceCuda;
+  if (in == nullptr) return ncclSuccess;
+  if (in->magic != GROVE_NCCL_CONFIG_MAGIC)
+    return refuse(ncclInvalidArgument, fn,
+                  "config was not initialised with NCCL_CONFIG_INITIALIZER (magic " +
+                      std::to_string(in->magic) + ")");
+  // A config from an older nccl.h is shorter: read only the fields it has.
+  auto has = [&](size_t offset, size_t bytes) { return in->size >= offset + bytes; };
+  if (!has(offsetof(ncclConfig_t, blocking), sizeof(int)))
+    return refuse(ncclInvalidArgument, fn, "config.size " + std::to_string(in->size) + " is too small");
+  if (in->blocking != NCCL_CONFIG_UNDEF_INT) {
+    if (in->blocking != 0 && in->blocking != 1)
+      return refuse(ncclInvalidArgument, fn,
+                    "config.blocking must be 0 or 1 (got " + std::to_string(in->blocking) + ")");
+    out->blocking = in->blocking;
+  }
+  if (has(offsetof(ncclConfig_t, commName), sizeof(const char*)) && in->commName != nullptr)
+    out->commName = in->commName;
+  // CTA counts, cgaClusterSize, netName, trafficClass, collnet, NVLS and
+  // split/shrink sharing tune NCCL's own kernels and network: grove plans
+  // its own channels and ignores them.
+  return ncclSuccess;
+}
+
+}  // namespace grove::nccl
+
+using namespace grove::nccl;
+
+namespace {
+
+// Makes *comm from grove's result, forgetting nothing on failure.
+ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank,
+                      const ncclConfig_t* config, const char* fn) {
+  mapNcclEnvironment();
+  if (comm == nullptr) return refuse(ncclInvalidArgument, fn, "comm is NULL");
+  groveConfig_t cfg;
+  if (ncclResult_t r = toGroveConfig(config, &cfg, fn); r != ncclSuccess) return r;
+  groveUniqueId gid;
+  static_assert(sizeof gid == sizeof id, "unique ids of one size");
+  std::memcpy(&gid, &id, sizeof gid);
+  groveComm_t g = nullptr;
+  const groveResult_t r = groveCommInitRankConfig(&g, nranks, gid, rank, &cfg);
+  *comm = toNccl(g);
+  return toNccl(r);
+}
+
+}  // namespace
+
+extern "C" {
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  return call("ncclGetUniqueId", [&] {
+    mapNcclEnvironment();
+    static_assert(sizeof(ncclUniqueId) == sizeof(groveUniqueId), "unique ids of one size");
+    return toNccl(groveGetUniqueId(reinterpret_cast<groveUniqueId*>(uniqueId)));
+  });
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return call("ncclCommInitRank", [&] {
+    return initRank(comm, nranks, commId, rank, nullptr, "ncclCommInitRank");
+  });
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                    ncclConfig_t* config) {
+  return call("ncclCommInitRankConfig", [&] {
+    return initRank(comm, nranks, commId, rank, config, "ncclCommInitRankConfig");
+  });
+}
+
+// NCCL spreads the bootstrap over nId roots; grove's bootstrap has one
+// root, so every rank joins through the first id (made by rank 0).
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                      ncclUniqueId* commIds, ncclConfig_t* config) {
+  return call("ncclCommInitRankScalable", [&] {
+    const char* fn = "ncclCommInitRankScalable";
+    if (commIds == nullptr || nId < 1)
+      return refuse(ncclInvalidArgument, fn, "needs nId >= 1 unique ids (got " + std::to_string(nId) + ")");
+    return initRank(newcomm, nranks, commIds[0], myrank, config, fn);
+  });
+}
+
+ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  return call("ncclCommInitAll", [&] {
+    mapNcclEnvironment();
+    if (comms == nullptr) return refuse(ncclInvalidArgument, "ncclCommInitAll", "comms is NULL");
+    std::vector<int> devices;
+    if (devlist == nullptr)  // NCCL: devices 0 .. ndev-1
+      for (int d = 0; d < ndev; ++d) devices.push_back(d);
+    std::vector<groveComm_t> g(ndev > 0 ? ndev : 0, nullptr);
+    const groveResult_t r =
+        groveCommInitAll(g.data(), ndev, devlist != nullptr ? devlist : devices.data());
+    for (int i = 0; r == groveSuccess && i < ndev; ++i) comms[i] = toNccl(g[i]);
+    return toNccl(r);
+  });
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                           ncclConfig_t* config) {
+  return call("ncclCommSplit", [&] {
+    const char* fn = "ncclCommSplit";
+    if (newcomm == nullptr) return refuse(ncclInvalidArgument, fn, "newcomm is NULL");
+    groveConfig_t cfg;
+    if (config != nullptr)  // NULL: the child inherits the parent's configuration
+      if (ncclResult_t r = toGroveConfig(config, &cfg, fn); r != ncclSuccess) return r;
+    groveComm_t child = nullptr;
+    const groveResult_t r =
+        groveCommSplit(toGrove(comm), color, key, &child, config != nullptr ? &cfg : nullptr);
+    *newcomm = toNccl(child);
+    return toNccl(r);
+  });
+}
+
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                            ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  (void)comm, (void)excludeRanksList, (void)excludeRanksCount, (void)config, (void)shrinkFlags;
+  if (newcomm != nullptr) *newcomm = nullptr;
+  return refuse(ncclInvalidUsage, "ncclCommShrink",
+                "not supported by grove's NCCL library (the excluded ranks do not take part, and "
+                "grove's split needs every rank); destroy the communicator and make a new one");
+}
+
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  (void)comm, (void)revokeFlags;
+  return refuse(ncclInvalidUsage, "ncclCommRevoke",
+                "not supported by grove's NCCL library; ncclCommAbort stops a communicator");
+}
+
+// Finalize: grove's destroy already waits for the communicator's work, so
+// finalize only ends the communicator's use for new calls.
+ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  return call("ncclCommFinalize", [&] {
+    int n = 0;
+    if (groveResult_t r = groveCommCount(toGrove(comm), &n); r != groveSuccess) return toNccl(r);
+    withState(toGrove(comm), [](CommState& s) { s.finalized = true; });
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  return call("ncclCommDestroy", [&] {
+    const groveResult_t r = groveCommDestroy(toGrove(comm));
+    if (r == groveSuccess) forgetComm(toGrove(comm));
+    return toNccl(r);
+  });
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  return call("ncclCommAbort", [&] {
+    const groveResult_t r = groveCommAbort(toGrove(comm));
+    if (r == groveSuccess) forgetComm(toGrove(comm));
+    return toNccl(r);
+  });
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  return call("ncclCommGetAsyncError", [&] {
+    if (asyncError == nullptr)
+      return refuse(ncclInvalidArgument, "ncclCommGetAsyncError", "asyncError is NULL");
+    groveResult_t e = groveSuccess;
+    const groveResult_t r = groveCommGetAsyncError(toGrove(comm), &e);
+    *asyncError = toNccl(e);
+    return toNccl(r);
+  });
+}
+
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  return call("ncclCommCount", [&] { return toNccl(groveCommCount(toGrove(comm), count)); });
+}
+
+ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  return call("ncclCommCuDevice", [&] { return toNccl(groveCommCuDevice(toGrove(comm), device)); });
+}
+
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  return call("ncclCommUserRank", [&] { return toNccl(groveCommUserRank(toGrove(comm), rank)); });
+}
+
+}  // extern "C"
+
+GROVE_NCCL_PNAME(GetUniqueId);
+GROVE_NCCL_PNAME(CommInitRank);
+GROVE_NCCL_PNAME(CommInitRankConfig);
+GROVE_NCCL_PNAME(CommInitRankScalable);
+GROVE_NCCL_PNAME(CommInitAll);
+GROVE_NCCL_PNAME(CommSplit);
+GROVE_NCCL_PNAME(CommShrink);
+GROVE_NCCL_PNAME(CommRevoke);
+GROVE_NCCL_PNAME(CommFinalize);
+GROVE_NCCL_PNAME(CommDestroy);
+GROVE_NCCL_PNAME(CommAbort);
+GROVE_NCCL_PNAME(CommGetAsyncError);
+GROVE_NCCL_PNAME(CommCount);
+GROVE_NCCL_PNAME(CommCuDevice);
+GROVE_NCCL_PNAME(CommUserRank);

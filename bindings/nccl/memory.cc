@@ -1,0 +1,150 @@
+// Memory: ncclMemAlloc/ncclMemFree and buffer registration.
+//
+// grove copies through its own registered staging and maps peers' buffers
+// per call, so registering a user buffer changes nothing in how a call
+// runs: ncclCommRegister and ncclCommWindowRegister are correct no-op
+// registrations. They check their arguments, hand out a handle that the
+// matching deregister must return, and refuse a handle that is not
+// registered with that communicator.
+#include <strings.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+
+#include "comm_state.h"
+
+#ifdef GROVE_NCCL_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace grove::nccl {
+namespace {
+
+bool emulated() {
+  const char* v = std::getenv("GROVE_DEVICE_EMULATION");
+  return v != nullptr && (strcasecmp(v, "1") == 0 || strcasecmp(v, "true") == 0 ||
+                          strcasecmp(v, "yes") == 0 || strcasecmp(v, "on") == 0);
+}
+
+std::mutex hostMutex;
+std::set<void*> hostBlocks;  // ncclMemAlloc's host blocks (emulated device)
+
+ncclResult_t registerBuffer(const char* fn, groveComm_t comm, void* buff, size_t size,
+                            Registration** out) {
+  if (out == nullptr) return refuse(ncclInvalidArgument, fn, "handle is NULL");
+  *out = nullptr;
+  int n = 0;
+  if (groveResult_t r = groveCommCount(comm, &n); r != groveSuccess) return toNccl(r);
+  if (buff == nullptr && size > 0) return refuse(ncclInvalidArgument, fn, "buff is NULL");
+  auto reg = std::make_unique<Registration>(Registration{buff, size});
+  *out = reg.get();
+  withState(comm, [&](CommState& s) { s.registrations[*out] = std::move(reg); });
+  return ncclSuccess;
+}
+
+ncclResult_t deregisterBuffer(const char* fn, groveComm_t comm, void* handle) {
+  int n = 0;
+  if (groveResult_t r = groveCommCount(comm, &n); r != groveSuccess) return toNccl(r);
+  const bool known = withState(comm, [&](CommState& s) { return s.registrations.erase(handle) == 1; });
+  if (!known) return refuse(ncclInvalidArgument, fn, "handle is not a registration of this communicator");
+  return ncclSuccess;
+}
+
+}  // namespace
+}  // namespace grove::nccl
+
+using namespace grove::nccl;
+
+extern "C" {
+
+ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  return call("ncclMemAlloc", [&]() -> ncclResult_t {
+    const char* fn = "ncclMemAlloc";
+    if (ptr == nullptr) return refuse(ncclInvalidArgument, fn, "ptr is NULL");
+    *ptr = nullptr;
+    if (size == 0) return refuse(ncclInvalidArgument, fn, "size is 0");
+    if (emulated()) {  // the emulated device's buffers are host memory
+      void* p = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+      if (p == nullptr) return refuse(ncclSystemError, fn, "out of host memory");
+      std::lock_guard<std::mutex> lock(hostMutex);
+      hostBlocks.insert(p);
+      *ptr = p;
+      return ncclSuccess;
+    }
+#ifdef GROVE_NCCL_CUDA
+    if (cudaError_t e = cudaMalloc(ptr, size); e != cudaSuccess)
+      return refuse(ncclUnhandledCudaError, fn, std::string("cudaMalloc: ") + cudaGetErrorString(e));
+    return ncclSuccess;
+#else
+    return refuse(ncclInvalidUsage, fn, "this grove build has no CUDA (set GROVE_DEVICE_EMULATION=1 for host memory)");
+#endif
+  });
+}
+
+ncclResult_t ncclMemFree(void* ptr) {
+  return call("ncclMemFree", [&]() -> ncclResult_t {
+    if (ptr == nullptr) return ncclSuccess;
+    {
+      std::lock_guard<std::mutex> lock(hostMutex);
+      if (hostBlocks.erase(ptr) == 1) {
+        std::free(ptr);
+        return ncclSuccess;
+      }
+    }
+#ifdef GROVE_NCCL_CUDA
+    if (cudaError_t e = cudaFree(ptr); e != cudaSuccess)
+      return refuse(ncclUnhandledCudaError, "ncclMemFree", std::string("cudaFree: ") + cudaGetErrorString(e));
+    return ncclSuccess;
+#else
+    return refuse(ncclInvalidArgument, "ncclMemFree", "ptr was not made by ncclMemAlloc");
+#endif
+  });
+}
+
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  return call("ncclCommRegister", [&] {
+    Registration* reg = nullptr;
+    const ncclResult_t r = registerBuffer("ncclCommRegister", toGrove(comm), buff, size, &reg);
+    if (handle != nullptr) *handle = reg;
+    return handle == nullptr ? refuse(ncclInvalidArgument, "ncclCommRegister", "handle is NULL") : r;
+  });
+}
+
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  return call("ncclCommDeregister",
+              [&] { return deregisterBuffer("ncclCommDeregister", toGrove(comm), handle); });
+}
+
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                    int winFlags) {
+  return call("ncclCommWindowRegister", [&] {
+    const char* fn = "ncclCommWindowRegister";
+    if (win == nullptr) return refuse(ncclInvalidArgument, fn, "win is NULL");
+    *win = nullptr;
+    if ((winFlags & ~NCCL_WIN_COLL_SYMMETRIC) != 0)
+      return refuse(ncclInvalidArgument, fn, "unknown winFlags " + std::to_string(winFlags));
+    if ((winFlags & NCCL_WIN_COLL_SYMMETRIC) != 0 &&
+        reinterpret_cast<uintptr_t>(buff) % NCCL_WIN_REQUIRED_ALIGNMENT != 0)
+      return refuse(ncclInvalidArgument, fn, "a symmetric window must be aligned to 4096 bytes");
+    Registration* reg = nullptr;
+    const ncclResult_t r = registerBuffer(fn, toGrove(comm), buff, size, &reg);
+    *win = reinterpret_cast<ncclWindow_t>(reg);
+    return r;
+  });
+}
+
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  return call("ncclCommWindowDeregister",
+              [&] { return deregisterBuffer("ncclCommWindowDeregister", toGrove(comm), win); });
+}
+
+}  // extern "C"
+
+GROVE_NCCL_PNAME(MemAlloc);
+GROVE_NCCL_PNAME(MemFree);
+GROVE_NCCL_PNAME(CommRegister);
+GROVE_NCCL_PNAME(CommDeregister);
+GROVE_NCCL_PNAME(CommWindowRegister);
+GROVE_NCCL_PNAME(CommWindowDeregister);

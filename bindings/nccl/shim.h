@@ -1,0 +1,54 @@
+// Internals shared by the NCCL shim's files: results and the last error,
+// the communicator handle, per-communicator shim state (PreMulSum ops,
+// registrations), and the export of every function under both of NCCL's
+// names. The shim is a translation layer over grove's public C API only.
+#pragma once
+
+#include <grove/grove.h>
+
+#include <functional>
+#include <string>
+
+#include "nccl_abi.h"
+
+namespace grove::nccl {
+
+/// An ncclComm_t is grove's communicator handle itself: grove checks it
+/// (NULL, destroyed, aborted) on every call.
+inline groveComm_t toGrove(ncclComm_t comm) { return reinterpret_cast<groveComm_t>(comm); }
+inline ncclComm_t toNccl(groveComm_t comm) { return reinterpret_cast<ncclComm_t>(comm); }
+
+/// grove's result codes have NCCL's values.
+inline ncclResult_t toNccl(groveResult_t r) { return static_cast<ncclResult_t>(r); }
+
+/// Refuses a call from the shim itself: `fn: why` becomes this thread's
+/// last error (ncclGetLastError) and is logged as grove logs a refusal.
+ncclResult_t refuse(ncclResult_t code, const char* fn, const std::string& why);
+
+/// Runs one API call: clears the shim's last error and turns an exception
+/// escaping the body into ncclInternalError, so that none crosses the C
+/// boundary.
+ncclResult_t call(const char* fn, const std::function<ncclResult_t()>& body);
+
+/// The shim's own last error of this thread ("" when grove's is the one).
+const std::string& lastShimError();
+
+/// Sets GROVE_* variables from the NCCL_* names that users set (env.cc).
+/// Called when the library loads and again by the calls that make
+/// communicators, so that a variable set after load still counts.
+void mapNcclEnvironment();
+
+/// Converts an ncclConfig_t (NULL: defaults) into a groveConfig_t for a CUDA
+/// communicator; refuses a config that NCCL_CONFIG_INITIALIZER did not make.
+ncclResult_t toGroveConfig(const ncclConfig_t* in, groveConfig_t* out, const char* fn);
+
+/// Forgets the shim's state of a communicator (destroy, abort).
+void forgetComm(groveComm_t comm);
+
+}  // namespace grove::nccl
+
+/// Exports pnccl<Name> as a second name of nccl<Name> (NCCL's profiling
+/// interface), in the file that defines nccl<Name>.
+#define GROVE_NCCL_PNAME(name)                                                  \
+  extern "C" __attribute__((visibility("default"))) __typeof__(nccl##name) pnccl##name \
+      __attribute__((alias("nccl" #name)))

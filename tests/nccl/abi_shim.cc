@@ -1,0 +1,14 @@
+// The shim's side of the ABI comparison (see abi_fields.inc).
+#include "nccl_abi.h"
+
+#include <cstddef>
+
+#include "nccl/abi_rows.h"
+
+namespace ncclabi {
+
+std::vector<Row> shimRows() {
+#include "nccl/abi_collect.inc"
+}
+
+}  // namespace ncclabi
