@@ -11,14 +11,24 @@ SharedComm::SharedComm(groveComm_t comm) : comm_(comm) {}
 SharedComm::~SharedComm() { destroy(); }
 
 void SharedComm::abort(const std::string& why) {
+  std::function<void(const std::string&)> hook;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (destroyed_ || aborted_.load()) return;
+    abortReason_ = why;
+    aborted_.store(true);
+    // grove stops the running call (it sees the abort at its next wait), tells
+    // the other ranks, and keeps the handle valid: later calls on it fail.
+    groveCommAbort(comm_);
+    destroyed_ = true;
+    hook = std::move(abortHook_);
+  }
+  if (hook) hook(why);
+}
+
+void SharedComm::setAbortHook(std::function<void(const std::string&)> hook) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (destroyed_ || aborted_.load()) return;
-  abortReason_ = why;
-  aborted_.store(true);
-  // grove stops the running call (it sees the abort at its next wait), tells
-  // the other ranks, and keeps the handle valid: later calls on it fail.
-  groveCommAbort(comm_);
-  destroyed_ = true;
+  abortHook_ = std::move(hook);
 }
 
 void SharedComm::destroy() {

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,8 +33,11 @@ class SharedComm {
 
   /// The handle for grove calls; null once destroyed.
   groveComm_t get() const { return comm_; }
-  /// Stops the communicator at once on every rank (first call wins).
+  /// Stops the communicator at once on every rank (first call wins), then
+  /// runs the abort hook (the group's point-to-point links go with it).
   void abort(const std::string& why);
+  /// Called once by abort(), after the communicator was aborted.
+  void setAbortHook(std::function<void(const std::string&)> hook);
   /// Leaves gracefully (after the worker drained); no-op after abort.
   void destroy();
   /// True once abort() ran.
@@ -50,6 +54,7 @@ class SharedComm {
   std::atomic<bool> aborted_{false}; ///< abort() ran
   bool destroyed_ = false;           ///< abort() or destroy() ran (under mu_)
   std::string abortReason_;          ///< why abort() ran (under mu_)
+  std::function<void(const std::string&)> abortHook_;  ///< under mu_
 };
 
 /// grove data type of a tensor's dtype; throws a clear error for the rest.

@@ -35,16 +35,31 @@ c10::intrusive_ptr<ProcessGroupGrove> ProcessGroupGrove::create(
   groveResult_t r = groveCommInitRankConfig(&comm, size, id, rank, &config);
   TORCH_CHECK(r == groveSuccess, "grove: joining the communicator (rank ", rank, " of ", size,
               ") failed: ", groveGetErrorString(r), " (", groveGetLastError(nullptr), ")");
-  return c10::make_intrusive<ProcessGroupGrove>(rank, size, comm, timeout);
+  return c10::make_intrusive<ProcessGroupGrove>(store, rank, size, comm, timeout);
 }
 
-ProcessGroupGrove::ProcessGroupGrove(int rank, int size, groveComm_t comm,
-                                     std::chrono::milliseconds timeout)
-    : BackendBase(rank, size), comm_(std::make_shared<SharedComm>(comm)), timeout_(timeout) {}
+ProcessGroupGrove::ProcessGroupGrove(const c10::intrusive_ptr<::c10d::Store>& store, int rank,
+                                     int size, groveComm_t comm, std::chrono::milliseconds timeout)
+    : BackendBase(rank, size),
+      comm_(std::make_shared<SharedComm>(comm)),
+      timeout_(timeout),
+      p2p_(std::make_shared<P2P>(store, rank, size, timeout)) {
+  std::weak_ptr<P2P> p2p = p2p_;
+  comm_->setAbortHook([p2p](const std::string& why) {
+    if (auto p = p2p.lock()) p->abort(why);
+  });
+}
 
 ProcessGroupGrove::~ProcessGroupGrove() {
   queue_.stop();
+  runBlocking([this] { p2p_->stop(); });
   comm_->destroy();
+}
+
+c10::intrusive_ptr<GroveWork> ProcessGroupGrove::newWork(::c10d::OpType type, const char* name,
+                                                         std::vector<at::Tensor> outputs,
+                                                         std::chrono::milliseconds timeout) {
+  return c10::make_intrusive<GroveWork>(getRank(), type, name, std::move(outputs), timeout, comm_);
 }
 
 std::chrono::milliseconds ProcessGroupGrove::opTimeout(std::chrono::milliseconds requested) const {
@@ -61,7 +76,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::enqueue(::c10d::OpType type,
                                                             std::vector<at::Tensor> outputs,
                                                             std::chrono::milliseconds timeout,
                                                             Job job) {
-  auto work = c10::make_intrusive<GroveWork>(getRank(), type, name, std::move(outputs), timeout, comm_);
+  auto work = newWork(type, name, std::move(outputs), timeout);
   queue_.push(work, std::move(job));
   return work;
 }
@@ -138,25 +153,29 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::send(std::vector<at::Tensor>
                                                          int dstRank, int tag) {
   at::Tensor t = single(tensors, "send");
   int peer = checkRoot(dstRank, "send");
-  auto comm = comm_;
-  Staged s = Staged::of(t, true);
-  return enqueue(::c10d::OpType::SEND, "send", {t}, timeout_, [=] {
-    comm->check(groveSend(s.ptr(), countOf(t), groveTypeOf(t, "send"), peer, comm->get(), nullptr),
-                "send");
-  });
+  TORCH_CHECK(peer != getRank(), "grove: send: rank ", peer, " is this rank");
+  auto work = newWork(::c10d::OpType::SEND, "send", {t}, timeout_);
+  p2p_->send(work, Staged::of(t, true), peer, tag);
+  return work;
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::recv(std::vector<at::Tensor>& tensors,
                                                          int srcRank, int tag) {
   at::Tensor t = single(tensors, "recv");
   int peer = checkRoot(srcRank, "recv");
-  auto comm = comm_;
-  Staged s = Staged::of(t, false);
-  return enqueue(::c10d::OpType::RECV, "recv", {t}, timeout_, [=]() mutable {
-    comm->check(groveRecv(s.ptr(), countOf(t), groveTypeOf(t, "recv"), peer, comm->get(), nullptr),
-                "recv");
-    s.copyBack();
-  });
+  TORCH_CHECK(peer != getRank(), "grove: recv: rank ", peer, " is this rank");
+  auto work = newWork(::c10d::OpType::RECV, "recv", {t}, timeout_);
+  p2p_->recv(work, Staged::of(t, false), peer, tag);
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::recvAnysource(std::vector<at::Tensor>& tensors,
+                                                                  int tag) {
+  at::Tensor t = single(tensors, "recv");
+  TORCH_CHECK(getSize() > 1, "grove: recv from any source needs another rank");
+  auto work = newWork(::c10d::OpType::RECVANYSOURCE, "recv", {t}, timeout_);
+  p2p_->recv(work, Staged::of(t, false), -1, tag);
+  return work;
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::barrier(const ::c10d::BarrierOptions& opts) {

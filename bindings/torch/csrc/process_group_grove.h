@@ -11,11 +11,14 @@
 // staging buffer that the job copies in or out. Ops grove has no primitive
 // for are built from ones it has: uneven all-to-all and the list forms of
 // all-to-all are a group of sends and receives; barrier is a one-byte
-// all-reduce.
+// all-reduce. send/recv do not go through the queue: they run on their own
+// per-direction links (p2p.h), so that they complete in any posting order,
+// as gloo's do.
 #pragma once
 
 #include "comm.h"
 #include "compat.h"
+#include "p2p.h"
 #include "work.h"
 
 #include <chrono>
@@ -36,7 +39,8 @@ class ProcessGroupGrove : public BackendBase {
                                                       int rank, int size,
                                                       std::chrono::milliseconds timeout);
   /// Wraps a joined communicator; use create().
-  ProcessGroupGrove(int rank, int size, groveComm_t comm, std::chrono::milliseconds timeout);
+  ProcessGroupGrove(const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
+                    groveComm_t comm, std::chrono::milliseconds timeout);
   /// Finishes queued work, then leaves the communicator.
   ~ProcessGroupGrove() override;
 
@@ -86,16 +90,24 @@ class ProcessGroupGrove : public BackendBase {
   c10::intrusive_ptr<::c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
                                             std::vector<at::Tensor>& inputs,
                                             const ::c10d::AllToAllOptions& opts) override;
-  /// Sends one tensor to dstRank (tags are not matched: order is).
+  /// Sends one tensor to dstRank; matched by a recv of the same tag.
   c10::intrusive_ptr<::c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank,
                                         int tag) override;
-  /// Receives one tensor from srcRank (tags are not matched: order is).
+  /// Receives one tensor from srcRank, the next message of that tag.
   c10::intrusive_ptr<::c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
                                         int tag) override;
+  /// Receives one tensor from whichever rank's message of that tag comes
+  /// first (Work::sourceRank() names it).
+  c10::intrusive_ptr<::c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
+                                                 int tag) override;
   /// Completes when every rank reached the barrier.
   c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions& opts) override;
 
  private:
+  /// Makes the Work of one operation.
+  c10::intrusive_ptr<GroveWork> newWork(::c10d::OpType type, const char* name,
+                                        std::vector<at::Tensor> outputs,
+                                        std::chrono::milliseconds timeout);
   /// Makes the Work of one operation and queues its job.
   c10::intrusive_ptr<::c10d::Work> enqueue(::c10d::OpType type, const char* name,
                                            std::vector<at::Tensor> outputs,
@@ -107,6 +119,7 @@ class ProcessGroupGrove : public BackendBase {
 
   std::shared_ptr<SharedComm> comm_;   ///< shared with every Work
   std::chrono::milliseconds timeout_;  ///< the group's timeout
+  std::shared_ptr<P2P> p2p_;           ///< send and recv (aborted with comm_)
   OpQueue queue_;  ///< last member: its thread stops before the others go
 };
 

@@ -18,6 +18,8 @@ std::atomic<BlockingScope> blockingScope{&runPlain};
 
 void setBlockingScope(BlockingScope scope) { blockingScope.store(scope ? scope : &runPlain); }
 
+void runBlocking(const std::function<void()>& fn) { blockingScope.load()(fn); }
+
 GroveWork::GroveWork(int rank, ::c10d::OpType type, const char* name,
                      std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout,
                      std::shared_ptr<SharedComm> comm)
@@ -47,6 +49,12 @@ bool GroveWork::wait(std::chrono::milliseconds timeout) {
 }
 
 std::vector<at::Tensor> GroveWork::result() { return outputs_; }
+
+int GroveWork::sourceRank() const {
+  const int source = source_.load();
+  TORCH_CHECK(source >= 0, "grove: sourceRank() is known once a recv has completed (", name_, ")");
+  return source;
+}
 
 c10::intrusive_ptr<c10::ivalue::Future> GroveWork::getFuture() { return future_; }
 
@@ -93,7 +101,7 @@ void OpQueue::stop() {
   }
   // The last reference to a process group may go while the GIL is held
   // (e.g. from DDP's reducer); the worker may need the GIL to free a tensor.
-  blockingScope.load()([this] { thread_.join(); });
+  runBlocking([this] { thread_.join(); });
 }
 
 void OpQueue::loop(std::shared_ptr<State> state) {

@@ -21,6 +21,7 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -53,6 +54,10 @@ class GroveWork : public ::c10d::Work {
 
   /// Marks the Work done (error null on success), then its future.
   void complete(std::exception_ptr error);
+  /// The rank a receive took its message from (before complete()).
+  void setSource(int rank) { source_.store(rank); }
+  /// The source of a completed receive (recv from any source included).
+  int sourceRank() const override;
   /// The operation's name, for messages.
   const char* name() const { return name_; }
 
@@ -62,6 +67,7 @@ class GroveWork : public ::c10d::Work {
   std::chrono::milliseconds timeout_;               ///< wait()'s limit by default
   std::shared_ptr<SharedComm> comm_;                ///< aborted when wait() runs out
   c10::intrusive_ptr<c10::ivalue::Future> future_;  ///< completed after the Work
+  std::atomic<int> source_{-1};                     ///< a receive's source, once known
 };
 
 /// A job: the grove calls of one operation, run on the worker thread.
@@ -73,6 +79,8 @@ using Job = std::function<void()>;
 using BlockingScope = void (*)(const std::function<void()>& fn);
 /// Installs the scope OpQueue::stop() waits in (default: runs fn as is).
 void setBlockingScope(BlockingScope scope);
+/// Runs fn in the installed scope.
+void runBlocking(const std::function<void()>& fn);
 
 /// Runs jobs in order on one thread and completes their Works.
 class OpQueue {
