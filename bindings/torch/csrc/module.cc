@@ -40,12 +40,13 @@ PYBIND11_MODULE(_C, m) {
 
   py::class_<ProcessGroupGrove, c10::intrusive_ptr<ProcessGroupGrove>, BackendBase>(m, "ProcessGroupGrove")
       .def(py::init([](const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
-                       std::chrono::milliseconds timeout) {
-             return ProcessGroupGrove::create(store, rank, size, timeout);
+                       std::chrono::milliseconds timeout, const std::string& profilingName) {
+             return ProcessGroupGrove::create(store, rank, size, timeout, profilingName);
            }),
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
-           py::call_guard<py::gil_scoped_release>(),
-           "Joins a grove communicator of `size` ranks, meeting the others through `store`.");
+           py::arg("profiling_name") = "grove", py::call_guard<py::gil_scoped_release>(),
+           "Joins a grove communicator of `size` ranks, meeting the others through `store`. "
+           "profiling_name prefixes the profiler's events (\"grove:all_reduce\").");
 
   m.attr("TORCH_BACKEND_API") = grove::pytorch::kBackendApi;
   m.def(

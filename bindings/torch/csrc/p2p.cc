@@ -1,6 +1,7 @@
 // p2p.cc - the point-to-point engine (p2p.h says how it works).
 #include "p2p.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -372,6 +373,19 @@ void P2P::recv(c10::intrusive_ptr<GroveWork> work, Staged data, int src, int tag
     d->thread = std::thread(recvLoop, state_, d.get());
   }
   s.cv.notify_all();
+}
+
+bool P2P::cancel(const c10::intrusive_ptr<GroveWork>& work) {
+  State& s = *state_;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = std::find_if(s.recvs.begin(), s.recvs.end(),
+                           [&](const State::Recv& r) { return r.work == work; });
+    if (it == s.recvs.end()) return false;
+    s.recvs.erase(it);
+  }
+  work->complete(errorOf("recv cancelled"));
+  return true;
 }
 
 void P2P::abort(const std::string& why) {

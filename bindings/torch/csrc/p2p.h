@@ -52,6 +52,9 @@ class P2P {
   /// Posts a receive from src (-1: any source); work completes when data holds
   /// the message (its source is the work's sourceRank()).
   void recv(c10::intrusive_ptr<GroveWork> work, Staged data, int src, int tag);
+  /// Withdraws a receive that has not started to take a message (it fails
+  /// with "cancelled"); false if it is already being filled or done.
+  bool cancel(const c10::intrusive_ptr<GroveWork>& work);
   /// Fails everything pending and aborts every direction (any thread).
   void abort(const std::string& why);
   /// Lets queued sends finish (at most the grace period), fails posted

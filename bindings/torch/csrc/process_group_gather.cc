@@ -11,24 +11,6 @@ namespace grove::pytorch {
 
 namespace {
 
-// Concatenation of a list's tensors, flattened, as one contiguous buffer.
-at::Tensor concat(const std::vector<at::Tensor>& list) {
-  std::vector<at::Tensor> parts;
-  parts.reserve(list.size());
-  for (const auto& t : list) parts.push_back(t.reshape({-1}));
-  return at::cat(parts);
-}
-
-// Copies block j of flat into list[j] (every block list[j].numel() long).
-// Not "split": torch 2.x's c10d::Backend::split() would hide it in members.
-void scatterBlocks(const at::Tensor& flat, const std::vector<at::Tensor>& list) {
-  int64_t offset = 0;
-  for (const auto& t : list) {
-    t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
-    offset += t.numel();
-  }
-}
-
 // Runs `calls` (sends and receives) as one grove group; ends the group even
 // when a call throws, so grove's group nesting stays balanced.
 template <typename F>
@@ -77,13 +59,16 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allgather(
   auto comm = comm_;
   std::vector<at::Tensor> list = outputs[0];
   int n = getSize();
-  return enqueue(::c10d::OpType::ALLGATHER, "allgather", list, opTimeout(opts.timeout), [=] {
-    at::Tensor flat = flatOf(in, n);
-    comm->check(groveAllGather(in.data_ptr(), flat.data_ptr(), countOf(in),
-                               groveTypeOf(in, "allgather"), comm->get(), nullptr),
-                "allgather");
-    scatterBlocks(flat, list);
-  });
+  return enqueue(
+      ::c10d::OpType::ALLGATHER, "allgather", list, opTimeout(opts.timeout),
+      [=] {
+        at::Tensor flat = flatOf(in, n);
+        comm->check(groveAllGather(in.data_ptr(), flat.data_ptr(), countOf(in),
+                                   groveTypeOf(in, "allgather"), comm->get(), nullptr),
+                    "allgather");
+        scatterBlocks(flat, list);
+      },
+      inputs);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::_allgather_base(

@@ -5,13 +5,60 @@
 
 #include "staging.h"
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
+#include <set>
+#include <thread>
 
 namespace grove::pytorch {
 
+namespace {
+
+// What torch's profiler calls an operation (gloo's and NCCL's names).
+const char* profiledOpName(::c10d::OpType type) {
+  using T = ::c10d::OpType;
+  switch (type) {
+    case T::BROADCAST: return "broadcast";
+    case T::ALLREDUCE: case T::ALLREDUCE_COALESCED: return "all_reduce";
+    case T::REDUCE: return "reduce";
+    case T::ALLGATHER: case T::ALLGATHER_COALESCED: return "all_gather";
+    case T::_ALLGATHER_BASE: return "all_gather_into_tensor";
+    case T::GATHER: return "gather";
+    case T::SCATTER: return "scatter";
+    case T::REDUCE_SCATTER: return "reduce_scatter";
+    case T::_REDUCE_SCATTER_BASE: return "reduce_scatter_tensor";
+    case T::ALLTOALL_BASE: case T::ALLTOALL: return "all_to_all";
+    case T::SEND: return "send";
+    case T::RECV: return "recv";
+    case T::RECVANYSOURCE: return "recvAnySource";
+    case T::BARRIER: return "barrier";
+    case T::COALESCED: return "coalesced";
+    default: return "unknown";
+  }
+}
+
+// "<name>:<op>" as a string that lives as long as the process (the profiler
+// may hold it past the process group).
+const char* profilingTitle(const std::string& name, ::c10d::OpType type) {
+  static std::mutex mu;
+  static auto* titles = new std::set<std::string>();
+  std::lock_guard<std::mutex> lock(mu);
+  return titles->insert(name + ":" + profiledOpName(type)).first->c_str();
+}
+
+// The communicator's own no-progress timeout is the group's plus a margin,
+// so that Work::wait() (the operation's timeout) reports first, in gloo's
+// words; grove's still ends a call nobody waits for.
+std::chrono::milliseconds commTimeoutOf(std::chrono::milliseconds groupTimeout) {
+  return groupTimeout + std::max(std::chrono::milliseconds(1000), groupTimeout / 10);
+}
+
+}  // namespace
+
 c10::intrusive_ptr<ProcessGroupGrove> ProcessGroupGrove::create(
     const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
-    std::chrono::milliseconds timeout) {
+    std::chrono::milliseconds timeout, const std::string& profilingName) {
   TORCH_CHECK(store, "grove: the process group needs a store");
   TORCH_CHECK(size >= 1 && rank >= 0 && rank < size, "grove: rank ", rank,
               " out of range for a group of ", size);
@@ -29,21 +76,24 @@ c10::intrusive_ptr<ProcessGroupGrove> ProcessGroupGrove::create(
     std::memcpy(id.internal, bytes.data(), GROVE_UNIQUE_ID_BYTES);
   }
   groveConfig_t config = GROVE_CONFIG_INITIALIZER;
-  config.timeoutMs = timeoutMsOf(timeout);
+  config.timeoutMs = timeoutMsOf(commTimeoutOf(timeout));
   config.commName = "torch";
   groveComm_t comm = nullptr;
   groveResult_t r = groveCommInitRankConfig(&comm, size, id, rank, &config);
   TORCH_CHECK(r == groveSuccess, "grove: joining the communicator (rank ", rank, " of ", size,
               ") failed: ", groveGetErrorString(r), " (", groveGetLastError(nullptr), ")");
-  return c10::make_intrusive<ProcessGroupGrove>(store, rank, size, comm, timeout);
+  return c10::make_intrusive<ProcessGroupGrove>(store, rank, size, comm, timeout, profilingName);
 }
 
 ProcessGroupGrove::ProcessGroupGrove(const c10::intrusive_ptr<::c10d::Store>& store, int rank,
-                                     int size, groveComm_t comm, std::chrono::milliseconds timeout)
+                                     int size, groveComm_t comm, std::chrono::milliseconds timeout,
+                                     const std::string& profilingName)
     : BackendBase(rank, size),
       comm_(std::make_shared<SharedComm>(comm)),
       timeout_(timeout),
-      p2p_(std::make_shared<P2P>(store, rank, size, timeout)) {
+      // at shutdown, queued sends get at most this long to go out
+      p2p_(std::make_shared<P2P>(store, rank, size, std::min(timeout, std::chrono::milliseconds(5000)))),
+      profilingName_(profilingName) {
   std::weak_ptr<P2P> p2p = p2p_;
   comm_->setAbortHook([p2p](const std::string& why) {
     if (auto p = p2p.lock()) p->abort(why);
@@ -58,8 +108,13 @@ ProcessGroupGrove::~ProcessGroupGrove() {
 
 c10::intrusive_ptr<GroveWork> ProcessGroupGrove::newWork(::c10d::OpType type, const char* name,
                                                          std::vector<at::Tensor> outputs,
-                                                         std::chrono::milliseconds timeout) {
-  return c10::make_intrusive<GroveWork>(getRank(), type, name, std::move(outputs), timeout, comm_);
+                                                         std::chrono::milliseconds timeout,
+                                                         const std::vector<at::Tensor>& inputs) {
+  using T = ::c10d::OpType;
+  if (type != T::SEND && type != T::RECV && type != T::RECVANYSOURCE) seq_.fetch_add(1);
+  const std::vector<at::Tensor>& recorded = inputs.empty() ? outputs : inputs;
+  return c10::make_intrusive<GroveWork>(getRank(), type, name, outputs, timeout, comm_,
+                                        profilingTitle(profilingName_, type), recorded);
 }
 
 std::chrono::milliseconds ProcessGroupGrove::opTimeout(std::chrono::milliseconds requested) const {
@@ -75,8 +130,9 @@ int ProcessGroupGrove::checkRoot(int64_t root, const char* op) const {
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::enqueue(::c10d::OpType type, const char* name,
                                                             std::vector<at::Tensor> outputs,
                                                             std::chrono::milliseconds timeout,
-                                                            Job job) {
-  auto work = newWork(type, name, std::move(outputs), timeout);
+                                                            Job job,
+                                                            const std::vector<at::Tensor>& inputs) {
+  auto work = newWork(type, name, std::move(outputs), timeout, inputs);
   queue_.push(work, std::move(job));
   return work;
 }
@@ -98,6 +154,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::broadcast(std::vector<at::Te
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allreduce(std::vector<at::Tensor>& tensors,
                                                               const ::c10d::AllreduceOptions& opts) {
+  TORCH_CHECK(tensors.size() == 1, "grove: allreduce takes one tensor per process (got ",
+              tensors.size(), ")");
+  if (tensors[0].defined() && tensors[0].is_sparse()) return allreduceSparse(tensors[0], opts);
+  using Op = ::c10d::ReduceOp;
+  const auto kind = opts.reduceOp.op_;
+  if ((kind == Op::BAND || kind == Op::BOR || kind == Op::BXOR) &&
+      !(tensors[0].defined() && tensors[0].scalar_type() == at::kBool && kind != Op::BXOR))
+    return allreduceBitwise(tensors[0], opts);
   at::Tensor t = single(tensors, "allreduce");
   groveRedOp_t op = groveOpOf(opts.reduceOp, t, "allreduce");
   auto comm = comm_;
@@ -176,6 +240,78 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::recvAnysource(std::vector<at
   auto work = newWork(::c10d::OpType::RECVANYSOURCE, "recv", {t}, timeout_);
   p2p_->recv(work, Staged::of(t, false), -1, tag);
   return work;
+}
+
+// monitored_barrier, as gloo has it: every rank but 0 sends rank 0 a token
+// on its point-to-point link and waits for rank 0's answer; rank 0 takes the
+// tokens within the timeout and answers every rank once all came. Rank 0
+// names the first rank that did not come (every such rank with
+// waitAllRanks); the others then time out waiting for the answer and say
+// so. Nothing is aborted: the group stays usable.
+void ProcessGroupGrove::monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) {
+  constexpr int kTag = INT32_MIN + 1;  // a tag no caller uses
+  const auto timeout = opTimeout(opts.timeout);
+  const int me = getRank(), n = getSize();
+  using T = ::c10d::OpType;
+  if (n == 1) return;
+  if (me != 0) {
+    at::Tensor token = at::zeros({1}, at::kByte), answer = at::zeros({1}, at::kByte);
+    auto sent = newWork(T::SEND, "monitored_barrier", {token}, timeout);
+    p2p_->send(sent, Staged::of(token, true), 0, kTag);
+    auto got = newWork(T::RECV, "monitored_barrier", {answer}, timeout);
+    p2p_->recv(got, Staged::of(answer, false), 0, kTag);
+    const bool done = got->completesWithin(timeout);
+    if (!done) p2p_->cancel(got);
+    try {
+      if (done) got->wait(timeout);
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, "Rank ", me, " successfully reached monitoredBarrier, but received errors while "
+                  "waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank. (", e.what(), ")");
+    }
+    TORCH_CHECK(done, "Rank ", me, " successfully reached monitoredBarrier, but received errors while waiting "
+                "for send/recv from rank 0. Please check rank 0 logs for faulty rank. (no answer within ",
+                timeout.count(), " ms)");
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<c10::intrusive_ptr<GroveWork>> tokens(n);
+  for (int r = 1; r < n; ++r) {
+    at::Tensor token = at::zeros({1}, at::kByte);
+    tokens[r] = newWork(T::RECV, "monitored_barrier", {token}, timeout);
+    p2p_->recv(tokens[r], Staged::of(token, false), r, kTag);
+  }
+  std::vector<int> failed;
+  for (int r = 1; r < n; ++r) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 && !waitAllRanks && !tokens[r]->isCompleted()) {
+      for (int q = 1; q < n; ++q) p2p_->cancel(tokens[q]);
+      TORCH_CHECK(false, "Rank 0 timed out in monitoredBarrier after ", timeout.count(), " ms (ranks 1..",
+                  r - 1, " passed; rank ", r, " and later were not checked)");
+    }
+    bool came = tokens[r]->completesWithin(std::max(left, std::chrono::milliseconds(0)));
+    if (came) {
+      try {
+        tokens[r]->wait(timeout);
+      } catch (const std::exception&) {
+        came = false;
+      }
+    }
+    if (came) continue;
+    p2p_->cancel(tokens[r]);
+    failed.push_back(r);
+    if (!waitAllRanks) break;
+  }
+  if (!failed.empty()) {
+    for (int r = 1; r < n; ++r) p2p_->cancel(tokens[r]);
+    std::string ranks;
+    for (int r : failed) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    TORCH_CHECK(false, failed.size() == 1 ? "Rank " : "Ranks ", ranks, " failed to pass monitoredBarrier in ",
+                timeout.count(), " ms");
+  }
+  for (int r = 1; r < n; ++r) {
+    at::Tensor answer = at::zeros({1}, at::kByte);
+    p2p_->send(newWork(T::SEND, "monitored_barrier", {answer}, timeout), Staged::of(answer, true), r, kTag);
+  }
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::barrier(const ::c10d::BarrierOptions& opts) {

@@ -21,6 +21,7 @@
 #include "p2p.h"
 #include "work.h"
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -35,12 +36,16 @@ inline constexpr const char* kUniqueIdKey = "grove/unique_id";
 class ProcessGroupGrove : public BackendBase {
  public:
   /// Rendezvous through store and join the communicator (collective).
+  /// profilingName prefixes what torch's profiler records ("grove:all_reduce"):
+  /// the name torch knows the backend by.
   static c10::intrusive_ptr<ProcessGroupGrove> create(const c10::intrusive_ptr<::c10d::Store>& store,
                                                       int rank, int size,
-                                                      std::chrono::milliseconds timeout);
+                                                      std::chrono::milliseconds timeout,
+                                                      const std::string& profilingName = "grove");
   /// Wraps a joined communicator; use create().
   ProcessGroupGrove(const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
-                    groveComm_t comm, std::chrono::milliseconds timeout);
+                    groveComm_t comm, std::chrono::milliseconds timeout,
+                    const std::string& profilingName);
   /// Finishes queued work, then leaves the communicator.
   ~ProcessGroupGrove() override;
 
@@ -102,16 +107,44 @@ class ProcessGroupGrove : public BackendBase {
                                                  int tag) override;
   /// Completes when every rank reached the barrier.
   c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions& opts) override;
+  /// A barrier that names the ranks that did not reach it within
+  /// opts.timeout (rank 0 collects every rank's arrival; gloo's semantics).
+  void monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) override;
+  /// All-gather of several tensors of one dtype through one flat buffer:
+  /// outputs[r][i] gets rank r's inputs[i].
+  c10::intrusive_ptr<::c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+      const ::c10d::AllgatherOptions& opts) override;
+  /// _allgather_base of each (output, input) pair, as one operation.
+  c10::intrusive_ptr<::c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const ::c10d::AllgatherOptions& opts) override;
+  /// _reduce_scatter_base of each (output, input) pair, as one operation.
+  c10::intrusive_ptr<::c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const ::c10d::ReduceScatterOptions& opts) override;
+  /// Collectives issued so far (torch's per-group sequence number).
+  uint64_t getSequenceNumberForGroup() override { return seq_.load(); }
+  /// Starts the sequence at 0 (every rank does the same).
+  void setSequenceNumberForGroup() override { seq_.store(0); }
 
  private:
-  /// Makes the Work of one operation.
+  /// Makes the Work of one operation (inputs: what the profiler records;
+  /// empty = outputs).
   c10::intrusive_ptr<GroveWork> newWork(::c10d::OpType type, const char* name,
                                         std::vector<at::Tensor> outputs,
-                                        std::chrono::milliseconds timeout);
+                                        std::chrono::milliseconds timeout,
+                                        const std::vector<at::Tensor>& inputs = {});
   /// Makes the Work of one operation and queues its job.
   c10::intrusive_ptr<::c10d::Work> enqueue(::c10d::OpType type, const char* name,
                                            std::vector<at::Tensor> outputs,
-                                           std::chrono::milliseconds timeout, Job job);
+                                           std::chrono::milliseconds timeout, Job job,
+                                           const std::vector<at::Tensor>& inputs = {});
+  /// All-reduce by gathering every rank's tensor and combining them here,
+  /// for what grove has no reduction for: sparse tensors (sum) and bitwise
+  /// and/or/xor of integers (process_group_gathered.cc).
+  c10::intrusive_ptr<::c10d::Work> allreduceSparse(at::Tensor& t, const ::c10d::AllreduceOptions& opts);
+  c10::intrusive_ptr<::c10d::Work> allreduceBitwise(at::Tensor& t, const ::c10d::AllreduceOptions& opts);
   /// opts.timeout when set, else the group's.
   std::chrono::milliseconds opTimeout(std::chrono::milliseconds requested) const;
   /// Checks a root rank argument.
@@ -120,6 +153,8 @@ class ProcessGroupGrove : public BackendBase {
   std::shared_ptr<SharedComm> comm_;   ///< shared with every Work
   std::chrono::milliseconds timeout_;  ///< the group's timeout
   std::shared_ptr<P2P> p2p_;           ///< send and recv (aborted with comm_)
+  std::string profilingName_;          ///< "grove", or the name torch knows us by
+  std::atomic<uint64_t> seq_{0};       ///< collectives issued
   OpQueue queue_;  ///< last member: its thread stops before the others go
 };
 

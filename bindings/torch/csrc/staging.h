@@ -60,6 +60,25 @@ inline void checkList(const std::vector<at::Tensor>& list, const at::Tensor& ref
   for (const auto& t : list) checkLike(t, ref, ref.numel(), op, what);
 }
 
+/// Concatenation of a list's tensors, flattened, as one contiguous buffer.
+inline at::Tensor concat(const std::vector<at::Tensor>& list) {
+  std::vector<at::Tensor> parts;
+  parts.reserve(list.size());
+  for (const auto& t : list) parts.push_back(t.reshape({-1}));
+  return at::cat(parts);
+}
+
+/// Copies consecutive blocks of flat into the list's tensors (each block as
+/// long as its tensor). Not "split": torch 2.x's c10d::Backend::split()
+/// would hide it in members.
+inline void scatterBlocks(const at::Tensor& flat, const std::vector<at::Tensor>& list) {
+  int64_t offset = 0;
+  for (const auto& t : list) {
+    t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+    offset += t.numel();
+  }
+}
+
 /// A flat contiguous buffer of `blocks` copies of ref's shape.
 inline at::Tensor flatOf(const at::Tensor& ref, int64_t blocks) {
   return at::empty({blocks * ref.numel()}, ref.options());

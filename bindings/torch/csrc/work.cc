@@ -22,8 +22,9 @@ void runBlocking(const std::function<void()>& fn) { blockingScope.load()(fn); }
 
 GroveWork::GroveWork(int rank, ::c10d::OpType type, const char* name,
                      std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout,
-                     std::shared_ptr<SharedComm> comm)
-    : ::c10d::Work(rank, type),
+                     std::shared_ptr<SharedComm> comm, const char* profilingTitle,
+                     const std::vector<at::Tensor>& inputs)
+    : ::c10d::Work(rank, type, profilingTitle, std::optional<std::vector<at::Tensor>>(inputs)),
       name_(name),
       outputs_(std::move(outputs)),
       timeout_(timeout),
@@ -37,8 +38,9 @@ bool GroveWork::wait(std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(mutex_);
     if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
       lock.unlock();
-      std::string why = std::string(name_) + " did not finish within " +
-                        std::to_string(limit.count()) + " ms";
+      // gloo's wording ("Timed out"), which callers match on
+      std::string why = std::string(name_) + ": Timed out after " + std::to_string(limit.count()) +
+                        " ms (the operation's timeout)";
       comm_->abort(why);
       TORCH_CHECK(false, "grove: ", why, "; the communicator was aborted (every rank's pending "
                   "and later operations on this process group fail)");
@@ -46,6 +48,11 @@ bool GroveWork::wait(std::chrono::milliseconds timeout) {
     if (exception_) std::rethrow_exception(exception_);
   }
   return true;
+}
+
+bool GroveWork::completesWithin(std::chrono::milliseconds limit) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return cv_.wait_for(lock, limit, [&] { return completed_; });
 }
 
 std::vector<at::Tensor> GroveWork::result() { return outputs_; }

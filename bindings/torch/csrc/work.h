@@ -38,12 +38,16 @@ class GroveWork : public ::c10d::Work {
  public:
   /// outputs: the tensors result() and the future give back; timeout: how
   /// long wait() may block before it aborts comm.
+  /// profilingTitle: what torch's profiler records for the operation (e.g.
+  /// "grove:all_reduce", a string that outlives the Work), with the shapes
+  /// of `inputs`.
   GroveWork(int rank, ::c10d::OpType type, const char* name, std::vector<at::Tensor> outputs,
-            std::chrono::milliseconds timeout, std::shared_ptr<SharedComm> comm);
+            std::chrono::milliseconds timeout, std::shared_ptr<SharedComm> comm,
+            const char* profilingTitle, const std::vector<at::Tensor>& inputs);
 
   /// Blocks until the job finished, at most `timeout` (the op's when
   /// kNoTimeout); rethrows the job's error; aborts the communicator and
-  /// throws when time runs out.
+  /// throws ("... Timed out after N ms ...") when time runs out.
   bool wait(std::chrono::milliseconds timeout) override;
   /// The output tensors (valid once completed).
   std::vector<at::Tensor> result() override;
@@ -58,6 +62,9 @@ class GroveWork : public ::c10d::Work {
   void setSource(int rank) { source_.store(rank); }
   /// The source of a completed receive (recv from any source included).
   int sourceRank() const override;
+  /// Waits at most `limit` for completion, without aborting anything;
+  /// true if the Work completed (its error, if any, is not thrown).
+  bool completesWithin(std::chrono::milliseconds limit);
   /// The operation's name, for messages.
   const char* name() const { return name_; }
 

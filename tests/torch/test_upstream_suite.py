@@ -1,0 +1,63 @@
+"""PyTorch's own distributed suite (upstream_suite.py) on grove against gloo.
+
+Runs the suite from the installed torch four times -- real gloo and grove
+standing in for it, on 2 and 3 ranks -- and fails if any test that passes on
+gloo does not pass on grove. Prints the counts of each run and what grove
+skips that gloo runs, with the reasons."""
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+import pytest
+
+import harness  # noqa: F401 (skips the module without torch or grove.torch)
+
+pytest.importorskip("expecttest", reason="torch's test utilities need expecttest (scripts/install-deps)")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_suite(backend, world):
+    """{test name: "passed" | "failed" | "skipped: why"} of one run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        xml_path = os.path.join(tmp, "out.xml")
+        env = dict(os.environ, GROVE_SUITE_BACKEND=backend, WORLD_SIZE=str(world), OMP_NUM_THREADS="1")
+        # the run's working folder is a fresh one: make the import path absolute
+        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in sys.path if p)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", xml_path,
+             os.path.join(HERE, "upstream_suite.py")],
+            env=env, cwd=tmp, capture_output=True, text=True, timeout=1500)
+        assert os.path.exists(xml_path), proc.stdout[-3000:] + proc.stderr[-3000:]
+        outcome = {}
+        for case in ET.parse(xml_path).getroot().iter("testcase"):
+            name = case.get("name")
+            skipped = case.find("skipped")
+            if case.find("failure") is not None or case.find("error") is not None:
+                outcome[name] = "failed"
+            elif skipped is not None:
+                outcome[name] = "skipped: " + (skipped.get("message") or "")
+            else:
+                outcome[name] = "passed"
+        return outcome
+
+
+def summary(outcome):
+    kinds = [v.split(":")[0] for v in outcome.values()]
+    return {k: kinds.count(k) for k in ("passed", "failed", "skipped")}
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_grove_passes_what_gloo_passes(world):
+    gloo = run_suite("gloo", world)
+    grove = run_suite("grove", world)
+    print("\n%d ranks: gloo %s, grove %s" % (world, summary(gloo), summary(grove)))
+    regressions = sorted(t for t, v in gloo.items() if v == "passed" and grove.get(t) != "passed")
+    stand_in = [t for t in regressions if grove.get(t, "").startswith("skipped: grove stands in")]
+    for t in stand_in:
+        print("  skipped on grove:", t, "--", grove[t])
+    broken = [t for t in regressions if t not in stand_in]
+    assert not broken, "pass on gloo, not on grove (%d ranks): %s" % (world, broken)
+    assert summary(grove)["passed"] >= 50, "the suite barely ran: %s" % summary(grove)
