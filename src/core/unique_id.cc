@@ -3,13 +3,11 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <sys/random.h>
 
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <mutex>
-#include <random>
 
 #include "base/config.h"
 #include "base/error.h"
@@ -62,22 +60,6 @@ std::string commSecret(const std::string& commId) {
 }
 
 }  // namespace
-
-uint64_t hashBytes(const void* data, size_t len, uint64_t h) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  for (size_t i = 0; i < len; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-uint64_t randomU64() {
-  uint64_t v = 0;
-  if (getrandom(&v, sizeof(v), 0) == static_cast<ssize_t>(sizeof(v))) return v;
-  std::random_device rd;  // fallback: still non-deterministic on Linux
-  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-}
 
 void encodeUniqueId(const UniqueIdData& d, groveUniqueId* out) {
   static_assert(sizeof(groveUniqueId) == 128, "groveUniqueId must be 128 bytes");

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/entropy.h"
 #include "grove/grove.h"
 
 namespace grove::core {
@@ -45,9 +46,9 @@ UniqueIdData makeUniqueId(bool ignoreEnv = false);
 /// Hex text unique per communicator (from nonce+secret-derived hash), used e.g. to name shm segments.
 std::string jobIdOf(const UniqueIdData& d);
 
-/// 64 random bits from the kernel.
-uint64_t randomU64();
-/// FNV-1a 64-bit hash of `len` bytes, continuing from `h`.
-uint64_t hashBytes(const void* data, size_t len, uint64_t h = 1469598103934665603ull);
+/// FNV-1a 64-bit hash of `len` bytes, continuing from `h` (base/entropy.h).
+inline uint64_t hashBytes(const void* data, size_t len, uint64_t h = kFnvOffset) {
+  return fnv1a64(data, len, h);
+}
 
 }  // namespace grove::core

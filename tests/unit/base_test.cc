@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "base/config.h"
 #include "base/dtype.h"
+#include "base/entropy.h"
 #include "base/error.h"
 #include "base/siphash.h"
 #include "base/wait.h"
@@ -171,6 +173,22 @@ TEST(SipHash, MatchesTheReferenceVectors) {
   EXPECT_EQ(sipHash24(key, msg, 63), 0x958a324ceb064572ull);
   key.k1 ^= 1;  // another key, another tag
   EXPECT_NE(sipHash24(key, msg, 15), 0xa129ca6149be45e5ull);
+}
+
+// FNV-1a's published 64-bit vectors, and a hash continued across two calls.
+TEST(Entropy, Fnv1aMatchesItsVectorsAndContinues) {
+  EXPECT_EQ(fnv1a64("", 0), 0xcbf29ce484222325ull);
+  EXPECT_EQ(fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(fnv1a64("foobar", 6), 0x85944171f73967e8ull);
+  EXPECT_EQ(fnv1a64("bar", 3, fnv1a64("foo", 3)), fnv1a64("foobar", 6));
+}
+
+TEST(Entropy, RandomBitsDiffer) {
+  uint8_t a[64] = {}, b[64] = {};
+  ASSERT_TRUE(randomBytes(a, sizeof a));
+  ASSERT_TRUE(randomBytes(b, sizeof b));
+  EXPECT_NE(std::memcmp(a, b, sizeof a), 0);
+  EXPECT_NE(randomU64(), randomU64());
 }
 
 }  // namespace grove

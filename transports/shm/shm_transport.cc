@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/config.h"
+#include "base/entropy.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "transports/shm/shm_link.h"
@@ -69,8 +70,7 @@ std::string ShmTransport::segmentName(const std::string& jobId, int src, int dst
     id += ok ? c : '_';
   }
   if (id.size() > 160) {  // keep names well under NAME_MAX: hash long ids (FNV-1a)
-    uint64_t h = 1469598103934665603ull;
-    for (char c : jobId) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+    const uint64_t h = fnv1a64(jobId.data(), jobId.size());
     char hex[17];
     snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
     id = id.substr(0, 100) + "_" + hex;

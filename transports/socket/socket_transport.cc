@@ -2,7 +2,6 @@
 #include "transports/socket/socket_transport.h"
 
 #include <poll.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -11,6 +10,7 @@
 #include <string>
 
 #include "base/config.h"
+#include "base/entropy.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/siphash.h"
@@ -44,12 +44,7 @@ std::string linkText(const LinkKey& k) {
 
 // The job's key: its secret and a hash of its id (both ends know both).
 SipKey jobKey(const Context& ctx) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a of the job id
-  for (unsigned char ch : ctx.jobId) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return SipKey{ctx.secret, h};
+  return SipKey{ctx.secret, fnv1a64(ctx.jobId.data(), ctx.jobId.size())};
 }
 
 // SipHash of the hello with its mac field zero: proves the sender holds the
@@ -60,12 +55,7 @@ uint64_t helloMac(const LinkHello& hello, const SipKey& key) {
   return sipHash24(key, &h, sizeof(h));
 }
 
-uint64_t randomNonce() {
-  uint64_t v = 0;
-  if (getrandom(&v, sizeof(v), 0) != static_cast<ssize_t>(sizeof(v)))
-    v = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  return v;
-}
+uint64_t randomNonce() { return randomU64(); }
 
 bool given(const sockaddr_storage& a) { return a.ss_family == AF_INET || a.ss_family == AF_INET6; }
 

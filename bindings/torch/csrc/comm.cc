@@ -100,7 +100,8 @@ void checkTensor(const at::Tensor& tensor, const char* op) {
   TORCH_CHECK(tensor.layout() == at::kStrided, "grove: ", op, " supports dense tensors only (got ",
               tensor.layout(), ")");
   TORCH_CHECK(tensor.device().is_cpu(), "grove: ", op, " supports CPU tensors only (got a tensor on ",
-              tensor.device(), "); this grove release has no CUDA executor");
+              tensor.device(), "); for CUDA tensors use torch's \"nccl\" backend with grove's "
+              "libnccl.so.2 preloaded (grove's docs/nccl-shim.md)");
   groveTypeOf(tensor, op);
 }
 

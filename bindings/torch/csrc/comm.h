@@ -65,8 +65,8 @@ groveDataType_t groveTypeOf(const at::Tensor& tensor, const char* op);
 /// or/and); throws for the ops grove does not have.
 groveRedOp_t groveOpOf(const ::c10d::ReduceOp& op, const at::Tensor& tensor, const char* what);
 
-/// Checks that a tensor can be used: dense, on the CPU (this build has no
-/// CUDA executor), with a dtype grove knows.
+/// Checks that a tensor can be used: dense, on the CPU (CUDA tensors go
+/// through torch's nccl backend on grove's libnccl.so.2), with a dtype grove knows.
 void checkTensor(const at::Tensor& tensor, const char* op);
 
 /// Milliseconds as grove's int timeout field, clamped to its range (>= 1).

@@ -8,7 +8,8 @@ Importing this package registers the backend, so that
 and DistributedDataParallel work with no other change. Ranks meet through the
 c10d store torch gives the backend (rank 0 publishes grove's unique id), so
 every init_method torch supports (env://, tcp://, file://, torchrun) works.
-Tensors must be on the CPU: this grove release has no CUDA executor.
+Tensors must be on the CPU; for CUDA tensors, torch's own "nccl" backend runs
+on grove through grove's libnccl.so.2 (docs/nccl-shim.md).
 """
 import datetime
 
