@@ -51,6 +51,12 @@ cc -std=c99 -Wall -Werror -o "$work/pc-consumer" "$src/tests/install/consumer/co
 loads_installed "$work/pc-consumer"
 "$work/pc-consumer" || fail "the pkg-config consumer"
 
+echo "== NCCL ABI library"
+nccl=$libdir/grove-nccl/libnccl.so.2
+[[ -f $nccl ]] || fail "no grove-nccl/libnccl.so.2 under $libdir"
+[[ $(objdump -p "$nccl" | awk '/SONAME/ {print $2}') == libnccl.so.2 ]] || fail "$nccl: soname is not libnccl.so.2"
+loads_installed "$nccl"
+
 echo "== installed programs"
 loads_installed "$prefix/bin/grove-info"
 loads_installed "$prefix/bin/all_reduce_perf"
