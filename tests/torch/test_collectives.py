@@ -191,7 +191,7 @@ def bad_input(rank, world):
     cases = [
         ("BAND on float", lambda: dist.all_reduce(torch.ones(4), op=dist.ReduceOp.BAND)),
         ("int16 dtype", lambda: dist.all_reduce(torch.ones(4, dtype=torch.int16))),
-        ("sparse layout", lambda: dist.all_reduce(torch.ones(4).to_sparse())),
+        ("sparse max", lambda: dist.all_reduce(torch.ones(4).to_sparse(), op=dist.ReduceOp.MAX)),
         ("wrong list length", lambda: dist.all_gather([torch.empty(4)], torch.ones(4))),
         ("dtype mismatch", lambda: dist._all_gather_base(torch.empty(4 * world, dtype=torch.int32), torch.ones(4))),
         ("uneven splits", lambda: dist.all_to_all_single(torch.empty(5), torch.ones(5))),

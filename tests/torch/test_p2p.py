@@ -2,7 +2,11 @@
 it: isend/irecv posted in both directions at once, irecv before send,
 batch_isend_irecv rings, tags, receives from any source, messages of any
 size, mixed with collectives; a receive that never gets its message raises
-at its timeout. Every byte is checked."""
+at its timeout. Every byte is checked. A peer that dies fails a posted
+receive at once, and an aborted group refuses further sends."""
+import os
+import time
+
 import pytest
 
 import harness
@@ -127,3 +131,43 @@ def test_recv_from_any_source(world):
 def test_recv_that_never_arrives_times_out():
     r0, r1 = harness.run_ranks(recv_never_sent, 2, pg_timeout_s=60, allow_exit=(1,))
     assert "Timed out after 1000 ms" in r0, r0
+
+
+def peer_dies_mid_exchange(rank, world):
+    peer = 1 - rank
+    got = torch.empty(1000)
+    dist.recv(got, peer) if rank == 0 else dist.send(fill(1, 1000), peer)  # the link is up
+    if rank == 1:
+        os._exit(3)  # dies without leaving the group
+    start = time.monotonic()
+    try:
+        dist.recv(torch.empty(1 << 20), peer)  # never comes
+        return ("no error",)
+    except RuntimeError as e:
+        return ("error", str(e), time.monotonic() - start)
+
+
+def test_dead_peer_fails_a_posted_recv_at_once():
+    # the group's timeout is 60 s: the error must come from the death, not the clock
+    r0 = harness.run_ranks(peer_dies_mid_exchange, 2, allow_exit=(1,), pg_timeout_s=60)[0]
+    assert r0[0] == "error", r0
+    assert r0[2] < 30, "noticed after %.1f s" % r0[2]
+
+
+def send_after_abort(rank, world):
+    peer = 1 - rank
+    work = dist.irecv(torch.empty(10), peer)  # never sent: times out and aborts the group
+    try:
+        work.wait(harness.timedelta(seconds=1))
+    except RuntimeError:
+        pass
+    try:
+        dist.send(torch.ones(10), peer)
+        return "no error"
+    except RuntimeError as e:
+        return str(e)
+
+
+def test_point_to_point_after_abort_raises():
+    for text in harness.run_ranks(send_after_abort, 2, pg_timeout_s=60):
+        assert "aborted" in text, text
