@@ -33,9 +33,10 @@ struct Reduction {
   groveRedOp_t op;
 };
 
-// Checks type and op; for a PreMulSum op, scales `elements` elements of send
-// into a scratch buffer that the call reads instead.
-ncclResult_t prepare(const char* fn, groveComm_t comm, const void* send, size_t elements,
+// Checks type and op; for a PreMulSum op, scales the input (count elements,
+// or count per rank for a reduce-scatter's `perRank` input) into a scratch
+// buffer that the call reads instead.
+ncclResult_t prepare(const char* fn, groveComm_t comm, const void* send, size_t count, bool perRank,
                      ncclDataType_t type, ncclRedOp_t op, Reduction* out) {
   if (ncclResult_t r = usable(fn, comm); r != ncclSuccess) return r;
   if (type == ncclFloat8e4m3 || type == ncclFloat8e5m2)
@@ -44,10 +45,14 @@ ncclResult_t prepare(const char* fn, groveComm_t comm, const void* send, size_t 
                   "can be broadcast, gathered, scattered and sent");
   *out = {send, static_cast<groveDataType_t>(type), static_cast<groveRedOp_t>(op)};
   if (op < ncclNumOps) return ncclSuccess;  // grove checks type, op and buffers itself
-  int nranks = 0;
-  if (groveResult_t r = groveCommCount(comm, &nranks); r != groveSuccess) return toNccl(r);
-  groveResult_t idle = groveSuccess;
-  groveCommGetAsyncError(comm, &idle);
+  groveResult_t idle = groveSuccess;  // the handle's check, and whether its work is done
+  if (groveResult_t r = groveCommGetAsyncError(comm, &idle); r != groveSuccess) return toNccl(r);
+  size_t elements = count;
+  if (perRank) {
+    int nranks = 0;
+    groveCommCount(comm, &nranks);
+    elements *= static_cast<size_t>(nranks);
+  }
   return withState(comm, [&](CommState& s) -> ncclResult_t {
     auto it = s.ops.find(op);
     if (it == s.ops.end())
@@ -125,7 +130,7 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            cudaStream_t stream) {
   return call("ncclAllReduce", [&] {
     Reduction r;
-    if (ncclResult_t e = prepare("ncclAllReduce", toGrove(comm), sendbuff, count, datatype, op, &r))
+    if (ncclResult_t e = prepare("ncclAllReduce", toGrove(comm), sendbuff, count, false, datatype, op, &r))
       return e;
     return toNccl(groveAllReduce(r.send, recvbuff, count, r.type, r.op, toGrove(comm), toGrove(stream)));
   });
@@ -136,7 +141,7 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
                         cudaStream_t stream) {
   return call("ncclReduce", [&] {
     Reduction r;
-    if (ncclResult_t e = prepare("ncclReduce", toGrove(comm), sendbuff, count, datatype, op, &r))
+    if (ncclResult_t e = prepare("ncclReduce", toGrove(comm), sendbuff, count, false, datatype, op, &r))
       return e;
     return toNccl(groveReduce(r.send, recvbuff, count, r.type, r.op, root, toGrove(comm), toGrove(stream)));
   });
@@ -146,11 +151,9 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                cudaStream_t stream) {
   return call("ncclReduceScatter", [&] {
-    int n = 0;
-    if (groveResult_t e = groveCommCount(toGrove(comm), &n); e != groveSuccess) return toNccl(e);
     Reduction r;
-    if (ncclResult_t e = prepare("ncclReduceScatter", toGrove(comm), sendbuff,
-                                 recvcount * static_cast<size_t>(n), datatype, op, &r))
+    if (ncclResult_t e = prepare("ncclReduceScatter", toGrove(comm), sendbuff, recvcount, true,
+                                 datatype, op, &r))
       return e;
     return toNccl(groveReduceScatter(r.send, recvbuff, recvcount, r.type, r.op, toGrove(comm),
                                      toGrove(stream)));

@@ -43,11 +43,16 @@ std::string SharedComm::abortReason() const {
   return abortReason_;
 }
 
+std::runtime_error groveFailure(const std::string& what, groveComm_t comm, groveResult_t result) {
+  std::string msg = "grove: " + what + " failed: " + groveGetErrorString(result);
+  std::string detail = groveGetLastError(comm);
+  if (!detail.empty()) msg += " (" + detail + ")";
+  return std::runtime_error(msg);
+}
+
 void SharedComm::check(groveResult_t result, const char* what) const {
   if (result == groveSuccess) return;
-  std::string msg = std::string("grove: ") + what + " failed: " + groveGetErrorString(result);
-  std::string detail = groveGetLastError(comm_);
-  if (!detail.empty()) msg += " (" + detail + ")";
+  std::string msg = groveFailure(what, comm_, result).what();
   if (aborted_.load()) msg += "; the process group was aborted: " + abortReason();
   throw std::runtime_error(msg);
 }

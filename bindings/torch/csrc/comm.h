@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 namespace grove::pytorch {
@@ -56,6 +57,10 @@ class SharedComm {
   std::string abortReason_;          ///< why abort() ran (under mu_)
   std::function<void(const std::string&)> abortHook_;  ///< under mu_
 };
+
+/// The error of a failed grove call: "grove: <what> failed: <result text>
+/// (<grove's last error on comm>)".
+std::runtime_error groveFailure(const std::string& what, groveComm_t comm, groveResult_t result);
 
 /// grove data type of a tensor's dtype; throws a clear error for the rest.
 /// `reducing` refuses bool (only copies and max/min make sense for it).

@@ -22,13 +22,6 @@ struct Header {
 
 size_t bytesOf(const Staged& s) { return static_cast<size_t>(s.buf.numel()) * s.buf.element_size(); }
 
-std::runtime_error failure(const std::string& what, groveComm_t comm, groveResult_t r) {
-  std::string msg = "grove: " + what + " failed: " + groveGetErrorString(r);
-  std::string detail = groveGetLastError(comm);
-  if (!detail.empty()) msg += " (" + detail + ")";
-  return std::runtime_error(msg);
-}
-
 std::exception_ptr errorOf(const std::string& what) {
   return std::make_exception_ptr(std::runtime_error("grove: " + what));
 }
@@ -124,7 +117,7 @@ struct P2P::State {
     groveUniqueId id;
     if (d.outgoing) {
       groveResult_t r = groveGetUniqueId(&id);
-      if (r != groveSuccess) throw failure("making the unique id of the link to rank " + std::to_string(to), nullptr, r);
+      if (r != groveSuccess) throw groveFailure("making the unique id of the link to rank " + std::to_string(to), nullptr, r);
       const auto* b = reinterpret_cast<const uint8_t*>(id.internal);
       store->set(key, std::vector<uint8_t>(b, b + GROVE_UNIQUE_ID_BYTES));
     } else {
@@ -163,7 +156,7 @@ struct P2P::State {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    throw failure("joining the link " + std::to_string(from) + "->" + std::to_string(to), c, r);
+    throw groveFailure("joining the link " + std::to_string(from) + "->" + std::to_string(to), c, r);
   }
 
   // Runs one grove call on d's communicator (busy while in it).
@@ -180,7 +173,7 @@ struct P2P::State {
       std::lock_guard<std::mutex> lock(mu);
       d.busy = false;
     }
-    if (r != groveSuccess) throw failure(what, c, r);
+    if (r != groveSuccess) throw groveFailure(what, c, r);
   }
 
   // Leaves d's communicator: gracefully, or not at all if it was aborted.

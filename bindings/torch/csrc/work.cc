@@ -34,19 +34,16 @@ GroveWork::GroveWork(int rank, ::c10d::OpType type, const char* name,
 
 bool GroveWork::wait(std::chrono::milliseconds timeout) {
   auto limit = timeout == kNoTimeout ? timeout_ : timeout;
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
-      lock.unlock();
-      // gloo's wording ("Timed out"), which callers match on
-      std::string why = std::string(name_) + ": Timed out after " + std::to_string(limit.count()) +
-                        " ms (the operation's timeout)";
-      comm_->abort(why);
-      TORCH_CHECK(false, "grove: ", why, "; the communicator was aborted (every rank's pending "
-                  "and later operations on this process group fail)");
-    }
-    if (exception_) std::rethrow_exception(exception_);
+  if (!completesWithin(limit)) {
+    // gloo's wording ("Timed out"), which callers match on
+    std::string why = std::string(name_) + ": Timed out after " + std::to_string(limit.count()) +
+                      " ms (the operation's timeout)";
+    comm_->abort(why);
+    TORCH_CHECK(false, "grove: ", why, "; the communicator was aborted (every rank's pending "
+                "and later operations on this process group fail)");
   }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (exception_) std::rethrow_exception(exception_);
   return true;
 }
 
