@@ -2,6 +2,7 @@
 #include "comm.h"
 
 #include <climits>
+#include <cstring>
 #include <stdexcept>
 
 namespace grove::pytorch {
@@ -41,6 +42,29 @@ void SharedComm::destroy() {
 std::string SharedComm::abortReason() const {
   std::lock_guard<std::mutex> lock(mu_);
   return abortReason_;
+}
+
+groveComm_t joinGroup(const c10::intrusive_ptr<::c10d::Store>& store, const std::string& key, int rank,
+                      int size, const groveConfig_t& config, const std::string& what) {
+  groveUniqueId id;
+  if (rank == 0) {
+    groveResult_t r = groveGetUniqueId(&id);
+    TORCH_CHECK(r == groveSuccess, "grove: groveGetUniqueId failed: ", groveGetErrorString(r), " (",
+                groveGetLastError(nullptr), ")");
+    const auto* bytes = reinterpret_cast<const uint8_t*>(id.internal);
+    store->set(key, std::vector<uint8_t>(bytes, bytes + GROVE_UNIQUE_ID_BYTES));
+  } else {
+    std::vector<uint8_t> bytes = store->get(key);  // waits up to the store's timeout
+    TORCH_CHECK(bytes.size() == GROVE_UNIQUE_ID_BYTES, "grove: the store's ", key, " holds ",
+                bytes.size(), " bytes, expected ", GROVE_UNIQUE_ID_BYTES);
+    std::memcpy(id.internal, bytes.data(), GROVE_UNIQUE_ID_BYTES);
+  }
+  groveConfig_t copy = config;
+  groveComm_t comm = nullptr;
+  groveResult_t r = groveCommInitRankConfig(&comm, size, id, rank, &copy);
+  TORCH_CHECK(r == groveSuccess, "grove: joining ", what, " (rank ", rank, " of ", size,
+              ") failed: ", groveGetErrorString(r), " (", groveGetLastError(nullptr), ")");
+  return comm;
 }
 
 std::runtime_error groveFailure(const std::string& what, groveComm_t comm, groveResult_t result) {
@@ -104,9 +128,8 @@ void checkTensor(const at::Tensor& tensor, const char* op) {
   TORCH_CHECK(tensor.defined(), "grove: ", op, " got an undefined tensor");
   TORCH_CHECK(tensor.layout() == at::kStrided, "grove: ", op, " supports dense tensors only (got ",
               tensor.layout(), ")");
-  TORCH_CHECK(tensor.device().is_cpu(), "grove: ", op, " supports CPU tensors only (got a tensor on ",
-              tensor.device(), "); for CUDA tensors use torch's \"nccl\" backend with grove's "
-              "libnccl.so.2 preloaded (grove's docs/nccl-shim.md)");
+  TORCH_CHECK(tensor.device().is_cpu() || tensor.device().is_cuda(), "grove: ", op,
+              " supports CPU and CUDA tensors (got a tensor on ", tensor.device(), ")");
   groveTypeOf(tensor, op);
 }
 

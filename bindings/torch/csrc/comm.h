@@ -10,6 +10,7 @@
 #include <grove/grove.h>
 
 #include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
 #include <atomic>
@@ -58,6 +59,25 @@ class SharedComm {
   std::function<void(const std::string&)> abortHook_;  ///< under mu_
 };
 
+/// Where a job's grove calls go: the communicator and the stream argument
+/// (null on the host path, where calls block; the group's grove stream, a
+/// cudaStream_t, on the CUDA path, where they are queued on it).
+struct Exec {
+  const SharedComm* shared;  ///< the communicator (check() adds its abort reason)
+  groveStream_t stream;      ///< the stream argument of every call
+
+  /// The handle to pass to grove.
+  groveComm_t comm() const { return shared->get(); }
+  /// Throws when a call failed (see SharedComm::check).
+  void check(groveResult_t result, const char* what) const { shared->check(result, what); }
+};
+
+/// Joins a grove communicator of `size` ranks: rank 0 makes the unique id
+/// and publishes it in store under key, the others read it (waiting up to the
+/// store's timeout). Throws naming `what` on failure.
+groveComm_t joinGroup(const c10::intrusive_ptr<::c10d::Store>& store, const std::string& key, int rank,
+                      int size, const groveConfig_t& config, const std::string& what);
+
 /// The error of a failed grove call: "grove: <what> failed: <result text>
 /// (<grove's last error on comm>)".
 std::runtime_error groveFailure(const std::string& what, groveComm_t comm, groveResult_t result);
@@ -70,8 +90,8 @@ groveDataType_t groveTypeOf(const at::Tensor& tensor, const char* op);
 /// or/and); throws for the ops grove does not have.
 groveRedOp_t groveOpOf(const ::c10d::ReduceOp& op, const at::Tensor& tensor, const char* what);
 
-/// Checks that a tensor can be used: dense, on the CPU (CUDA tensors go
-/// through torch's nccl backend on grove's libnccl.so.2), with a dtype grove knows.
+/// Checks that a tensor can be used: dense, on the CPU or a CUDA device,
+/// with a dtype grove knows.
 void checkTensor(const at::Tensor& tensor, const char* op);
 
 /// Milliseconds as grove's int timeout field, clamped to its range (>= 1).

@@ -17,6 +17,13 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+// CUDA tensors (cuda_path.h) need c10::Stream::native_handle() (torch 2.5 on).
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+#define GROVE_TORCH_CUDA_PATH 1
+#else
+#define GROVE_TORCH_CUDA_PATH 0
+#endif
+
 namespace grove::pytorch {
 
 #if TORCH_VERSION_MAJOR >= 2

@@ -6,9 +6,44 @@
 #include <pybind11/chrono.h>
 #include <pybind11/pybind11.h>
 
+#include <execinfo.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
 namespace py = pybind11;
 
 namespace {
+
+// GROVE_TORCH_CRASH_TRACE=1: on a fatal signal, print the native stack
+// (module+offset per frame: addr2line -f -e <module> <offset> names it) to
+// stderr, then hand the signal to whoever had it before (Python's
+// faulthandler, say, which prints the Python stacks).
+struct sigaction previousActions[32];
+
+void crashTrace(int sig) {
+  const char head[] = "grove.torch: fatal signal, native stack:\n";
+  (void)!write(2, head, sizeof head - 1);
+  void* frames[64];
+  int n = backtrace(frames, 64);
+  backtrace_symbols_fd(frames, n, 2);
+  sigaction(sig, &previousActions[sig], nullptr);
+  raise(sig);
+}
+
+void installCrashTrace() {
+  const char* on = std::getenv("GROVE_TORCH_CRASH_TRACE");
+  if (!on || std::string(on) != "1") return;
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) {
+    struct sigaction act {};
+    act.sa_handler = crashTrace;
+    sigemptyset(&act.sa_mask);
+    act.sa_flags = SA_NODEFER | SA_RESETHAND;
+    sigaction(sig, &act, &previousActions[sig]);
+  }
+}
 
 // Blocking waits of the backend (its destructor joining the worker thread)
 // release the GIL when the caller holds it: the worker may need the GIL to
@@ -37,6 +72,7 @@ PYBIND11_MODULE(_C, m) {
   // The base class is registered by torch; make sure it is loaded.
   py::module_::import("torch.distributed");
   grove::pytorch::setBlockingScope(&withoutGil);
+  installCrashTrace();
 
   py::class_<ProcessGroupGrove, c10::intrusive_ptr<ProcessGroupGrove>, BackendBase>(m, "ProcessGroupGrove")
       .def(py::init([](const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
@@ -49,6 +85,7 @@ PYBIND11_MODULE(_C, m) {
            "profiling_name prefixes the profiler's events (\"grove:all_reduce\").");
 
   m.attr("TORCH_BACKEND_API") = grove::pytorch::kBackendApi;
+  m.attr("CUDA_TENSORS") = static_cast<bool>(GROVE_TORCH_CUDA_PATH);
   m.def(
       "grove_version",
       [] {

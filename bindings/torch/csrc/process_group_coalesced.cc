@@ -31,14 +31,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allgather_coalesced(
       outs.push_back(list[i]);
     }
   }
-  auto comm = comm_;
   std::vector<at::Tensor> ins = inputs;
   return enqueue(::c10d::OpType::ALLGATHER_COALESCED, name, outs, opTimeout(opts.timeout),
-                 [=] {
+                 [=](const Exec& x) {
                    at::Tensor flat = total > 0 ? concat(ins) : at::empty({0}, ins[0].options());
                    at::Tensor all = at::empty({n * total}, flat.options());
-                   comm->check(groveAllGather(flat.data_ptr(), all.data_ptr(), countOf(flat),
-                                              groveTypeOf(flat, name), comm->get(), nullptr),
+                   x.check(groveAllGather(flat.data_ptr(), all.data_ptr(), countOf(flat),
+                                              groveTypeOf(flat, name), x.comm(), x.stream),
                                name);
                    scatterBlocks(all, outs);
                  },
@@ -59,12 +58,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allgather_into_tensor_coales
     ins.push_back(inputs[i].contiguous());
     outs.push_back(Staged::of(outputs[i], false));
   }
-  auto comm = comm_;
   return enqueue(::c10d::OpType::COALESCED, name, outputs, opTimeout(opts.timeout),
-                 [=]() mutable {
+                 [=](const Exec& x) mutable {
                    for (size_t i = 0; i < ins.size(); ++i) {
-                     comm->check(groveAllGather(ins[i].data_ptr(), outs[i].ptr(), countOf(ins[i]),
-                                                groveTypeOf(ins[i], name), comm->get(), nullptr),
+                     x.check(groveAllGather(ins[i].data_ptr(), outs[i].ptr(), countOf(ins[i]),
+                                                groveTypeOf(ins[i], name), x.comm(), x.stream),
                                  name);
                      outs[i].copyBack();
                    }
@@ -88,12 +86,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::reduce_scatter_tensor_coales
     ins.push_back(inputs[i].contiguous());
     outs.push_back(Staged::of(outputs[i], false));
   }
-  auto comm = comm_;
   return enqueue(::c10d::OpType::COALESCED, name, outputs, opTimeout(opts.timeout),
-                 [=]() mutable {
+                 [=](const Exec& x) mutable {
                    for (size_t i = 0; i < ins.size(); ++i) {
-                     comm->check(groveReduceScatter(ins[i].data_ptr(), outs[i].ptr(), countOf(outs[i].buf),
-                                                    groveTypeOf(ins[i], name), ops[i], comm->get(), nullptr),
+                     x.check(groveReduceScatter(ins[i].data_ptr(), outs[i].ptr(), countOf(outs[i].buf),
+                                                    groveTypeOf(ins[i], name), ops[i], x.comm(), x.stream),
                                  name);
                      outs[i].copyBack();
                    }

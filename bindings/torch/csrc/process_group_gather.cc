@@ -14,8 +14,8 @@ namespace {
 // Runs `calls` (sends and receives) as one grove group; ends the group even
 // when a call throws, so grove's group nesting stays balanced.
 template <typename F>
-void runGroup(const SharedComm& comm, const char* name, F calls) {
-  comm.check(groveGroupStart(), name);
+void runGroup(const Exec& x, const char* name, F calls) {
+  x.check(groveGroupStart(), name);
   std::exception_ptr error;
   try {
     calls();
@@ -24,7 +24,7 @@ void runGroup(const SharedComm& comm, const char* name, F calls) {
   }
   groveResult_t end = groveGroupEnd();
   if (error) std::rethrow_exception(error);
-  comm.check(end, name);
+  x.check(end, name);
 }
 
 // Split sizes along dim 0: the given ones (checked), or an even split.
@@ -56,15 +56,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allgather(
   at::Tensor in = single(inputs, "allgather").contiguous();
   TORCH_CHECK(outputs.size() == 1, "grove: allgather takes one output list per process");
   checkList(outputs[0], in, getSize(), "allgather", "the output list");
-  auto comm = comm_;
   std::vector<at::Tensor> list = outputs[0];
   int n = getSize();
   return enqueue(
       ::c10d::OpType::ALLGATHER, "allgather", list, opTimeout(opts.timeout),
-      [=] {
+      [=](const Exec& x) {
         at::Tensor flat = flatOf(in, n);
-        comm->check(groveAllGather(in.data_ptr(), flat.data_ptr(), countOf(in),
-                                   groveTypeOf(in, "allgather"), comm->get(), nullptr),
+        x.check(groveAllGather(in.data_ptr(), flat.data_ptr(), countOf(in),
+                                   groveTypeOf(in, "allgather"), x.comm(), x.stream),
                     "allgather");
         scatterBlocks(flat, list);
       },
@@ -78,11 +77,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::_allgather_base(
   checkLike(output, input, input.numel() * getSize(), name, "the output");
   at::Tensor in = input.contiguous();
   Staged out = Staged::of(output, false);
-  auto comm = comm_;
   return enqueue(::c10d::OpType::_ALLGATHER_BASE, name, {output}, opTimeout(opts.timeout),
-                 [=]() mutable {
-                   comm->check(groveAllGather(in.data_ptr(), out.ptr(), countOf(in),
-                                              groveTypeOf(in, name), comm->get(), nullptr),
+                 [=](const Exec& x) mutable {
+                   x.check(groveAllGather(in.data_ptr(), out.ptr(), countOf(in),
+                                              groveTypeOf(in, name), x.comm(), x.stream),
                                name);
                    out.copyBack();
                  });
@@ -103,15 +101,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::gather(
     TORCH_CHECK(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()),
                 "grove: gather: only the root passes output tensors");
   }
-  auto comm = comm_;
   int n = getSize();
-  return enqueue(::c10d::OpType::GATHER, "gather", list, opTimeout(opts.timeout), [=] {
+  return enqueue(::c10d::OpType::GATHER, "gather", list, opTimeout(opts.timeout), [=](const Exec& x) {
     at::Tensor flat = isRoot ? flatOf(in, n) : at::Tensor();
-    comm->check(groveGather(in.data_ptr(), isRoot ? flat.data_ptr() : nullptr, countOf(in),
-                            groveTypeOf(in, "gather"), root, comm->get(), nullptr),
+    x.check(groveGather(in.data_ptr(), isRoot ? flat.data_ptr() : nullptr, countOf(in),
+                            groveTypeOf(in, "gather"), root, x.comm(), x.stream),
                 "gather");
     if (isRoot) scatterBlocks(flat, list);
-  });
+  }, {in});
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::scatter(
@@ -130,11 +127,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::scatter(
                 "grove: scatter: only the root passes input tensors");
   }
   Staged s = Staged::of(out, false);
-  auto comm = comm_;
-  return enqueue(::c10d::OpType::SCATTER, "scatter", {out}, opTimeout(opts.timeout), [=]() mutable {
+  return enqueue(::c10d::OpType::SCATTER, "scatter", {out}, opTimeout(opts.timeout), [=](const Exec& x) mutable {
     at::Tensor flat = isRoot ? concat(list) : at::Tensor();
-    comm->check(groveScatter(isRoot ? flat.data_ptr() : nullptr, s.ptr(), countOf(out),
-                             groveTypeOf(out, "scatter"), root, comm->get(), nullptr),
+    x.check(groveScatter(isRoot ? flat.data_ptr() : nullptr, s.ptr(), countOf(out),
+                             groveTypeOf(out, "scatter"), root, x.comm(), x.stream),
                 "scatter");
     s.copyBack();
   });
@@ -149,13 +145,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::reduce_scatter(
   groveRedOp_t op = groveOpOf(opts.reduceOp, out, "reduce_scatter");
   std::vector<at::Tensor> list = inputs[0];
   Staged s = Staged::of(out, false);
-  auto comm = comm_;
   return enqueue(::c10d::OpType::REDUCE_SCATTER, "reduce_scatter", {out}, opTimeout(opts.timeout),
-                 [=]() mutable {
+                 [=](const Exec& x) mutable {
                    at::Tensor flat = concat(list);
-                   comm->check(groveReduceScatter(flat.data_ptr(), s.ptr(), countOf(out),
+                   x.check(groveReduceScatter(flat.data_ptr(), s.ptr(), countOf(out),
                                                   groveTypeOf(out, "reduce_scatter"), op,
-                                                  comm->get(), nullptr),
+                                                  x.comm(), x.stream),
                                "reduce_scatter");
                    s.copyBack();
                  });
@@ -169,11 +164,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::_reduce_scatter_base(
   groveRedOp_t op = groveOpOf(opts.reduceOp, output, name);
   at::Tensor in = input.contiguous();
   Staged s = Staged::of(output, false);
-  auto comm = comm_;
   return enqueue(::c10d::OpType::_REDUCE_SCATTER_BASE, name, {output}, opTimeout(opts.timeout),
-                 [=]() mutable {
-                   comm->check(groveReduceScatter(in.data_ptr(), s.ptr(), countOf(s.buf),
-                                                  groveTypeOf(in, name), op, comm->get(), nullptr),
+                 [=](const Exec& x) mutable {
+                   x.check(groveReduceScatter(in.data_ptr(), s.ptr(), countOf(s.buf),
+                                                  groveTypeOf(in, name), op, x.comm(), x.stream),
                                name);
                    s.copyBack();
                  });
@@ -196,22 +190,21 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::alltoall_base(
   int64_t outRow = output.dim() == 0 || output.size(0) == 0 ? 0 : output.numel() / output.size(0);
   at::Tensor in = input.contiguous();
   Staged out = Staged::of(output, false);
-  auto comm = comm_;
-  return enqueue(::c10d::OpType::ALLTOALL_BASE, name, {output}, opTimeout(opts.timeout), [=]() mutable {
+  return enqueue(::c10d::OpType::ALLTOALL_BASE, name, {output}, opTimeout(opts.timeout), [=](const Exec& x) mutable {
     groveDataType_t type = groveTypeOf(in, name);
     if (even) {
-      comm->check(groveAlltoAll(in.data_ptr(), out.ptr(), countOf(in) / n, type, comm->get(), nullptr),
+      x.check(groveAlltoAll(in.data_ptr(), out.ptr(), countOf(in) / n, type, x.comm(), x.stream),
                   name);
     } else {
       auto* src = static_cast<char*>(in.data_ptr());
       auto* dst = static_cast<char*>(out.ptr());
       size_t elem = in.element_size();
-      runGroup(*comm, name, [&] {
+      runGroup(x, name, [&] {
         int64_t inOff = 0, outOff = 0;
         for (int peer = 0; peer < n; ++peer) {
           size_t sendCount = inSplits[peer] * inRow, recvCount = outSplits[peer] * outRow;
-          comm->check(groveSend(src + inOff * elem, sendCount, type, peer, comm->get(), nullptr), name);
-          comm->check(groveRecv(dst + outOff * elem, recvCount, type, peer, comm->get(), nullptr), name);
+          x.check(groveSend(src + inOff * elem, sendCount, type, peer, x.comm(), x.stream), name);
+          x.check(groveRecv(dst + outOff * elem, recvCount, type, peer, x.comm(), x.stream), name);
           inOff += sendCount;
           outOff += recvCount;
         }
@@ -236,14 +229,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::alltoall(std::vector<at::Ten
     ins.push_back(inputs[j].contiguous());
     outs.push_back(Staged::of(outputs[j], false));
   }
-  auto comm = comm_;
-  return enqueue(::c10d::OpType::ALLTOALL, name, outputs, opTimeout(opts.timeout), [=]() mutable {
+  return enqueue(::c10d::OpType::ALLTOALL, name, outputs, opTimeout(opts.timeout), [=](const Exec& x) mutable {
     groveDataType_t type = groveTypeOf(ins[0], name);
-    runGroup(*comm, name, [&] {
+    runGroup(x, name, [&] {
       for (int peer = 0; peer < n; ++peer) {
-        comm->check(groveSend(ins[peer].data_ptr(), countOf(ins[peer]), type, peer, comm->get(), nullptr),
+        x.check(groveSend(ins[peer].data_ptr(), countOf(ins[peer]), type, peer, x.comm(), x.stream),
                     name);
-        comm->check(groveRecv(outs[peer].ptr(), countOf(outs[peer].buf), type, peer, comm->get(), nullptr),
+        x.check(groveRecv(outs[peer].ptr(), countOf(outs[peer].buf), type, peer, x.comm(), x.stream),
                     name);
       }
     });

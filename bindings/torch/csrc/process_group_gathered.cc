@@ -24,17 +24,16 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allreduceSparse(
   TORCH_CHECK(opts.reduceOp.op_ == ::c10d::ReduceOp::SUM, "grove: ", name,
               " of sparse tensors supports SUM only");
   groveTypeOf(t._values(), name);
-  auto comm = comm_;
   const int n = getSize();
   at::Tensor tensor = t;
-  return enqueue(::c10d::OpType::ALLREDUCE, name, {t}, opTimeout(opts.timeout), [=]() mutable {
+  return enqueue(::c10d::OpType::ALLREDUCE, name, {t}, opTimeout(opts.timeout), [=](const Exec& x) mutable {
     at::Tensor in = tensor.coalesce();
     const int64_t sparseDim = in.sparse_dim();
     at::Tensor indices = in._indices().contiguous();  // [sparseDim, nnz]
     at::Tensor values = in._values().contiguous();    // [nnz, dense...]
     int64_t nnz = in._nnz();
     at::Tensor counts = at::empty({n}, at::kLong);
-    comm->check(groveAllGather(&nnz, counts.data_ptr(), 1, groveInt64, comm->get(), nullptr), name);
+    x.check(groveAllGather(&nnz, counts.data_ptr(), 1, groveInt64, x.comm(), x.stream), name);
     const int64_t most = counts.max().item<int64_t>();
     std::vector<int64_t> valueShape = values.sizes().vec();
     valueShape[0] = most;
@@ -49,11 +48,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allreduceSparse(
     allValShape.insert(allValShape.begin(), n);
     at::Tensor allIdx = at::empty(allIdxShape, at::kLong);
     at::Tensor allVal = at::empty(allValShape, values.options());
-    comm->check(groveAllGather(idxPad.data_ptr(), allIdx.data_ptr(), countOf(idxPad), groveInt64,
-                               comm->get(), nullptr),
+    x.check(groveAllGather(idxPad.data_ptr(), allIdx.data_ptr(), countOf(idxPad), groveInt64,
+                               x.comm(), x.stream),
                 name);
-    comm->check(groveAllGather(valPad.data_ptr(), allVal.data_ptr(), countOf(valPad),
-                               groveTypeOf(valPad, name), comm->get(), nullptr),
+    x.check(groveAllGather(valPad.data_ptr(), allVal.data_ptr(), countOf(valPad),
+                               groveTypeOf(valPad, name), x.comm(), x.stream),
                 name);
     std::vector<at::Tensor> idxParts, valParts;
     for (int r = 0; r < n; ++r) {
@@ -76,14 +75,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allreduceBitwise(
   const auto type = t.scalar_type();
   TORCH_CHECK(at::isIntegralType(type, /*includeBool=*/true), "grove: ", name,
               ": BAND, BOR and BXOR need integer or bool tensors (got ", type, ")");
-  auto comm = comm_;
   const int n = getSize();
   at::Tensor tensor = t;
-  return enqueue(::c10d::OpType::ALLREDUCE, name, {t}, opTimeout(opts.timeout), [=]() mutable {
+  return enqueue(::c10d::OpType::ALLREDUCE, name, {t}, opTimeout(opts.timeout), [=](const Exec& x) mutable {
     at::Tensor in = tensor.contiguous();
     at::Tensor all = at::empty({n, in.numel()}, in.options());
-    comm->check(groveAllGather(in.data_ptr(), all.data_ptr(), countOf(in), groveTypeOf(in, name),
-                               comm->get(), nullptr),
+    x.check(groveAllGather(in.data_ptr(), all.data_ptr(), countOf(in), groveTypeOf(in, name),
+                               x.comm(), x.stream),
                 name);
     at::Tensor acc = all[0].clone();
     for (int r = 1; r < n; ++r) {

@@ -62,26 +62,10 @@ c10::intrusive_ptr<ProcessGroupGrove> ProcessGroupGrove::create(
   TORCH_CHECK(store, "grove: the process group needs a store");
   TORCH_CHECK(size >= 1 && rank >= 0 && rank < size, "grove: rank ", rank,
               " out of range for a group of ", size);
-  groveUniqueId id;
-  if (rank == 0) {
-    groveResult_t r = groveGetUniqueId(&id);
-    TORCH_CHECK(r == groveSuccess, "grove: groveGetUniqueId failed: ", groveGetErrorString(r), " (",
-                groveGetLastError(nullptr), ")");
-    const auto* bytes = reinterpret_cast<const uint8_t*>(id.internal);
-    store->set(kUniqueIdKey, std::vector<uint8_t>(bytes, bytes + GROVE_UNIQUE_ID_BYTES));
-  } else {
-    std::vector<uint8_t> bytes = store->get(kUniqueIdKey);  // waits up to the store's timeout
-    TORCH_CHECK(bytes.size() == GROVE_UNIQUE_ID_BYTES, "grove: the store's ", kUniqueIdKey, " holds ",
-                bytes.size(), " bytes, expected ", GROVE_UNIQUE_ID_BYTES);
-    std::memcpy(id.internal, bytes.data(), GROVE_UNIQUE_ID_BYTES);
-  }
   groveConfig_t config = GROVE_CONFIG_INITIALIZER;
   config.timeoutMs = timeoutMsOf(commTimeoutOf(timeout));
   config.commName = "torch";
-  groveComm_t comm = nullptr;
-  groveResult_t r = groveCommInitRankConfig(&comm, size, id, rank, &config);
-  TORCH_CHECK(r == groveSuccess, "grove: joining the communicator (rank ", rank, " of ", size,
-              ") failed: ", groveGetErrorString(r), " (", groveGetLastError(nullptr), ")");
+  groveComm_t comm = joinGroup(store, kUniqueIdKey, rank, size, config, "the communicator");
   return c10::make_intrusive<ProcessGroupGrove>(store, rank, size, comm, timeout, profilingName);
 }
 
@@ -95,14 +79,31 @@ ProcessGroupGrove::ProcessGroupGrove(const c10::intrusive_ptr<::c10d::Store>& st
       p2p_(std::make_shared<P2P>(store, rank, size, std::min(timeout, std::chrono::milliseconds(5000)))),
       profilingName_(profilingName) {
   std::weak_ptr<P2P> p2p = p2p_;
+#if GROVE_TORCH_CUDA_PATH
+  std::weak_ptr<SharedComm> host = comm_;
+  cuda_ = std::make_shared<CudaComms>(store, rank, size, commTimeoutOf(timeout),
+                                      [host](const std::string& why) {
+                                        if (auto h = host.lock()) h->abort(why);
+                                      });
+  std::weak_ptr<CudaComms> cuda = cuda_;
+  comm_->setAbortHook([p2p, cuda](const std::string& why) {
+    if (auto p = p2p.lock()) p->abort(why);
+    if (auto c = cuda.lock()) c->abort(why);
+  });
+#else
   comm_->setAbortHook([p2p](const std::string& why) {
     if (auto p = p2p.lock()) p->abort(why);
   });
+#endif
 }
 
 ProcessGroupGrove::~ProcessGroupGrove() {
   queue_.stop();
   runBlocking([this] { p2p_->stop(); });
+#if GROVE_TORCH_CUDA_PATH
+  // Waits for the GPU work in flight (unless a Work still holds it).
+  runBlocking([this] { cuda_.reset(); });
+#endif
   comm_->destroy();
 }
 
@@ -132,9 +133,33 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::enqueue(::c10d::OpType type,
                                                             std::chrono::milliseconds timeout,
                                                             Job job,
                                                             const std::vector<at::Tensor>& inputs) {
+  for (const std::vector<at::Tensor>* list : std::initializer_list<const std::vector<at::Tensor>*>{&outputs, &inputs})
+    for (const auto& t : *list)
+      if (t.defined() && t.is_cuda())
+        return enqueueCuda(type, name, std::move(outputs), timeout, std::move(job), inputs, t.device(),
+                           kCollectiveLane);
   auto work = newWork(type, name, std::move(outputs), timeout, inputs);
-  queue_.push(work, std::move(job));
+  auto comm = comm_;
+  queue_.push(work, [job = std::move(job), comm] { job(Exec{comm.get(), nullptr}); });
   return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::enqueueCuda(
+    ::c10d::OpType type, const char* name, std::vector<at::Tensor> outputs,
+    std::chrono::milliseconds timeout, Job job, const std::vector<at::Tensor>& inputs,
+    const c10::Device& device, CudaLane lane, bool blocksHost) {
+#if GROVE_TORCH_CUDA_PATH
+  using T = ::c10d::OpType;
+  if (type != T::SEND && type != T::RECV && type != T::RECVANYSOURCE) seq_.fetch_add(1);
+  cuda_->bind(device);
+  CudaComms::Op op{type, name, profilingTitle(profilingName_, type), std::move(outputs), inputs, timeout,
+                   lane, blocksHost};
+  return cuda_->run(getRank(), std::move(op), std::move(job));
+#else
+  TORCH_CHECK(false, "grove: ", name, ": CUDA tensors need grove.torch built against torch 2.5 or "
+              "later (this one was built against torch ", TORCH_VERSION_MAJOR, ".",
+              TORCH_VERSION_MINOR, ")");
+#endif
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::broadcast(std::vector<at::Tensor>& tensors,
@@ -142,11 +167,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::broadcast(std::vector<at::Te
   at::Tensor t = single(tensors, "broadcast");
   int root = checkRoot(opts.rootRank, "broadcast");
   TORCH_CHECK(opts.rootTensor == 0, "grove: broadcast: rootTensor must be 0 (one tensor per process)");
-  auto comm = comm_;
   Staged s = Staged::of(t, getRank() == root);
-  return enqueue(::c10d::OpType::BROADCAST, "broadcast", {t}, opTimeout(opts.timeout), [=]() mutable {
-    comm->check(groveBroadcast(s.ptr(), s.ptr(), countOf(t), groveTypeOf(t, "broadcast"), root,
-                               comm->get(), nullptr),
+  return enqueue(::c10d::OpType::BROADCAST, "broadcast", {t}, opTimeout(opts.timeout), [=](const Exec& x) mutable {
+    x.check(groveBroadcast(s.ptr(), s.ptr(), countOf(t), groveTypeOf(t, "broadcast"), root,
+                               x.comm(), x.stream),
                 "broadcast");
     s.copyBack();
   });
@@ -164,11 +188,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allreduce(std::vector<at::Te
     return allreduceBitwise(tensors[0], opts);
   at::Tensor t = single(tensors, "allreduce");
   groveRedOp_t op = groveOpOf(opts.reduceOp, t, "allreduce");
-  auto comm = comm_;
   Staged s = Staged::of(t, true);
-  return enqueue(::c10d::OpType::ALLREDUCE, "allreduce", {t}, opTimeout(opts.timeout), [=]() mutable {
-    comm->check(groveAllReduce(s.ptr(), s.ptr(), countOf(t), groveTypeOf(t, "allreduce"), op,
-                               comm->get(), nullptr),
+  return enqueue(::c10d::OpType::ALLREDUCE, "allreduce", {t}, opTimeout(opts.timeout), [=](const Exec& x) mutable {
+    x.check(groveAllReduce(s.ptr(), s.ptr(), countOf(t), groveTypeOf(t, "allreduce"), op,
+                               x.comm(), x.stream),
                 "allreduce");
     s.copyBack();
   });
@@ -180,14 +203,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allreduce_coalesced(
   TORCH_CHECK(!tensors.empty(), "grove: ", name, " needs at least one tensor");
   for (const auto& t : tensors) checkLike(t, tensors[0], t.numel(), name, "every tensor");
   groveRedOp_t op = groveOpOf(opts.reduceOp, tensors[0], name);
-  auto comm = comm_;
   std::vector<at::Tensor> list = tensors;
-  return enqueue(::c10d::OpType::ALLREDUCE_COALESCED, name, list, opTimeout(opts.timeout), [=] {
+  return enqueue(::c10d::OpType::ALLREDUCE_COALESCED, name, list, opTimeout(opts.timeout), [=](const Exec& x) {
     std::vector<at::Tensor> flatParts;
     for (const auto& t : list) flatParts.push_back(t.reshape({-1}));
     at::Tensor flat = at::cat(flatParts);
-    comm->check(groveAllReduce(flat.data_ptr(), flat.data_ptr(), countOf(flat),
-                               groveTypeOf(flat, name), op, comm->get(), nullptr),
+    x.check(groveAllReduce(flat.data_ptr(), flat.data_ptr(), countOf(flat),
+                               groveTypeOf(flat, name), op, x.comm(), x.stream),
                 name);
     int64_t offset = 0;
     for (const auto& t : list) {
@@ -203,11 +225,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::reduce(std::vector<at::Tenso
   int root = checkRoot(opts.rootRank, "reduce");
   TORCH_CHECK(opts.rootTensor == 0, "grove: reduce: rootTensor must be 0 (one tensor per process)");
   groveRedOp_t op = groveOpOf(opts.reduceOp, t, "reduce");
-  auto comm = comm_;
   Staged s = Staged::of(t, true);
-  return enqueue(::c10d::OpType::REDUCE, "reduce", {t}, opTimeout(opts.timeout), [=]() mutable {
-    comm->check(groveReduce(s.ptr(), s.ptr(), countOf(t), groveTypeOf(t, "reduce"), op, root,
-                            comm->get(), nullptr),
+  return enqueue(::c10d::OpType::REDUCE, "reduce", {t}, opTimeout(opts.timeout), [=](const Exec& x) mutable {
+    x.check(groveReduce(s.ptr(), s.ptr(), countOf(t), groveTypeOf(t, "reduce"), op, root,
+                            x.comm(), x.stream),
                 "reduce");
     s.copyBack();
   });
@@ -218,6 +239,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::send(std::vector<at::Tensor>
   at::Tensor t = single(tensors, "send");
   int peer = checkRoot(dstRank, "send");
   TORCH_CHECK(peer != getRank(), "grove: send: rank ", peer, " is this rank");
+  if (t.is_cuda()) {
+    Staged s = Staged::of(t, true);
+    return enqueueCuda(::c10d::OpType::SEND, "send", {t}, timeout_, [=](const Exec& x) {
+      x.check(groveSend(s.ptr(), countOf(t), groveTypeOf(t, "send"), peer, x.comm(), x.stream), "send");
+    }, {}, t.device(), peer > getRank() ? kUpwardLane : kDownwardLane);
+  }
   auto work = newWork(::c10d::OpType::SEND, "send", {t}, timeout_);
   p2p_->send(work, Staged::of(t, true), peer, tag);
   return work;
@@ -228,6 +255,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::recv(std::vector<at::Tensor>
   at::Tensor t = single(tensors, "recv");
   int peer = checkRoot(srcRank, "recv");
   TORCH_CHECK(peer != getRank(), "grove: recv: rank ", peer, " is this rank");
+  if (t.is_cuda()) {
+    Staged s = Staged::of(t, false);
+    return enqueueCuda(::c10d::OpType::RECV, "recv", {t}, timeout_, [=](const Exec& x) mutable {
+      x.check(groveRecv(s.ptr(), countOf(t), groveTypeOf(t, "recv"), peer, x.comm(), x.stream), "recv");
+      s.copyBack();
+    }, {}, t.device(), peer < getRank() ? kUpwardLane : kDownwardLane);
+  }
   auto work = newWork(::c10d::OpType::RECV, "recv", {t}, timeout_);
   p2p_->recv(work, Staged::of(t, false), peer, tag);
   return work;
@@ -237,6 +271,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::recvAnysource(std::vector<at
                                                                   int tag) {
   at::Tensor t = single(tensors, "recv");
   TORCH_CHECK(getSize() > 1, "grove: recv from any source needs another rank");
+  TORCH_CHECK(!t.is_cuda(), "grove: recv from any source takes CPU tensors (a CUDA recv names its "
+              "source rank, as with NCCL)");
   auto work = newWork(::c10d::OpType::RECVANYSOURCE, "recv", {t}, timeout_);
   p2p_->recv(work, Staged::of(t, false), -1, tag);
   return work;
@@ -315,10 +351,26 @@ void ProcessGroupGrove::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::barrier(const ::c10d::BarrierOptions& opts) {
-  auto comm = comm_;
-  return enqueue(::c10d::OpType::BARRIER, "barrier", {}, opTimeout(opts.timeout), [=] {
+#if TORCH_VERSION_MAJOR >= 2
+  // On a GPU when torch asks for one (barrier(device_ids=...), a bound
+  // device): a one-byte all-reduce on the CUDA communicator, after the work
+  // queued so far, whose wait() blocks the host, as NCCL's barrier does.
+  std::optional<at::Device> device = opts.device;
+  if (!opts.device_ids.empty()) device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(opts.device_ids[0]));
+  if (device && device->is_cuda()) {
+    at::Tensor token = at::zeros({1}, at::TensorOptions().dtype(at::kByte).device(*device));
+    return enqueueCuda(::c10d::OpType::BARRIER, "barrier", {token}, opTimeout(opts.timeout),
+                       [=](const Exec& x) {
+                         x.check(groveAllReduce(token.data_ptr(), token.data_ptr(), 1, groveUint8,
+                                                groveMax, x.comm(), x.stream),
+                                 "barrier");
+                       },
+                       {}, *device, kCollectiveLane, /*blocksHost=*/true);
+  }
+#endif
+  return enqueue(::c10d::OpType::BARRIER, "barrier", {}, opTimeout(opts.timeout), [=](const Exec& x) {
     uint8_t token = 0;
-    comm->check(groveAllReduce(&token, &token, 1, groveUint8, groveMax, comm->get(), nullptr),
+    x.check(groveAllReduce(&token, &token, 1, groveUint8, groveMax, x.comm(), x.stream),
                 "barrier");
   });
 }

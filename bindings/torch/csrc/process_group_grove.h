@@ -14,10 +14,17 @@
 // all-reduce. send/recv do not go through the queue: they run on their own
 // per-direction links (p2p.h), so that they complete in any posting order,
 // as gloo's do.
+//
+// CUDA tensors take the same job code down another path (cuda_path.h): the
+// job runs at once on the calling thread, queued on a grove CUDA
+// communicator's stream after the caller's current stream's work (NCCL's
+// semantics); send and recv of CUDA tensors match in posting order per pair
+// of ranks, tags aside, as NCCL's do.
 #pragma once
 
 #include "comm.h"
 #include "compat.h"
+#include "cuda_path.h"
 #include "p2p.h"
 #include "work.h"
 
@@ -135,11 +142,21 @@ class ProcessGroupGrove : public BackendBase {
                                         std::vector<at::Tensor> outputs,
                                         std::chrono::milliseconds timeout,
                                         const std::vector<at::Tensor>& inputs = {});
-  /// Makes the Work of one operation and queues its job.
+  /// Makes the Work of one operation and queues its job: on the host
+  /// worker, or on the CUDA path when its tensors are on a GPU.
   c10::intrusive_ptr<::c10d::Work> enqueue(::c10d::OpType type, const char* name,
                                            std::vector<at::Tensor> outputs,
                                            std::chrono::milliseconds timeout, Job job,
                                            const std::vector<at::Tensor>& inputs = {});
+  /// Runs a job on the CUDA path, on `device`'s `lane` (throws where the
+  /// extension was built without it). blocksHost: wait() also blocks the
+  /// host (barrier).
+  c10::intrusive_ptr<::c10d::Work> enqueueCuda(::c10d::OpType type, const char* name,
+                                               std::vector<at::Tensor> outputs,
+                                               std::chrono::milliseconds timeout, Job job,
+                                               const std::vector<at::Tensor>& inputs,
+                                               const c10::Device& device, CudaLane lane,
+                                               bool blocksHost = false);
   /// All-reduce by gathering every rank's tensor and combining them here,
   /// for what grove has no reduction for: sparse tensors (sum) and bitwise
   /// and/or/xor of integers (process_group_gathered.cc).
@@ -155,6 +172,9 @@ class ProcessGroupGrove : public BackendBase {
   std::shared_ptr<P2P> p2p_;           ///< send and recv (aborted with comm_)
   std::string profilingName_;          ///< "grove", or the name torch knows us by
   std::atomic<uint64_t> seq_{0};       ///< collectives issued
+#if GROVE_TORCH_CUDA_PATH
+  std::shared_ptr<CudaComms> cuda_;    ///< CUDA tensors' communicators (joined on first use)
+#endif
   OpQueue queue_;  ///< last member: its thread stops before the others go
 };
 

@@ -48,6 +48,8 @@ inline void checkLike(const at::Tensor& t, const at::Tensor& ref, int64_t numel,
   checkTensor(t, op);
   TORCH_CHECK(t.scalar_type() == ref.scalar_type(), "grove: ", op, ": ", what, " has dtype ",
               t.scalar_type(), ", expected ", ref.scalar_type());
+  TORCH_CHECK(t.device() == ref.device(), "grove: ", op, ": ", what, " is on ", t.device(),
+              ", expected ", ref.device());
   TORCH_CHECK(t.numel() == numel, "grove: ", op, ": ", what, " has ", t.numel(),
               " elements, expected ", numel);
 }

@@ -77,7 +77,7 @@ OpQueue::OpQueue() : state_(std::make_shared<State>()), thread_(&OpQueue::loop, 
 
 OpQueue::~OpQueue() { stop(); }
 
-void OpQueue::push(c10::intrusive_ptr<GroveWork> work, Job job) {
+void OpQueue::push(c10::intrusive_ptr<GroveWork> work, Task job) {
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     if (!state_->stopping) {

@@ -77,8 +77,8 @@ class GroveWork : public ::c10d::Work {
   std::atomic<int> source_{-1};                     ///< a receive's source, once known
 };
 
-/// A job: the grove calls of one operation, run on the worker thread.
-using Job = std::function<void()>;
+/// What the worker runs for one operation: its grove calls on the host.
+using Task = std::function<void()>;
 
 /// Runs a blocking wait (fn) so that other threads can make progress: the
 /// Python module installs one that releases the GIL when the caller holds
@@ -100,7 +100,7 @@ class OpQueue {
   OpQueue& operator=(const OpQueue&) = delete;
 
   /// Queues job; work completes when it returns (or fails with its error).
-  void push(c10::intrusive_ptr<GroveWork> work, Job job);
+  void push(c10::intrusive_ptr<GroveWork> work, Task task);
   /// Runs what is queued and joins the thread; later pushes fail their Work.
   void stop();
 
@@ -108,7 +108,7 @@ class OpQueue {
   /// A queued operation.
   struct Entry {
     c10::intrusive_ptr<GroveWork> work;  ///< completed when job returns
-    Job job;                             ///< the grove calls
+    Task job;                            ///< the grove calls
   };
   /// What the worker shares with the queue (it may outlive the queue when
   /// the last reference to a group goes from the worker thread itself).

@@ -8,8 +8,10 @@ Importing this package registers the backend, so that
 and DistributedDataParallel work with no other change. Ranks meet through the
 c10d store torch gives the backend (rank 0 publishes grove's unique id), so
 every init_method torch supports (env://, tcp://, file://, torchrun) works.
-Tensors must be on the CPU; for CUDA tensors, torch's own "nccl" backend runs
-on grove through grove's libnccl.so.2 (docs/nccl-shim.md).
+Tensors may be on the CPU or on a CUDA device (torch >= 2.5): operations on
+CUDA tensors are queued on a grove stream after the work already on the
+caller's current stream, as with torch's "nccl" backend, and Work.wait()
+makes the caller's stream wait without blocking the host.
 """
 import datetime
 
@@ -42,7 +44,8 @@ def _register():
     if _C.TORCH_BACKEND_API:
         # torch >= 2: the creator returns a Backend that torch wraps; say
         # which devices it serves.
-        _dist.Backend.register_backend(BACKEND_NAME, _create, devices=["cpu"])
+        devices = ["cpu", "cuda"] if _C.CUDA_TENSORS else ["cpu"]
+        _dist.Backend.register_backend(BACKEND_NAME, _create, devices=devices)
     else:
         _dist.Backend.register_backend(BACKEND_NAME, _create)
 
