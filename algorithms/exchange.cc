@@ -121,20 +121,33 @@ Program buildAlltoAll(const CollArgs& a, const PlanParams& p) {
   const uint64_t es = detail::checkArgs(a, p, "alltoall");
   const uint64_t bytes = a.count * es;
   const Cut cut = cutOf(a, p, es);
-  if (a.inPlace) throwInvalidArgument("alltoall: sendbuff and recvbuff must not overlap");
   Program prog;
   prog.algo = "direct";
   if (bytes == 0) return prog;
+  // In place (NCCL allows it): the blocks that leave are first copied to
+  // scratch, so that the receives may overwrite them; the own block stays.
+  Buf from = Buf::kInput;
+  if (a.inPlace) {
+    Phase stage;
+    for (int i = 1; i < a.nranks; ++i) {
+      const int q = modRank(a.rank + i, a.nranks);
+      addCopy(stage, ref(Buf::kInput, blockAt(q, bytes)), ref(Buf::kScratch, blockAt(q, bytes)), bytes);
+    }
+    detail::addPhase(prog, std::move(stage));
+    prog.scratchBytes = static_cast<uint64_t>(a.nranks) * bytes;
+    from = Buf::kScratch;
+  }
   Phase phase;
   for (int i = 1; i < a.nranks; ++i) {
     const int q = modRank(a.rank + i, a.nranks);
-    addSend(phase, q, ref(Buf::kInput, blockAt(q, bytes)), cut);
+    addSend(phase, q, ref(from, blockAt(q, bytes)), cut);
   }
   for (int i = 1; i < a.nranks; ++i) {
     const int q = modRank(a.rank - i, a.nranks);
     addRecv(phase, q, ref(Buf::kOutput, blockAt(q, bytes)), cut);
   }
-  addCopy(phase, ref(Buf::kInput, blockAt(a.rank, bytes)), ref(Buf::kOutput, blockAt(a.rank, bytes)), bytes);
+  if (!a.inPlace)
+    addCopy(phase, ref(Buf::kInput, blockAt(a.rank, bytes)), ref(Buf::kOutput, blockAt(a.rank, bytes)), bytes);
   detail::addPhase(prog, std::move(phase));
   return prog;
 }

@@ -255,9 +255,12 @@ GROVE_API groveResult_t groveAlltoAll(const void* sendbuff, void* recvbuff, size
     checkBuffer(sendbuff, total, "sendbuff");
     checkBuffer(recvbuff, total, "recvbuff");
     if (total == 0) return;
-    if (overlaps(sendbuff, total, recvbuff, total))
-      grove::throwInvalidArgument("sendbuff and recvbuff of an all-to-all must not overlap");
-    run(c, argsOf(plan::Coll::kAlltoAll, c, count, datatype, groveSum, -1), sendbuff, recvbuff);
+    auto a = argsOf(plan::Coll::kAlltoAll, c, count, datatype, groveSum, -1);
+    a.inPlace = sendbuff == recvbuff;
+    if (!a.inPlace && overlaps(sendbuff, total, recvbuff, total))
+      grove::throwInvalidArgument(
+          "sendbuff and recvbuff of an all-to-all must be the same buffer (in place) or not overlap");
+    run(c, a, sendbuff, recvbuff);
   });
 }
 

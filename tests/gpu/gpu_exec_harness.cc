@@ -61,7 +61,8 @@ void layOut(const ExecCase& c, int r, RankCall& rc, uint64_t& sizeA, uint64_t& s
   const uint64_t blk = c.count * dtypeSize(c.dtype), all = blk * c.nranks;
   const bool root = r == c.root;
   sizeB = 0;
-  if (c.inPlace && (c.coll == Coll::kAllReduce || c.coll == Coll::kBroadcast || c.coll == Coll::kReduce)) {
+  if (c.inPlace && (c.coll == Coll::kAllReduce || c.coll == Coll::kBroadcast || c.coll == Coll::kReduce ||
+                    c.coll == Coll::kAlltoAll)) {
     sizeA = std::max(sz.input, sz.output);
   } else if (c.inPlace && (c.coll == Coll::kAllGather || (c.coll == Coll::kGather && root))) {
     sizeA = all;

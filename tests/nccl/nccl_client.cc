@@ -23,6 +23,18 @@
 #include <string>
 #include <vector>
 
+// The host side of NCCL's device API (nccl_device.h, which needs CUDA's
+// headers): declared here with its C layout.
+extern "C" {
+struct ClientTeam {
+  int nRanks, rank, stride;
+};
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const void* reqs, void* outDevComm);
+ClientTeam ncclTeamWorld(ncclComm_t comm);
+ClientTeam ncclTeamLsa(ncclComm_t comm);
+int ncclTeamRankToWorld(ncclComm_t comm, ClientTeam team, int rank);
+}
+
 namespace {
 
 int rank = 0, nranks = 1, checks = 0, failures = 0;
@@ -155,6 +167,12 @@ void dataMovement(ncclComm_t comm, size_t count) {
   for (int r = 0; r < nranks; ++r)
     for (size_t i = 0; i < count; ++i) good &= got[r * count + i] == v(r, i) + rank;
   expect(good, "alltoall" + size);
+  // in place, as nccl-tests runs it
+  ok(ncclAlltoAll(a2a.data(), a2a.data(), count, t, comm, nullptr), "alltoall in place", comm);
+  good = true;
+  for (int r = 0; r < nranks; ++r)
+    for (size_t i = 0; i < count; ++i) good &= a2a[r * count + i] == v(r, i) + rank;
+  expect(good, "alltoall in place" + size);
 
   const int groot = 1 % nranks;
   std::fill(got.begin(), got.end(), -1.0f);
@@ -292,6 +310,15 @@ void lifecycle(ncclComm_t comm) {
   ok(ncclGroupStart(), "group start");
   expect(ncclGroupSimulateEnd(&sim) == ncclInvalidUsage, "group simulate end is refused");
   ok(ncclGroupEnd(), "group end after simulate");
+  // the device API is linked by clients that do not use it: present,
+  // refusing what needs device resources, answering team queries
+  char devComm[256] = {};
+  expect(ncclDevCommCreate(comm, nullptr, devComm) == ncclInvalidUsage, "device communicators are refused");
+  expect(std::strstr(ncclGetLastError(comm), "device API") != nullptr, "the refusal names the device API");
+  ClientTeam world = ncclTeamWorld(comm);
+  expect(world.nRanks == nranks && world.rank == rank && world.stride == 1, "the world team");
+  expect(ncclTeamRankToWorld(comm, world, nranks - 1) == nranks - 1, "team rank to world rank");
+  expect(ncclTeamLsa(comm).nRanks == 1, "no load/store peers");
 }
 
 // Non-blocking init (config.blocking = 0): ncclInProgress until ready.

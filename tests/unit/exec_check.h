@@ -136,7 +136,8 @@ inline void layout(const CallRun& x, int r, Memory& m) {
   const uint64_t es = dtypeSize(x.dtype), blk = x.count * es, all = blk * x.nranks;
   const BufferSizes sz = bufferSizesFor(argsOf(x, r));
   const bool root = r == x.root;
-  if (x.inPlace && (x.coll == Coll::kAllReduce || x.coll == Coll::kBroadcast || x.coll == Coll::kReduce)) {
+  if (x.inPlace && (x.coll == Coll::kAllReduce || x.coll == Coll::kBroadcast || x.coll == Coll::kReduce ||
+                    x.coll == Coll::kAlltoAll)) {
     m.a.assign(std::max(sz.input, sz.output) + 1, 0xCD);
     m.in = m.out = m.a.data();
   } else if (x.inPlace && (x.coll == Coll::kAllGather || (x.coll == Coll::kGather && root))) {
