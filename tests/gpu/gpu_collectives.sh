@@ -8,6 +8,8 @@
 #    check results, not speed.
 #  - in 2 threads of one process (-t 2), whose kernels do run concurrently,
 #    over cuda_p2p: every dtype and op.
+# GROVE_GPU_QUICK=1 keeps a short set: every collective in 2 threads (float,
+# sum, every op for all_reduce) and in 2 processes over cuda_p2p.
 # Exits 77 (ctest: Skipped) without a GPU.
 # Usage: gpu_collectives.sh <grove-launch> <folder of the perf binaries>
 set -u
@@ -37,6 +39,15 @@ check() {
     echo "ok   $what"
   fi
 }
+if [ "${GROVE_GPU_QUICK:-0}" = 1 ]; then
+  for coll in $colls; do
+    check "$coll 2 threads over cuda_p2p" cuda_p2p \
+      "$bin/${coll}_perf" -t 2 -b 8 -e 4M -f 16 -d float -o all -n 2 -w 1 -c 1
+    check "$coll n=2 over cuda_p2p" cuda_p2p \
+      "$launch" -n 2 --timeout 120 -- "$bin/${coll}_perf" -b 8 -e 4M -f 64 -d float -o sum -n 2 -w 1 -c 1
+  done
+  exit $failed
+fi
 for disable in 0 1; do
   want=cuda_p2p
   [ "$disable" = 1 ] && want=host_staged
