@@ -19,7 +19,8 @@ void SharedComm::abort(const std::string& why) {
     abortReason_ = why;
     aborted_.store(true);
     // grove stops the running call (it sees the abort at its next wait), tells
-    // the other ranks, and keeps the handle valid: later calls on it fail.
+    // the other ranks, and frees the handle: later calls with it fail with
+    // grove's "destroyed" error (it remembers the handles it freed lately).
     groveCommAbort(comm_);
     destroyed_ = true;
     hook = std::move(abortHook_);

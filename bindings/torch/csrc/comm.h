@@ -51,7 +51,7 @@ class SharedComm {
   void check(groveResult_t result, const char* what) const;
 
  private:
-  groveComm_t comm_;                 ///< the handle (grove keeps it valid after abort)
+  groveComm_t comm_;                 ///< the handle (after abort grove refuses it: "destroyed")
   mutable std::mutex mu_;            ///< orders abort and destroy
   std::atomic<bool> aborted_{false}; ///< abort() ran
   bool destroyed_ = false;           ///< abort() or destroy() ran (under mu_)

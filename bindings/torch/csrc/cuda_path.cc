@@ -8,6 +8,7 @@
 
 #include <ATen/core/jit_type.h>
 
+#include <algorithm>
 #include <thread>
 
 namespace grove::pytorch {
@@ -39,7 +40,9 @@ CudaComms::~CudaComms() {
   std::deque<InFlight> left;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    left.swap(inFlight_);
+    for (auto& lane : inFlight_)
+      for (auto& f : lane) left.push_back(std::move(f));
+    for (auto& lane : inFlight_) lane.clear();
   }
   // The GPU may still read or write the tensors the jobs hold; after an
   // abort the kernels have returned (grove ends them), so this ends too.
@@ -62,7 +65,11 @@ void CudaComms::bind(const c10::Device& device) {
                 ". Use one CUDA device per process and group, as with NCCL");
     return;
   }
+  TORCH_CHECK(abortedBefore_.empty(), "grove: the process group was aborted: ", abortedBefore_);
+  TORCH_CHECK(!bindFailed_, "grove: joining the group's CUDA communicators failed before; the "
+              "group cannot carry CUDA tensors");
   TORCH_CHECK(device.has_index(), "grove: a CUDA tensor without a device index");
+  bindFailed_ = true;  // until every lane is joined
   groveConfig_t config = GROVE_CONFIG_INITIALIZER;
   config.deviceKind = groveDeviceCuda;
   config.device = device.index();
@@ -81,6 +88,41 @@ void CudaComms::bind(const c10::Device& device) {
     streams_[lane] = cudaImpl().getStreamFromGlobalPool(device, /*isHighPriority=*/false);
   }
   device_ = device;
+  openPointToPoint();
+  bindFailed_ = false;
+}
+
+// A group per point-to-point lane in which every rank sends to and receives
+// from every peer that lane links it with, big enough to open all the
+// channels grove cuts a send/recv into (one per 512 KiB, at most 16, at most
+// 64 / (2 (n - 1)) per op: architecture.md, P2PSplit), so no later send or
+// recv opens a ring and waits for its peer there.
+void CudaComms::openPointToPoint() {
+  if (size_ < 2) return;
+  const int64_t perPeer = std::max<int64_t>(
+      512 << 10, std::min<int64_t>(8 << 20, (int64_t{64} << 20) / (size_ - 1)) / (512 << 10) * (512 << 10));
+  at::Tensor out = at::zeros({(size_ - 1) * perPeer}, at::TensorOptions().dtype(at::kByte).device(*device_));
+  at::Tensor in = at::empty_like(out);
+  for (int lane = kUpwardLane; lane <= kDownwardLane; ++lane) {
+    c10::StreamGuard onLane(*streams_[lane]);
+    Exec x{comms_[lane].get(), streams_[lane]->native_handle()};
+    x.check(groveGroupStart(), "opening the point-to-point rings");
+    groveResult_t first = groveSuccess;
+    int k = 0;
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) continue;
+      // upward lane: sends to higher ranks, receives from lower ones
+      const bool sends = (lane == kUpwardLane) == (peer > rank_);
+      auto* slot = static_cast<uint8_t*>(sends ? out.data_ptr() : in.data_ptr()) + k++ * perPeer;
+      groveResult_t r = sends ? groveSend(slot, perPeer, groveUint8, peer, x.comm(), x.stream)
+                              : groveRecv(slot, perPeer, groveUint8, peer, x.comm(), x.stream);
+      if (first == groveSuccess) first = r;
+    }
+    groveResult_t end = groveGroupEnd();
+    x.check(first, "opening the point-to-point rings");
+    x.check(end, "opening the point-to-point rings");
+    streams_[lane]->synchronize();
+  }
 }
 
 std::optional<c10::Device> CudaComms::device() const {
@@ -92,6 +134,7 @@ void CudaComms::abort(const std::string& why) {
   std::shared_ptr<SharedComm> comms[kNumCudaLanes];
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!device_ && abortedBefore_.empty()) abortedBefore_ = why.empty() ? "aborted" : why;
     for (int lane = 0; lane < kNumCudaLanes; ++lane) comms[lane] = comms_[lane];
   }
   for (auto& c : comms)
@@ -123,23 +166,35 @@ void CudaComms::checkHealthy() {
 }
 
 void CudaComms::reap() {
-  while (!inFlight_.empty() && inFlight_.front().done->query()) inFlight_.pop_front();
+  std::vector<InFlight> done;  // released after the lock: a tensor's end may take the GIL
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& lane : inFlight_) {  // one stream per lane: its events complete in order
+      while (!lane.empty() && lane.front().done->query()) {
+        done.push_back(std::move(lane.front()));
+        lane.pop_front();
+      }
+    }
+  }
 }
 
 c10::intrusive_ptr<::c10d::Work> CudaComms::run(int rank, Op op, Job job) {
   checkHealthy();
+  reap();
   const auto& impl = cudaImpl();
   std::shared_ptr<SharedComm> comm;
-  c10::Stream stream = c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::DeviceType::CUDA, 0));
-  c10::Device device(c10::DeviceType::CUDA, 0);
+  std::optional<c10::Stream> laneStream;
+  std::optional<c10::Device> bound;
   {
     std::lock_guard<std::mutex> lock(mu_);
     TORCH_CHECK(device_, "grove: internal error: CUDA operation before bind()");
-    device = *device_;
+    bound = device_;
     comm = comms_[op.lane];
-    stream = *streams_[op.lane];
-    reap();
+    laneStream = streams_[op.lane];
   }
+  const c10::Device device = *bound;
+  const c10::Stream stream = *laneStream;
+  std::lock_guard<std::mutex> issuing(issue_[op.lane]);
   // After the work already queued on the caller's stream.
   c10::Event ready(c10::DeviceType::CUDA);
   ready.record(impl.getStream(device));
@@ -147,15 +202,34 @@ c10::intrusive_ptr<::c10d::Work> CudaComms::run(int rank, Op op, Job job) {
   auto done = std::make_shared<c10::Event>(c10::DeviceType::CUDA);
   auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
                                                          std::vector<c10::Device>{device});
+  std::exception_ptr failed;
   {
     c10::StreamGuard onGroveStream(stream);
-    job(Exec{comm.get(), stream.native_handle()});
+    try {
+      job(Exec{comm.get(), stream.native_handle()});
+    } catch (...) {
+      failed = std::current_exception();
+    }
     done->record(stream);
-    future->markCompleted(c10::IValue(op.outputs));
+    if (!failed) future->markCompleted(c10::IValue(op.outputs));
   }
   {
+    // Kept even when the job failed half way: what it queued may still
+    // read or write its tensors.
     std::lock_guard<std::mutex> lock(mu_);
-    inFlight_.push_back(InFlight{done, std::move(job)});
+    inFlight_[op.lane].push_back(InFlight{done, std::move(job)});
+  }
+  if (failed) {
+    // The other ranks may wait for the rest of this operation: end it.
+    std::string why = std::string(op.name) + " failed on rank " + std::to_string(rank);
+    try {
+      std::rethrow_exception(failed);
+    } catch (const std::exception& e) {
+      why += ": " + std::string(e.what());
+    } catch (...) {
+    }
+    comm->abort(why);
+    std::rethrow_exception(failed);
   }
   return c10::make_intrusive<CudaWork>(rank, op, device, done, shared_from_this(), future);
 }
@@ -182,13 +256,17 @@ bool CudaWork::isCompleted() {
     if (!exception_) exception_ = std::current_exception();
     return true;
   }
-  return done_->query();
+  const bool done = done_->query();
+  if (done) comms_->reap();
+  return done;
 }
 
 void CudaWork::synchronize() {
   comms_->checkHealthy();
   done_->block(cudaImpl().getStream(device_));
 }
+
+void CudaWork::blockCurrentStream() { synchronize(); }
 
 bool CudaWork::wait(std::chrono::milliseconds timeout) {
   comms_->checkHealthy();
@@ -209,6 +287,7 @@ bool CudaWork::wait(std::chrono::milliseconds timeout) {
       pause = std::min(pause * 2, std::chrono::microseconds(2000));
     }
     comms_->checkHealthy();
+    comms_->reap();
   }
   done_->block(cudaImpl().getStream(device_));
   return true;

@@ -24,8 +24,16 @@
 //   operation.
 // - Tensors stay alive until the GPU is done with them: the job, which holds
 //   every tensor the operation touches, is kept with its event and released
-//   once the event has completed (looked at on each operation, and waited for
-//   at shutdown). Buffers the job allocates belong to the grove stream.
+//   once the event has completed (looked at on each operation and each
+//   wait/query, per lane, and waited for at shutdown). Buffers the job
+//   allocates belong to the grove stream. One lane issues one operation at a
+//   time (DDP calls from autograd threads), so every rank's grove calls on a
+//   communicator come in one order.
+// - Point-to-point rings are opened when the group binds (every rank is
+//   there): a grove send/recv link opens lazily on its first use, blocking
+//   until the peer reaches the same communicator, and a rank's first send
+//   upward waiting for a peer whose first send goes downward would never
+//   end.
 // - Errors: grove's calls fail at once on bad use. A dead peer, a timeout (the
 //   communicator's: the group's plus a margin) or a device error end the
 //   kernels and leave the communicator in an error state, which the next
@@ -98,8 +106,11 @@ class CudaComms : public std::enable_shared_from_this<CudaComms> {
   c10::intrusive_ptr<::c10d::Work> run(int rank, Op op, Job job);
   /// Throws (after aborting the group) if a communicator is in an error state.
   void checkHealthy();
-  /// Aborts every CUDA communicator (idempotent).
+  /// Aborts every CUDA communicator (idempotent); before bind(), makes
+  /// bind() refuse.
   void abort(const std::string& why);
+  /// Releases the jobs (and tensors) whose GPU work has completed.
+  void reap();
 
  private:
   /// A job whose GPU work may still run, and the event that says when not.
@@ -107,18 +118,22 @@ class CudaComms : public std::enable_shared_from_this<CudaComms> {
     std::shared_ptr<c10::Event> done;
     Job job;  ///< holds the tensors alive
   };
-  /// Releases the jobs whose events have completed (under mu_).
-  void reap();
+  /// Opens every point-to-point ring the lanes' sends and receives can use
+  /// (one group of sends and receives per lane, over every pair).
+  void openPointToPoint();
 
   c10::intrusive_ptr<::c10d::Store> store_;
   int rank_, size_;
   std::chrono::milliseconds commTimeout_;
   std::function<void(const std::string&)> abortGroup_;
+  std::mutex issue_[kNumCudaLanes];              ///< one operation at a time per lane
   mutable std::mutex mu_;                        ///< guards what follows
   std::optional<c10::Device> device_;            ///< set by bind()
+  std::string abortedBefore_;                    ///< abort() before bind(): why
+  bool bindFailed_ = false;                      ///< a bind() threw: refuse the next
   std::shared_ptr<SharedComm> comms_[kNumCudaLanes]; ///< joined by bind()
   std::optional<c10::Stream> streams_[kNumCudaLanes];
-  std::deque<InFlight> inFlight_;                ///< in issue order
+  std::deque<InFlight> inFlight_[kNumCudaLanes]; ///< per lane, in issue order
 };
 
 /// The Work of one CUDA operation (see the top of this file).
@@ -135,6 +150,9 @@ class CudaWork : public ::c10d::Work {
   bool wait(std::chrono::milliseconds timeout) override;
   /// The caller's current stream waits for the operation.
   void synchronize() override;
+  /// As synchronize() (torch's base would wait for the future, which is
+  /// completed at once). No `override`: older torch has no such member.
+  void blockCurrentStream();
   /// The output tensors.
   std::vector<at::Tensor> result() override { return outputs_; }
   /// Completed at once, its CUDA events recorded on the grove stream.

@@ -5,6 +5,8 @@
 
 #include "staging.h"
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -133,11 +135,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::enqueue(::c10d::OpType type,
                                                             std::chrono::milliseconds timeout,
                                                             Job job,
                                                             const std::vector<at::Tensor>& inputs) {
+  std::optional<c10::Device> cuda;
   for (const std::vector<at::Tensor>* list : std::initializer_list<const std::vector<at::Tensor>*>{&outputs, &inputs})
     for (const auto& t : *list)
-      if (t.defined() && t.is_cuda())
-        return enqueueCuda(type, name, std::move(outputs), timeout, std::move(job), inputs, t.device(),
-                           kCollectiveLane);
+      if (!cuda && t.defined() && t.is_cuda()) cuda = t.device();
+  if (cuda) return enqueueCuda(type, name, std::move(outputs), timeout, std::move(job), inputs, *cuda, kCollectiveLane);
   auto work = newWork(type, name, std::move(outputs), timeout, inputs);
   auto comm = comm_;
   queue_.push(work, [job = std::move(job), comm] { job(Exec{comm.get(), nullptr}); });
@@ -351,12 +353,16 @@ void ProcessGroupGrove::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::barrier(const ::c10d::BarrierOptions& opts) {
-#if TORCH_VERSION_MAJOR >= 2
-  // On a GPU when torch asks for one (barrier(device_ids=...), a bound
-  // device): a one-byte all-reduce on the CUDA communicator, after the work
-  // queued so far, whose wait() blocks the host, as NCCL's barrier does.
+#if GROVE_TORCH_CUDA_PATH
+  // On the GPU when torch asks for it (barrier(device_ids=...)) or when the
+  // group already carries CUDA tensors (torch passes "cpu" for a group that
+  // serves both): a one-byte all-reduce on the CUDA communicator after the
+  // work queued so far, whose wait() blocks the host, as NCCL's barrier does.
   std::optional<at::Device> device = opts.device;
   if (!opts.device_ids.empty()) device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(opts.device_ids[0]));
+  const std::optional<at::Device> bound = cuda_->device();
+  if (!device || !device->is_cuda()) device = bound;
+  else if (!device->has_index()) device = bound ? *bound : at::Device(at::kCUDA, c10::impl::getDeviceGuardImpl(at::kCUDA)->getDevice().index());
   if (device && device->is_cuda()) {
     at::Tensor token = at::zeros({1}, at::TensorOptions().dtype(at::kByte).device(*device));
     return enqueueCuda(::c10d::OpType::BARRIER, "barrier", {token}, opTimeout(opts.timeout),
