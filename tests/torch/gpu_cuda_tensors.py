@@ -35,32 +35,11 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from reference_data import data, reference
+
 DTYPES = [torch.int8, torch.uint8, torch.int32, torch.int64, torch.float16, torch.bfloat16,
           torch.float32, torch.float64]
 SIZES = [1, 1000, 70003]
-
-
-def data(rank, n, dtype, salt=0, prod=False):
-    i = torch.arange(n, dtype=torch.int64)
-    v = (i + rank + salt) % 2 + 1 if prod else (i * 7 + rank * 13 + salt * 5) % 11
-    if not prod and dtype != torch.uint8:
-        v = v - 3
-    return v.to(dtype)
-
-
-def reference(op, tensors):
-    stack = torch.stack([t.to(torch.float64) for t in tensors])
-    if op == dist.ReduceOp.SUM:
-        r = stack.sum(0)
-    elif op == dist.ReduceOp.PRODUCT:
-        r = stack.prod(0)
-    elif op == dist.ReduceOp.MAX:
-        r = stack.max(0).values
-    elif op == dist.ReduceOp.MIN:
-        r = stack.min(0).values
-    else:
-        r = stack.mean(0)
-    return r.to(tensors[0].dtype)
 
 
 def ops_for(dtype):
