@@ -23,17 +23,24 @@
 #include <string>
 #include <vector>
 
-// The host side of NCCL's device API (nccl_device.h, which needs CUDA's
-// headers): declared here with its C layout.
+// The host side of NCCL's device API: grove's nccl_abi.h declares it;
+// NCCL's nccl.h does not (nccl_device.h, which needs CUDA's headers), so
+// against nccl.h it is declared here with its C layout.
+#ifdef GROVE_NCCL_VERSION_CODE
+using ClientTeam = ncclTeam_t;
+using ClientDevComm = ncclDevComm_t;
+#else
 extern "C" {
 struct ClientTeam {
   int nRanks, rank, stride;
 };
-ncclResult_t ncclDevCommCreate(ncclComm_t comm, const void* reqs, void* outDevComm);
+struct ClientDevComm;
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const void* reqs, ClientDevComm* outDevComm);
 ClientTeam ncclTeamWorld(ncclComm_t comm);
 ClientTeam ncclTeamLsa(ncclComm_t comm);
 int ncclTeamRankToWorld(ncclComm_t comm, ClientTeam team, int rank);
 }
+#endif
 
 namespace {
 
@@ -312,8 +319,9 @@ void lifecycle(ncclComm_t comm) {
   ok(ncclGroupEnd(), "group end after simulate");
   // the device API is linked by clients that do not use it: present,
   // refusing what needs device resources, answering team queries
-  char devComm[256] = {};
-  expect(ncclDevCommCreate(comm, nullptr, devComm) == ncclInvalidUsage, "device communicators are refused");
+  alignas(64) char devComm[4096] = {};
+  expect(ncclDevCommCreate(comm, nullptr, reinterpret_cast<ClientDevComm*>(devComm)) == ncclInvalidUsage,
+         "device communicators are refused");
   expect(std::strstr(ncclGetLastError(comm), "device API") != nullptr, "the refusal names the device API");
   ClientTeam world = ncclTeamWorld(comm);
   expect(world.nRanks == nranks && world.rank == rank && world.stride == 1, "the world team");
