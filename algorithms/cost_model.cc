@@ -85,9 +85,9 @@ FlowSimResult simulate(const PlanGraph& g, const std::vector<Program>& programs,
   return simulate(flowNetOf(g), programs, p);
 }
 
-SimParams simParamsFor(TransportKind kind) {
+SimParams simParamsFor(const LinkTraits& links) {
   SimParams p;
-  if (kind == TransportKind::kSocket) p.stepOverheadUs = 20.0;
+  p.stepOverheadUs = links.stepOverheadUs;
   return p;
 }
 

@@ -31,10 +31,11 @@ namespace grove::plan {
 
 class TopoPlans;
 
-/// Simulator settings for a communicator whose links are of this kind: over
-/// TCP every step also pays system calls and wake-ups (about 20 us), which
-/// the default 2 us step overhead leaves out.
-SimParams simParamsFor(TransportKind kind);
+/// Simulator settings for a communicator whose links have these traits:
+/// each step pays the links' step overhead (over TCP system calls and
+/// wake-ups, about 20 us; shared memory 2 us).
+SimParams simParamsFor(const LinkTraits& links);
+inline SimParams simParamsFor(TransportKind kind) { return simParamsFor(traitsOf(kind)); }
 
 /// nccl-tests' bus-bandwidth factor: busbw = algbw * factor (all-reduce
 /// 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n; others 1).

@@ -67,7 +67,7 @@ unsigned parseAlgoList(const std::string& list, const std::string& text) {
   return exclude ? (kAllAlgos & ~mask) : mask;
 }
 
-int autoChannels(TransportKind kind, int nranks, int hostCpus) {
+int autoChannels(const LinkTraits& links, int nranks, int hostCpus) {
   // The host executor drives all lanes from one thread: more channels only
   // help where each connection has its own latency to hide (sockets, GPUs).
   // Two ranks on one host are the exception: one stream each way, whose
@@ -75,15 +75,15 @@ int autoChannels(TransportKind kind, int nranks, int hostCpus) {
   // (2 ranks on loopback TCP, 5 interleaved launches, medians, two channels
   // against one: broadcast 4 MiB 1.05 against 0.96 ms, 16 MiB 4.31 against
   // 4.11; all-gather 8 MiB 1.52 against 1.33, 32 MiB 5.87 against 5.66).
-  if (kind == TransportKind::kSocket && nranks == 2 && hostCpus > 0) return 1;
-  return (kind == TransportKind::kSocket || kind == TransportKind::kCuda) ? 2 : 1;
+  if (links.network() && nranks == 2 && hostCpus > 0) return 1;
+  return (links.network() || links.deviceRings) ? 2 : 1;
 }
 
 // Automatic latency threshold: a socket step costs system calls and a
 // network round trip, so the one-step direct algorithms pay off up to larger
 // messages than over shared memory (measured on loopback TCP, 4 ranks).
-uint64_t autoDirectMaxBytes(TransportKind kind) {
-  return kind == TransportKind::kSocket ? (64u << 10) : (16u << 10);
+uint64_t autoDirectMaxBytes(const LinkTraits& links) {
+  return links.network() ? (64u << 10) : (16u << 10);
 }
 
 // The automatic eager limit (see the file comment of selector.h).
@@ -225,18 +225,36 @@ SelectorConfig SelectorConfig::fromRegistry(const char* algoOverride, int nChann
   return c;
 }
 
-Selector::Selector(int nranks, TransportKind kind, const SelectorConfig& cfg)
+LinkTraits traitsOf(TransportKind kind) {
+  LinkTraits t;  // shared memory
+  switch (kind) {
+    case TransportKind::kShm: t.slotLinks = true; break;
+    case TransportKind::kSocket:
+      t.latencyUs = 25;
+      t.stepOverheadUs = 20;
+      t.sharedMemory = false;
+      break;
+    case TransportKind::kCuda:
+      t.sharedMemory = false;
+      t.deviceRings = true;
+      break;
+    default: break;
+  }
+  return t;
+}
+
+Selector::Selector(int nranks, const LinkTraits& links, const SelectorConfig& cfg)
     : nranks_(nranks),
-      kind_(kind),
-      directMaxBytes_(cfg.directMaxBytes > 0 ? cfg.directMaxBytes : autoDirectMaxBytes(kind)),
-      eagerMaxBytes_(kind == TransportKind::kShm && nranks >= 2 && cfg.eager
+      links_(links),
+      directMaxBytes_(cfg.directMaxBytes > 0 ? cfg.directMaxBytes : autoDirectMaxBytes(links)),
+      eagerMaxBytes_(links.slotLinks && nranks >= 2 && cfg.eager
                          ? (cfg.eagerMaxBytes > 0 ? cfg.eagerMaxBytes : autoEagerMaxBytes(nranks))
                          : 0),
       autoChannels_(cfg.nChannels <= 0),
       gpuLanes_(cfg.gpuLanes),
       hostCpus_(cfg.hostCpus) {
   params_.nChannels = cfg.nChannels > 0 ? std::min(cfg.nChannels, kP2PChannel)
-                                         : autoChannels(kind, nranks, cfg.hostCpus);
+                                         : autoChannels(links, nranks, cfg.hostCpus);
   const uint64_t buffer = std::max<uint64_t>(cfg.bufferBytes, 64);
   uint64_t chunk = cfg.chunkBytes > 0 ? cfg.chunkBytes : buffer / 2;
   if (chunk + 16 > buffer) {
@@ -311,9 +329,9 @@ void Selector::setSizeTable(Coll coll, std::vector<SizeRule> rules) {
 // takes small messages. GPUs keep direct.
 Algo Selector::latencyAlgo(Coll coll, unsigned mask) const {
   const bool pow2 = (nranks_ & (nranks_ - 1)) == 0;
-  const bool socket = kind_ == TransportKind::kSocket;
+  const bool socket = links_.network();
   bool doubling = false;
-  if (coll == Coll::kAllReduce) doubling = socket || (pow2 && kind_ != TransportKind::kCuda);
+  if (coll == Coll::kAllReduce) doubling = socket || (pow2 && !links_.deviceRings);
   if (coll == Coll::kAllGather) doubling = socket && pow2;
   if (coll == Coll::kBroadcast && socket && nranks_ > 2) {
     if (nranks_ <= 4 && (mask & bit(Algo::kRing))) return Algo::kRing;
@@ -324,7 +342,7 @@ Algo Selector::latencyAlgo(Coll coll, unsigned mask) const {
 
 Algo Selector::bandwidthAlgo(Coll coll, unsigned mask, uint64_t bytes) const {
   const bool pow2 = (nranks_ & (nranks_ - 1)) == 0;
-  const bool socketPow2 = kind_ == TransportKind::kSocket && pow2 && nranks_ >= 4;
+  const bool socketPow2 = links_.network() && pow2 && nranks_ >= 4;
   if (coll == Coll::kAllReduce && socketPow2 && bytes > kHalvingMinBytes &&
       bytes <= kHalvingMaxBytes && (mask & bit(Algo::kHalving)))
     return Algo::kHalving;

@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "base/link_traits.h"
 #include "algorithms/schedule.h"
 #include "base/dtype.h"
 
@@ -92,8 +93,14 @@ Program build(Algo algo, const CollArgs& args, const PlanParams& params, TopoPla
 inline constexpr uint64_t kGpuBytesPerChannel = 512u << 10;
 inline constexpr int kGpuMaxChannels = 32;
 
-/// What kind of transport the communicator mostly uses (tunes the defaults).
+/// Named presets of LinkTraits (base/link_traits.h) for tests and tools
+/// that plan without a communicator: the traits the transport registry
+/// gives shm, socket and loopback links, and those of CUDA device rings.
+/// The selector reads the traits alone.
 enum class TransportKind : uint8_t { kAuto, kShm, kSocket, kLoopback, kCuda };
+
+/// The traits of a preset.
+LinkTraits traitsOf(TransportKind kind);
 
 /// The selector's inputs, normally read from the config registry.
 struct SelectorConfig {
@@ -133,7 +140,9 @@ class Selector {
  public:
   /// Parses cfg.algo (throws Error(groveInvalidArgument) on unknown names)
   /// and fixes the channel count and chunk size for this communicator.
-  Selector(int nranks, TransportKind kind, const SelectorConfig& cfg);
+  Selector(int nranks, const LinkTraits& links, const SelectorConfig& cfg);
+  Selector(int nranks, TransportKind kind, const SelectorConfig& cfg)
+      : Selector(nranks, traitsOf(kind), cfg) {}
 
   /// The algorithm for a collective of `bytes` total message bytes
   /// (as messageBytes() counts them).
@@ -186,7 +195,7 @@ class Selector {
   std::string describeBandwidth(Coll coll, unsigned mask) const;
 
   int nranks_;
-  TransportKind kind_;
+  LinkTraits links_;
   uint64_t directMaxBytes_;
   uint64_t eagerMaxBytes_;
   bool autoChannels_;  // channel count chosen here (not by the user): fewer for small messages

@@ -112,20 +112,33 @@ class SlotReceiver {
   virtual void release() = 0;
 };
 
+/// A transport's address for one rank, opaque to everything but that
+/// transport (the socket transport: its listening sockaddr; the network
+/// transport: its fabric endpoints). size 0: the rank has none.
+struct Address {
+  static constexpr size_t kMaxBytes = 240;
+  uint32_t size = 0;
+  uint8_t bytes[kMaxBytes] = {};
+};
+
+/// Registered transports whose addresses a PeerInfo can carry.
+constexpr int kMaxTransports = 6;
+
 /// What every rank tells the others about itself at init (fixed-size, POD).
 struct PeerInfo {
   int32_t rank = -1;
   int32_t pid = 0;
   uint64_t hostHash = 0;          ///< same value on every rank of one host (boot id + host name)
-  sockaddr_storage dataAddr{};    ///< the socket transport's listening address
   char hostName[64] = {};
+  /// By registry slot (transports/registry.h): each transport's address.
+  Address addresses[kMaxTransports];
 };
 
 /// The socket addresses of the path to one peer, when the topology's links
 /// carry IP addresses (an AF_UNSPEC address = none given).
 struct PeerRoute {
   sockaddr_storage local{};   ///< bind to this (port 0) before connecting; AF_UNSPEC: kernel's choice
-  sockaddr_storage remote{};  ///< connect here, on the port of the peer's dataAddr; AF_UNSPEC: dataAddr
+  sockaddr_storage remote{};  ///< connect here, on the port of the peer's address; AF_UNSPEC: its address
   std::string path;           ///< readable description of the path (logs)
 };
 
@@ -136,7 +149,10 @@ struct Context {
   std::string jobId;                   ///< unique per communicator: names shm segments
   uint64_t secret = 0;                 ///< presented in socket hellos
   std::vector<PeerInfo> peers;         ///< indexed by rank
-  std::vector<PeerRoute> routes;       ///< by rank (socket transport); empty: every peer at dataAddr
+  /// By rank: this transport's address of each rank (the registry fills it
+  /// from PeerInfo::addresses; tests may fill it directly).
+  std::vector<Address> addresses;
+  std::vector<PeerRoute> routes;       ///< by rank (socket transport); empty: every peer at its address
   size_t bufferBytes = 1 << 20;        ///< capacity of each half's buffer
   WaitContext wait;                    ///< abort flag + timeout for waits
 };
@@ -149,9 +165,11 @@ class Transport {
   virtual const char* name() const = 0;
   /// True if this transport can reach `peer`.
   virtual bool canConnect(int peer) const = 0;
+  /// True if links can follow planned routes (addRoute).
+  virtual bool routable() const { return false; }
   /// Registers the addresses of planned route `route` (LinkKey::route) to
   /// `peer`, before links on it are opened. Transports with one path per
-  /// peer ignore it.
+  /// peer (routable() false) ignore it.
   virtual void addRoute(int peer, uint32_t route, const PeerRoute& addresses) {}
   /// Opens the given halves (see the file comment for the no-deadlock rule).
   /// outSends[i] / outRecvs[i] correspond to sends[i] / recvs[i].

@@ -33,8 +33,16 @@ const std::vector<Var>& registeredVars() {
        nullptr, 0.001, 1e6},
       // Transports
       {"GROVE_TRANSPORT", Type::kString, "auto",
-       "auto (shm between ranks on one host, socket otherwise), shm, or socket",
-       "auto|shm|socket|tcp"},
+       "auto (per peer, the first that reaches it: shm on one host, net where an RDMA fabric is "
+       "present, socket otherwise), or the transports to use, comma-separated: shm, net, socket "
+       "(tcp), loopback (threads of one process)"},
+      {"GROVE_NET_PROVIDER", Type::kString, "",
+       "libfabric provider of the net transport (verbs, efa, tcp, ...; as FI_PROVIDER); empty: "
+       "the fastest present (RDMA providers before tcp, which auto leaves to the socket transport)"},
+      {"GROVE_NET_NICS", Type::kInt, "0",
+       "NICs (fabric domains) the net transport spreads its channels over; 0 = every domain of "
+       "the chosen provider on the chosen interface's fabric, up to 4",
+       nullptr, 0, 4},
       {"GROVE_BUFFSIZE", Type::kSize, "1M", "bytes of each connection's buffer per direction",
        nullptr, 4096, 1024.0 * 1024 * 1024},
       {"GROVE_NCHANNELS", Type::kInt, "0",

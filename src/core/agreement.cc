@@ -56,7 +56,7 @@ std::vector<AgreedSetting> agreedSettings(const CommOptions& o) {
       {"GROVE_BUFFSIZE", std::to_string(o.bufferBytes)},
       {"GROVE_CHUNKSIZE", std::to_string(o.chunkBytes)},
       {"GROVE_NCHANNELS", std::to_string(o.nChannels)},
-      {"GROVE_TRANSPORT", transportModeName(o.transport)},
+      {"GROVE_TRANSPORT", o.transport},
       {"GROVE_ALGO", o.algo},
       {"GROVE_DEVICE_KIND", o.deviceKind == groveDeviceCuda ? "cuda" : "host"},
       {"GROVE_DEVICE_EMULATION", o.emulateDevice ? "1" : "0"},

@@ -15,6 +15,7 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/socket.h"
 #include "core/agreement.h"
 #include "core/bootstrap.h"
 #include "core/call_check.h"
@@ -27,7 +28,6 @@
 #include "topology/comm_topology.h"
 #include "topology/detect.h"
 #include "topology/link_addresses.h"
-#include "transports/socket/socket_transport.h"
 
 namespace grove::core {
 namespace {
@@ -111,9 +111,12 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   // Link addresses in the topology file: listen on every address, connect over the links.
   const topo::Graph localGraph = topo::localTopology();
   const bool linkAddresses = localGraph.hasLinkAddresses();
-  auto listener = transport::SocketTransport::listen(options_.timeoutSec, linkAddresses);
+  // Each enabled transport opens what peers need and publishes its address.
   transport::PeerInfo self = localPeerInfo(rank);
-  self.dataAddr = listener->address();
+  transport::OpenArgs openArgs;
+  openArgs.timeoutSec = options_.timeoutSec;
+  openArgs.linkAddresses = linkAddresses;
+  std::vector<OpenedTransport> opened = openTransports(options_.transport, openArgs, &self);
   bootstrap_ = std::make_unique<Bootstrap>(id, rank, nranks, self, &abort_, options_.timeoutSec);
   bootstrap_->setTracker(tracker_);
   // Settings that shape schedules and links must be the same on every rank.
@@ -146,14 +149,13 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   ctx.bufferBytes = options_.bufferBytes;
   ctx.wait = wait_;
   if (linkAddresses) ctx.routes = linkRoutes(*topology_, rank);
-  auto socket = std::make_unique<transport::SocketTransport>(ctx, std::move(listener));
   // Planned routes become connections over their end addresses (planned_routes.h).
   RouteResolver routes;
   if (linkAddresses)
     routes = [this](const plan::LinkRoute& lr) {
       return plans_ ? plannedRoute(plans_->graph(), topology_->graph, lr) : PlannedRoute{};
     };
-  connections_ = std::make_unique<Connections>(ctx, options_.transport, std::move(socket),
+  connections_ = std::make_unique<Connections>(ctx, std::move(opened), options_.transport,
                                                std::move(routes));
 
   plan::SelectorConfig sel = plan::SelectorConfig::fromRegistry(options_.algo.c_str(), options_.nChannels);
@@ -161,9 +163,8 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   sel.chunkBytes = options_.chunkBytes;
   sel.gpuLanes = cuda && !options_.emulateDevice;
   if (topology_->ranksByMachine.size() == 1) sel.hostCpus = hostCpus();
-  plan::TransportKind kind = connections_->usesSocket() ? plan::TransportKind::kSocket
-                                                        : plan::TransportKind::kShm;
-  selector_ = std::make_unique<plan::Selector>(nranks, kind, sel);
+  sel.eager = sel.eager && connections_->slotLinks();
+  selector_ = std::make_unique<plan::Selector>(nranks, connections_->traits(), sel);
   nChannels_ = selector_->params().nChannels;
   // Plans over the agreed topology: building the graph is cheap, the rings
   // and trees are searched on first use. Every rank has the same topology,
@@ -174,7 +175,7 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
     GROVE_WARN(log::kPlan, "no topology plans (%s): tree and hier algorithms are unavailable",
                e.what());
   }
-  if (plans_ && linkAddresses && connections_->usesSocket()) tuneForFabric();
+  if (plans_ && linkAddresses && connections_->usesNetwork()) tuneForFabric();
   cache_ = std::make_unique<plan::ProgramCache>(256, plans_.get());
   if (cuda) initDevice();
   GROVE_INFO(log::kInit, "comm %s rank %d/%d ready: transport %s, %d channel(s), buffer %zu B",
@@ -190,7 +191,8 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
 // plans alike.
 void Comm::tuneForFabric() {
   try {
-    plan::tuneSelector(*selector_, *plans_, nranks_, plan::simParamsFor(plan::TransportKind::kSocket));
+    plan::tuneSelector(*selector_, *plans_, nranks_,
+                       plan::simParamsFor(connections_->traits()));
   } catch (const Error& e) {
     GROVE_WARN(log::kPlan, "cost-model tuning failed (%s): default algorithm thresholds stay",
                e.what());

@@ -1,44 +1,116 @@
 #include "core/connections.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "base/error.h"
 #include "base/log.h"
 #include "transports/shm/shm_slots.h"
-#include "transports/shm/shm_transport.h"
 
 namespace grove::core {
 
-Connections::Connections(const transport::Context& ctx, TransportMode mode,
-                         std::unique_ptr<transport::Transport> socket, RouteResolver routes)
-    : socket_(std::move(socket)),
-      byPeer_(ctx.nranks, nullptr),
-      resolver_(std::move(routes)),
-      rank_(ctx.rank),
-      nranks_(ctx.nranks) {
-  if (mode != TransportMode::kSocket) shm_ = std::make_unique<transport::ShmTransport>(ctx);
-  int shmPeers = 0;
+namespace {
+
+std::vector<std::string> modeNames(const std::string& mode) {
+  std::vector<std::string> names;
+  size_t at = 0;
+  while (at <= mode.size()) {
+    size_t comma = mode.find(',', at);
+    if (comma == std::string::npos) comma = mode.size();
+    if (comma > at) names.push_back(mode.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return names;
+}
+
+bool enabled(const std::string& mode, const transport::TransportEntry& e) {
+  if (mode == "auto") return e.priority > 0;
+  for (const std::string& n : modeNames(mode))
+    if (n == e.name) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string parseTransportMode(const std::string& text, const char* source) {
+  std::string mode;
+  for (char c : text)
+    if (c != ' ' && c != '\t') mode += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (mode.empty() || mode == "auto") return "auto";
+  if (mode == "tcp") mode = "socket";  // the older name
+  for (const std::string& n : modeNames(mode))
+    if (transport::findTransport(n) == nullptr)
+      throwInvalidArgument(std::string(source) + " '" + text + "' is not a transport (auto, or of " +
+                           transport::transportNames() + ", separated by commas)");
+  if (modeNames(mode).empty())
+    throwInvalidArgument(std::string(source) + " '" + text + "' names no transport");
+  return mode;
+}
+
+std::vector<OpenedTransport> openTransports(const std::string& mode,
+                                            const transport::OpenArgs& args,
+                                            transport::PeerInfo* self) {
+  const auto& rows = transport::registry();
+  std::vector<OpenedTransport> opened;
+  for (size_t slot = 0; slot < rows.size(); ++slot) {
+    if (!enabled(mode, rows[slot])) continue;
+    transport::OpenArgs a = args;
+    a.named = mode != "auto";
+    std::unique_ptr<transport::Endpoint> e = rows[slot].open(a);
+    if (!e) {
+      if (a.named)
+        throwInvalidArgument(std::string("GROVE_TRANSPORT names ") + rows[slot].name +
+                             ", which cannot work on this host (see the log)");
+      continue;
+    }
+    self->addresses[slot] = e->address();
+    opened.push_back({static_cast<int>(slot), std::move(e)});
+  }
+  return opened;
+}
+
+Connections::Connections(const transport::Context& ctx, std::vector<OpenedTransport> opened,
+                         const std::string& mode, RouteResolver routes)
+    : byPeer_(ctx.nranks, nullptr), resolver_(std::move(routes)), rank_(ctx.rank), nranks_(ctx.nranks) {
+  const auto& rows = transport::registry();
+  std::vector<const transport::TransportEntry*> entries;
+  for (OpenedTransport& o : opened) {
+    entries.push_back(&rows.at(o.slot));
+    transports_.push_back(rows[o.slot].make(transport::contextForSlot(ctx, o.slot), std::move(o.endpoint)));
+  }
+  std::vector<int> peersOf(transports_.size(), 0);
+  const transport::PeerInfo& me = ctx.peers[ctx.rank];
+  const LinkTraits* slowest = nullptr;
   for (int peer = 0; peer < ctx.nranks; ++peer) {
     if (peer == ctx.rank) continue;
-    if (shm_ && shm_->canConnect(peer)) {
-      byPeer_[peer] = shm_.get();
-      ++shmPeers;
-    } else if (mode == TransportMode::kShm) {
-      throwInvalidUsage("GROVE_TRANSPORT=shm, but rank " + std::to_string(peer) + " (host " +
-                        ctx.peers[peer].hostName + ") is not on this host");
-    } else if (socket_->canConnect(peer)) {
-      byPeer_[peer] = socket_.get();
-      ++socketPeers_;
-    } else {
-      throwInvalidUsage("no transport can reach rank " + std::to_string(peer));
+    const transport::PeerInfo& them = ctx.peers[peer];
+    for (size_t i = 0; i < transports_.size() && byPeer_[peer] == nullptr; ++i) {
+      const int slot = opened[i].slot;
+      if (!entries[i]->canConnect({me, me.addresses[slot]}, {them, them.addresses[slot]}) ||
+          !transports_[i]->canConnect(peer))
+        continue;
+      byPeer_[peer] = transports_[i].get();
+      ++peersOf[i];
+      const LinkTraits& t = entries[i]->traits;
+      if (slowest == nullptr || t.stepOverheadUs > slowest->stepOverheadUs) slowest = &t;
+      slotLinks_ = slotLinks_ && t.slotLinks;
     }
+    if (byPeer_[peer] == nullptr)
+      throwInvalidUsage("no enabled transport (GROVE_TRANSPORT=" + mode + ") can reach rank " +
+                        std::to_string(peer) + " (host " + them.hostName + ") from rank " +
+                        std::to_string(ctx.rank) + " (host " + me.hostName + ")");
   }
-  summary_ = shmPeers > 0 && socketPeers_ > 0 ? "shm+socket"
-             : socketPeers_ > 0               ? "socket"
-             : shmPeers > 0                   ? "shm"
-                                              : "none";
-  GROVE_INFO(log::kInit, "rank %d reaches %d peers over shm and %d over socket", ctx.rank,
-             shmPeers, socketPeers_);
+  if (slowest != nullptr) traits_ = *slowest;
+  else traits_ = rows.front().traits;
+  std::string counts;
+  for (size_t i = 0; i < transports_.size(); ++i) {
+    if (peersOf[i] == 0) continue;
+    summary_ += (summary_.empty() ? "" : "+") + std::string(entries[i]->name);
+    counts += (counts.empty() ? "" : ", ") + std::to_string(peersOf[i]) + " over " + entries[i]->name;
+  }
+  if (summary_.empty()) summary_ = "none";
+  GROVE_INFO(log::kInit, "rank %d reaches its peers: %s", ctx.rank,
+             counts.empty() ? "no peers" : counts.c_str());
 }
 
 // The table a program with planned routes runs on: its (peer, channel)
@@ -101,21 +173,24 @@ int Connections::eagerSlots(int nranks, size_t maxBytes) {
 
 exec::EagerCollectives& Connections::openEager(size_t maxBytes, bool tags) {
   if (eager_) throwInternalError("eager slot links are already open with smaller slots");
-  if (!shm_ || socketPeers_ > 0)
-    throwInternalError("eager collectives need every peer on shared memory");
-  std::vector<int> peers;
-  for (int p = 0; p < nranks_; ++p)
-    if (p != rank_) peers.push_back(p);
-  std::vector<std::unique_ptr<transport::SlotSender>> s;
-  std::vector<std::unique_ptr<transport::SlotReceiver>> r;
+  if (!slotLinks_) throwInternalError("eager collectives need slot links to every peer");
   const size_t slot = exec::EagerCollectives::slotBytes(maxBytes, tags);
-  if (!shm_->establishSlots(peers, slot, eagerSlots(nranks_, slot), s, r))
-    throwInternalError("the shm transport opened no slot links");
   std::vector<std::unique_ptr<transport::SlotSender>> sends(nranks_);
   std::vector<std::unique_ptr<transport::SlotReceiver>> recvs(nranks_);
-  for (size_t i = 0; i < peers.size(); ++i) {
-    sends[peers[i]] = std::move(s[i]);
-    recvs[peers[i]] = std::move(r[i]);
+  // Every peer is on a transport with slot links; each opens its peers'.
+  for (const auto& t : transports_) {
+    std::vector<int> peers;
+    for (int p = 0; p < nranks_; ++p)
+      if (p != rank_ && byPeer_[p] == t.get()) peers.push_back(p);
+    if (peers.empty()) continue;
+    std::vector<std::unique_ptr<transport::SlotSender>> s;
+    std::vector<std::unique_ptr<transport::SlotReceiver>> r;
+    if (!t->establishSlots(peers, slot, eagerSlots(nranks_, slot), s, r))
+      throwInternalError(std::string("the ") + t->name() + " transport opened no slot links");
+    for (size_t i = 0; i < peers.size(); ++i) {
+      sends[peers[i]] = std::move(s[i]);
+      recvs[peers[i]] = std::move(r[i]);
+    }
   }
   eager_ = std::make_unique<exec::EagerCollectives>(rank_, nranks_, maxBytes, tags, std::move(sends),
                                                     std::move(recvs));
@@ -125,26 +200,26 @@ exec::EagerCollectives& Connections::openEager(size_t maxBytes, bool tags) {
 std::unique_ptr<Connections::RoutedLinks> Connections::open(const plan::Program& program) {
   std::vector<transport::LinkKey> sends, recvs;
   exec::collectLinks(program, sends, recvs);
-  // Planned routes over sockets get their own connections (see the file comment).
+  // Planned routes over routable transports get their own connections (see the file comment).
   std::unique_ptr<RoutedLinks> view;
-  if (resolver_ && socket_)
+  if (resolver_)
     for (const plan::LinkRoute& lr : program.routes) {
       if (lr.peer < 0 || lr.peer >= static_cast<int>(byPeer_.size()) ||
-          byPeer_[lr.peer] != socket_.get())
+          byPeer_[lr.peer] == nullptr || !byPeer_[lr.peer]->routable())
         continue;
       const PlannedRoute pr = resolver_(lr);
       if (pr.id == 0) continue;
       if (!view) view = std::make_unique<RoutedLinks>(table_);
       (lr.send ? view->sends_ : view->recvs_)[{lr.peer, lr.channel}] = pr.id;
-      if (lr.send) socket_->addRoute(lr.peer, pr.id, pr.addresses);
+      if (lr.send) byPeer_[lr.peer]->addRoute(lr.peer, pr.id, pr.addresses);
     }
   if (view) {
     for (auto& k : sends) k = RoutedLinks::routed(view->sends_, k);
     for (auto& k : recvs) k = RoutedLinks::routed(view->recvs_, k);
   }
-  // Fixed transport order: shm first, then socket (see the file comment).
-  for (transport::Transport* t : {shm_.get(), socket_.get()}) {
-    if (t == nullptr) continue;
+  // Fixed transport order: the registry's (see the file comment).
+  for (const auto& owned : transports_) {
+    transport::Transport* t = owned.get();
     std::vector<transport::LinkKey> s, r;
     for (const auto& k : sends)
       if (!table_.hasSend(k) && transportFor(k.peer) == t) s.push_back(k);

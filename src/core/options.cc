@@ -6,29 +6,14 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "core/connections.h"
 
 namespace grove::core {
 namespace {
 
-TransportMode parseTransport(const std::string& text, const char* source) {
-  if (strcasecmp(text.c_str(), "auto") == 0 || text.empty()) return TransportMode::kAuto;
-  if (strcasecmp(text.c_str(), "shm") == 0) return TransportMode::kShm;
-  if (strcasecmp(text.c_str(), "socket") == 0 || strcasecmp(text.c_str(), "tcp") == 0)
-    return TransportMode::kSocket;
-  throwInvalidArgument(std::string(source) + " '" + text + "' is not a transport (auto, shm, socket)");
-}
-
 bool isSet(int v) { return v != GROVE_CONFIG_UNDEF_INT; }
 
 }  // namespace
-
-const char* transportModeName(TransportMode m) {
-  switch (m) {
-    case TransportMode::kShm: return "shm";
-    case TransportMode::kSocket: return "socket";
-    default: return "auto";
-  }
-}
 
 CommOptions resolveOptions(const groveConfig_t* cfg) {
   // Every GROVE_* value that is set must parse and be in range, whether this
@@ -38,7 +23,7 @@ CommOptions resolveOptions(const groveConfig_t* cfg) {
   CommOptions o;
   o.timeoutSec = config::getDouble("GROVE_TIMEOUT");
   o.nChannels = static_cast<int>(config::getInt("GROVE_NCHANNELS"));
-  o.transport = parseTransport(config::getString("GROVE_TRANSPORT"), "GROVE_TRANSPORT");
+  o.transport = parseTransportMode(config::getString("GROVE_TRANSPORT"), "GROVE_TRANSPORT");
   o.algo = config::getString("GROVE_ALGO");
   o.bufferBytes = config::getSize("GROVE_BUFFSIZE");
   o.chunkBytes = config::getSize("GROVE_CHUNKSIZE");
@@ -80,7 +65,7 @@ CommOptions resolveOptions(const groveConfig_t* cfg) {
         throwInvalidArgument("config.nChannels must be in [0, 32]");
       o.nChannels = cfg->nChannels;
     }
-    if (cfg->transport != nullptr) o.transport = parseTransport(cfg->transport, "config.transport");
+    if (cfg->transport != nullptr) o.transport = parseTransportMode(cfg->transport, "config.transport");
     if (cfg->algo != nullptr) o.algo = cfg->algo;
     if (cfg->commName != nullptr) o.name = cfg->commName;
   }

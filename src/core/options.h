@@ -8,9 +8,6 @@
 
 namespace grove::core {
 
-/// Which transports a communicator may use.
-enum class TransportMode { kAuto, kShm, kSocket };
-
 /// Resolved settings of one communicator.
 struct CommOptions {
   groveDeviceKind_t deviceKind = groveDeviceHost;
@@ -20,7 +17,8 @@ struct CommOptions {
   bool blocking = true;
   double timeoutSec = 30.0;
   int nChannels = 0;            ///< 0 = automatic per transport
-  TransportMode transport = TransportMode::kAuto;
+  /// GROVE_TRANSPORT: "auto" or registered transport names, comma-separated.
+  std::string transport = "auto";
   std::string algo;             ///< override text in GROVE_ALGO syntax
   std::string name;             ///< for logs
   size_t bufferBytes = 1 << 20; ///< per link half
@@ -33,8 +31,5 @@ struct CommOptions {
 /// (groveInvalidArgument) for a config with a bad size/magic/version or a
 /// field out of range, naming the field.
 CommOptions resolveOptions(const groveConfig_t* config);
-
-/// Name of a transport mode ("auto", "shm", "socket").
-const char* transportModeName(TransportMode m);
 
 }  // namespace grove::core

@@ -58,7 +58,7 @@ TEST(Agreement, EveryRankNamesTheSettingAndBothValues) {
   for (auto set : {+[](CommOptions& o) { o.chunkBytes = 4096; },
                    +[](CommOptions& o) { o.nChannels = 4; },
                    +[](CommOptions& o) { o.algo = "allreduce:tree"; },
-                   +[](CommOptions& o) { o.transport = TransportMode::kSocket; }}) {
+                   +[](CommOptions& o) { o.transport = "socket"; }}) {
     CommOptions c;
     set(c);
     EXPECT_NE(check({agreedSettings(a), agreedSettings(c)}).find("ranks disagree on GROVE_"),

@@ -75,7 +75,7 @@ TEST(Config, OutOfRangeAndGarbageValuesAreRefused) {
       {"GROVE_TIMEOUT", "1e300"},     {"GROVE_NCHANNELS", "4294967298"},
       {"GROVE_NCHANNELS", "33"},      {"GROVE_NCHANNELS", "-1"},
       {"GROVE_NCHANNELS", "99999999999999999999999"},
-      {"GROVE_DEBUG", "garbage"},     {"GROVE_TRANSPORT", "rdma"},
+      {"GROVE_DEBUG", "garbage"},     {"GROVE_DEVICE_KIND", "tpu"},
       {"GROVE_BUFFSIZE", "1K"},       {"GROVE_BUFFSIZE", "nanK"},
       {"GROVE_BUFFSIZE", "1e30G"},    {"GROVE_SPIN_US", "-5"},
       {"GROVE_EAGER", "maybe"},       {"GROVE_DEVICE_KIND", "tpu"},
@@ -94,16 +94,16 @@ TEST(Config, OutOfRangeAndGarbageValuesAreRefused) {
 
 TEST(Config, GoodValuesPassAndChoicesIgnoreCase) {
   {
-    ScopedVar a("GROVE_DEBUG", "info"), b("GROVE_TRANSPORT", "SOCKET"), c("GROVE_NCHANNELS", "32"),
+    ScopedVar a("GROVE_DEBUG", "info"), b("GROVE_DEVICE_KIND", "CUDA"), c("GROVE_NCHANNELS", "32"),
         d("GROVE_TIMEOUT", "0.5"), e("GROVE_BUFFSIZE", "4K"), f("GROVE_SOCKET_FAMILY", "");
     EXPECT_NO_THROW(config::validateAll());
     EXPECT_EQ(config::getChoice("GROVE_DEBUG"), "INFO");
-    EXPECT_EQ(config::getChoice("GROVE_TRANSPORT"), "socket");
+    EXPECT_EQ(config::getChoice("GROVE_DEVICE_KIND"), "cuda");
     EXPECT_EQ(config::getChoice("GROVE_SOCKET_FAMILY"), "");
     EXPECT_EQ(config::getInt("GROVE_NCHANNELS"), 32);
   }
-  ScopedVar empty("GROVE_TRANSPORT", "");
-  EXPECT_EQ(config::getChoice("GROVE_TRANSPORT"), "auto");  // empty means the default
+  ScopedVar empty("GROVE_DEVICE_KIND", "");
+  EXPECT_EQ(config::getChoice("GROVE_DEVICE_KIND"), "host");  // empty means the default
   EXPECT_EQ(config::allowedText(config::find("GROVE_NCHANNELS")), "an integer in [0, 32]");
 }
 

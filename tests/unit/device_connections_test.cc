@@ -285,14 +285,12 @@ TEST(DeviceConnections, MixedHostStagedAndProxy) {
 TEST(DeviceConnections, ProxyOverTheCommunicatorsSocketLinks) {
   const int n = 3;
   const std::string job = harness::newJobId() + "-devsock";
-  std::vector<std::unique_ptr<transport::SocketListener>> listeners;
+  std::vector<std::vector<OpenedTransport>> opened(n);
   std::vector<transport::PeerInfo> peers(n);
   for (int r = 0; r < n; ++r) {
-    listeners.push_back(
-        std::make_unique<transport::SocketListener>(net::resolveAddress("127.0.0.1:0")));
     peers[r] = localPeerInfo(r);
     peers[r].hostHash += static_cast<uint64_t>(r) + 1;  // every rank a host of its own
-    peers[r].dataAddr = listeners[r]->address();
+    opened[r] = openTransports("socket", {}, &peers[r]);
   }
   AbortSignal abort;
   Rendezvous end(n);
@@ -305,8 +303,7 @@ TEST(DeviceConnections, ProxyOverTheCommunicatorsSocketLinks) {
     ctx.peers = peers;
     ctx.bufferBytes = 8 << 10;  // smaller than a ring: the proxy waits on the socket too
     ctx.wait = WaitContext::of(abort, 30);
-    auto socket = std::make_unique<transport::SocketTransport>(ctx, std::move(listeners[rank]));
-    Connections conns(ctx, TransportMode::kAuto, std::move(socket));
+    Connections conns(ctx, std::move(opened[rank]), "socket");
     ASSERT_EQ(conns.summary(), "socket");
     HostLinks links = [&conns](const plan::Program& p) -> exec::LinkTable& {
       return conns.ensure(p);
@@ -375,7 +372,7 @@ TEST(DeviceConnections, ExchangeOverTheCommunicatorsShmLinks) {
     for (int r = 0; r < n; ++r) ctx.peers.push_back(localPeerInfo(r));
     ctx.bufferBytes = 64 << 10;
     ctx.wait = WaitContext::of(abort, 30);
-    Connections conns(ctx, TransportMode::kShm, nullptr);
+    Connections conns(ctx, openTransports("shm", {}, &ctx.peers[rank]), "shm");
     HostLinks links = [&conns](const plan::Program& p) -> exec::LinkTable& {
       return conns.ensure(p);
     };

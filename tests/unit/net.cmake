@@ -17,3 +17,6 @@ if(TARGET grove_transport_socket)
   grove_gtest(test_socket_link_addresses SOURCES ${CMAKE_CURRENT_LIST_DIR}/socket_link_address_test.cc
               LIBS grove_transport_socket grove_base LABELS unit)
 endif()
+# Every registered transport against the same contract (transports/registry.h).
+grove_gtest(test_transport_conformance SOURCES ${CMAKE_CURRENT_LIST_DIR}/transport_conformance_test.cc
+            LIBS grove_transports grove_test_harness grove_base LABELS unit PROCESSORS 2 TIMEOUT 300)

@@ -45,9 +45,10 @@ struct LinkJob {
       listeners.push_back(
           std::make_unique<SocketListener>(ip("0.0.0.0"), ip("127.0.0.1")));
     std::vector<PeerInfo> peers(kRanks);
+    std::vector<Address> addrs;
     for (int r = 0; r < kRanks; ++r) {
       peers[r].rank = r;
-      peers[r].dataAddr = listeners[r]->address();
+      addrs.push_back(packSocketAddress(listeners[r]->address()));
       EXPECT_EQ(net::formatHost(listeners[r]->address()), "127.0.0.1");
       EXPECT_TRUE(net::addressIsAny(listeners[r]->boundAddress()));
       EXPECT_EQ(net::addressPort(listeners[r]->address()),
@@ -59,6 +60,7 @@ struct LinkJob {
       ctx.nranks = kRanks;
       ctx.secret = 42;
       ctx.peers = peers;
+      ctx.addresses = addrs;
       ctx.bufferBytes = 1 << 16;
       ctx.wait = WaitContext::of(signals[r], 20);
       ctx.routes.resize(kRanks);
@@ -128,6 +130,7 @@ TEST(SocketLinkAddresses, RoutesMustCoverEveryRank) {
   ctx.rank = 0;
   ctx.nranks = 2;
   ctx.peers.resize(2);
+  ctx.addresses.resize(2);
   ctx.wait = WaitContext::of(signal, 5);
   ctx.routes.resize(1);
   auto listener = std::make_unique<SocketListener>(ip("127.0.0.1"));

@@ -28,7 +28,7 @@ struct Job {
     peers.resize(n);
     for (int r = 0; r < n; ++r) {
       peers[r].rank = r;
-      peers[r].dataAddr = listeners[r]->address();
+      addrs.push_back(packSocketAddress(listeners[r]->address()));
     }
     for (int r = 0; r < n; ++r) {
       Context ctx;
@@ -36,12 +36,14 @@ struct Job {
       ctx.nranks = n;
       ctx.secret = kSecret;
       ctx.peers = peers;
+      ctx.addresses = addrs;
       ctx.bufferBytes = bufferBytes;
       ctx.wait = WaitContext::of(signals[r], timeout);
       transports.push_back(std::make_unique<SocketTransport>(ctx, std::move(listeners[r])));
     }
   }
   std::vector<PeerInfo> peers;
+  std::vector<Address> addrs;
   std::vector<AbortSignal> signals;
   std::vector<std::unique_ptr<SocketTransport>> transports;
 };
@@ -207,18 +209,18 @@ TEST(SocketTransport, StrangersAreRefusedAndWaitsEnd) {
   Job job(2, 64 << 10, /*timeout=*/1.0);
   std::vector<net::Fd> silent;
   for (int i = 0; i < 3; ++i)
-    silent.push_back(net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5)));
-  net::Fd half = net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5));
+    silent.push_back(net::connectUntil(unpackSocketAddress(job.addrs[0]), net::Deadline::in(5)));
+  net::Fd half = net::connectUntil(unpackSocketAddress(job.addrs[0]), net::Deadline::in(5));
   const uint64_t magic = 0x47524f56534f434bull;
   ASSERT_EQ(net::sendAll(half.get(), &magic, sizeof(magic), net::Deadline::in(5)),
             net::IoResult::kOk);
   for (int i = 0; i < 200; ++i)
-    silent.push_back(net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5)));
+    silent.push_back(net::connectUntil(unpackSocketAddress(job.addrs[0]), net::Deadline::in(5)));
   // Strangers (garbage, then a hello with a wrong secret) are dropped; the real link still arrives.
-  net::Fd junk = net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5));
+  net::Fd junk = net::connectUntil(unpackSocketAddress(job.addrs[0]), net::Deadline::in(5));
   char garbage[48] = "GET / HTTP/1.0\r\n\r\n";  // at least one hello long
   ASSERT_EQ(net::sendAll(junk.get(), garbage, sizeof(garbage), net::Deadline::in(5)), net::IoResult::kOk);
-  net::Fd liar = net::connectUntil(job.peers[0].dataAddr, net::Deadline::in(5));
+  net::Fd liar = net::connectUntil(unpackSocketAddress(job.addrs[0]), net::Deadline::in(5));
   // A well-formed hello (version 3) whose mac is not made with the job's secret.
   struct { uint64_t magic, mac, nonce; int32_t src, dst, channel; uint32_t version, route, reserved; } hello = {
       0x47524f56534f434bull, kSecret, 7, 1, 0, 0, 3, 0, 0};

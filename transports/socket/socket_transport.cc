@@ -104,6 +104,20 @@ net::Fd connectFrom(const sockaddr_storage& local, const sockaddr_storage& addr,
 
 }  // namespace
 
+Address packSocketAddress(const sockaddr_storage& addr) {
+  Address blob;
+  static_assert(sizeof(addr) <= Address::kMaxBytes, "a sockaddr fits a transport address");
+  blob.size = sizeof(addr);
+  std::memcpy(blob.bytes, &addr, sizeof(addr));
+  return blob;
+}
+
+sockaddr_storage unpackSocketAddress(const Address& blob) {
+  sockaddr_storage addr{};
+  if (blob.size == sizeof(addr)) std::memcpy(&addr, blob.bytes, sizeof(addr));
+  return addr;
+}
+
 // ------------------------------------------------------------------ listener
 
 SocketListener::SocketListener(sockaddr_storage addr) : addr_(addr) {
@@ -156,6 +170,10 @@ SocketTransport::SocketTransport(const Context& ctx, std::unique_ptr<SocketListe
   if (!ctx_.routes.empty() && ctx_.routes.size() != static_cast<size_t>(ctx_.nranks))
     throwInvalidArgument("socket transport: " + std::to_string(ctx_.routes.size()) +
                          " peer routes for " + std::to_string(ctx_.nranks) + " ranks");
+  if (ctx_.addresses.size() != static_cast<size_t>(ctx_.nranks))
+    throwInvalidArgument("socket transport: " + std::to_string(ctx_.addresses.size()) +
+                         " peer addresses for " + std::to_string(ctx_.nranks) + " ranks");
+  for (const Address& a : ctx_.addresses) peerAddrs_.push_back(unpackSocketAddress(a));
   sendBuf_ = config::getSize("GROVE_SOCKET_SNDBUF");
 }
 
@@ -169,7 +187,7 @@ void SocketTransport::addRoute(int peer, uint32_t route, const PeerRoute& addres
 }
 
 bool SocketTransport::canConnect(int peer) const {
-  return peer >= 0 && peer < ctx_.nranks && net::addressUsable(ctx_.peers[peer].dataAddr);
+  return peer >= 0 && peer < ctx_.nranks && net::addressUsable(peerAddrs_[peer]);
 }
 
 void SocketTransport::establish(const std::vector<LinkKey>& sends,
@@ -217,7 +235,7 @@ void SocketTransport::establish(const std::vector<LinkKey>& sends,
 net::Fd SocketTransport::connectLink(const LinkKey& key) {
   net::AbortView av{ctx_.wait.abortFlag, ctx_.wait.abortReason};
   net::Deadline deadline = net::Deadline::in(ctx_.wait.timeoutSec);
-  sockaddr_storage addr = ctx_.peers[key.peer].dataAddr;
+  sockaddr_storage addr = peerAddrs_[key.peer];
   const PeerRoute* route = ctx_.routes.empty() ? nullptr : &ctx_.routes[key.peer];
   if (key.route != 0) {
     auto it = planned_.find({key.peer, key.route});

@@ -2,7 +2,8 @@
 //
 // How it works: before peers are known each rank opens a SocketListener on
 // the interface chosen by GROVE_SOCKET_IFNAME / GROVE_SOCKET_FAMILY (port 0)
-// and publishes its address as PeerInfo::dataAddr through the bootstrap. The
+// and publishes its address (packSocketAddress) through the bootstrap as the
+// socket transport's blob in PeerInfo::addresses (registry.h). The
 // transport then takes the listener together with the full Context.
 // For each directed link (peer, channel) the SENDER connects to the
 // receiver's listener and sends a hello {magic, mac, nonce, src rank, dst
@@ -51,6 +52,11 @@
 
 namespace grove::transport {
 
+/// The socket transport's published address as a registry blob, and back
+/// (an AF_UNSPEC address for a blob that is not one).
+Address packSocketAddress(const sockaddr_storage& addr);
+sockaddr_storage unpackSocketAddress(const Address& blob);
+
 /// The socket transport's listening socket, opened before peers are known.
 class SocketListener {
  public:
@@ -62,7 +68,7 @@ class SocketListener {
   /// Listens on the interface chosen by GROVE_SOCKET_IFNAME / GROVE_SOCKET_FAMILY;
   /// `anyAddress`: on the wildcard address of its family, publishing the interface's.
   static std::unique_ptr<SocketListener> open(bool anyAddress = false);
-  /// The published address (goes into PeerInfo::dataAddr).
+  /// The published address (packed into the rank's PeerInfo::addresses).
   const sockaddr_storage& address() const { return addr_; }
   /// The address the socket is bound to (the wildcard address, or address()).
   const sockaddr_storage& boundAddress() const { return bound_; }
@@ -79,11 +85,11 @@ class SocketListener {
 class SocketTransport final : public Transport {
  public:
   /// Opens the data listener on the chosen interface (call before the
-  /// bootstrap; put address() into PeerInfo::dataAddr). `timeoutSec` is
+  /// bootstrap; publish address()). `timeoutSec` is
   /// accepted for symmetry with the other init steps and not used;
   /// `anyAddress` listens on the wildcard address (link addresses in use).
   static std::unique_ptr<SocketListener> listen(double timeoutSec = 0, bool anyAddress = false);
-  /// Takes the full context (peers' dataAddr, routes, secret, bufferBytes,
+  /// Takes the full context (peers' addresses, routes, secret, bufferBytes,
   /// wait) and this rank's listener. Throws Error(groveInvalidArgument) if
   /// either is bad (routes: neither empty nor one per rank).
   SocketTransport(const Context& ctx, std::unique_ptr<SocketListener> listener);
@@ -91,8 +97,10 @@ class SocketTransport final : public Transport {
 
   /// "socket".
   const char* name() const override { return "socket"; }
-  /// True for any rank (this one included) whose dataAddr is a usable address.
+  /// True for any rank (this one included) whose address is usable.
   bool canConnect(int peer) const override;
+  /// True: links follow planned routes.
+  bool routable() const override { return true; }
   /// Registers the local and remote addresses of planned route `route` to `peer`.
   void addRoute(int peer, uint32_t route, const PeerRoute& addresses) override;
   /// Connects every send link (connect + hello), then accepts until every
@@ -117,6 +125,7 @@ class SocketTransport final : public Transport {
   bool readHello(Unverified& c, LinkKey* key);
 
   Context ctx_;
+  std::vector<sockaddr_storage> peerAddrs_;  // by rank, from ctx_.addresses
   std::unique_ptr<SocketListener> listener_;
   std::map<LinkKey, net::Fd> stash_;  // keyed by (src rank, channel, route)
   std::vector<std::unique_ptr<Unverified>> unverified_;  // oldest first
