@@ -19,7 +19,7 @@ if(GROVE_FABRIC_PYTHON)
   endif()
 
   if(TARGET grove-launch AND TARGET grove_mp_check AND TARGET all_reduce_perf)
-    foreach(name collectives cut)
+    foreach(name collectives cut kill)
       add_test(NAME fabric.${name}
                COMMAND ${GROVE_FABRIC_PYTHON} ${_fab}/fabric_test.py ${name}
                        --build ${CMAKE_BINARY_DIR} --id 9)
@@ -27,6 +27,17 @@ if(GROVE_FABRIC_PYTHON)
         LABELS fabric SKIP_RETURN_CODE 77 RESOURCE_LOCK grove_fabric_id9
         PROCESSORS 2 TIMEOUT 300)
     endforeach()
+    # The libfabric net transport over its tcp provider, on the same fabric.
+    if(GROVE_HAVE_LIBFABRIC)
+      foreach(name collectives cut kill)
+        add_test(NAME fabric.net.${name}
+                 COMMAND ${GROVE_FABRIC_PYTHON} ${_fab}/fabric_test.py ${name} --transport net
+                         --fabrics k4,dgx1v-015 --build ${CMAKE_BINARY_DIR} --id 9)
+        set_tests_properties(fabric.net.${name} PROPERTIES
+          LABELS fabric SKIP_RETURN_CODE 77 RESOURCE_LOCK grove_fabric_id9
+          PROCESSORS 2 TIMEOUT 300)
+      endforeach()
+    endif()
   endif()
 endif()
 

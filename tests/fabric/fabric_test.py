@@ -16,8 +16,14 @@ ctest's timeout becomes an exception so the finally block still runs).
                loop, the gpu0-gpu1 link is cut. With GROVE_TIMEOUT=5 every
                rank must exit with an error message, none may hang or
                report success, all well before the job's own timeout.
+  kill         as cut, but the host gpu3 dies instead: its rank is killed
+               (SIGKILL); the three others must exit with an error.
 
-Usage: fabric_test.py collectives|cut|mpi --build DIR [--id K] [--fabrics a,b] [--mpi-check P]
+--transport T runs grove over transport T (GROVE_TRANSPORT; default socket,
+e.g. net for the libfabric transport over its tcp provider).
+
+Usage: fabric_test.py collectives|cut|kill|mpi --build DIR [--id K] [--fabrics a,b]
+       [--transport T] [--mpi-check P]
 """
 import argparse
 import os
@@ -52,7 +58,7 @@ def fabric(*args, check=True, **kw):
 def runOn(name, a, env, cmd, timeout):
     """(exit status, output) of `fabric run` with --tag-output."""
     args = ["run", name, "--id", str(a.id), "--build", a.build, "--timeout", str(timeout),
-            "--tag-output", "--"] + env + ["--"] + cmd
+            "--tag-output", "--"] + env + [f"GROVE_TRANSPORT={a.transport}", "--"] + cmd
     p = fabric(*args, check=False, timeout=timeout + 30)
     return p.returncode, p.stdout + p.stderr
 
@@ -98,19 +104,32 @@ def waitReady(readyDir, n, proc, limit):
     raise TestFailure(f"ranks not ready after {limit} s")
 
 
-def testCut(a):
-    """Cut a link under a running all-reduce loop: every rank must fail cleanly."""
+def killNode(a, node):
+    """SIGKILL to every process in `node`'s namespace: the host is gone."""
+    ns = f"gf{a.id}-{node}"
+    pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+    if not pids:
+        raise TestFailure(f"no process in namespace {ns}")
+    for pid in pids:
+        os.kill(int(pid), signal.SIGKILL)
+
+
+def testCut(a, kill=False):
+    """Cut a link (or kill a host) under a running all-reduce loop: every rank must fail cleanly."""
     name = "k4"
     fabric("up", name, "--id", str(a.id))
     with tempfile.TemporaryDirectory() as d:
         cmd = [FABRIC, "run", name, "--id", str(a.id), "--build", a.build, "--timeout", "90",
-               "--tag-output", "--", "GROVE_TIMEOUT=5", "--", os.path.join(a.build, "bin", "grove_mp_check"),
-               "--loop-seconds", "60", "--ready-dir", d]
+               "--tag-output", "--", "GROVE_TIMEOUT=5", f"GROVE_TRANSPORT={a.transport}", "--",
+               os.path.join(a.build, "bin", "grove_mp_check"), "--loop-seconds", "60", "--ready-dir", d]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             waitReady(d, 4, proc, 40)
             time.sleep(1.5)
-            fabric("cut", name, "gpu0", "gpu1", "--id", str(a.id))
+            if kill:
+                killNode(a, "gpu3")
+            else:
+                fabric("cut", name, "gpu0", "gpu1", "--id", str(a.id))
             cutAt = time.time()
             out, _ = proc.communicate(timeout=60)
         finally:
@@ -123,17 +142,18 @@ def testCut(a):
                     proc.wait()
     took = time.time() - cutAt
     print(out[-3000:])
+    what = "the kill" if kill else "the cut"
     if proc.returncode in (0, 124) or proc.returncode < 0:
-        raise TestFailure(f"job exit {proc.returncode} after the cut (want a rank's error status)")
-    for r in range(4):
+        raise TestFailure(f"job exit {proc.returncode} after {what} (want a rank's error status)")
+    for r in range(3 if kill else 4):
         lines = [l for l in out.splitlines() if re.match(rf"\[{r}\]", l)]
         if not any(re.search(r"failed.*(timed out|network error|abort)", l, re.I) for l in lines):
-            raise TestFailure(f"rank {r} printed no error after the cut:\n" + "\n".join(lines[-5:]))
+            raise TestFailure(f"rank {r} printed no error after {what}:\n" + "\n".join(lines[-5:]))
         # each rank must end by itself with an error status, not be killed by the launcher
         if not re.search(rf"grove-launch: rank {r} exited with code [1-9]", out):
             raise TestFailure(f"rank {r} did not exit by itself with an error status")
-    print(f"cut: every rank failed with an error; the job ended {took:.1f} s after the cut "
-          f"(exit {proc.returncode})")
+    print(f"{'kill' if kill else 'cut'} ({a.transport}): every rank failed with an error; the job "
+          f"ended {took:.1f} s after {what} (exit {proc.returncode})")
 
 
 def testMpi(a):
@@ -169,7 +189,8 @@ def interrupted(signum, frame):
 def main():
     """Runs one test; 77 when fabrics cannot be built here."""
     p = argparse.ArgumentParser()
-    p.add_argument("test", choices=["collectives", "cut", "mpi"])
+    p.add_argument("test", choices=["collectives", "cut", "kill", "mpi"])
+    p.add_argument("--transport", default="socket")
     p.add_argument("--mpi-check", help="the fabric_mpi_check program (test mpi)")
     p.add_argument("--build", required=True)
     p.add_argument("--id", type=int, default=9)
@@ -181,7 +202,9 @@ def main():
         return kSkip
     signal.signal(signal.SIGTERM, interrupted)
     try:
-        return {"collectives": testCollectives, "cut": testCut, "mpi": testMpi}[a.test](a) or 0
+        tests = {"collectives": testCollectives, "cut": testCut, "mpi": testMpi,
+                 "kill": lambda a: testCut(a, kill=True)}
+        return tests[a.test](a) or 0
     except TestFailure as e:
         print(f"FAIL: {e}")
         return 1
