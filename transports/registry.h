@@ -45,6 +45,10 @@ struct OpenArgs {
   /// would give way to a faster one by default (the network transport on a
   /// plain TCP provider) opens anyway.
   bool named = false;
+  /// Names of the NIC closest to this rank's GPU or CPU in the local
+  /// topology (verbs device, interface, node name), or none: a transport
+  /// with several NICs puts that one first.
+  std::vector<std::string> closestNics;
 };
 
 /// One rank as canConnect sees it: what it published.

@@ -124,6 +124,53 @@ struct Address {
 /// Registered transports whose addresses a PeerInfo can carry.
 constexpr int kMaxTransports = 6;
 
+/// One-sided access to peers' memory (RDMA-style), for transports that have
+/// it (Transport::oneSided(); the network transport): a rank exposes a
+/// region of its memory, hands the description to a peer by any means (the
+/// caller's business, e.g. a byte link), and the peer writes into it with
+/// put(); each put carries a small signal that the exposing rank takes,
+/// in order, once the bytes have landed. Sources and regions are registered
+/// through a cache keyed by address range, so the same buffer costs one
+/// registration however often it is used. Not thread-safe beyond the
+/// transport's own lock; every call is non-blocking.
+class OneSided {
+ public:
+  /// What a peer needs to write into an exposed region (POD; send it as bytes).
+  struct Remote {
+    uint64_t addr = 0;   ///< base the peer adds offsets to
+    uint64_t key = 0;    ///< the region's remote key
+    uint64_t bytes = 0;  ///< its size
+    int32_t rank = -1;   ///< the exposing rank
+    int32_t nic = 0;     ///< the exposing rank's NIC the region is registered with
+  };
+  /// Largest signal value a put can carry.
+  static constexpr uint32_t kMaxSignal = (1u << 20) - 1;
+
+  virtual ~OneSided() = default;
+  /// Registers [base, base + bytes) for remote writes (cached) and describes it.
+  virtual Remote expose(void* base, size_t bytes) = 0;
+  /// Writes [src, src + n) into `dst` at `offset`, then signals `signal`
+  /// (<= kMaxSignal) to dst.rank. Returns an operation id, or 0 when the
+  /// transport is busy (try again). Throws groveInvalidArgument when the
+  /// write falls outside dst, groveRemoteError when the peer is gone.
+  virtual uint64_t put(const void* src, size_t n, const Remote& dst, uint64_t offset,
+                       uint32_t signal) = 0;
+  /// True once put `op` completed here: its source may be reused.
+  virtual bool done(uint64_t op) = 0;
+  /// The next signal of a put into this rank's exposed regions, oldest
+  /// first (false: none yet).
+  virtual bool takeSignal(uint32_t* signal) = 0;
+  /// Progresses every put; true when none is still in flight.
+  virtual bool flush() = 0;
+  /// Drops the cached registration that starts at `base` (call before
+  /// freeing memory that was exposed or put from: the cache cannot see a
+  /// free, and a registration outliving its pages would pin stale ones).
+  virtual void release(void* base) = 0;
+  /// Registrations made and registration-cache hits (tests, logs).
+  virtual size_t registrations() const = 0;
+  virtual size_t registrationHits() const = 0;
+};
+
 /// What every rank tells the others about itself at init (fixed-size, POD).
 struct PeerInfo {
   int32_t rank = -1;
@@ -176,6 +223,8 @@ class Transport {
   virtual void establish(const std::vector<LinkKey>& sends, const std::vector<LinkKey>& recvs,
                          std::vector<std::unique_ptr<SendHalf>>& outSends,
                          std::vector<std::unique_ptr<RecvHalf>>& outRecvs) = 0;
+  /// One-sided access (OneSided), or nullptr where this transport has none.
+  virtual OneSided* oneSided() { return nullptr; }
   /// Opens a slot link to and one from every rank in `peers` (outSends[i]
   /// and outRecvs[i] for peers[i]), each with `slots` slots of `maxBytes`,
   /// under the same no-deadlock rule as establish(). Returns false (and

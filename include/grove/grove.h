@@ -128,7 +128,7 @@ typedef struct groveConfig_v1 {
   int blocking;         ///< 1 (default): init and calls block; 0: they may return groveInProgress
   int timeoutMs;        ///< how long a wait may last before it fails; unset = GROVE_TIMEOUT
   int nChannels;        ///< parallel channels per collective; unset = GROVE_NCHANNELS
-  const char* transport;///< "auto", "shm" or "socket"; unset = GROVE_TRANSPORT
+  const char* transport;///< "auto" or transport names, comma-separated ("shm", "net", "socket"); unset = GROVE_TRANSPORT
   const char* algo;     ///< algorithm override, e.g. "allreduce:ring"; unset = GROVE_ALGO
   const char* commName; ///< a name used in logs; unset = none
 } groveConfig_t;

@@ -28,6 +28,7 @@
 #include "topology/comm_topology.h"
 #include "topology/detect.h"
 #include "topology/link_addresses.h"
+#include "topology/paths.h"
 
 namespace grove::core {
 namespace {
@@ -75,6 +76,26 @@ std::vector<transport::PeerRoute> linkRoutes(const topo::CommTopology& t, int ra
   return routes;
 }
 
+// Names of the NIC closest to this rank's GPU (or NUMA node) in the local
+// topology: its verbs device, its network interface and its node name. The
+// network transport puts the fabric domain of that name first, so channel 0
+// -- and every channel with GROVE_NET_NICS=1 -- leaves through it.
+std::vector<std::string> closestNicNames(const topo::Graph& g, const topo::LocalView& v) {
+  topo::NodeId from = -1;
+  for (topo::NodeId id : g.nodesOfKind(topo::NodeKind::kGpu))
+    if (!v.gpuBusId.empty() && g.node(id).busId == v.gpuBusId) from = id;
+  if (from < 0 && v.numa >= 0)
+    for (topo::NodeId id : g.nodesOfKind(topo::NodeKind::kCpu))
+      if (g.node(id).name == "cpu" + std::to_string(v.numa)) from = id;
+  const topo::NodeId nic = from >= 0 ? topo::closestNic(g, from) : -1;
+  if (nic < 0) return {};
+  std::vector<std::string> names;
+  for (const char* key : {"device", "netdev"})
+    if (!g.node(nic).attr(key).empty()) names.push_back(g.node(nic).attr(key));
+  names.push_back(g.node(nic).name);
+  return names;
+}
+
 }  // namespace
 void InitCancel::cancel(const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -113,9 +134,13 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   const bool linkAddresses = localGraph.hasLinkAddresses();
   // Each enabled transport opens what peers need and publishes its address.
   transport::PeerInfo self = localPeerInfo(rank);
+  const bool onGpu = cudaDevice_ >= 0;
+  topo::LocalView view = topo::makeLocalView(
+      localGraph, onGpu ? topo::DeviceKind::kCuda : topo::DeviceKind::kHost, cudaDevice_);
   transport::OpenArgs openArgs;
   openArgs.timeoutSec = options_.timeoutSec;
   openArgs.linkAddresses = linkAddresses;
+  openArgs.closestNics = closestNicNames(localGraph, view);
   std::vector<OpenedTransport> opened = openTransports(options_.transport, openArgs, &self);
   bootstrap_ = std::make_unique<Bootstrap>(id, rank, nranks, self, &abort_, options_.timeoutSec);
   bootstrap_->setTracker(tracker_);
@@ -124,9 +149,6 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
 
   // Topology: each rank's local view, exchanged and merged identically on every rank.
   // (An emulated device is host memory: it is placed like a host rank.)
-  const bool onGpu = cudaDevice_ >= 0;
-  topo::LocalView view = topo::makeLocalView(
-      localGraph, onGpu ? topo::DeviceKind::kCuda : topo::DeviceKind::kHost, cudaDevice_);
   topology_ = std::make_unique<topo::CommTopology>(topo::exchangeCommTopology(
       view, nranks, bootstrapAllGather()));
 

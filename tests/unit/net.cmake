@@ -20,3 +20,7 @@ endif()
 # Every registered transport against the same contract (transports/registry.h).
 grove_gtest(test_transport_conformance SOURCES ${CMAKE_CURRENT_LIST_DIR}/transport_conformance_test.cc
             LIBS grove_transports grove_test_harness grove_base LABELS unit PROCESSORS 2 TIMEOUT 300)
+if(TARGET grove_transport_net)
+  grove_gtest(test_net_one_sided SOURCES ${CMAKE_CURRENT_LIST_DIR}/net_one_sided_test.cc
+              LIBS grove_transports grove_test_harness grove_base LABELS unit PROCESSORS 2)
+endif()

@@ -32,7 +32,8 @@ using net::WriteOp;
 constexpr uint32_t kBlobMagic = 0x4e455447;     // "GTEN"
 constexpr uint32_t kControlMagic = 0x4e455443;  // "CTEN"
 constexpr size_t kProviderChars = 32;
-constexpr int kMaxNics = 4;
+constexpr int kMaxNics = 12;        // published (RDMA: GROVE_NET_NICS, at most 4)
+constexpr int kMaxRdmaNics = 4;
 constexpr uint32_t kLinkBits = 12;   // link ids in a signal's high bits
 constexpr uint32_t kByteBits = 20;   // the write's bytes in its low bits
 constexpr uint32_t kMaxLinks = (1u << kLinkBits) - 1;
@@ -100,6 +101,15 @@ class NetEndpoint final : public Endpoint {
   }
 };
 
+// The IP host of a sockaddr-format fabric address ("" for other formats).
+std::string hostOf(const std::vector<uint8_t>& addr) {
+  if (addr.size() < sizeof(sa_family_t) || addr.size() > sizeof(sockaddr_storage)) return "";
+  sockaddr_storage ss{};
+  std::memcpy(&ss, addr.data(), addr.size());
+  if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) return "";
+  return ::grove::net::formatHost(ss);
+}
+
 void* alignedBuffer(size_t bytes) {
   void* p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
   if (p == nullptr) throw Error(groveSystemError, "net transport: out of memory");
@@ -151,12 +161,16 @@ class NetCore {
     key_ = SipKey{ctx_.secret, fnv1a64(ctx_.jobId.data(), ctx_.jobId.size())};
     peerAddrs_.resize(nics_.size());
     peerNics_.assign(ctx_.nranks, 0);
+    peerHosts_.resize(ctx_.nranks);
+    for (const auto& n : nics_) localHosts_.push_back(hostOf(n->address()));
     for (int r = 0; r < ctx_.nranks; ++r) {
       PeerBlob b;
       if (r >= static_cast<int>(ctx_.addresses.size()) || !parseBlob(ctx_.addresses[r], &b) ||
           b.provider != provider_)
         continue;
       peerNics_[r] = static_cast<int>(b.nics.size());
+      peerHosts_[r].clear();
+      for (const auto& addr : b.nics) peerHosts_[r].push_back(hostOf(addr));
       for (size_t i = 0; i < nics_.size(); ++i) {
         peerAddrs_[i].resize(ctx_.nranks);
         for (const auto& addr : b.nics) peerAddrs_[i][r].push_back(nics_[i]->insert(addr.data(), addr.size()));
@@ -168,10 +182,40 @@ class NetCore {
     return peer >= 0 && peer < ctx_.nranks && peerNics_[peer] > 0;
   }
 
-  // The local NIC of a link on `channel`, and the peer's endpoint address on it.
-  int nicOf(int channel) const { return channel % static_cast<int>(nics_.size()); }
-  fi_addr_t addrOf(int nic, int peer, int channel) const {
-    return peerAddrs_[nic][peer][channel % peerNics_[peer]];
+  // The NICs a send link uses at both ends: the link addresses of its
+  // route (a planned route, else the topology's path to the peer), else
+  // NIC channel mod n at each end.
+  std::pair<int, int> nicsFor(const LinkKey& k) const {
+    int local = k.channel % static_cast<int>(nics_.size());
+    int remote = k.channel % peerNics_[k.peer];
+    const PeerRoute* r = nullptr;
+    if (k.route != 0) {
+      auto it = planned_.find({k.peer, k.route});
+      if (it == planned_.end())
+        throwInvalidArgument("net transport: route " + std::to_string(k.route) + " to rank " +
+                             std::to_string(k.peer) + " was never registered");
+      r = &it->second;
+    } else if (static_cast<int>(ctx_.routes.size()) == ctx_.nranks) {
+      r = &ctx_.routes[k.peer];
+    }
+    if (r == nullptr) return {local, remote};
+    auto find = [](const std::vector<std::string>& hosts, const sockaddr_storage& a, int dflt) {
+      if (a.ss_family != AF_INET && a.ss_family != AF_INET6) return dflt;
+      const std::string want = ::grove::net::formatHost(a);
+      for (size_t i = 0; i < hosts.size(); ++i)
+        if (hosts[i] == want) return static_cast<int>(i);
+      return dflt;
+    };
+    return {find(localHosts_, r->local, local), find(peerHosts_[k.peer], r->remote, remote)};
+  }
+  fi_addr_t addrOf(int nic, int peer, int peerNic) const { return peerAddrs_[nic][peer][peerNic]; }
+  int peerNics(int peer) const { return peerNics_[peer]; }
+
+  void addRoute(int peer, uint32_t route, const PeerRoute& addresses) {
+    if (peer < 0 || peer >= ctx_.nranks || route == 0)
+      throwInvalidArgument("net transport: bad planned route " + std::to_string(route) +
+                           " to rank " + std::to_string(peer));
+    planned_[{peer, route}] = addresses;
   }
 
   std::mutex mu;
@@ -275,12 +319,20 @@ class NetCore {
     switch (e.kind) {
       case NicEvent::kSignal: {
         const uint32_t id = e.signal >> kByteBits;
+        if (id == 0) {  // a one-sided put's signal
+          signals_.push_back(e.signal & OneSided::kMaxSignal);
+          return;
+        }
         auto it = recvs_.find(id);
         if (it == recvs_.end()) throw Error(groveRemoteError, "net transport: a write for an unknown link");
         it->second->arrived += e.signal & ((1u << kByteBits) - 1);
         return;
       }
       case NicEvent::kWriteDone: {
+        if (e.op->owner == nullptr) {  // a one-sided put
+          e.op->bytes = 0;             // done
+          return;
+        }
         auto* s = static_cast<SendLink*>(e.op->owner);
         --s->inFlight;
         s->freeOps.push_back(e.op);
@@ -330,6 +382,9 @@ class NetCore {
   std::vector<std::unique_ptr<Nic>> nics_;
   std::vector<std::vector<std::vector<fi_addr_t>>> peerAddrs_;  // [local nic][peer][peer nic]
   std::vector<int> peerNics_;
+  std::vector<std::vector<std::string>> peerHosts_;  // [peer][peer nic]: IP host ("" if none)
+  std::vector<std::string> localHosts_;              // [nic]
+  std::map<std::pair<int, uint32_t>, PeerRoute> planned_;  // (peer, route) -> addresses
   size_t capacity_ = 0;
   SipKey key_{};
   std::string failure_;
@@ -337,6 +392,11 @@ class NetCore {
  public:
   std::map<uint32_t, std::unique_ptr<SendLink>> sends_;
   std::map<uint32_t, std::unique_ptr<RecvLink>> recvs_;
+  // One-sided puts in flight (op id -> context; bytes 0 once complete) and
+  // signals that arrived.
+  std::map<uint64_t, std::unique_ptr<WriteOp>> puts_;
+  uint64_t nextPut_ = 1;
+  std::deque<uint32_t> signals_;
   uint32_t nextSend_ = 1, nextRecv_ = 1;
   std::set<LinkKey> sendOpened_, recvOpened_;
 };
@@ -352,7 +412,10 @@ class NetSendHalf final : public SendHalf {
   }
   size_t reserve(void** ptr) override {
     std::lock_guard<std::mutex> lock(core_->mu);
-    core_->progress();
+    // Completions only matter when room or write slots run short: reading
+    // the completion queue costs system calls on software providers.
+    if (s_.head - s_.credited >= core_->capacity() / 2 || s_.freeOps.size() < kOpsPerLink / 2)
+      core_->progress();
     if (s_.closed)
       throw Error(groveRemoteError, "net transport: rank " + std::to_string(s_.key.peer) +
                                         " closed its receiving half of channel " +
@@ -390,7 +453,7 @@ class NetRecvHalf final : public RecvHalf {
   }
   size_t peek(const void** ptr) override {
     std::lock_guard<std::mutex> lock(core_->mu);
-    core_->progress();
+    if (r_.arrived == r_.consumed) core_->progress();  // nothing landed yet: look
     const uint64_t avail = r_.arrived - r_.consumed;
     if (avail == 0 && r_.closed)
       throw Error(groveRemoteError, "net transport: rank " + std::to_string(r_.key.peer) +
@@ -439,13 +502,15 @@ void NetCore::establish(const std::vector<LinkKey>& sends, const std::vector<Lin
   if (nextRecv_ + recvs.size() > kMaxLinks || nextSend_ + sends.size() > kMaxLinks)
     throwInvalidUsage("net transport: more than " + std::to_string(kMaxLinks) + " links");
   std::vector<uint32_t> sendIds, recvIds;
-  // 1. Everything that waits for no one: buffers, registrations, offers.
+  // 1. What waits for no one: each send link's staging ring and its offer,
+  //    naming the NICs it will use at both ends.
   for (const LinkKey& k : sends) {
     auto s = std::make_unique<SendLink>();
     s->key = k;
     s->id = nextSend_++;
-    s->nic = nicOf(k.channel);
-    s->dst = addrOf(s->nic, k.peer, k.channel);
+    const auto [local, remote] = nicsFor(k);
+    s->nic = local;
+    s->dst = addrOf(local, k.peer, remote);
     s->staging.reset(alignedBuffer(capacity_));
     s->local = nics_[s->nic]->registerMemory(s->staging.get(), capacity_);
     for (auto& op : s->ops) s->freeOps.push_back(&op);
@@ -454,6 +519,8 @@ void NetCore::establish(const std::vector<LinkKey>& sends, const std::vector<Lin
     c.channel = k.channel;
     c.route = k.route;
     c.replyLink = s->id;
+    c.addr = static_cast<uint64_t>(local);
+    c.key = static_cast<uint64_t>(remote);
     sendControl(c, s->nic, s->dst, ctx_.wait);
     sendIds.push_back(s->id);
     sends_[s->id] = std::move(s);
@@ -462,23 +529,11 @@ void NetCore::establish(const std::vector<LinkKey>& sends, const std::vector<Lin
     auto r = std::make_unique<RecvLink>();
     r->key = k;
     r->id = nextRecv_++;
-    r->nic = nicOf(k.channel);
-    r->dst = addrOf(r->nic, k.peer, k.channel);
-    r->ring.reset(alignedBuffer(capacity_));
-    r->region = nics_[r->nic]->registerMemory(r->ring.get(), capacity_);
-    Control c;
-    c.kind = kRingOffer;
-    c.channel = k.channel;
-    c.route = k.route;
-    c.replyLink = r->id;
-    c.addr = r->region.remoteBase;
-    c.key = r->region.key;
-    c.value = capacity_;
-    sendControl(c, r->nic, r->dst, ctx_.wait);
     recvIds.push_back(r->id);
     recvs_[r->id] = std::move(r);
   }
-  // 2. The peers' offers.
+  // 2. The peers' offers: a sender's offer gets this rank's ring, on the
+  //    NIC it named, in reply; a receiver's reply completes a send link.
   Waiter waiter(ctx_.wait, "net transport: waiting for peers' link offers");
   size_t missing = sends.size() + recvs.size();
   while (missing > 0) {
@@ -502,8 +557,25 @@ void NetCore::establish(const std::vector<LinkKey>& sends, const std::vector<Lin
     for (uint32_t id : recvIds) {
       RecvLink& r = *recvs_[id];
       Control c;
-      if (r.peerLink == 0 && takeOffer(kSendOffer, {r.key.peer, r.key.channel, r.key.route}, &c))
+      if (r.peerLink == 0 && takeOffer(kSendOffer, {r.key.peer, r.key.channel, r.key.route}, &c)) {
+        if (c.key >= nics_.size() || c.addr >= static_cast<uint64_t>(peerNics(r.key.peer)))
+          throw Error(groveRemoteError, "net transport: rank " + std::to_string(r.key.peer) +
+                                            " offered a link on NICs this rank does not know");
+        r.nic = static_cast<int>(c.key);
+        r.dst = addrOf(r.nic, r.key.peer, static_cast<int>(c.addr));
+        r.ring.reset(alignedBuffer(capacity_));
+        r.region = nics_[r.nic]->registerMemory(r.ring.get(), capacity_);
         r.peerLink = c.replyLink;
+        Control reply;
+        reply.kind = kRingOffer;
+        reply.channel = r.key.channel;
+        reply.route = r.key.route;
+        reply.replyLink = r.id;
+        reply.addr = r.region.remoteBase;
+        reply.key = r.region.key;
+        reply.value = capacity_;
+        sendControl(reply, r.nic, r.dst, ctx_.wait);
+      }
       now += r.peerLink == 0;
     }
     if (now < missing) waiter.progressed();
@@ -522,11 +594,103 @@ void NetCore::establish(const std::vector<LinkKey>& sends, const std::vector<Lin
 
 namespace {
 
+// OneSided over the NICs: regions on NIC 0, puts from the NIC that pairs
+// with the region's (nic mod this rank's NICs), signals under link id 0.
+class NetOneSided final : public OneSided {
+ public:
+  explicit NetOneSided(NetCore& core) : core_(core) {}
+  Remote expose(void* base, size_t bytes) override {
+    std::lock_guard<std::mutex> lock(core_.mu);
+    const Region r = core_.nic(0).registerMemory(base, bytes);
+    Remote out;
+    out.addr = r.remoteBase + (reinterpret_cast<uintptr_t>(base) - reinterpret_cast<uintptr_t>(r.base));
+    out.key = r.key;
+    out.bytes = bytes;
+    out.rank = core_.ctx().rank;
+    out.nic = 0;
+    return out;
+  }
+  uint64_t put(const void* src, size_t n, const Remote& dst, uint64_t offset, uint32_t signal) override {
+    std::lock_guard<std::mutex> lock(core_.mu);
+    if (offset > dst.bytes || n > dst.bytes - offset)
+      throwInvalidArgument("net put: " + std::to_string(n) + " bytes at offset " + std::to_string(offset) +
+                           " do not fit the " + std::to_string(dst.bytes) + "-byte region");
+    if (signal > kMaxSignal) throwInvalidArgument("net put: signal above kMaxSignal");
+    if (!core_.reaches(dst.rank) || dst.nic < 0 || dst.nic >= core_.peerNics(dst.rank))
+      throwInvalidArgument("net put: region of an unreachable rank or NIC");
+    core_.progress();
+    const int local = dst.nic % static_cast<int>(core_.nics().size());
+    Nic& nic = core_.nic(local);
+    const Region from = nic.registerMemory(const_cast<void*>(src), n);
+    Region to;
+    to.remoteBase = dst.addr;
+    to.key = dst.key;
+    auto op = std::make_unique<WriteOp>();
+    op->owner = nullptr;
+    op->bytes = n == 0 ? 1 : n;  // nonzero while in flight
+    if (!nic.write(src, n, from, core_.addrOf(local, dst.rank, dst.nic), to, offset, signal, op.get()))
+      return 0;
+    const uint64_t id = core_.nextPut_++;
+    core_.puts_[id] = std::move(op);
+    return id;
+  }
+  bool done(uint64_t op) override {
+    std::lock_guard<std::mutex> lock(core_.mu);
+    auto it = core_.puts_.find(op);
+    if (it == core_.puts_.end()) return true;
+    if (it->second->bytes != 0) core_.progress();
+    if (it->second->bytes != 0) return false;
+    core_.puts_.erase(it);
+    return true;
+  }
+  bool takeSignal(uint32_t* signal) override {
+    std::lock_guard<std::mutex> lock(core_.mu);
+    if (core_.signals_.empty()) core_.progress();
+    if (core_.signals_.empty()) return false;
+    *signal = core_.signals_.front();
+    core_.signals_.pop_front();
+    return true;
+  }
+  bool flush() override {
+    std::lock_guard<std::mutex> lock(core_.mu);
+    core_.progress();
+    for (const auto& [id, op] : core_.puts_)
+      if (op->bytes != 0) return false;
+    return true;
+  }
+  void release(void* base) override {
+    std::lock_guard<std::mutex> lock(core_.mu);
+    for (const auto& n : core_.nics()) n->deregister(base);
+  }
+  size_t registrations() const override {
+    std::lock_guard<std::mutex> lock(core_.mu);
+    size_t s = 0;
+    for (const auto& n : core_.nics()) s += n->registrations();
+    return s;
+  }
+  size_t registrationHits() const override {
+    std::lock_guard<std::mutex> lock(core_.mu);
+    size_t s = 0;
+    for (const auto& n : core_.nics()) s += n->registrationHits();
+    return s;
+  }
+
+ private:
+  NetCore& core_;
+};
+
 class NetTransport final : public Transport {
  public:
-  NetTransport(const Context& ctx, NetEndpoint& ep) : core_(std::make_shared<NetCore>(ctx, ep)) {}
+  NetTransport(const Context& ctx, NetEndpoint& ep)
+      : core_(std::make_shared<NetCore>(ctx, ep)), oneSided_(*core_) {}
+  OneSided* oneSided() override { return &oneSided_; }
   const char* name() const override { return "net"; }
   bool canConnect(int peer) const override { return core_->reaches(peer); }
+  bool routable() const override { return true; }
+  void addRoute(int peer, uint32_t route, const PeerRoute& addresses) override {
+    std::lock_guard<std::mutex> lock(core_->mu);
+    core_->addRoute(peer, route, addresses);
+  }
   void establish(const std::vector<LinkKey>& sends, const std::vector<LinkKey>& recvs,
                  std::vector<std::unique_ptr<SendHalf>>& outSends,
                  std::vector<std::unique_ptr<RecvHalf>>& outRecvs) override {
@@ -550,6 +714,7 @@ class NetTransport final : public Transport {
 
  private:
   std::shared_ptr<NetCore> core_;
+  NetOneSided oneSided_;
 };
 
 // One fi_getinfo entry per domain of `provider` (the first of each), in order.
@@ -626,17 +791,30 @@ std::unique_ptr<Endpoint> openNetEndpoint(const OpenArgs& args) {
   }
   std::vector<const fi_info*> domains = domainsOf(list, provider);
   if (!rdmaProvider(provider)) {
-    // Software providers: one NIC, the interface the socket transport picks.
+    // Software providers: a domain is an interface. The one the socket
+    // transport picks comes first; the others only when the topology's
+    // links carry addresses (each link end its own interface), so links
+    // can follow the planner's routes as the socket transport's do.
     const std::string iface = ::grove::net::pickInterface().name;
-    std::vector<const fi_info*> pick;
-    for (const fi_info* d : domains)
-      if (d->domain_attr->name != nullptr && iface == d->domain_attr->name) pick.push_back(d);
-    if (!pick.empty()) domains = pick;
-    domains.resize(std::min<size_t>(domains.size(), 1));
+    auto named = [](const fi_info* d) { return std::string(d->domain_attr->name ? d->domain_attr->name : ""); };
+    std::stable_partition(domains.begin(), domains.end(), [&](const fi_info* d) { return named(d) == iface; });
+    if (!args.linkAddresses) domains.resize(std::min<size_t>(domains.size(), 1));
+    domains.erase(std::remove_if(domains.begin() + std::min<size_t>(domains.size(), 1), domains.end(),
+                                 [&](const fi_info* d) { return named(d) == "lo"; }),
+                  domains.end());
+    if (domains.size() > static_cast<size_t>(kMaxNics)) domains.resize(kMaxNics);
+  } else {
+    // The topology's closest NIC first: channel 0 leaves through it.
+    std::stable_partition(domains.begin(), domains.end(), [&](const fi_info* d) {
+      const std::string name = d->domain_attr->name ? d->domain_attr->name : "";
+      for (const std::string& c : args.closestNics)
+        if (name == c || name.rfind(c + "-", 0) == 0) return true;
+      return false;
+    });
+    int want = static_cast<int>(config::getInt("GROVE_NET_NICS"));
+    if (want <= 0) want = kMaxRdmaNics;
+    if (static_cast<int>(domains.size()) > want) domains.resize(want);
   }
-  int want = static_cast<int>(config::getInt("GROVE_NET_NICS"));
-  if (want <= 0) want = kMaxNics;
-  if (static_cast<int>(domains.size()) > want) domains.resize(want);
   auto ep = std::make_unique<NetEndpoint>();
   ep->provider = provider.substr(0, kProviderChars - 1);
   for (const fi_info* d : domains) ep->nics.push_back(std::make_unique<Nic>(*lib, d));

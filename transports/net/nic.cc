@@ -115,7 +115,15 @@ Region Nic::registerMemory(void* base, size_t bytes) {
   reg.region.key = fi_mr_key(reg.mr);
   reg.region.remoteBase = virtAddr_ ? at : 0;
   regs_[at] = reg;
+  ++made_;
   return reg.region;
+}
+
+void Nic::deregister(void* base) {
+  auto it = regs_.find(reinterpret_cast<uintptr_t>(base));
+  if (it == regs_.end()) return;
+  if (it->second.mr != nullptr) fi_close(&it->second.mr->fid);
+  regs_.erase(it);
 }
 
 bool Nic::write(const void* src, size_t n, const Region& local, fi_addr_t dst, const Region& remote,

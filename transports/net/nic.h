@@ -94,8 +94,10 @@ class Nic {
   /// Registers [base, base + bytes) for local writes from it and remote
   /// writes into it; cached: the same or a contained range costs nothing.
   Region registerMemory(void* base, size_t bytes);
+  /// Deregisters the cached registration starting at `base`, if any.
+  void deregister(void* base);
   /// Registrations made and cache hits (tests).
-  size_t registrations() const { return regs_.size(); }
+  size_t registrations() const { return made_; }
   size_t registrationHits() const { return hits_; }
 
   /// Posts a write of [src, src + n) (inside `local`) to `dst`'s region
@@ -137,6 +139,7 @@ class Nic {
   };
   std::map<uintptr_t, Reg> regs_;  // by start address
   size_t hits_ = 0;
+  size_t made_ = 0;
   // Posted control receives and sends (their contexts and buffers).
   struct ControlSlot {
     fi_context2 fi{};
