@@ -223,6 +223,9 @@ class Transport {
   virtual void establish(const std::vector<LinkKey>& sends, const std::vector<LinkKey>& recvs,
                          std::vector<std::unique_ptr<SendHalf>>& outSends,
                          std::vector<std::unique_ptr<RecvHalf>>& outRecvs) = 0;
+  /// Receive-side bytes one slot of a slot link for messages of up to
+  /// `maxBytes` occupies (what establishSlots allocates per slot).
+  virtual size_t slotStride(size_t maxBytes) const { return maxBytes; }
   /// One-sided access (OneSided), or nullptr where this transport has none.
   virtual OneSided* oneSided() { return nullptr; }
   /// Opens a slot link to and one from every rank in `peers` (outSends[i]

@@ -5,7 +5,6 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "transports/shm/shm_slots.h"
 
 namespace grove::core {
 
@@ -164,9 +163,8 @@ exec::LinkTable& Connections::ensure(const plan::Program& program) {
   return table_;
 }
 
-int Connections::eagerSlots(int nranks, size_t maxBytes) {
-  const size_t perSlot =
-      transport::shm::slotStrideFor(maxBytes) * static_cast<size_t>(std::max(nranks - 1, 1));
+int Connections::eagerSlots(int nranks, size_t stride) {
+  const size_t perSlot = stride * static_cast<size_t>(std::max(nranks - 1, 1));
   const size_t fit = kEagerBudgetBytes / perSlot;
   return static_cast<int>(std::clamp<size_t>(fit, kEagerMinSlots, kEagerMaxSlots));
 }
@@ -185,7 +183,7 @@ exec::EagerCollectives& Connections::openEager(size_t maxBytes, bool tags) {
     if (peers.empty()) continue;
     std::vector<std::unique_ptr<transport::SlotSender>> s;
     std::vector<std::unique_ptr<transport::SlotReceiver>> r;
-    if (!t->establishSlots(peers, slot, eagerSlots(nranks_, slot), s, r))
+    if (!t->establishSlots(peers, slot, eagerSlots(nranks_, t->slotStride(slot)), s, r))
       throwInternalError(std::string("the ") + t->name() + " transport opened no slot links");
     for (size_t i = 0; i < peers.size(); ++i) {
       sends[peers[i]] = std::move(s[i]);

@@ -104,7 +104,7 @@ class Connections {
   /// Slots per slot link (how many eager calls a rank may run ahead of a
   /// peer): as many as fit kEagerBudgetBytes of receive slots per rank,
   /// between kEagerMinSlots and kEagerMaxSlots.
-  static int eagerSlots(int nranks, size_t maxBytes);
+  static int eagerSlots(int nranks, size_t slotStride);
   static constexpr size_t kEagerBudgetBytes = 4u << 20;
   static constexpr int kEagerMinSlots = 8;
   static constexpr int kEagerMaxSlots = 64;

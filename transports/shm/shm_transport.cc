@@ -56,6 +56,8 @@ ShmTransport::ShmTransport(Context ctx) : ctx_(std::move(ctx)) {
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
 }
 
+size_t ShmTransport::slotStride(size_t maxBytes) const { return shm::slotStrideFor(maxBytes); }
+
 bool ShmTransport::canConnect(int peer) const {
   if (peer < 0 || peer >= ctx_.nranks || peer == ctx_.rank) return false;
   return ctx_.peers[peer].hostHash == ctx_.peers[ctx_.rank].hostHash;

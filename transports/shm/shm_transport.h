@@ -59,6 +59,9 @@ class ShmTransport final : public Transport {
                       std::vector<std::unique_ptr<SlotSender>>& outSends,
                       std::vector<std::unique_ptr<SlotReceiver>>& outRecvs) override;
 
+  /// shm::slotStrideFor(maxBytes): a slot's header line and payload.
+  size_t slotStride(size_t maxBytes) const override;
+
   /// File name (no directory) of the segment of link src -> dst on `channel`
   /// for communicator `jobId` (characters other than [A-Za-z0-9_.] become '_').
   static std::string segmentName(const std::string& jobId, int src, int dst, int channel);
