@@ -1,5 +1,7 @@
 #include "algorithms/selector.h"
 
+#include "algorithms/algorithm_table.h"
+
 #include <strings.h>
 
 #include <algorithm>
@@ -133,15 +135,8 @@ constexpr uint64_t kBinomialMinBytes = 256u << 10;
 }  // namespace
 
 const char* algoName(Algo a) {
-  switch (a) {
-    case Algo::kRing: return "ring";
-    case Algo::kDirect: return "direct";
-    case Algo::kTree: return "tree";
-    case Algo::kHier: return "hier";
-    case Algo::kDoubling: return "doubling";
-    case Algo::kHalving: return "halving";
-  }
-  return "invalid";
+  const auto i = static_cast<size_t>(a);
+  return i < algorithmTable().size() ? algorithmTable()[i].name : "invalid";
 }
 
 std::optional<Algo> parseAlgo(const std::string& name) {
@@ -161,22 +156,8 @@ std::optional<Coll> parseColl(const std::string& name) {
 }
 
 bool algoSupports(Algo algo, Coll coll) {
-  switch (algo) {
-    case Algo::kRing:
-      return coll == Coll::kAllReduce || coll == Coll::kBroadcast || coll == Coll::kReduce ||
-             coll == Coll::kAllGather || coll == Coll::kReduceScatter;
-    case Algo::kDirect:
-      return coll != Coll::kReduceScatter;
-    case Algo::kTree:
-      return coll == Coll::kAllReduce || coll == Coll::kBroadcast || coll == Coll::kReduce;
-    case Algo::kHier:
-      return coll == Coll::kAllReduce;
-    case Algo::kDoubling:
-      return coll == Coll::kAllReduce || coll == Coll::kAllGather || coll == Coll::kBroadcast;
-    case Algo::kHalving:
-      return coll == Coll::kAllReduce;
-  }
-  return false;
+  const auto i = static_cast<size_t>(algo);
+  return i < algorithmTable().size() && (algorithmTable()[i].colls >> static_cast<unsigned>(coll)) & 1u;
 }
 
 Program build(Algo algo, const CollArgs& args, const PlanParams& params) {
@@ -184,32 +165,13 @@ Program build(Algo algo, const CollArgs& args, const PlanParams& params) {
     throwInvalidArgument(std::string("algorithm ") + algoName(algo) + " cannot build " +
                          collName(args.coll) +
                          (args.coll == Coll::kSendRecv ? " (use buildP2P)" : ""));
-  if (algo == Algo::kTree || algo == Algo::kHier)
+  const AlgoInfo& info = algoInfo(algo);
+  if (info.needsPlans)
     throwInvalidArgument(std::string("algorithm ") + algoName(algo) +
                          " needs the communicator's topology plans");
-  if (algo == Algo::kHalving) return buildHalvingAllReduce(args, params);
-  if (algo == Algo::kDoubling) {
-    if (args.coll == Coll::kBroadcast) return buildDoublingBroadcast(args, params);
-    return args.coll == Coll::kAllReduce ? buildDoublingAllReduce(args, params)
-                                         : buildDoublingAllGather(args, params);
-  }
-  const bool ring = algo == Algo::kRing;
-  switch (args.coll) {
-    case Coll::kAllReduce:
-      return ring ? buildRingAllReduce(args, params) : buildDirectAllReduce(args, params);
-    case Coll::kBroadcast:
-      return ring ? buildChainBroadcast(args, params) : buildDirectBroadcast(args, params);
-    case Coll::kReduce:
-      return ring ? buildChainReduce(args, params) : buildDirectReduce(args, params);
-    case Coll::kAllGather:
-      return ring ? buildRingAllGather(args, params) : buildDirectAllGather(args, params);
-    case Coll::kReduceScatter: return buildRingReduceScatter(args, params);
-    case Coll::kGather: return buildGather(args, params);
-    case Coll::kScatter: return buildScatter(args, params);
-    case Coll::kAlltoAll: return buildAlltoAll(args, params);
-    case Coll::kSendRecv: break;
-  }
-  throwInvalidArgument("build: invalid collective");
+  const BuildFn fn = info.builders[static_cast<size_t>(args.coll)];
+  if (fn == nullptr) throwInvalidArgument("build: invalid collective");
+  return fn(args, params);
 }
 
 SelectorConfig SelectorConfig::fromRegistry(const char* algoOverride, int nChannels) {

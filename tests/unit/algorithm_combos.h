@@ -6,7 +6,9 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
+#include "algorithms/algorithm_table.h"
 #include "algorithms/selector.h"
 
 namespace grove::plan::testing {
@@ -17,17 +19,13 @@ struct Combo {
   Algo algo;
 };
 
-/// Every pair the builders support (send/recv is tested on its own).
-inline constexpr Combo kCombos[] = {
-    {Coll::kAllReduce, Algo::kRing},  {Coll::kAllReduce, Algo::kDirect},
-    {Coll::kBroadcast, Algo::kRing},  {Coll::kBroadcast, Algo::kDirect},
-    {Coll::kReduce, Algo::kRing},     {Coll::kReduce, Algo::kDirect},
-    {Coll::kAllGather, Algo::kRing},  {Coll::kAllGather, Algo::kDirect},
-    {Coll::kReduceScatter, Algo::kRing}, {Coll::kGather, Algo::kDirect},
-    {Coll::kScatter, Algo::kDirect},  {Coll::kAlltoAll, Algo::kDirect},
-    {Coll::kAllReduce, Algo::kDoubling}, {Coll::kAllGather, Algo::kDoubling},
-    {Coll::kBroadcast, Algo::kDoubling}, {Coll::kAllReduce, Algo::kHalving},
-};
+/// Every pair with a rank-order builder, from the algorithm table
+/// (send/recv is tested on its own; tree and hier need plans).
+inline const std::vector<Combo> kCombos = [] {
+  std::vector<Combo> out;
+  for (const AlgoCombo& c : builtCombos()) out.push_back({c.coll, c.algo});
+  return out;
+}();
 
 /// How gtest prints a pair in messages: "allreduce/ring".
 inline void PrintTo(const Combo& c, std::ostream* os) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/algorithm_table.h"
 #include "algorithms/builders.h"
 #include "algorithms/program_cache.h"
 #include "algorithms/selector.h"
@@ -570,6 +571,34 @@ TEST(Describe, DumpsStepsAndNames) {
   EXPECT_NE(text.find("recvReduceCopySend 1->[me]->1 ch0"), std::string::npos) << text;
   EXPECT_STREQ(stepKindName(StepKind::kRecvCopySend), "recvCopySend");
   EXPECT_STREQ(collName(Coll::kAlltoAll), "alltoall");
+}
+
+}  // namespace
+}  // namespace grove::plan
+
+namespace grove::plan {
+namespace {
+
+// The algorithm table is what every reader iterates: rows in Algo order,
+// names that parse back, builders only where the row says it runs.
+TEST(AlgorithmTable, RowsAreConsistent) {
+  const auto& table = algorithmTable();
+  for (size_t i = 0; i < table.size(); ++i) {
+    const AlgoInfo& a = table[i];
+    EXPECT_EQ(static_cast<size_t>(a.id), i);
+    EXPECT_EQ(parseAlgo(a.name), a.id) << a.name;
+    EXPECT_STREQ(algoName(a.id), a.name);
+    EXPECT_NE(std::string(a.description), "");
+    for (int c = 0; c < kNumColls; ++c) {
+      const bool runs = algoSupports(a.id, static_cast<Coll>(c));
+      if (a.builders[c] != nullptr) EXPECT_TRUE(runs) << a.name << " " << collName(static_cast<Coll>(c));
+      if (a.needsPlans) EXPECT_EQ(a.builders[c], nullptr) << a.name;
+    }
+  }
+  // 16 pairs with rank-order builders (what the structural and end-to-end
+  // tests run); tree and hier only through plans.
+  EXPECT_EQ(builtCombos().size(), 16u);
+  EXPECT_THROW(build(Algo::kTree, CollArgs{}, PlanParams{}), Error);
 }
 
 }  // namespace
