@@ -37,8 +37,8 @@ const std::vector<Var>& registeredVars() {
        "present, socket otherwise), or the transports to use, comma-separated: shm, net, socket "
        "(tcp), loopback (threads of one process)"},
       {"GROVE_NET_PROVIDER", Type::kString, "",
-       "libfabric provider of the net transport (verbs, efa, tcp, ...; as FI_PROVIDER); empty: "
-       "the fastest present (RDMA providers before tcp, which auto leaves to the socket transport)"},
+       "libfabric provider of the net transport (verbs, efa, tcp, ...); empty: FI_PROVIDER, else "
+       "the fastest present where an RDMA device exists (tcp only when GROVE_TRANSPORT names net)"},
       {"GROVE_NET_NICS", Type::kInt, "0",
        "NICs (fabric domains) the net transport spreads its channels over; 0 = every domain of "
        "the chosen provider on the chosen interface's fabric, up to 4",

@@ -1,6 +1,7 @@
 // Net transport; see net_transport.h for how it works.
 #include "transports/net/net_transport.h"
 
+#include <dirent.h>
 #include <strings.h>
 
 #include <algorithm>
@@ -733,6 +734,21 @@ std::vector<const fi_info*> domainsOf(const fi_info* list, const std::string& pr
   return out;
 }
 
+// True if the kernel shows an RDMA device (InfiniBand, RoCE, iWARP, EFA,
+// Omni-Path: /sys/class/infiniband; Slingshot: /sys/class/cxi).
+bool rdmaDevicePresent() {
+  for (const char* dir : {"/sys/class/infiniband", "/sys/class/cxi"}) {
+    DIR* d = opendir(dir);
+    if (d == nullptr) continue;
+    bool any = false;
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') any = true;
+    closedir(d);
+    if (any) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool netCanConnect(const Address& a, const Address& b) {
@@ -741,9 +757,20 @@ bool netCanConnect(const Address& a, const Address& b) {
 }
 
 std::unique_ptr<Endpoint> openNetEndpoint(const OpenArgs& args) {
+  // The provider: GROVE_NET_PROVIDER, else libfabric's own FI_PROVIDER.
+  std::string chosen = config::getString("GROVE_NET_PROVIDER");
+  const char* fiProvider = std::getenv("FI_PROVIDER");
+  if (chosen.empty() && fiProvider != nullptr) chosen = fiProvider;
+  // By default, only where an RDMA device exists: asking libfabric costs
+  // every provider's probe (about 0.3 s), and without one the socket
+  // transport serves TCP better anyway.
+  if (!args.named && chosen.empty() && !rdmaDevicePresent()) {
+    GROVE_INFO(log::kNet, "net transport not used: no RDMA device (/sys/class/infiniband, "
+                          "/sys/class/cxi); GROVE_TRANSPORT=net uses libfabric's tcp provider");
+    return nullptr;
+  }
   std::string why;
   const net::FabricLib* lib = net::fabricLib(&why);
-  const std::string chosen = config::getString("GROVE_NET_PROVIDER");
   if (lib == nullptr) {
     if (!chosen.empty()) throwInvalidUsage("GROVE_NET_PROVIDER=" + chosen + ", but " + why);
     GROVE_INFO(log::kNet, "net transport unavailable: %s", why.c_str());
@@ -817,7 +844,16 @@ std::unique_ptr<Endpoint> openNetEndpoint(const OpenArgs& args) {
   }
   auto ep = std::make_unique<NetEndpoint>();
   ep->provider = provider.substr(0, kProviderChars - 1);
-  for (const fi_info* d : domains) ep->nics.push_back(std::make_unique<Nic>(*lib, d));
+  for (const fi_info* d : domains) {
+    try {
+      ep->nics.push_back(std::make_unique<Nic>(*lib, d));
+    } catch (const Error& e) {
+      // Asked for by name: say why. By default: this host just has no net transport.
+      if (args.named || !chosen.empty()) throw;
+      GROVE_INFO(log::kNet, "net transport unavailable: %s", e.what());
+      return nullptr;
+    }
+  }
   if (ep->nics.empty()) return nullptr;
   std::string names;
   for (const auto& n : ep->nics) names += (names.empty() ? "" : ", ") + n->name();
