@@ -1,8 +1,6 @@
-// Net transport; see net_transport.h for how it works.
+// Net transport: the links and one-sided access over the endpoints of
+// net_endpoint.h; see net_transport.h for how it works.
 #include "transports/net/net_transport.h"
-
-#include <dirent.h>
-#include <strings.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -12,13 +10,12 @@
 #include <mutex>
 #include <set>
 
-#include "base/config.h"
 #include "base/entropy.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/siphash.h"
 #include "base/socket.h"
-#include "transports/net/fabric_lib.h"
+#include "transports/net/net_endpoint.h"
 #include "transports/net/nic.h"
 
 namespace grove::transport {
@@ -30,86 +27,13 @@ using net::NicEvent;
 using net::Region;
 using net::WriteOp;
 
-constexpr uint32_t kBlobMagic = 0x4e455447;     // "GTEN"
 constexpr uint32_t kControlMagic = 0x4e455443;  // "CTEN"
-constexpr size_t kProviderChars = 32;
-constexpr int kMaxNics = 12;        // published (RDMA: GROVE_NET_NICS, at most 4)
-constexpr int kMaxRdmaNics = 4;
 constexpr uint32_t kLinkBits = 12;   // link ids in a signal's high bits
 constexpr uint32_t kByteBits = 20;   // the write's bytes in its low bits
 constexpr uint32_t kMaxLinks = (1u << kLinkBits) - 1;
 constexpr int kOpsPerLink = 64;      // writes in flight per send link
 
 enum ControlKind : uint32_t { kSendOffer = 1, kRingOffer = 2, kCredit = 3, kClose = 4 };
-
-// The published blob: header, then per NIC its address length and bytes.
-struct BlobHeader {
-  uint32_t magic = kBlobMagic;
-  uint8_t nics = 0;
-  uint8_t pad[3] = {};
-  char provider[kProviderChars] = {};
-};
-
-struct PeerBlob {
-  std::string provider;
-  std::vector<std::vector<uint8_t>> nics;
-};
-
-bool parseBlob(const Address& a, PeerBlob* out) {
-  if (a.size < sizeof(BlobHeader) || a.size > Address::kMaxBytes) return false;
-  BlobHeader h;
-  std::memcpy(&h, a.bytes, sizeof(h));
-  if (h.magic != kBlobMagic || h.nics == 0 || h.nics > kMaxNics) return false;
-  out->provider.assign(h.provider, strnlen(h.provider, kProviderChars));
-  size_t at = sizeof(h);
-  for (int i = 0; i < h.nics; ++i) {
-    if (at >= a.size) return false;
-    const size_t len = a.bytes[at++];
-    if (len == 0 || at + len > a.size) return false;
-    out->nics.emplace_back(a.bytes + at, a.bytes + at + len);
-    at += len;
-  }
-  return true;
-}
-
-bool rdmaProvider(const std::string& prov) {
-  // Providers that move bytes in software over sockets, or only on one host.
-  for (const char* slow : {"tcp", "sockets", "udp", "shm", "net"})
-    if (prov == slow || prov.rfind(std::string(slow) + ";", 0) == 0) return false;
-  return true;
-}
-
-class NetEndpoint final : public Endpoint {
- public:
-  std::vector<std::unique_ptr<Nic>> nics;
-  std::string provider;
-  Address address() const override {
-    Address a;
-    BlobHeader h;
-    std::snprintf(h.provider, sizeof(h.provider), "%s", provider.c_str());
-    size_t at = sizeof(h);
-    for (const auto& n : nics) {
-      const auto& bytes = n->address();
-      if (bytes.size() > 255 || at + 1 + bytes.size() > Address::kMaxBytes) break;
-      a.bytes[at++] = static_cast<uint8_t>(bytes.size());
-      std::memcpy(a.bytes + at, bytes.data(), bytes.size());
-      at += bytes.size();
-      ++h.nics;
-    }
-    std::memcpy(a.bytes, &h, sizeof(h));
-    a.size = static_cast<uint32_t>(at);
-    return a;
-  }
-};
-
-// The IP host of a sockaddr-format fabric address ("" for other formats).
-std::string hostOf(const std::vector<uint8_t>& addr) {
-  if (addr.size() < sizeof(sa_family_t) || addr.size() > sizeof(sockaddr_storage)) return "";
-  sockaddr_storage ss{};
-  std::memcpy(&ss, addr.data(), addr.size());
-  if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) return "";
-  return ::grove::net::formatHost(ss);
-}
 
 void* alignedBuffer(size_t bytes) {
   void* p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
@@ -232,11 +156,16 @@ class NetCore {
     }
   }
 
-  void sendControl(Control c, int nic, fi_addr_t dst, const WaitContext& wait) {
+  // Stamps a control message as this rank's, with its MAC under the job key.
+  void seal(Control& c) const {
     c.magic = kControlMagic;
     c.src = ctx_.rank;
     c.mac = 0;
     c.mac = sipHash24(key_, &c, sizeof(c));
+  }
+
+  void sendControl(Control c, int nic, fi_addr_t dst, const WaitContext& wait) {
+    seal(c);
     Waiter waiter(wait, "net transport: sending a control message");
     while (!nics_[nic]->send(c, dst)) {
       progress();
@@ -284,10 +213,7 @@ class NetCore {
     c.route = key.route;
     c.link = peerLink;
     c.value = value;
-    c.magic = kControlMagic;
-    c.src = ctx_.rank;
-    c.mac = 0;
-    c.mac = sipHash24(key_, &c, sizeof(c));
+    seal(c);
     return nics_[nic]->send(c, dst);
   }
 
@@ -663,20 +589,16 @@ class NetOneSided final : public OneSided {
     std::lock_guard<std::mutex> lock(core_.mu);
     for (const auto& n : core_.nics()) n->deregister(base);
   }
-  size_t registrations() const override {
-    std::lock_guard<std::mutex> lock(core_.mu);
-    size_t s = 0;
-    for (const auto& n : core_.nics()) s += n->registrations();
-    return s;
-  }
-  size_t registrationHits() const override {
-    std::lock_guard<std::mutex> lock(core_.mu);
-    size_t s = 0;
-    for (const auto& n : core_.nics()) s += n->registrationHits();
-    return s;
-  }
+  size_t registrations() const override { return sum(&Nic::registrations); }
+  size_t registrationHits() const override { return sum(&Nic::registrationHits); }
 
  private:
+  size_t sum(size_t (Nic::*counter)() const) const {
+    std::lock_guard<std::mutex> lock(core_.mu);
+    size_t s = 0;
+    for (const auto& n : core_.nics()) s += ((*n).*counter)();
+    return s;
+  }
   NetCore& core_;
 };
 
@@ -702,175 +624,18 @@ class NetTransport final : public Transport {
     GROVE_INFO(log::kNet, "rank %d: %zu net send and %zu receive links established",
                core_->ctx().rank, sends.size(), recvs.size());
   }
-  NetStats stats() const {
-    std::lock_guard<std::mutex> lock(core_->mu);
-    NetStats s;
-    for (const auto& n : core_->nics()) {
-      s.nics.push_back(n->name());
-      s.registrations += n->registrations();
-      s.registrationHits += n->registrationHits();
-    }
-    return s;
-  }
 
  private:
   std::shared_ptr<NetCore> core_;
   NetOneSided oneSided_;
 };
 
-// One fi_getinfo entry per domain of `provider` (the first of each), in order.
-std::vector<const fi_info*> domainsOf(const fi_info* list, const std::string& provider) {
-  std::vector<const fi_info*> out;
-  std::set<std::string> seen;
-  for (const fi_info* i = list; i != nullptr; i = i->next) {
-    if (provider != i->fabric_attr->prov_name) continue;
-    const std::string dom = i->domain_attr->name != nullptr ? i->domain_attr->name : "";
-    if (i->addr_format != FI_SOCKADDR_IN && i->addr_format != FI_SOCKADDR_IN6 &&
-        i->addr_format != FI_SOCKADDR && rdmaProvider(provider) == false)
-      continue;
-    if (!seen.insert(dom).second) continue;
-    out.push_back(i);
-  }
-  return out;
-}
-
-// True if the kernel shows an RDMA device (InfiniBand, RoCE, iWARP, EFA,
-// Omni-Path: /sys/class/infiniband; Slingshot: /sys/class/cxi).
-bool rdmaDevicePresent() {
-  for (const char* dir : {"/sys/class/infiniband", "/sys/class/cxi"}) {
-    DIR* d = opendir(dir);
-    if (d == nullptr) continue;
-    bool any = false;
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') any = true;
-    closedir(d);
-    if (any) return true;
-  }
-  return false;
-}
-
 }  // namespace
-
-bool netCanConnect(const Address& a, const Address& b) {
-  PeerBlob x, y;
-  return parseBlob(a, &x) && parseBlob(b, &y) && x.provider == y.provider;
-}
-
-std::unique_ptr<Endpoint> openNetEndpoint(const OpenArgs& args) {
-  // The provider: GROVE_NET_PROVIDER, else libfabric's own FI_PROVIDER.
-  std::string chosen = config::getString("GROVE_NET_PROVIDER");
-  const char* fiProvider = std::getenv("FI_PROVIDER");
-  if (chosen.empty() && fiProvider != nullptr) chosen = fiProvider;
-  // By default, only where an RDMA device exists: asking libfabric costs
-  // every provider's probe (about 0.3 s), and without one the socket
-  // transport serves TCP better anyway.
-  if (!args.named && chosen.empty() && !rdmaDevicePresent()) {
-    GROVE_INFO(log::kNet, "net transport not used: no RDMA device (/sys/class/infiniband, "
-                          "/sys/class/cxi); GROVE_TRANSPORT=net uses libfabric's tcp provider");
-    return nullptr;
-  }
-  std::string why;
-  const net::FabricLib* lib = net::fabricLib(&why);
-  if (lib == nullptr) {
-    if (!chosen.empty()) throwInvalidUsage("GROVE_NET_PROVIDER=" + chosen + ", but " + why);
-    GROVE_INFO(log::kNet, "net transport unavailable: %s", why.c_str());
-    return nullptr;
-  }
-  fi_info* hints = lib->dupinfo(nullptr);
-  if (hints == nullptr) throw Error(groveSystemError, "net transport: fi_allocinfo failed");
-  hints->caps = FI_MSG | FI_RMA | FI_WRITE | FI_REMOTE_WRITE;
-  hints->mode = FI_CONTEXT | FI_CONTEXT2;
-  hints->ep_attr->type = FI_EP_RDM;
-  hints->domain_attr->mr_mode =
-      FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-  hints->domain_attr->threading = FI_THREAD_DOMAIN;
-  hints->tx_attr->msg_order = FI_ORDER_SAS;
-  if (!chosen.empty()) hints->fabric_attr->prov_name = strdup(chosen.c_str());
-  fi_info* list = nullptr;
-  const int rc = lib->getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &list);
-  lib->freeinfo(hints);
-  if (rc != 0 || list == nullptr) {
-    if (!chosen.empty())
-      throwInvalidUsage("GROVE_NET_PROVIDER=" + chosen + ": no such libfabric provider with "
-                        "reliable datagrams and one-sided writes here (" + net::fabricError("fi_getinfo", rc) + ")");
-    GROVE_INFO(log::kNet, "net transport unavailable: no libfabric provider with reliable "
-                          "datagrams and one-sided writes");
-    return nullptr;
-  }
-  struct Free {
-    const net::FabricLib* lib;
-    fi_info* list;
-    ~Free() { lib->freeinfo(list); }
-  } freeList{lib, list};
-  // The fastest provider present: the first RDMA one in libfabric's order, else tcp.
-  std::string provider;
-  for (const fi_info* i = list; i != nullptr && provider.empty(); i = i->next)
-    if (rdmaProvider(i->fabric_attr->prov_name)) provider = i->fabric_attr->prov_name;
-  if (provider.empty())
-    for (const fi_info* i = list; i != nullptr && provider.empty(); i = i->next)
-      if (std::string(i->fabric_attr->prov_name).find("tcp") != std::string::npos)
-        provider = i->fabric_attr->prov_name;
-  if (provider.empty()) provider = list->fabric_attr->prov_name;
-  if (!rdmaProvider(provider) && !args.named && chosen.empty()) {
-    GROVE_INFO(log::kNet, "net transport: only %s here; the socket transport serves TCP "
-                          "(GROVE_TRANSPORT=net uses it anyway)", provider.c_str());
-    return nullptr;
-  }
-  std::vector<const fi_info*> domains = domainsOf(list, provider);
-  if (!rdmaProvider(provider)) {
-    // Software providers: a domain is an interface. The one the socket
-    // transport picks comes first; the others only when the topology's
-    // links carry addresses (each link end its own interface), so links
-    // can follow the planner's routes as the socket transport's do.
-    const std::string iface = ::grove::net::pickInterface().name;
-    auto named = [](const fi_info* d) { return std::string(d->domain_attr->name ? d->domain_attr->name : ""); };
-    std::stable_partition(domains.begin(), domains.end(), [&](const fi_info* d) { return named(d) == iface; });
-    if (!args.linkAddresses) domains.resize(std::min<size_t>(domains.size(), 1));
-    domains.erase(std::remove_if(domains.begin() + std::min<size_t>(domains.size(), 1), domains.end(),
-                                 [&](const fi_info* d) { return named(d) == "lo"; }),
-                  domains.end());
-    if (domains.size() > static_cast<size_t>(kMaxNics)) domains.resize(kMaxNics);
-  } else {
-    // The topology's closest NIC first: channel 0 leaves through it.
-    std::stable_partition(domains.begin(), domains.end(), [&](const fi_info* d) {
-      const std::string name = d->domain_attr->name ? d->domain_attr->name : "";
-      for (const std::string& c : args.closestNics)
-        if (name == c || name.rfind(c + "-", 0) == 0) return true;
-      return false;
-    });
-    int want = static_cast<int>(config::getInt("GROVE_NET_NICS"));
-    if (want <= 0) want = kMaxRdmaNics;
-    if (static_cast<int>(domains.size()) > want) domains.resize(want);
-  }
-  auto ep = std::make_unique<NetEndpoint>();
-  ep->provider = provider.substr(0, kProviderChars - 1);
-  for (const fi_info* d : domains) {
-    try {
-      ep->nics.push_back(std::make_unique<Nic>(*lib, d));
-    } catch (const Error& e) {
-      // Asked for by name: say why. By default: this host just has no net transport.
-      if (args.named || !chosen.empty()) throw;
-      GROVE_INFO(log::kNet, "net transport unavailable: %s", e.what());
-      return nullptr;
-    }
-  }
-  if (ep->nics.empty()) return nullptr;
-  std::string names;
-  for (const auto& n : ep->nics) names += (names.empty() ? "" : ", ") + n->name();
-  GROVE_INFO(log::kNet, "net transport: %zu NIC(s): %s", ep->nics.size(), names.c_str());
-  return ep;
-}
 
 std::unique_ptr<Transport> makeNetTransport(const Context& ctx, std::unique_ptr<Endpoint> endpoint) {
   auto* ep = dynamic_cast<NetEndpoint*>(endpoint.get());
   if (ep == nullptr) throwInternalError("net transport made without its endpoint");
   return std::make_unique<NetTransport>(ctx, *ep);
-}
-
-NetStats netStats(const Transport& t) {
-  auto* n = dynamic_cast<const NetTransport*>(&t);
-  if (n == nullptr) throwInvalidArgument("netStats: not a net transport");
-  return n->stats();
 }
 
 }  // namespace grove::transport

@@ -53,14 +53,4 @@ std::unique_ptr<Endpoint> openNetEndpoint(const OpenArgs& args);
 /// The transport over the endpoint openNetEndpoint made.
 std::unique_ptr<Transport> makeNetTransport(const Context& ctx, std::unique_ptr<Endpoint> endpoint);
 
-/// What a net transport tells tests: its NICs' names and the registration
-/// cache's counters, summed over NICs.
-struct NetStats {
-  std::vector<std::string> nics;
-  size_t registrations = 0;
-  size_t registrationHits = 0;
-};
-/// Stats of a transport made by makeNetTransport (throws for another kind).
-NetStats netStats(const Transport& t);
-
 }  // namespace grove::transport
