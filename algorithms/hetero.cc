@@ -38,7 +38,7 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
   PackOptions half = options;
   half.maxTrees = std::max(1, options.maxTrees - options.maxTrees / 2);
   auto bound = [&](const std::vector<double>& c) {
-    return allReduce ? detail::allReduceBoundCapped(g, c) : detail::broadcastBoundCapped(g, root, c);
+    return allReduce ? detail::shardAllReduceBound(g, c) : detail::broadcastBoundCapped(g, root, c);
   };
   TreePlan plan = detail::packCapped(g, root, allReduce, half, fast, bound(fast));
   std::vector<double> load = linkLoad(g, plan.trees, allReduce);
@@ -51,7 +51,7 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
   plan.rounds += slow.rounds;
   plan.mwuTrees += slow.mwuTrees;
   if (g.nranks() > 1 && plan.trees.empty()) throwInvalidUsage("packHetero: the ranks are not connected");
-  plan.bound = bound(cap);
+  plan.bound = bound(cap);  // TopoPlans replaces it (and the optimum) with the joint packing's
   plan.planMs = detail::msSince(start);
   return plan;
 }

@@ -9,12 +9,17 @@
 // (m x n tableau of constraints x candidates, basic and non-basic variables
 // swapped at each pivot) needs no phase 1. Entering variable: the largest
 // reduced gain (Bland's rule after many pivots, against cycling); leaving
-// variable: the ratio test. Links that no candidate uses, and unbounded
+// variable: Harris' ratio test (of the rows tied within a tolerance, the
+// largest pivot: these LPs are very degenerate, and taking tiny pivots among
+// ties lost the tableau's accuracy on 16 ranks). At the optimum the reduced
+// gains of the slacks are minus the dual prices of the rows, which column
+// generation reads. Links that no candidate uses, and unbounded
 // ports, are left out of the rows. weightAndReduce() then drops candidates (of
 // the few lightest, the one whose loss costs least) and re-solves: always while more than `maxKeep` remain, and
 // further while the rate stays >= keep * the optimum over all candidates.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "algorithms/planner_internal.h"
@@ -23,15 +28,20 @@ namespace grove::plan::detail {
 
 namespace {
 constexpr double kTol = 1e-9;
+constexpr double kPivot = 1e-7;  // smallest pivot element taken
 }  // namespace
 
-std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>& a, const std::vector<double>& b) {
+std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>& a, const std::vector<double>& b,
+                                   std::vector<double>* duals) {
   const size_t m = static_cast<size_t>(rows), n = static_cast<size_t>(cols);
   std::vector<double> t(a), rhs(b), c(n, 1.0);
   std::vector<int> basic(m), nonbasic(n);  // labels: 0..n-1 structural, n.. slacks
   for (size_t i = 0; i < m; ++i) basic[i] = static_cast<int>(n + i);
   for (size_t j = 0; j < n; ++j) nonbasic[j] = static_cast<int>(j);
   const int maxPivots = 50 * static_cast<int>(m + n) + 100;
+  double scale = 1;
+  for (double v : b) scale = std::max(scale, v);
+  const double feasTol = 1e-10 * scale;
   for (int pivot = 0; pivot < maxPivots; ++pivot) {
     const bool bland = pivot > 10 * static_cast<int>(m + n);
     size_t e = n;
@@ -40,16 +50,17 @@ std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>
       if (e == n || (bland ? nonbasic[j] < nonbasic[e] : c[j] > c[e])) e = j;
     }
     if (e == n) break;  // optimal
+    // Harris' ratio test: the largest pivot among the rows whose ratio is
+    // within the feasibility tolerance of the smallest (tiny pivots are what
+    // loses accuracy in a dense tableau); Bland's smallest label when cycling.
+    double theta = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < m; ++i)
+      if (t[i * n + e] > kPivot) theta = std::min(theta, (rhs[i] + feasTol) / t[i * n + e]);
     size_t leave = m;
-    double best = 0;
     for (size_t i = 0; i < m; ++i) {
       const double aij = t[i * n + e];
-      if (aij <= kTol) continue;
-      const double ratio = rhs[i] / aij;
-      if (leave == m || ratio < best - kTol || (std::abs(ratio - best) <= kTol && basic[i] < basic[leave])) {
-        leave = i;
-        best = ratio;
-      }
+      if (aij <= kPivot || rhs[i] / aij > theta) continue;
+      if (leave == m || (bland ? basic[i] < basic[leave] : aij > t[leave * n + e])) leave = i;
     }
     if (leave == m) break;  // unbounded: cannot happen with caps on used links
     const double p = t[leave * n + e];
@@ -71,13 +82,17 @@ std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>
   std::vector<double> x(n, 0.0);
   for (size_t i = 0; i < m; ++i)
     if (basic[i] < static_cast<int>(n)) x[static_cast<size_t>(basic[i])] = rhs[i];
+  if (duals) {  // the dual of row i is minus the reduced gain of its slack (0 while basic)
+    duals->assign(m, 0.0);
+    for (size_t j = 0; j < n; ++j)
+      if (nonbasic[j] >= static_cast<int>(n)) (*duals)[static_cast<size_t>(nonbasic[j]) - n] = std::max(0.0, -c[j]);
+  }
   return x;
 }
 
-namespace {
-
 // Solves the LP over the candidates `which`; writes their weights, returns the sum.
-double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which, const std::vector<double>& cap) {
+double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which, const std::vector<double>& cap,
+                   std::vector<double>* linkPrice) {
   std::map<int, int> row;  // link -> row
   for (int k : which)
     for (auto [link, times] : cands[static_cast<size_t>(k)].use)
@@ -92,7 +107,12 @@ double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which,
       auto it = row.find(link);
       if (it != row.end()) a[static_cast<size_t>(it->second) * static_cast<size_t>(cols) + static_cast<size_t>(j)] += times;
     }
-  std::vector<double> x = solvePackingLp(r, cols, a, b);
+  std::vector<double> rowPrice;
+  std::vector<double> x = solvePackingLp(r, cols, a, b, linkPrice ? &rowPrice : nullptr);
+  if (linkPrice) {
+    linkPrice->assign(cap.size(), 0.0);
+    for (auto& [link, idx] : row) (*linkPrice)[static_cast<size_t>(link)] = rowPrice[static_cast<size_t>(idx)];
+  }
   double sum = 0;
   for (int j = 0; j < cols; ++j) {
     cands[static_cast<size_t>(which[static_cast<size_t>(j)])].weight = x[static_cast<size_t>(j)];
@@ -100,6 +120,8 @@ double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which,
   }
   return sum;
 }
+
+namespace {
 
 std::vector<int> dropLightest(std::vector<Candidate>& cands, const std::vector<double>& cap, int maxKeep,
                              double keep, double best) {

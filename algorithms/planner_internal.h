@@ -8,6 +8,8 @@
 #pragma once
 
 #include <chrono>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "algorithms/topo_plan.h"
@@ -36,8 +38,22 @@ std::vector<int> widestRouteCapped(const PlanGraph& g, int a, int b, const std::
 /// rank receive and send on (as a tree node does).
 double maxFlowSets(const PlanGraph& g, const std::vector<int>& sources, const std::vector<int>& sinks,
                    const std::vector<double>& cap, bool ranksForward);
+/// allGatherBound (gather) / reduceScatterBound over a capacity vector.
+CutBound shardCutBound(const PlanGraph& g, const std::vector<double>& cap, bool gather);
 /// broadcastBound over a capacity vector.
 double broadcastBoundCapped(const PlanGraph& g, int root, const std::vector<double>& cap);
+/// Reduce-scatter then all-gather at their optima: 1 / (1/RS + 1/AG).
+double shardAllReduceBound(const PlanGraph& g, const std::vector<double>& cap);
+/// Pricing rounds column generation gets at plan time: enough to converge up
+/// to 16 ranks; beyond, a few (each round is n shortest-path searches and an
+/// LP), so the bound is the dual bound reached by then.
+int treeOptimumRounds(const PlanGraph& g);
+/// Per-rank, summed and per-machine flow bounds: true of every all-reduce,
+/// not tight (maxflow.cc).
+double flowAllReduceBound(const PlanGraph& g, const std::vector<double>& cap);
+/// The all-reduce bound given the tree LP's proved upper bound (0: none):
+/// min(flow bounds, max(trees, reduce-scatter + all-gather)).
+double familyBound(const PlanGraph& g, const std::vector<double>& cap, double treesUpper);
 /// allReduceBound over a capacity vector.
 double allReduceBoundCapped(const PlanGraph& g, const std::vector<double>& cap);
 
@@ -51,8 +67,11 @@ std::vector<int> minArborescence(int n, int root, const std::vector<double>& w);
 std::vector<int> minSpanningTree(int n, const std::vector<double>& w);
 
 /// max sum(x) subject to sum_j a[i][j] x_j <= b[i], x >= 0 (b >= 0), by the
-/// simplex method. `a` is row-major rows x cols. Returns x.
-std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>& a, const std::vector<double>& b);
+/// simplex method. `a` is row-major rows x cols. Returns x; `duals`, when
+/// given, receives an optimal dual solution (one price >= 0 per row, with
+/// sum_i b[i] * duals[i] equal to sum(x)).
+std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>& a, const std::vector<double>& b,
+                                   std::vector<double>* duals = nullptr);
 
 /// The same graph (same vertices and link indices) with only `ranks`, renumbered
 /// 0.. in that order, as ranks; the other ranks' vertices become dead ends.
@@ -70,12 +89,45 @@ struct Candidate {
   double weight = 0;                     ///< weight found by MWU / LP
 };
 
+/// Optimal weights of the candidates `which` (the packing LP over the links
+/// they load, unbounded ports left out); writes their `weight`, returns the
+/// summed rate. `linkPrice`, when given, receives the LP's dual price of
+/// every link (0 for links outside the LP).
+double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which, const std::vector<double>& cap,
+                   std::vector<double>* linkPrice = nullptr);
+
 /// Optimal weights of `cands` (LP over the links they load, capacities
 /// `cap`); then drops the lightest candidates and re-solves while more than
 /// `maxKeep` remain or while the rate stays >= keep * the full optimum.
 /// Returns the indices kept; their `weight` holds the final rates.
 std::vector<int> weightAndReduce(std::vector<Candidate>& cands, const std::vector<double>& cap, int maxKeep,
                                  double keep);
+
+/// The oracle of tree packing: the cheapest tree under a route table's
+/// prices -- the minimum arborescence rooted at `root`, or for all-reduce the
+/// minimum spanning tree of the symmetric costs re-rooted at its centre
+/// (ties rotate with `round`). Exact: a tree's price is the sum of its
+/// edges' route prices. False when the ranks cannot be spanned.
+bool cheapestTree(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
+                  const std::vector<double>& cap, Tree& tree);
+/// How often a tree crosses each link (both routes of an edge for all-reduce).
+std::map<int, int> useOf(const Tree& t, bool allReduce);
+/// A key that tells distinct trees (shape and routes) apart.
+std::string keyOf(const Tree& t);
+
+/// What column generation proved about a tree packing LP.
+struct TreeOptimum {
+  std::vector<Tree> trees;       ///< the columns with positive weight, `rate` = weight
+  double value = 0;              ///< rate of that packing (feasible)
+  double upper = 0;              ///< certified upper bound: no packing of such trees beats it (0: none proved)
+  std::vector<double> price;     ///< the dual's link prices, scaled so the cheapest tree costs 1
+  int iterations = 0;            ///< pricing rounds run
+};
+/// The tree packing LP solved exactly by column generation, starting from
+/// `seeds` (may be empty): stops when value >= upper * (1 - gap) or after
+/// maxIterations pricing rounds. Empty (value 0) when the ranks cannot be spanned.
+TreeOptimum optimalTrees(const PlanGraph& g, int root, bool allReduce, const std::vector<double>& cap,
+                         const std::vector<Tree>& seeds, double gap = 1e-7, int maxIterations = 400);
 
 /// Tree packing over a capacity vector (cap 0: link unusable): rooted at
 /// `root`, or all-reduce trees; `bound` stops MWU early when reached.

@@ -147,9 +147,37 @@ double maxFlow(const PlanGraph& g, int fromRank, int toRank);
 /// send on (maxFlow() with ranks as relays; GPUs still relay only through a
 /// rank on them). No packing of trees can exceed it.
 double broadcastBound(const PlanGraph& g, int root);
-/// An upper bound on all-reduce algorithm bandwidth (GB/s of message) over
-/// the graph, documented with its derivation where it is defined.
+/// The all-reduce bound (GB/s of message): the optimum of the all-reduce
+/// tree LP (every packing of all-reduce trees, each edge loaded both ways),
+/// proved by column generation, or the reduce-scatter + all-gather optimum
+/// 1 / (1/RS + 1/AG) when that is higher.
 double allReduceBound(const PlanGraph& g);
+
+/// A bound with the cut that proves it.
+struct CutBound {
+  double rate = 0;          ///< GB/s of message (algbw)
+  std::vector<int> inside;  ///< the ranks inside the cut
+  double crossing = 0;      ///< GB/s of links into (all-gather) or out of (reduce-scatter) the cut
+};
+/// The all-gather optimum (ForestColl): n * min over cuts S holding some but
+/// not all ranks of B_in(S) / (ranks outside S). Exact: per-rank broadcast
+/// trees with unequal shares reach it.
+CutBound allGatherBound(const PlanGraph& g);
+/// The reduce-scatter optimum: the same over the links leaving S.
+CutBound reduceScatterBound(const PlanGraph& g);
+
+/// A partition of the ranks that proves an all-reduce tree rate: every
+/// spanning tree crosses between parts at least parts-1 times each way, so
+/// no packing beats crossing / (2 (parts - 1)).
+struct PartitionBound {
+  double rate = 0;                      ///< crossing / (2 (parts - 1))
+  std::vector<std::vector<int>> parts;  ///< ranks of each part
+  double crossing = 0;                  ///< GB/s of links between parts, both directions
+};
+/// The partition read off the tree LP's dual: vertices joined by links the
+/// dual leaves unpriced. Its rate equals the optimum when the dual is a
+/// partition (as on graphs without switches); otherwise it is only a bound.
+PartitionBound allReducePartition(const PlanGraph& g);
 
 /// Load a set of rings or trees puts on every link (GB/s), by link index.
 std::vector<double> linkLoad(const PlanGraph& g, const std::vector<Ring>& rings);
@@ -176,8 +204,8 @@ RingPlan ncclLikeRings(const PlanGraph& g);
 struct PackOptions {
   double epsilon = 0.05;    ///< MWU accuracy
   int maxRounds = 2000;     ///< MWU rounds at most
-  int maxTrees = 8;         ///< trees kept after reduction (fewer when they suffice)
-  double keep = 0.97;       ///< reduced packing keeps at least this fraction of the MWU rate
+  int maxTrees = 24;        ///< trees kept after reduction (fewer when they suffice)
+  double keep = 0.99;       ///< reduced packing keeps at least this fraction of the LP optimum
 };
 
 /// What tree packing found.
@@ -185,6 +213,9 @@ struct TreePlan {
   std::vector<Tree> trees;
   double rate = 0;     ///< sum of the trees' rates
   double bound = 0;    ///< the matching upper bound (broadcastBound / allReduceBound)
+  double optimum = 0;  ///< the tree LP's optimum, proved by column generation (no such packing beats it);
+                       ///< beyond 16 ranks the dual bound reached in a few rounds; 0 when none was proved
+  int pricingRounds = 0;  ///< column generation's pricing rounds
   int rounds = 0;      ///< MWU rounds run
   int mwuTrees = 0;    ///< distinct trees before reduction
   double planMs = 0;   ///< planning time

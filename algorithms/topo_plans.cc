@@ -22,6 +22,8 @@ const TreePlan& TopoPlans::allReduceTrees() {
   if (!allReduceTrees_) {
     TreePlan joint = packAllReduceTrees(graph_, options_);
     TreePlan split = packHetero(graph_, 0, true, options_);
+    split.optimum = joint.optimum;  // the joint LP covers every split packing
+    split.bound = joint.bound;
     allReduceTrees_ = split.rate > joint.rate ? std::move(split) : std::move(joint);
   }
   return *allReduceTrees_;
@@ -35,6 +37,8 @@ const TreePlan& TopoPlans::rootedTrees(int root) {
   if (it == rootedTrees_.end()) {
     TreePlan joint = packTrees(graph_, root, options_);
     TreePlan split = packHetero(graph_, root, false, options_);
+    split.optimum = joint.optimum;
+    split.bound = joint.bound;
     it = rootedTrees_.emplace(root, split.rate > joint.rate ? std::move(split) : std::move(joint)).first;
   }
   return it->second;

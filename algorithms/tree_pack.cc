@@ -18,9 +18,13 @@
 // The accumulated rates, scaled down by the worst overload, are a feasible
 // packing; the rounds stop when that scaled rate is within 0.1% of the
 // bound, stops improving for a while, or after maxRounds. The distinct trees
-// found are then re-weighted optimally by the packing LP (packing_lp.cc),
-// and the lightest dropped while more than maxTrees remain or while the rate
-// stays >= keep * the LP optimum. A tree's routes are stored in the Tree
+// found (with chains and each link class's trees) seed column generation
+// (tree_optimum.cc), which proves the LP optimum and adds the trees it
+// needs. The packing LP (packing_lp.cc) then re-weights the candidates, and
+// the lightest are dropped while more than maxTrees remain or while the rate
+// stays >= keep * the optimum. When maxTrees trees fall short of that, the
+// kept set's own dual prices one more tree, swapped in for the member that
+// costs least, while the rate grows. A tree's routes are stored in the Tree
 // (down: parent->child, up: child->parent) so loads can be recomputed
 // exactly; for rooted trees `up` is the reverse of `down` where the reverse
 // links exist.
@@ -29,6 +33,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "algorithms/planner_internal.h"
@@ -87,6 +92,19 @@ std::vector<int> reroot(const std::vector<int>& parent, int offset, int* rootOut
   return best;
 }
 
+// The reverse of a route when every reverse link exists and is usable, else empty.
+std::vector<int> reverseRoute(const PlanGraph& g, const std::vector<int>& route, const std::vector<double>& cap) {
+  std::vector<int> back;
+  for (auto it = route.rbegin(); it != route.rend(); ++it) {
+    int r = g.reverseLink(*it);
+    if (r < 0 || !(cap[static_cast<size_t>(r)] > 0)) return {};
+    back.push_back(r);
+  }
+  return back;
+}
+
+}  // namespace
+
 std::string keyOf(const Tree& t) {
   std::ostringstream os;
   for (size_t v = 0; v < t.parent.size(); ++v) {
@@ -100,18 +118,6 @@ std::string keyOf(const Tree& t) {
   return os.str();
 }
 
-// The reverse of a route when every reverse link exists and is usable, else empty.
-std::vector<int> reverseRoute(const PlanGraph& g, const std::vector<int>& route, const std::vector<double>& cap) {
-  std::vector<int> back;
-  for (auto it = route.rbegin(); it != route.rend(); ++it) {
-    int r = g.reverseLink(*it);
-    if (r < 0 || !(cap[static_cast<size_t>(r)] > 0)) return {};
-    back.push_back(r);
-  }
-  return back;
-}
-
-// One oracle call: the cheapest tree under the route table's prices.
 bool cheapestTree(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
                   const std::vector<double>& cap, Tree& tree) {
   const int n = g.nranks();
@@ -146,6 +152,8 @@ std::map<int, int> useOf(const Tree& t, bool allReduce) {
   }
   return use;
 }
+
+namespace {
 
 // MWU rounds; returns the distinct trees with their accumulated weights.
 std::vector<TreeCand> mwuTrees(const PlanGraph& g, int root, bool allReduce, const PackOptions& o,
@@ -200,6 +208,46 @@ std::vector<TreeCand> mwuTrees(const PlanGraph& g, int root, bool allReduce, con
   return out;
 }
 
+// The reduction keeps at most maxKeep trees of the candidates; when that
+// set falls short of `target`, its own LP dual prices a new tree (the
+// oracle under the kept set's prices: the tree the kept set misses most),
+// which comes in for the member whose removal then costs least, as long as
+// the rate grows. New trees join `found` and `cands`.
+std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce, const std::vector<double>& cap,
+                                   int maxKeep, double target, std::vector<TreeCand>& found,
+                                   std::vector<Candidate>& cands, std::vector<int> kept) {
+  std::vector<double> y, search(cap.size());
+  double rate = solveSubset(cands, kept, cap, &y);
+  for (int round = 0, rounds = g.nranks() > 16 ? 4 : 60; round < rounds && rate < target; ++round) {
+    for (size_t l = 0; l < cap.size(); ++l)
+      search[l] = cap[l] > 0 ? y[l] + 1e-12 / std::min(cap[l], 1e6) : kInf;
+    TreeCand c;
+    if (!cheapestTree(g, cheapestRoutes(g, search, cap), root, allReduce, round, cap, c.tree)) break;
+    c.use = useOf(c.tree, allReduce);
+    double price = 0;
+    for (auto [l, times] : c.use) price += times * y[static_cast<size_t>(l)];
+    if (price >= 1 - 1e-9) break;  // no tree improves the kept set's LP
+    const int added = static_cast<int>(cands.size());
+    cands.push_back(Candidate{{c.use.begin(), c.use.end()}, 0});
+    found.push_back(std::move(c));
+    std::vector<int> best;
+    double bestRate = rate;
+    for (size_t drop = 0; drop <= kept.size(); ++drop) {  // drop == size: drop none
+      if (drop == kept.size() && static_cast<int>(kept.size()) >= maxKeep) break;
+      std::vector<int> trial;
+      for (size_t i = 0; i < kept.size(); ++i)
+        if (i != drop) trial.push_back(kept[i]);
+      trial.push_back(added);
+      const double r = solveSubset(cands, trial, cap);
+      if (r > bestRate * (1 + 1e-9)) bestRate = r, best = trial;
+    }
+    if (best.empty()) break;
+    kept = best;
+    rate = solveSubset(cands, kept, cap, &y);
+  }
+  return kept;
+}
+
 }  // namespace
 
 TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOptions& o, const std::vector<double>& cap,
@@ -232,9 +280,23 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
     plan.rounds += rounds;
     for (TreeCand& c : more) found.push_back(std::move(c));
   }
+  // Column generation from these candidates proves the LP optimum; its
+  // columns join the candidates the reduction chooses from.
+  std::vector<Tree> seeds;
+  std::set<std::string> keys;
+  for (const TreeCand& c : found)
+    if (keys.insert(keyOf(c.tree)).second) seeds.push_back(c.tree);
+  TreeOptimum opt = optimalTrees(g, root, allReduce, cap, seeds, 1e-7, treeOptimumRounds(g));
+  plan.optimum = opt.upper;
+  plan.pricingRounds = opt.iterations;
+  for (Tree& t : opt.trees)
+    if (keys.insert(keyOf(t)).second) addTree(std::move(t));
   std::vector<Candidate> cands;
   for (const TreeCand& c : found) cands.push_back(Candidate{{c.use.begin(), c.use.end()}, c.weight});
-  for (int k : weightAndReduce(cands, cap, std::max(1, o.maxTrees), o.keep)) {
+  std::vector<int> kept = weightAndReduce(cands, cap, std::max(1, o.maxTrees), o.keep);
+  kept = swapInPricedTrees(g, root, allReduce, cap, std::max(1, o.maxTrees), o.keep * opt.value, found, cands, kept);
+  solveSubset(cands, kept, cap);
+  for (int k : kept) {
     Tree t = found[static_cast<size_t>(k)].tree;
     t.rate = cands[static_cast<size_t>(k)].weight;
     plan.rate += t.rate;
@@ -271,7 +333,9 @@ TreePlan packTrees(const PlanGraph& g, int root, const PackOptions& options) {
 TreePlan packAllReduceTrees(const PlanGraph& g, const PackOptions& options) {
   detail::checkPackOptions(options);
   const std::vector<double> cap = g.capacities();
-  TreePlan plan = detail::packCapped(g, 0, true, options, cap, detail::allReduceBoundCapped(g, cap));
+  const double shards = detail::shardAllReduceBound(g, cap);
+  TreePlan plan = detail::packCapped(g, 0, true, options, cap, shards);
+  plan.bound = std::max(detail::familyBound(g, cap, plan.optimum), plan.rate);
   if (g.nranks() > 1 && plan.trees.empty()) throwInvalidUsage("packAllReduceTrees: the ranks are not connected");
   return plan;
 }

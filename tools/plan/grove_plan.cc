@@ -31,7 +31,7 @@ struct Options {
   std::vector<int> gpus;
   std::vector<std::string> place;
   int ranks = 0;
-  bool json = false, survey = false;
+  bool json = false, survey = false, optimum = false;
   PlanRequest request;
 };
 
@@ -39,7 +39,7 @@ void usage(FILE* f) {
   std::fprintf(f,
                "usage: grove-plan [--file TOPO.json|.xml] [--coll allreduce|broadcast|reduce]\n"
                "                  [--gpus 0,1,4 | --place gpu0,gpu3 | --ranks N] [--root R] [--size 256M]\n"
-               "                  [--json] [--svg OUT.svg] [--survey [--fixtures DIR]]\n"
+               "                  [--json] [--svg OUT.svg] [--survey | --optimum [--fixtures DIR]]\n"
                "  --file F     topology file (grove JSON or NCCL XML); default: detect this machine\n"
                "  --coll C     allreduce (default), broadcast or reduce\n"
                "  --gpus LIST  one rank per GPU, by CUDA index (single-machine topologies)\n"
@@ -50,7 +50,9 @@ void usage(FILE* f) {
                "  --json       print the report as JSON\n"
                "  --svg F      also write an SVG of the topology and the trees to F\n"
                "  --survey     print the docs/planning.md results table over the fixtures\n"
-               "  --fixtures D the fixture folder --survey reads\n");
+               "  --optimum    print the tree LP optima over the survey's rows as JSON\n"
+               "               (tests/fixtures/plan_optimum.json; scripts/plan-optimum)\n"
+               "  --fixtures D the fixture folder --survey and --optimum read\n");
 }
 
 int intValue(const std::string& flag, const std::string& v) {
@@ -101,6 +103,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--json") o.json = true;
     else if (a == "--svg") o.svg = value();
     else if (a == "--survey") o.survey = true;
+    else if (a == "--optimum") o.optimum = true;
     else if (a == "--fixtures") o.fixtures = value();
     else if (a == "--help" || a == "-h") {
       usage(stdout);
@@ -128,6 +131,10 @@ topo::CommTopology place(const topo::Graph& g, const Options& o) {
 
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  if (o.optimum) {
+    std::fputs(optimumJson(o.fixtures).c_str(), stdout);
+    return 0;
+  }
   if (o.survey) {
     const auto t0 = std::chrono::steady_clock::now();
     std::fputs(surveyText(o.fixtures, o.request.bytes).c_str(), stdout);

@@ -1,6 +1,7 @@
 // grove-plan's text and JSON renderings of a planning run.
 #include <cstdio>
 #include <string>
+#include <tuple>
 
 #include "topology/json.h"
 #include "tools/plan/plan_report.h"
@@ -55,7 +56,8 @@ std::string treesText(const PlanReport& r) {
   const plan::TreePlan& tp = r.trees;
   std::string out = std::string(r.request.coll == plan::Coll::kAllReduce ? "all-reduce" : "rooted") +
                     " trees: " + std::to_string(tp.trees.size()) + " tree(s), " +
-                    fmt("%.1f GB/s", tp.rate) + fmt(" of bound %.1f GB/s", tp.bound) + ", " +
+                    fmt("%.1f GB/s", tp.rate) + fmt(" of bound %.1f GB/s", tp.bound) +
+                    fmt(" (LP optimum %.1f, ", tp.optimum) + std::to_string(tp.pricingRounds) + " pricing rounds), " +
                     std::to_string(tp.rounds) + " MWU rounds, " + std::to_string(tp.mwuTrees) +
                     " MWU trees" + fmt(", %.2f ms\n", tp.planMs);
   for (size_t i = 0; i < tp.trees.size(); ++i) {
@@ -178,6 +180,11 @@ std::string reportText(const PlanReport& r, const plan::PlanGraph& g) {
            fmt("%.3f", p.seconds * 1e3) + "\n";
   }
   out += "  " + pad("upper bound", 18) + pad(fmt("%.2f", r.boundAlgbw), 12) + fmt("%.2f", r.boundBusbw) + "\n";
+  out += "  proof: " + r.boundProof + "\n";
+  for (const auto& [name, b, dir] : {std::make_tuple("all-gather", &r.allGather, "into"),
+                                     std::make_tuple("reduce-scatter", &r.reduceScatter, "out of")})
+    out += std::string("  ") + name + fmt(" optimum %.2f GB/s algbw: ", b->rate) + fmt("%.2f GB/s ", b->crossing) +
+           dir + " ranks " + rankSet(b->inside) + "\n";
   return out;
 }
 
@@ -229,6 +236,16 @@ std::string reportJson(const PlanReport& r, const plan::PlanGraph& g) {
   json::Value bound = json::Value::makeObject();
   bound.set("algbw", json::Value::makeNumber(r.boundAlgbw));
   bound.set("busbw", json::Value::makeNumber(r.boundBusbw));
+  bound.set("proof", json::Value::makeString(r.boundProof));
+  for (const auto& [key, b] : {std::make_pair("allgather", &r.allGather), std::make_pair("reducescatter", &r.reduceScatter)}) {
+    json::Value cut = json::Value::makeObject();
+    cut.set("algbw", json::Value::makeNumber(b->rate));
+    cut.set("crossing", json::Value::makeNumber(b->crossing));
+    json::Value inside = json::Value::makeArray();
+    for (int rank : b->inside) inside.push(json::Value::makeNumber(rank));
+    cut.set("inside", inside);
+    bound.set(key, cut);
+  }
   o.set("bound", bound);
   return json::write(o) + "\n";
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <set>
@@ -93,6 +94,33 @@ plan::TransportKind transportOf(const topo::CommTopology& t, int machines) {
 
 }  // namespace
 
+std::string rankSet(const std::vector<int>& ranks) {
+  std::string out = "{";
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? "," : "") + std::to_string(ranks[i]);
+  return out + "}";
+}
+
+namespace {
+
+std::string allReduceProof(const plan::PlanGraph& g, const PlanReport& r) {
+  char buf[160];
+  const double rsag = 1.0 / (1.0 / r.allGather.rate + 1.0 / r.reduceScatter.rate);
+  if (rsag >= r.boundAlgbw * (1 - 1e-9)) {
+    std::snprintf(buf, sizeof buf, "reduce-scatter + all-gather at 1/(1/%.2f + 1/%.2f)", r.reduceScatter.rate,
+                  r.allGather.rate);
+    return buf;
+  }
+  const plan::PartitionBound p = plan::allReducePartition(g);
+  if (std::abs(p.rate - r.boundAlgbw) > 1e-6 * r.boundAlgbw)
+    return "the all-reduce tree LP's optimum, proved by its dual (column generation)";
+  std::string parts;
+  for (const std::vector<int>& part : p.parts) parts += (parts.empty() ? "" : " ") + rankSet(part);
+  std::snprintf(buf, sizeof buf, ": %.2f GB/s between parts / 2(%zu-1)", p.crossing, p.parts.size());
+  return "the all-reduce tree LP's optimum; partition " + parts + buf;
+}
+
+}  // namespace
+
 PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans,
                       const PlanRequest& req) {
   const plan::PlanGraph& g = plans.graph();
@@ -122,6 +150,9 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   r.ringLoad = plan::linkLoad(g, r.rings.rings);
   r.treeLoad = plan::linkLoad(g, r.trees.trees, allReduce);
   r.boundAlgbw = allReduce ? plan::allReduceBound(g) : plan::broadcastBound(g, req.root);
+  r.allGather = plan::allGatherBound(g);
+  r.reduceScatter = plan::reduceScatterBound(g);
+  r.boundProof = allReduce ? allReduceProof(g, r) : "the smallest max flow from the root to one rank (Edmonds)";
   r.boundBusbw = r.boundAlgbw * plan::busBwFactor(req.coll, r.nranks);
 
   const plan::TransportKind kind = transportOf(topology, r.machines);

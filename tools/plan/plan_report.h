@@ -49,6 +49,9 @@ struct PlanReport {
   std::vector<AlgoPrediction> predictions;
   double boundAlgbw = 0;               ///< upper bound on algbw (GB/s)
   double boundBusbw = 0;
+  std::string boundProof;              ///< what proves the bound (a partition, a cut, the LP dual)
+  plan::CutBound allGather;            ///< all-gather optimum and its cut
+  plan::CutBound reduceScatter;        ///< reduce-scatter optimum and its cut
   double planMs = 0;                   ///< wall time of every plan above
 };
 
@@ -67,9 +70,24 @@ std::string reportJson(const PlanReport& r, const plan::PlanGraph& g);
 /// (one colour per tree, width by rate).
 std::string reportSvg(const PlanReport& r, const topo::CommTopology& topology);
 
+/// One row of the survey: a fixture and the GPUs its ranks sit on.
+struct SurveyRow {
+  std::string machine;  ///< fixture name (file name without .json)
+  std::string gpus;     ///< "0,1,6,7" or "all 8"
+  int classSize = 1;    ///< subsets that plan alike (DGX-1 classes)
+  topo::CommTopology topology;
+};
+/// The survey's rows: every class of DGX-1 P100 / V100 subsets of 3..8 GPUs
+/// and the other fixtures on all their GPUs.
+std::vector<SurveyRow> surveyRows(const std::string& fixturesDir);
 /// The docs/planning.md results table over the fixtures in `fixturesDir`.
 std::string surveyText(const std::string& fixturesDir, uint64_t bytes);
+/// The tree LPs' optima over the survey's rows, solved by column generation
+/// to a relative gap of 1e-9, as JSON (tests/fixtures/plan_optimum.json).
+std::string optimumJson(const std::string& fixturesDir);
 
+/// "{0,1,4}".
+std::string rankSet(const std::vector<int>& ranks);
 /// Message bytes from "256M", "1G", "4096", "64K" (binary units).
 uint64_t parseBytes(const std::string& text);
 /// "256 MiB"-style text of a byte count.

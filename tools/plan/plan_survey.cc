@@ -53,12 +53,6 @@ std::vector<int> canonical(const std::vector<std::vector<int>>& w, std::vector<i
   return best;
 }
 
-struct Row {
-  std::string machine, gpus;
-  int classSize = 1;
-  topo::CommTopology topology;
-};
-
 struct Best {
   std::string name;
   double busbw = 0;
@@ -90,12 +84,12 @@ std::string cell(double v) {
   return buf;
 }
 
-std::vector<Row> dgx1Rows(const std::string& dir, const std::string& name) {
+std::vector<SurveyRow> dgx1Rows(const std::string& dir, const std::string& name) {
   const topo::Graph g = topo::loadTopologyFile(dir + "/" + name + ".json");
   std::vector<int> indices;
   const std::vector<std::vector<int>> w = nvlinkCounts(g, &indices);
   const int n = static_cast<int>(indices.size());
-  std::vector<Row> rows;
+  std::vector<SurveyRow> rows;
   for (int k = 3; k <= std::min(n, 8); ++k) {
     std::map<std::vector<int>, size_t> classes;
     std::vector<bool> pick(static_cast<size_t>(n), false);
@@ -109,7 +103,7 @@ std::vector<Row> dgx1Rows(const std::string& dir, const std::string& name) {
         ++rows[it->second].classSize;
         continue;
       }
-      Row row;
+      SurveyRow row;
       row.machine = name;
       for (int c : cuda) row.gpus += (row.gpus.empty() ? "" : ",") + std::to_string(c);
       row.topology = placeOnGpus(g, cuda);
@@ -119,11 +113,11 @@ std::vector<Row> dgx1Rows(const std::string& dir, const std::string& name) {
   return rows;
 }
 
-Row wholeRow(const std::string& dir, const std::string& name) {
+SurveyRow wholeRow(const std::string& dir, const std::string& name) {
   const topo::Graph g = topo::loadTopologyFile(dir + "/" + name + ".json");
   const int gpus = static_cast<int>(g.nodesOfKind(topo::NodeKind::kGpu).size());
   if (gpus == 0) throwInvalidArgument(name + ": no GPUs");
-  Row row;
+  SurveyRow row;
   row.machine = name;
   row.gpus = "all " + std::to_string(gpus);
   row.topology = topo::placeRanks(g, gpus, 0, topo::DeviceKind::kCuda);
@@ -132,18 +126,23 @@ Row wholeRow(const std::string& dir, const std::string& name) {
 
 }  // namespace
 
-std::string surveyText(const std::string& dir, uint64_t bytes) {
-  std::vector<Row> rows = dgx1Rows(dir, "dgx1_p100");
-  for (Row& r : dgx1Rows(dir, "dgx1_v100")) rows.push_back(std::move(r));
-  for (const char* name : {"dgx2", "dgx_a100", "pcie_8gpu_2socket", "cluster_2x4nic"})
+std::vector<SurveyRow> surveyRows(const std::string& dir) {
+  std::vector<SurveyRow> rows = dgx1Rows(dir, "dgx1_p100");
+  for (SurveyRow& r : dgx1Rows(dir, "dgx1_v100")) rows.push_back(std::move(r));
+  for (const char* name : {"dgx2", "dgx_a100", "pcie_8gpu_2socket", "cluster_2x4nic", "ring4_addr", "dgx1_v100_addr"})
     rows.push_back(wholeRow(dir, name));
+  return rows;
+}
+
+std::string surveyText(const std::string& dir, uint64_t bytes) {
+  const std::vector<SurveyRow> rows = surveyRows(dir);
   std::string out = "Predicted bus bandwidth (GB/s, nccl-tests busbw) at " + bytesText(bytes) +
                     "; all-reduce (AR) and broadcast from rank 0 (BC).\n"
                     "'grove' is the fastest of grove's planned rings, trees and hierarchical plan.\n\n"
                     "| topology | GPUs | subsets | AR NCCL rings | AR grove | AR bound | BC NCCL rings | "
                     "BC grove | BC bound | planning ms |\n"
                     "|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const Row& row : rows) {
+  for (const SurveyRow& row : rows) {
     plan::TopoPlans plans(plan::PlanGraph::fromTopology(row.topology));
     const Best ar = predictRow(row.topology, plans, plan::Coll::kAllReduce, bytes);
     const Best bc = predictRow(row.topology, plans, plan::Coll::kBroadcast, bytes);
