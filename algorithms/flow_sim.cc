@@ -22,7 +22,12 @@
 // flow after a delay (the route's latency + SimParams::stepOverheadUs); a
 // forward's delay counts from the later of its start and the arrival of its
 // input's first byte, so latencies add up along a chain. A sending step ends
-// when its transfers have fully arrived; a step that only
+// when its transfers are released: their last byte has left the sender, i.e.
+// what has not arrived yet is in flight (the route's latency times the
+// rate) and, for a forward, its inputs have all arrived. The next step then
+// starts while those bytes travel, as the executor's buffered sends do, so a
+// lane of steps pays the route's latency once, not per step (only the
+// per-step overhead is paid each time). A step that only
 // receives ends when it has started and its incoming transfer has arrived
 // (bytes may arrive before it starts: the connection buffers them). Local
 // steps take bytes / SimParams::localGBps (or nothing).
@@ -73,11 +78,13 @@ struct SimStep {
   std::vector<int> ins;   ///< transfers it receives (one per source)
   int insLeft = 0;        ///< of those, not yet arrived
   std::vector<int> outs;  ///< transfers it sends (one per destination)
-  int outsLeft = 0;       ///< of those, not yet arrived
+  int outsLeft = 0;       ///< of those, not yet released (last byte sent)
   bool started = false;
   bool ended = false;
   double startedAt = 0;
   double localEnd = kInf;
+  double releasedAt = 0;   ///< latest release of its outgoing transfers
+  double lastArrival = 0;  ///< latest arrival of its incoming transfers
 };
 
 struct Transfer {
@@ -88,6 +95,9 @@ struct Transfer {
   /// Per input: bytes a forward may trail it and still count as caught up.
   std::vector<double> lags;
   double delay = 0;      ///< seconds from the sender's start to the first byte
+  double flight = 0;     ///< the route's latency (s): how long the last byte is in flight
+  bool released = false; ///< the sender has sent its last byte (its step may go on)
+  double doneAt = kInf;  ///< when its last byte arrived
   double activeAt = kInf;
   int route = -1;
   int sender = -1, receiver = -1;  ///< step ids
@@ -118,7 +128,8 @@ class FlowSim {
     finish_.assign(nranks_, -1);
     phase_.assign(nranks_, 0);
     lanesLeft_.assign(nranks_, 0);
-    for (int r = 0; r < nranks_; ++r) startPhase(r);
+    phaseEnd_.assign(nranks_, 0);
+    for (int r = 0; r < nranks_; ++r) startPhase(r, 0);
     drainReady();
     while (unfinished_ > 0) {
       computeRates();
@@ -200,6 +211,7 @@ class FlowSim {
         t.bytes = static_cast<double>(snd.step->bytes);
         t.route = it->second;
         t.delay = routeDelay_[t.route];
+        t.flight = routeFlight_[t.route];
         t.sender = ends.first[k];
         t.receiver = ends.second[k];
         snd.outs.push_back(static_cast<int>(xfers_.size()));
@@ -237,17 +249,19 @@ class FlowSim {
     }
     routes_.push_back(std::move(route));
     routeDelay_.push_back(lat * 1e-6);
+    routeFlight_.push_back((lat - p_.stepOverheadUs) * 1e-6);
   }
 
   // ---------------------------------------------------------------- steps
 
-  void startPhase(int r) {
+  /// Starts rank r's next non-empty phase at time `at` (or finishes the rank).
+  void startPhase(int r, double at) {
     while (phase_[r] < laneStart_[r].size()) {
       const auto& lanes = laneStart_[r][phase_[r]];
       int nonEmpty = 0;
       for (size_t l = 0; l < lanes.size(); ++l) {
         const int end = l + 1 < lanes.size() ? lanes[l + 1] : laneEndOfPhase(r, phase_[r]);
-        if (lanes[l] < end) ready_.push_back(lanes[l]), ++nonEmpty;
+        if (lanes[l] < end) ready_.push_back({lanes[l], at}), ++nonEmpty;
       }
       if (nonEmpty > 0) {
         lanesLeft_[r] = nonEmpty;
@@ -256,7 +270,7 @@ class FlowSim {
       }
       ++phase_[r];
     }
-    finish_[r] = now_;
+    finish_[r] = at;
   }
 
   int laneEndOfPhase(int r, size_t ph) const {
@@ -267,23 +281,25 @@ class FlowSim {
 
   void drainReady() {
     while (!ready_.empty()) {
-      const int id = ready_.back();
+      const auto [id, at] = ready_.back();
       ready_.pop_back();
-      startStep(id);
+      startStep(id, at);
     }
   }
 
-  void startStep(int id) {
+  /// Starts step id at time `at` (<= now when the previous step ended while
+  /// the event loop was already past it: a release found late).
+  void startStep(int id, double at) {
     SimStep& s = steps_[id];
     s.started = true;
-    s.startedAt = now_;
+    s.startedAt = at;
     const StepKind k = s.step->kind;
     if (s.step->bytes == 0 || stepIsLocal(k)) {
       if (s.step->bytes > 0 && p_.localGBps > 0) {
-        s.localEnd = now_ + static_cast<double>(s.step->bytes) / (p_.localGBps * 1e9);
+        s.localEnd = at + static_cast<double>(s.step->bytes) / (p_.localGBps * 1e9);
         timedLocal_.push_back(id);
       } else {
-        endStep(id);
+        endStep(id, at);
       }
       return;
     }
@@ -293,7 +309,7 @@ class FlowSim {
         schedule(x);
       }
     } else if (s.insLeft == 0) {
-      endStep(id);
+      endStep(id, std::max(at, s.lastArrival));
     }
   }
 
@@ -309,33 +325,67 @@ class FlowSim {
       if (u.activeAt == kInf) return;  // scheduled when its inputs are
       ready = std::max(ready, u.activeAt);
     }
-    t.activeAt = ready + t.delay;
+    t.activeAt = std::max(ready + t.delay, now_);
     for (int down : steps_[t.receiver].outs)
       if (steps_[xfers_[down].sender].started && xfers_[down].activeAt == kInf) schedule(down);
   }
 
-  void endStep(int id) {
+  /// Step id ended at time `at`: its lane goes on, or its phase may end.
+  void endStep(int id, double at) {
     SimStep& s = steps_[id];
     s.ended = true;
     if (id + 1 < s.laneEnd) {
-      ready_.push_back(id + 1);
+      ready_.push_back({id + 1, at});
       return;
     }
     const int r = s.rank;
+    phaseEnd_[r] = std::max(phaseEnd_[r], at);
     if (--lanesLeft_[r] > 0) return;
     --unfinished_;
     ++phase_[r];
-    startPhase(r);
+    startPhase(r, phaseEnd_[r]);
+  }
+
+  /// The sender has sent transfer x's last byte: once all its transfers are
+  /// released, the sending step ends and the next one may start while these
+  /// bytes are still in flight.
+  void release(int x, double at) {
+    Transfer& t = xfers_[x];
+    if (t.released) return;
+    t.released = true;
+    SimStep& snd = steps_[t.sender];
+    snd.releasedAt = std::max({snd.releasedAt, snd.startedAt, at});
+    if (--snd.outsLeft == 0) endStep(t.sender, snd.releasedAt);
+  }
+
+  /// When flowing transfer x's last byte left its sender, given that what is
+  /// left arrives within `left` seconds: the arrival end minus the flight,
+  /// not before its first byte left nor before a forward's inputs arrived.
+  double releaseTime(const Transfer& t, double left) const {
+    double at = std::max(now_ + left, t.activeAt) - t.flight;
+    for (int up : t.upstreams) at = std::max(at, std::min(xfers_[up].doneAt, now_));
+    return at;
+  }
+
+  /// Whether flowing transfer x's sender has sent everything: what has not
+  /// arrived is in flight (at most rate * flight), and a forward has all of
+  /// its input.
+  bool sentAll(const Transfer& t) const {
+    for (int up : t.upstreams)
+      if (!xfers_[up].done) return false;
+    return t.rate > 0 && t.bytes - t.sent <= t.rate * t.flight + tolerance(t.bytes);
   }
 
   void endTransfer(int x) {
     Transfer& t = xfers_[x];
     t.done = true;
+    t.doneAt = now_;
+    release(x, releaseTime(t, 0));
     t.sent = t.bytes;
     t.rate = 0;
-    if (--steps_[t.sender].outsLeft == 0) endStep(t.sender);
     SimStep& rcv = steps_[t.receiver];
-    if (--rcv.insLeft == 0 && rcv.outs.empty() && rcv.started) endStep(t.receiver);
+    rcv.lastArrival = std::max(rcv.lastArrival, now_);
+    if (--rcv.insLeft == 0 && rcv.outs.empty() && rcv.started) endStep(t.receiver, std::max(now_, rcv.startedAt));
   }
 
   // ---------------------------------------------------------------- rates
@@ -426,6 +476,7 @@ class FlowSim {
         continue;
       }
       if (t.rate > 0) dt = std::min(dt, (t.bytes - t.sent) / t.rate);
+      if (t.rate > 0 && !t.released) dt = std::min(dt, std::max(0.0, (t.bytes - t.sent) / t.rate - t.flight));
       for (size_t i = 0; i < t.upstreams.size(); ++i) {
         if (caughtUpWith(t, i)) continue;
         const Transfer& u = xfers_[t.upstreams[i]];
@@ -456,6 +507,8 @@ class FlowSim {
         endTransfer(x);
         continue;
       }
+      if (!t.done && !t.released && t.activeAt <= now_ && sentAll(t))
+        release(x, releaseTime(t, (t.bytes - t.sent) / t.rate));
       if (!t.done) live_[keep++] = x;
     }
     live_.resize(keep);
@@ -463,7 +516,7 @@ class FlowSim {
     for (size_t i = 0; i < timedLocal_.size(); ++i) {
       const int id = timedLocal_[i];
       if (steps_[id].localEnd <= now_ * (1 + 1e-12)) {
-        endStep(id);
+        endStep(id, steps_[id].localEnd);
       } else {
         timedLocal_[keep++] = id;
       }
@@ -493,11 +546,14 @@ class FlowSim {
   std::vector<Transfer> xfers_;
   std::vector<std::vector<int>> routes_;
   std::vector<double> routeDelay_;
+  std::vector<double> routeFlight_;
   std::vector<size_t> phase_;
   std::vector<int> lanesLeft_;
   std::vector<double> finish_;
   int unfinished_ = 0;
-  std::vector<int> ready_, live_, flow_, unfrozen_, timedLocal_;
+  std::vector<double> phaseEnd_;                 ///< by rank: latest end of a lane of its phase
+  std::vector<std::pair<int, double>> ready_;     ///< steps to start, with their start time
+  std::vector<int> live_, flow_, unfrozen_, timedLocal_;
   std::vector<double> linkRem_;
   std::vector<int> linkUsers_;
 };

@@ -39,6 +39,7 @@ void usage(FILE* f) {
   std::fprintf(f,
                "usage: grove-plan [--file TOPO.json|.xml] [--coll allreduce|broadcast|reduce]\n"
                "                  [--gpus 0,1,4 | --place gpu0,gpu3 | --ranks N] [--root R] [--size 256M]\n"
+               "                  [--transport cuda|socket|shm]\n"
                "                  [--json] [--svg OUT.svg] [--survey | --optimum [--fixtures DIR]]\n"
                "  --file F     topology file (grove JSON or NCCL XML); default: detect this machine\n"
                "  --coll C     allreduce (default), broadcast or reduce\n"
@@ -47,6 +48,9 @@ void usage(FILE* f) {
                "  --ranks N    N ranks spread over the machines (default: one per GPU)\n"
                "  --root R     root rank of broadcast / reduce (default 0)\n"
                "  --size S     message size of the predictions (default 256M; K, M, G suffixes)\n"
+               "  --transport T  the transport the predictions assume: cuda, socket or shm\n"
+               "               (default: cuda for GPU ranks, else socket when the links carry\n"
+               "               addresses or the ranks span machines, else shm)\n"
                "  --json       print the report as JSON\n"
                "  --svg F      also write an SVG of the topology and the trees to F\n"
                "  --survey     print the docs/planning.md results table over the fixtures\n"
@@ -100,6 +104,13 @@ Options parse(int argc, char** argv) {
     else if (a == "--ranks") o.ranks = intValue(a, value());
     else if (a == "--root") o.request.root = intValue(a, value());
     else if (a == "--size") o.request.bytes = parseBytes(value()), sizeGiven = true;
+    else if (a == "--transport") {
+      const std::string t = value();
+      if (t == "cuda") o.request.transport = plan::TransportKind::kCuda;
+      else if (t == "socket") o.request.transport = plan::TransportKind::kSocket;
+      else if (t == "shm") o.request.transport = plan::TransportKind::kShm;
+      else throwInvalidArgument("--transport: '" + t + "' is not one of cuda, socket, shm");
+    }
     else if (a == "--json") o.json = true;
     else if (a == "--svg") o.svg = value();
     else if (a == "--survey") o.survey = true;

@@ -85,10 +85,14 @@ AlgoPrediction predictWith(const std::string& name, const plan::PlanGraph& g,
 /// The transport a communicator on this topology would use: links with IP
 /// addresses are crossed over sockets (an emulated or multi-NIC fabric); else
 /// GPUs use CUDA, one machine shared memory, several sockets.
+// What a communicator of these ranks would run over: GPU ranks move data
+// with CUDA whether or not the links carry addresses (the addresses only
+// choose which link a host connection takes), host ranks over sockets when
+// the links carry addresses or the ranks span machines, else shared memory.
 plan::TransportKind transportOf(const topo::CommTopology& t, int machines) {
-  if (t.graph.hasLinkAddresses()) return plan::TransportKind::kSocket;
   if (!t.ranks.empty() && t.graph.node(t.ranks[0].node).kind == topo::NodeKind::kGpu)
     return plan::TransportKind::kCuda;
+  if (t.graph.hasLinkAddresses()) return plan::TransportKind::kSocket;
   return machines > 1 ? plan::TransportKind::kSocket : plan::TransportKind::kShm;
 }
 
@@ -155,7 +159,8 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   r.boundProof = allReduce ? allReduceProof(g, r) : "the smallest max flow from the root to one rank (Edmonds)";
   r.boundBusbw = r.boundAlgbw * plan::busBwFactor(req.coll, r.nranks);
 
-  const plan::TransportKind kind = transportOf(topology, r.machines);
+  const plan::TransportKind kind =
+      req.transport == plan::TransportKind::kAuto ? transportOf(topology, r.machines) : req.transport;
   const plan::SimParams sim = plan::simParamsFor(kind);
   plan::Selector sel(r.nranks, kind, plan::SelectorConfig::fromRegistry());
   const plan::PlanParams params = sel.select(req.coll, req.bytes).params;

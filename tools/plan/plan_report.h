@@ -20,6 +20,10 @@ struct PlanRequest {
   uint64_t bytes = 256ull << 20;             ///< message bytes of the predictions
   int root = 0;                              ///< broadcast / reduce root
   bool select = true;  ///< also predict direct and what the tuned selector picks
+  /// The transport the predictions assume; kAuto: CUDA for GPU ranks, else
+  /// sockets when the links carry addresses or the ranks span machines, else
+  /// shared memory.
+  plan::TransportKind transport = plan::TransportKind::kAuto;
 };
 
 /// The prediction of one algorithm.
