@@ -370,10 +370,14 @@ class FlowSim {
   /// Whether flowing transfer x's sender has sent everything: what has not
   /// arrived is in flight (at most rate * flight), and a forward has all of
   /// its input.
-  bool sentAll(const Transfer& t) const {
+  bool inputsArrived(const Transfer& t) const {
     for (int up : t.upstreams)
       if (!xfers_[up].done) return false;
-    return t.rate > 0 && t.bytes - t.sent <= t.rate * t.flight + tolerance(t.bytes);
+    return true;
+  }
+
+  bool sentAll(const Transfer& t) const {
+    return inputsArrived(t) && t.rate > 0 && t.bytes - t.sent <= t.rate * t.flight + tolerance(t.bytes);
   }
 
   void endTransfer(int x) {
@@ -476,7 +480,8 @@ class FlowSim {
         continue;
       }
       if (t.rate > 0) dt = std::min(dt, (t.bytes - t.sent) / t.rate);
-      if (t.rate > 0 && !t.released) dt = std::min(dt, std::max(0.0, (t.bytes - t.sent) / t.rate - t.flight));
+      if (t.rate > 0 && !t.released && inputsArrived(t))  // (a forward's release waits for its inputs' ends)
+        dt = std::min(dt, std::max(0.0, (t.bytes - t.sent) / t.rate - t.flight));
       for (size_t i = 0; i < t.upstreams.size(); ++i) {
         if (caughtUpWith(t, i)) continue;
         const Transfer& u = xfers_[t.upstreams[i]];
