@@ -124,6 +124,8 @@ json::Value treesJson(const plan::TreePlan& tp) {
   json::Value o = json::Value::makeObject();
   o.set("rate", json::Value::makeNumber(tp.rate));
   o.set("bound", json::Value::makeNumber(tp.bound));
+  o.set("optimum", json::Value::makeNumber(tp.optimum));
+  o.set("pricing_rounds", json::Value::makeNumber(tp.pricingRounds));
   o.set("rounds", json::Value::makeNumber(tp.rounds));
   o.set("mwu_trees", json::Value::makeNumber(tp.mwuTrees));
   o.set("plan_ms", json::Value::makeNumber(tp.planMs));
