@@ -363,11 +363,12 @@ std::vector<double> linkLoad(const PlanGraph& g, const std::vector<Tree>& trees,
   for (const Tree& t : trees) {
     for (size_t r = 0; r < t.parent.size(); ++r) {
       const int p = t.parent[r];
-      if (p < 0) continue;
       const int rank = static_cast<int>(r);
-      for (int li : routeOr(t.down, r, tmp, g, p, rank)) load[static_cast<size_t>(li)] += t.rate;
-      if (!bothDirections) continue;
-      for (int li : routeOr(t.up, r, tmp, g, rank, p)) load[static_cast<size_t>(li)] += t.rate;
+      if (p >= 0)
+        for (int li : routeOr(t.down, r, tmp, g, p, rank)) load[static_cast<size_t>(li)] += t.rate;
+      const int q = t.upParentOf(rank);
+      if (!bothDirections || q < 0) continue;
+      for (int li : routeOr(t.up, r, tmp, g, rank, q)) load[static_cast<size_t>(li)] += t.rate;
     }
   }
   return load;

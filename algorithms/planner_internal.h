@@ -110,6 +110,12 @@ std::vector<int> weightAndReduce(std::vector<Candidate>& cands, const std::vecto
 /// edges' route prices. False when the ranks cannot be spanned.
 bool cheapestTree(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
                   const std::vector<double>& cap, Tree& tree);
+/// The oracle of tree-pair packing (all-reduce): for the cheapest root, the
+/// minimum in-tree (reduce) and the minimum out-tree (broadcast) under the
+/// route table's prices, chosen independently. Exact: a pair's price is the
+/// sum of its two trees' prices, and a tree used both ways is one pair. The
+/// Tree has `upParent` set when the two differ.
+bool cheapestPair(const PlanGraph& g, const RouteTable& table, Tree& tree);
 /// How often a tree crosses each link (both routes of an edge for all-reduce).
 std::map<int, int> useOf(const Tree& t, bool allReduce);
 /// A key that tells distinct trees (shape and routes) apart.

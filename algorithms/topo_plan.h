@@ -13,7 +13,9 @@
 // rate / sum of rates. For broadcast/reduce trees, a tree edge parent->child
 // carries `rate` on every link of the route parent->child (broadcast) or
 // child->parent (reduce). For all-reduce trees (reduce up, broadcast down,
-// pipelined), every edge carries `rate` in both directions at once.
+// pipelined), every edge carries `rate` in both directions at once; for a
+// tree pair (Tree::upParent set) the reduce tree's edges carry it child ->
+// parent and the broadcast tree's parent -> child.
 #pragma once
 
 #include <cstdint>
@@ -44,9 +46,17 @@ struct Tree {
   /// down[r]: plan-graph links of the route parent[r] -> r, as planned; empty
   /// (or missing) means PlanGraph::widestRoute(parent[r], r).
   std::vector<std::vector<int>> down;
-  /// up[r]: links of the route r -> parent[r] (reduce / all-reduce); empty
-  /// (or missing) means PlanGraph::widestRoute(r, parent[r]).
+  /// up[r]: links of the route r -> upParentOf(r) (reduce / all-reduce);
+  /// empty (or missing) means PlanGraph::widestRoute(r, upParentOf(r)).
   std::vector<std::vector<int>> up;
+  /// All-reduce only: the parents of the reduce tree (an in-tree into the
+  /// same root) when it is not `parent` -- a tree pair: the share is reduced
+  /// up one tree and broadcast down another. Empty: the same tree both ways.
+  std::vector<int> upParent;
+  /// The rank r sends its reduction to (-1 at the root).
+  int upParentOf(int r) const {
+    return upParent.empty() ? parent.at(static_cast<size_t>(r)) : upParent.at(static_cast<size_t>(r));
+  }
 };
 
 /// One direction of a link the planners may load.

@@ -41,7 +41,10 @@
 // children of a node receive in turn instead of one after another.
 //
 // All-reduce (every tree may have its own root): each tree reduces its share
-// up to its root and broadcasts it back down, pipelined by chunks. A non-root
+// up to its root and broadcasts it back down, pipelined by chunks. A tree
+// pair (Tree::upParent) reduces up one tree and broadcasts down another with
+// the same root; nothing else changes, since the lanes of the two directions
+// are separate already. A non-root
 // rank runs two lanes per (tree, part): the up lane on channel 2c and the
 // down lane on channel 2c+1 (c = t*subs+s), so the two directions between a
 // parent and a child never share a stream or a lane.
@@ -141,7 +144,8 @@ std::vector<int> channelsPerTree(const std::vector<double>& rates, int nChannels
 
 /// What every emitter needs about the call.
 struct Setup {
-  std::vector<Node> nodes;   ///< this rank's node in each tree
+  std::vector<Node> nodes;   ///< this rank's node in each tree (all-reduce: the broadcast tree)
+  std::vector<Node> upNodes; ///< all-reduce: this rank's node in each reduce tree
   std::vector<Span> shares;  ///< each tree's elements
   std::vector<int> subs;     ///< parts (channels) of each tree, per direction
   std::vector<int> first;    ///< each tree's first channel index
@@ -161,6 +165,14 @@ Setup makeSetup(const CollArgs& a, const PlanParams& p, const std::vector<Tree>&
   std::vector<double> rates;
   for (const Tree& t : trees) {
     s.nodes.push_back(nodeOf(t, a.nranks, a.rank, rooted ? a.root : -1, who));
+    if (rooted && !t.upParent.empty())
+      throwInvalidArgument(who + ": a tree pair (separate reduce tree) serves all-reduce only");
+    if (!rooted) {  // the reduce tree: the same one, or a second tree into the same root
+      Tree in;
+      in.root = t.root;
+      in.parent = t.upParent.empty() ? t.parent : t.upParent;
+      s.upNodes.push_back(nodeOf(in, a.nranks, a.rank, t.root, who + " (reduce tree)"));
+    }
     rates.push_back(t.rate);
   }
   s.shares = detail::rateSplit(a.count, rates, who.c_str());
@@ -269,16 +281,17 @@ const std::vector<int>& plannedRoute(const std::vector<std::vector<int>>& routes
 }
 
 /// Records the planned routes of this rank's links in tree `t`: down (to its
-/// children, from its parent) on channel `downCh`, up (to its parent, from
-/// its children) on `upCh`; -1: that direction is not used.
-void addTreeRoutes(Program& prog, const Tree& t, const Node& n, int downCh, int upCh) {
+/// children, from its parent, in node `n`) on channel `downCh`, up (to its
+/// parent, from its children, in node `u` of the reduce tree) on `upCh`;
+/// -1: that direction is not used.
+void addTreeRoutes(Program& prog, const Tree& t, const Node& n, const Node& u, int downCh, int upCh) {
   if (downCh >= 0) {
     for (int c : n.children) detail::addRoute(prog, c, downCh, true, plannedRoute(t.down, c));
     if (n.parent >= 0) detail::addRoute(prog, n.parent, downCh, false, plannedRoute(t.down, n.rank));
   }
   if (upCh >= 0) {
-    for (int c : n.children) detail::addRoute(prog, c, upCh, false, plannedRoute(t.up, c));
-    if (n.parent >= 0) detail::addRoute(prog, n.parent, upCh, true, plannedRoute(t.up, n.rank));
+    for (int c : u.children) detail::addRoute(prog, c, upCh, false, plannedRoute(t.up, c));
+    if (u.parent >= 0) detail::addRoute(prog, u.parent, upCh, true, plannedRoute(t.up, u.rank));
   }
 }
 
@@ -298,7 +311,7 @@ Program buildTreeBroadcast(const CollArgs& a, const PlanParams& p, const std::ve
   Program prog = treeProgram();
   Phase phase;
   forEachPart(s, [&](size_t t, int ch, Span part) {
-    addTreeRoutes(prog, trees[t], s.nodes[t], ch, -1);
+    addTreeRoutes(prog, trees[t], s.nodes[t], s.nodes[t], ch, -1);
     Lane lane;
     forEachChunk(s, part, [&](uint64_t off, uint64_t b) {
       emitDown(lane, s.nodes[t], ch, ref(Buf::kInput, off), off, b);
@@ -322,7 +335,7 @@ Program buildTreeReduce(const CollArgs& a, const PlanParams& p, const std::vecto
   Phase phase;
   forEachPart(s, [&](size_t t, int ch, Span part) {
     const Node& n = s.nodes[t];
-    addTreeRoutes(prog, trees[t], n, -1, ch);
+    addTreeRoutes(prog, trees[t], n, n, -1, ch);
     // A middle rank with more children than one step takes folds them into
     // its own scratch slot.
     BufRef slot = ref(Buf::kScratch, prog.scratchBytes);
@@ -344,12 +357,13 @@ Program buildTreeAllReduce(const CollArgs& a, const PlanParams& p, const std::ve
   Phase phase;
   forEachPart(s, [&](size_t t, int c, Span part) {
     const Node& n = s.nodes[t];
+    const Node& u = s.upNodes[t];
     const int up = 2 * c, down = 2 * c + 1;
-    addTreeRoutes(prog, trees[t], n, down, up);
+    addTreeRoutes(prog, trees[t], n, u, down, up);
     Lane upLane, downLane;
     forEachChunk(s, part, [&](uint64_t off, uint64_t b) {
       const BufRef out = ref(Buf::kOutput, off);
-      emitUp(upLane, n, up, off, b, out);
+      emitUp(upLane, u, up, off, b, out);
       // The root sends the reduced chunk down from the same lane, after the reduction.
       emitDown(n.parent < 0 ? upLane : downLane, n, down, out, off, b);
     });

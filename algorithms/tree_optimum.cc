@@ -76,7 +76,8 @@ TreeOptimum optimalTrees(const PlanGraph& g, int root, bool allReduce, const std
     for (size_t l = 0; l < m; ++l)
       search[l] = cap[l] > 0 ? y[l] + 1e-12 / std::min(cap[l], 1e6) : std::numeric_limits<double>::infinity();
     Tree t;
-    if (!cheapestTree(g, cheapestRoutes(g, search, cap), root, allReduce, it, cap, t)) return out;
+    const RouteTable table = cheapestRoutes(g, search, cap);
+    if (!(allReduce ? cheapestPair(g, table, t) : cheapestTree(g, table, root, false, it, cap, t))) return out;
     out.iterations = it + 1;
     const double kappa = priceOf(useOf(t, allReduce), y);
     if (!cands.empty() && kappa > 0 && value / kappa < upper) {

@@ -107,6 +107,8 @@ std::vector<int> reverseRoute(const PlanGraph& g, const std::vector<int>& route,
 
 std::string keyOf(const Tree& t) {
   std::ostringstream os;
+  for (int p : t.upParent) os << p << ',';
+  os << '#';
   for (size_t v = 0; v < t.parent.size(); ++v) {
     os << t.parent[v] << ':';
     for (int li : t.down[v]) os << li << ',';
@@ -145,12 +147,57 @@ bool cheapestTree(const PlanGraph& g, const RouteTable& table, int root, bool al
 std::map<int, int> useOf(const Tree& t, bool allReduce) {
   std::map<int, int> use;
   for (size_t v = 0; v < t.parent.size(); ++v) {
-    if (t.parent[v] < 0) continue;
-    for (int li : t.down[v]) ++use[li];
-    if (allReduce)
+    if (t.parent[v] >= 0)
+      for (int li : t.down[v]) ++use[li];
+    if (allReduce && t.upParentOf(static_cast<int>(v)) >= 0)
       for (int li : t.up[v]) ++use[li];
   }
   return use;
+}
+
+bool cheapestPair(const PlanGraph& g, const RouteTable& table, Tree& tree) {
+  // For each root: the cheapest in-tree (an arborescence of the reversed
+  // prices: child v -> parent u costs route v->u) and the cheapest out-tree;
+  // the pair's price is their sum, and the cheapest root wins.
+  const int n = g.nranks();
+  std::vector<double> wOut(static_cast<size_t>(n) * n, kInf), wIn(static_cast<size_t>(n) * n, kInf);
+  for (int u = 0; u < n; ++u)
+    for (int v = 0; v < n; ++v)
+      if (u != v) {
+        wOut[static_cast<size_t>(u) * n + v] = table.at(u, v);
+        wIn[static_cast<size_t>(u) * n + v] = table.at(v, u);
+      }
+  double best = kInf;
+  for (int root = 0; root < n; ++root) {
+    std::vector<int> out = minArborescence(n, root, wOut), in = minArborescence(n, root, wIn);
+    if (out.empty() || in.empty()) return false;
+    double cost = 0;
+    for (int v = 0; v < n; ++v)
+      if (v != root) cost += table.at(out[static_cast<size_t>(v)], v) + table.at(v, in[static_cast<size_t>(v)]);
+    if (!(cost < best * (1 - 1e-12))) continue;
+    best = cost;
+    tree.root = root;
+    tree.parent = std::move(out);
+    tree.upParent = in == tree.parent ? std::vector<int>{} : std::move(in);
+    tree.down.assign(static_cast<size_t>(n), {});
+    tree.up.assign(static_cast<size_t>(n), {});
+    for (int v = 0; v < n; ++v) {
+      if (v == root) continue;
+      tree.down[static_cast<size_t>(v)] = table.route(tree.parent[static_cast<size_t>(v)], v);
+      tree.up[static_cast<size_t>(v)] = table.route(v, tree.upParentOf(v));
+    }
+  }
+  if (!(best < kInf)) return false;
+  // A tree used both ways is a pair too; keep it unless the pair is
+  // strictly cheaper (so plans stay single trees where pairs gain nothing).
+  Tree same;
+  if (cheapestTree(g, table, 0, true, 0, {}, same)) {
+    double cost = 0;
+    for (int v = 0; v < n; ++v)
+      if (v != same.root) cost += table.at(same.parent[static_cast<size_t>(v)], v) + table.at(v, same.parent[static_cast<size_t>(v)]);
+    if (cost <= best * (1 + 1e-9)) tree = std::move(same);
+  }
+  return true;
 }
 
 namespace {
@@ -222,7 +269,8 @@ std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce,
     for (size_t l = 0; l < cap.size(); ++l)
       search[l] = cap[l] > 0 ? y[l] + 1e-12 / std::min(cap[l], 1e6) : kInf;
     TreeCand c;
-    if (!cheapestTree(g, cheapestRoutes(g, search, cap), root, allReduce, round, cap, c.tree)) break;
+    const RouteTable table = cheapestRoutes(g, search, cap);
+    if (!(allReduce ? cheapestPair(g, table, c.tree) : cheapestTree(g, table, root, false, round, cap, c.tree))) break;
     c.use = useOf(c.tree, allReduce);
     double price = 0;
     for (auto [l, times] : c.use) price += times * y[static_cast<size_t>(l)];

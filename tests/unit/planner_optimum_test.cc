@@ -134,6 +134,49 @@ TEST(PlannerOptimum, ColumnGenerationMatchesTheLpOverEveryTree) {
   }
 }
 
+TEST(PlannerOptimum, TreePairsWhereLinksAreOneWay) {
+  // Three GPUs on a one-way ring: 0->1->2->0 at 10 GB/s, the way back at 1.
+  // A tree used both ways crosses two slow links (at most 1.5 GB/s in all);
+  // a pair reduces and broadcasts along the fast direction.
+  Graph g;
+  const NodeId m = g.addMachine("box");
+  std::vector<NodeId> gpu;
+  for (int i = 0; i < 3; ++i) {
+    topo::Node node;
+    node.kind = topo::NodeKind::kGpu;
+    node.name = "gpu" + std::to_string(i);
+    node.index = i;
+    node.machine = m;
+    gpu.push_back(g.addNode(node));
+  }
+  for (int i = 0; i < 3; ++i)
+    for (int back = 0; back < 2; ++back) {
+      topo::Link l;
+      l.from = gpu[static_cast<size_t>(back ? (i + 1) % 3 : i)];
+      l.to = gpu[static_cast<size_t>(back ? i : (i + 1) % 3)];
+      l.kind = topo::LinkKind::kNvLink;
+      l.bw = back ? 1 : 10;
+      l.latencyUs = 1;
+      g.addLink(l);
+    }
+  topo::CommTopology t;
+  t.graph = g;
+  for (NodeId id : gpu) t.ranks.push_back({id, m, 0});
+  const PlanGraph pg = PlanGraph::fromTopology(t);
+  const TreePlan plan = packAllReduceTrees(pg);
+  EXPECT_GT(plan.rate, 3.0) << "at least twice what trees used both ways can reach";
+  EXPECT_GE(plan.rate, 0.99 * plan.optimum);
+  const double rsag = 1 / (1 / allGatherBound(pg).rate + 1 / reduceScatterBound(pg).rate);
+  EXPECT_GE(plan.rate, 0.99 * rsag) << "pairs cover reduce-scatter + all-gather";
+  bool pair = false;
+  for (const Tree& tree : plan.trees) pair = pair || !tree.upParent.empty();
+  EXPECT_TRUE(pair);
+  const std::vector<double> load = linkLoad(pg, plan.trees, true);
+  for (size_t l = 0; l < load.size(); ++l) EXPECT_LE(load[l], pg.links()[l].cap * (1 + 1e-9));
+  std::printf("one-way ring: pairs %.2f GB/s (optimum %.2f, reduce-scatter + all-gather %.2f)\n", plan.rate,
+              plan.optimum, rsag);
+}
+
 TEST(PlannerOptimum, PackingsWithinOnePercentOfTheStoredOptimum) {
   const std::string dir = GROVE_TOPO_FIXTURES;
   std::ifstream in(dir + "/../plan_optimum.json");

@@ -86,7 +86,9 @@ TEST(TreeExec, ReduceAllTypesAndOps) {
 
 TEST(TreeExec, AllReduceAllTypesAndOps) {
   for (int n : {2, 3, 5}) {
-    const std::vector<Tree> trees = someTrees(n, -1);
+    std::vector<Tree> trees = someTrees(n, -1);
+    // and a tree pair: broadcast down a chain, reduce up a star, same root
+    trees.push_back(testing::pairOf(chainTree(n, 1), starTree(n, 1, 0.7)));
     sweepTypes(Coll::kAllReduce, n, 0, [&](const PlanParams& p) {
       return [&trees, p](const CollArgs& a) { return buildTreeAllReduce(a, p, trees); };
     });

@@ -82,7 +82,12 @@ TEST(TreeBuilders, BroadcastAndReduceOverEveryTreeShape) {
 
 TEST(TreeBuilders, AllReduceOverTreesWithDifferentRoots) {
   for (int n : {1, 2, 3, 4, 5, 8}) {
-    for (const std::vector<Tree>& trees : treeSets(n, -1)) {
+    std::vector<std::vector<Tree>> sets = treeSets(n, -1);
+    // Tree pairs: reduce up one tree, broadcast down another of the same root.
+    sets.push_back({testing::pairOf(chainTree(n, 0), starTree(n, 0))});
+    sets.push_back({testing::pairOf(starTree(n, 1 % n, 2.0), randomTree(n, 1 % n, 3u)),
+                    testing::pairOf(binaryTree(n, 2 % n), chainTree(n, 2 % n)), chainTree(n, 0, 0.5)});
+    for (const std::vector<Tree>& trees : sets) {
       sweep(Coll::kAllReduce, n, 0, [&](const PlanParams& p) {
         return [&trees, p](const CollArgs& a) { return buildTreeAllReduce(a, p, trees); };
       });
@@ -309,8 +314,13 @@ TEST(TreeBuilders, RejectBadTrees) {
   expectError({testing::treeOf(0, {-1, 0, 7, 0})}, "parent out of range");
   expectError({chainTree(4, 0, -1.0)}, "negative rate");
   expectError(std::vector<Tree>(65, chainTree(4, 0)), "more trees than channels");
+  expectError({testing::pairOf(chainTree(4, 0), starTree(4, 0))}, "a tree pair outside all-reduce");
   a.coll = Coll::kAllReduce;
   EXPECT_THROW(buildTreeAllReduce(a, p, std::vector<Tree>(33, chainTree(4, 0))), Error);
+  EXPECT_THROW(buildTreeAllReduce(a, p, {testing::pairOf(chainTree(4, 0), starTree(4, 1))}), Error)
+      << "the reduce tree of a pair must have the same root";
+  EXPECT_THROW(buildTreeAllReduce(a, p, {testing::pairOf(chainTree(4, 0), testing::treeOf(0, {-1, 2, 1, 0}))}),
+               Error) << "a reduce tree with a cycle";
   EXPECT_NO_THROW(buildTreeAllReduce(a, p, std::vector<Tree>(32, chainTree(4, 1))));
 }
 

@@ -46,6 +46,12 @@ inline Tree treeOf(int root, std::vector<int> parent, double rate = 1) {
   return t;
 }
 
+/// A tree pair (all-reduce): broadcast down `down`, reduce up `up` (same root).
+inline Tree pairOf(Tree down, const Tree& up) {
+  down.upParent = up.parent;
+  return down;
+}
+
 /// Chain root -> root+1 -> ... -> root-1 (mod n).
 inline Tree chainTree(int n, int root, double rate = 1) {
   std::vector<int> parent(n, -1);

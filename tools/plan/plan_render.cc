@@ -66,6 +66,11 @@ std::string treesText(const PlanReport& r) {
            fmt("  %6.1f GB/s", t.rate) + fmt(" (weight %.3f)  edges", tp.rate > 0 ? t.rate / tp.rate : 0);
     for (size_t v = 0; v < t.parent.size(); ++v)
       if (t.parent[v] >= 0) out += " " + std::to_string(t.parent[v]) + "->" + std::to_string(v);
+    if (!t.upParent.empty()) {  // a tree pair: the reduce tree differs
+      out += "  reduce";
+      for (size_t v = 0; v < t.upParent.size(); ++v)
+        if (t.upParent[v] >= 0) out += " " + std::to_string(v) + "->" + std::to_string(t.upParent[v]);
+    }
     out += "\n";
   }
   return out;
@@ -135,6 +140,11 @@ json::Value treesJson(const plan::TreePlan& tp) {
     for (int p : t.parent) parent.push(json::Value::makeNumber(p));
     x.set("root", json::Value::makeNumber(t.root));
     x.set("parent", parent);
+    if (!t.upParent.empty()) {
+      json::Value up = json::Value::makeArray();
+      for (int p : t.upParent) up.push(json::Value::makeNumber(p));
+      x.set("reduce_parent", up);
+    }
     x.set("rate", json::Value::makeNumber(t.rate));
     x.set("weight", json::Value::makeNumber(tp.rate > 0 ? t.rate / tp.rate : 0));
     list.push(x);
