@@ -11,7 +11,7 @@
 // else net.route(src, dst). Empty steps have no transfer. A fan-out step
 // (several destinations) sends one transfer per destination: they flow
 // concurrently and independently, each capped by the step's input if it
-// forwards, and the step ends when the last of them has arrived. A fan-in
+// forwards, and the step ends when the last of them is released (below). A fan-in
 // step (several sources) receives one transfer per source, likewise
 // concurrent; a forward never sends more than its slowest input has
 // delivered, and a step that only receives ends once all have arrived.
@@ -42,9 +42,12 @@
 // on other rates, so the filling repeats until the caps stop changing.
 //
 // Events. The next event is the earliest of: a delayed transfer starting to
-// flow, a transfer finishing, a forward catching up with its input, a local
-// step ending. Time jumps there, every transfer advances by rate * dt, and
-// finished transfers end their steps, which start the next steps (events
+// flow, a transfer's last byte leaving its sender (release: what is left
+// equals rate * the route's latency, a forward's inputs all arrived), a
+// transfer finishing, a forward catching up with its input, a local step
+// ending. Time jumps there, every transfer advances by rate * dt, and
+// released or finished transfers end their steps, which start the next steps
+// at the time the release happened (events
 // closer than a nanosecond merge, so a transfer may end up to 1 ns late). If nothing
 // is flowing or pending while a rank is unfinished, the programs stall.
 #include "algorithms/flow_sim.h"

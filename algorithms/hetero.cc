@@ -10,8 +10,10 @@
 // returned in one plan with their rates as packed: each class carries data
 // in proportion to its rate, so both finish together. When a class cannot
 // span the ranks (no NVLink between some of them), the other one carries
-// everything. The plan's bound is the bound of the whole graph, so the
-// split can be compared with the joint packing (TopoPlans keeps the better).
+// everything. The plan's bound is a bound of the whole graph (broadcast:
+// Edmonds'; all-reduce: the flow bounds, since no column generation runs
+// here, and `optimum` stays 0); TopoPlans keeps the better of the split and
+// the joint packing and gives the split the joint packing's proven bound.
 #include <algorithm>
 #include <chrono>
 
@@ -51,7 +53,9 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
   plan.rounds += slow.rounds;
   plan.mwuTrees += slow.mwuTrees;
   if (g.nranks() > 1 && plan.trees.empty()) throwInvalidUsage("packHetero: the ranks are not connected");
-  plan.bound = bound(cap);  // TopoPlans replaces it (and the optimum) with the joint packing's
+  plan.bound = allReduce ? detail::flowAllReduceBound(g, cap) : bound(cap);
+  plan.optimum = 0;
+  plan.pricingRounds = 0;
   plan.planMs = detail::msSince(start);
   return plan;
 }

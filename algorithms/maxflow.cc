@@ -238,13 +238,15 @@ CutBound shardCutBound(const PlanGraph& g, const std::vector<double>& cap, bool 
     for (int v = 0; v < n; ++v) {
       Dinic flow(flowVertices(g), !gather);
       addGraph(flow, g, cap, machines.size() > 1, true, none);
-      for (int r = 0; r < n; ++r) flow.addArc(s, sendAt(r), x);
+      // v's own shard is there already: it enters at v's receiving side,
+      // not over v's port (which several ranks on one node share).
+      for (int r = 0; r < n; ++r) flow.addArc(s, r == v ? recvAt(r) : sendAt(r), x);
       flow.addArc(recvAt(v), t, 1e18);
       const double c = flow.run(s, t);
       if (c >= n * x * (1 - 1e-12)) continue;
       std::vector<int> inside;
       for (int r = 0; r < n; ++r)
-        if (!flow.sourceSide(sendAt(r))) inside.push_back(r);
+        if (r == v || !flow.sourceSide(sendAt(r))) inside.push_back(r);
       const int k = static_cast<int>(inside.size());
       const double crossing = c - x * k;
       if (k < n && crossing / (n - k) < next) {

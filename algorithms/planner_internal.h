@@ -116,6 +116,16 @@ bool cheapestTree(const PlanGraph& g, const RouteTable& table, int root, bool al
 /// sum of its two trees' prices, and a tree used both ways is one pair. The
 /// Tree has `upParent` set when the two differ.
 bool cheapestPair(const PlanGraph& g, const RouteTable& table, Tree& tree);
+/// A column's price under link prices y (links without a row cost 0).
+double priceOf(const std::map<int, int>& use, const std::vector<double>& y);
+/// Search prices for the oracle: y plus a tiny price proportional to
+/// 1/capacity, so free links still prefer short, wide routes; unusable
+/// links (cap 0) cost infinity.
+std::vector<double> searchPrices(const std::vector<double>& y, const std::vector<double>& cap);
+/// The exact oracle of column generation: cheapestPair for all-reduce,
+/// cheapestTree (arborescence at `root`) otherwise.
+bool cheapestColumn(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
+                    const std::vector<double>& cap, Tree& tree);
 /// How often a tree crosses each link (both routes of an edge for all-reduce).
 std::map<int, int> useOf(const Tree& t, bool allReduce);
 /// A key that tells distinct trees (shape and routes) apart.

@@ -158,9 +158,12 @@ double maxFlow(const PlanGraph& g, int fromRank, int toRank);
 /// rank on them). No packing of trees can exceed it.
 double broadcastBound(const PlanGraph& g, int root);
 /// The all-reduce bound (GB/s of message): the optimum of the all-reduce
-/// tree LP (every packing of all-reduce trees, each edge loaded both ways),
-/// proved by column generation, or the reduce-scatter + all-gather optimum
-/// 1 / (1/RS + 1/AG) when that is higher.
+/// tree LP (every packing of tree pairs -- a reduce tree and a broadcast
+/// tree of one root; a tree used both ways is one), proved by column
+/// generation, or reduce-scatter + all-gather 1 / (1/RS + 1/AG) when that
+/// is higher; capped by the per-rank, summed and per-machine flow bounds
+/// true of every all-reduce. Beyond 16 ranks column generation gets a few
+/// rounds, and its dual bound (or, if none, the flow bounds) stands in.
 double allReduceBound(const PlanGraph& g);
 
 /// A bound with the cut that proves it.
@@ -169,9 +172,10 @@ struct CutBound {
   std::vector<int> inside;  ///< the ranks inside the cut
   double crossing = 0;      ///< GB/s of links into (all-gather) or out of (reduce-scatter) the cut
 };
-/// The all-gather optimum (ForestColl): n * min over cuts S holding some but
-/// not all ranks of B_in(S) / (ranks outside S). Exact: per-rank broadcast
-/// trees with unequal shares reach it.
+/// The all-gather bound (ForestColl): n * min over cuts S holding some but
+/// not all ranks of B_in(S) / (ranks outside S). True of every all-gather;
+/// ForestColl's per-rank broadcast trees reach it where routes may relay
+/// freely (with GPUs that do not forward, it can be out of reach).
 CutBound allGatherBound(const PlanGraph& g);
 /// The reduce-scatter optimum: the same over the links leaving S.
 CutBound reduceScatterBound(const PlanGraph& g);

@@ -30,16 +30,23 @@
 
 namespace grove::plan::detail {
 
-namespace {
-
-// The tree's price under y, counting only links that have a row.
 double priceOf(const std::map<int, int>& use, const std::vector<double>& y) {
   double sum = 0;
   for (auto [link, times] : use) sum += times * y[static_cast<size_t>(link)];
   return sum;
 }
 
-}  // namespace
+std::vector<double> searchPrices(const std::vector<double>& y, const std::vector<double>& cap) {
+  std::vector<double> search(cap.size());
+  for (size_t l = 0; l < cap.size(); ++l)
+    search[l] = cap[l] > 0 ? y[l] + 1e-12 / std::min(cap[l], 1e6) : std::numeric_limits<double>::infinity();
+  return search;
+}
+
+bool cheapestColumn(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
+                    const std::vector<double>& cap, Tree& tree) {
+  return allReduce ? cheapestPair(g, table, tree) : cheapestTree(g, table, root, false, round, cap, tree);
+}
 
 int treeOptimumRounds(const PlanGraph& g) { return g.nranks() > 16 ? 8 : 400; }
 
@@ -59,12 +66,11 @@ TreeOptimum optimalTrees(const PlanGraph& g, int root, bool allReduce, const std
     return true;
   };
   for (const Tree& t : seeds) add(t);
-  std::vector<double> y(m, 0.0), search(m);
+  std::vector<double> y(m, 0.0);
   if (cands.empty()) {  // start from the tree of capacity-proportional prices
     for (size_t l = 0; l < m; ++l) y[l] = cap[l] > 0 ? 1.0 / cap[l] : 0;
   }
   double upper = std::numeric_limits<double>::infinity(), value = 0;
-  bool optimal = false;
   std::vector<double> bestY;
   std::vector<int> all;
   for (int it = 0; it < maxIterations; ++it) {
@@ -73,31 +79,28 @@ TreeOptimum optimalTrees(const PlanGraph& g, int root, bool allReduce, const std
       for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
       value = solveSubset(cands, all, cap, &y);
     }
-    for (size_t l = 0; l < m; ++l)
-      search[l] = cap[l] > 0 ? y[l] + 1e-12 / std::min(cap[l], 1e6) : std::numeric_limits<double>::infinity();
     Tree t;
-    const RouteTable table = cheapestRoutes(g, search, cap);
-    if (!(allReduce ? cheapestPair(g, table, t) : cheapestTree(g, table, root, false, it, cap, t))) return out;
+    if (!cheapestColumn(g, cheapestRoutes(g, searchPrices(y, cap), cap), root, allReduce, it, cap, t)) return out;
     out.iterations = it + 1;
+    // Weak duality with whatever prices the master gave: every tree costs
+    // at least kappa, so y / kappa is dual feasible and bounds the LP by
+    // sum cap * y / kappa (equal to value / kappa when the master is optimal).
     const double kappa = priceOf(useOf(t, allReduce), y);
-    if (!cands.empty() && kappa > 0 && value / kappa < upper) {
-      upper = value / kappa;
+    double dual = 0;
+    for (size_t l = 0; l < m; ++l)
+      if (cap[l] < PlanGraph::kUnbounded / 2) dual += cap[l] * y[l];
+    if (!cands.empty() && kappa > 0 && dual / kappa < upper) {
+      upper = dual / kappa;
       bestY = y;
       for (double& p : bestY) p /= kappa;
     }
     if (!cands.empty() && value >= upper * (1 - gap)) break;
-    if (!add(std::move(t))) {  // the cheapest tree is already in: the master is optimal
-      optimal = true;
-      break;
-    }
+    if (!add(std::move(t))) break;  // nothing new to add; the bound stands as found
   }
   all.resize(cands.size());
   for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
   value = solveSubset(cands, all, cap, &y);
-  if (optimal || upper < value) {  // proved optimal (or the bound met the value within rounding)
-    upper = value;
-    bestY = y;
-  }
+  if (upper < value) upper = value;  // rounding: the packing itself is feasible
   if (!(upper < std::numeric_limits<double>::infinity())) upper = 0;  // not proved in the rounds given
   out.value = value;
   out.upper = upper;
@@ -120,7 +123,8 @@ PartitionBound allReducePartition(const PlanGraph& g) {
   const int n = g.nranks();
   if (n < 2) return out;
   const std::vector<double> cap = g.capacities();
-  const detail::TreeOptimum opt = detail::optimalTrees(g, 0, true, cap, {});
+  const detail::TreeOptimum opt = detail::optimalTrees(g, 0, true, cap, {}, 1e-7, detail::treeOptimumRounds(g));
+  if (opt.price.empty()) return out;  // not spanned, or nothing proved
   // Union-find over vertices joined by a link the dual leaves unpriced.
   std::vector<int> up(static_cast<size_t>(g.numVertices()));
   for (size_t v = 0; v < up.size(); ++v) up[v] = static_cast<int>(v);

@@ -263,18 +263,13 @@ std::vector<TreeCand> mwuTrees(const PlanGraph& g, int root, bool allReduce, con
 std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce, const std::vector<double>& cap,
                                    int maxKeep, double target, std::vector<TreeCand>& found,
                                    std::vector<Candidate>& cands, std::vector<int> kept) {
-  std::vector<double> y, search(cap.size());
+  std::vector<double> y;
   double rate = solveSubset(cands, kept, cap, &y);
   for (int round = 0, rounds = g.nranks() > 16 ? 4 : 60; round < rounds && rate < target; ++round) {
-    for (size_t l = 0; l < cap.size(); ++l)
-      search[l] = cap[l] > 0 ? y[l] + 1e-12 / std::min(cap[l], 1e6) : kInf;
     TreeCand c;
-    const RouteTable table = cheapestRoutes(g, search, cap);
-    if (!(allReduce ? cheapestPair(g, table, c.tree) : cheapestTree(g, table, root, false, round, cap, c.tree))) break;
+    if (!cheapestColumn(g, cheapestRoutes(g, searchPrices(y, cap), cap), root, allReduce, round, cap, c.tree)) break;
     c.use = useOf(c.tree, allReduce);
-    double price = 0;
-    for (auto [l, times] : c.use) price += times * y[static_cast<size_t>(l)];
-    if (price >= 1 - 1e-9) break;  // no tree improves the kept set's LP
+    if (priceOf(c.use, y) >= 1 - 1e-9) break;  // no tree improves the kept set's LP
     const int added = static_cast<int>(cands.size());
     cands.push_back(Candidate{{c.use.begin(), c.use.end()}, 0});
     found.push_back(std::move(c));
@@ -343,8 +338,9 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
   for (const TreeCand& c : found) cands.push_back(Candidate{{c.use.begin(), c.use.end()}, c.weight});
   std::vector<int> kept = weightAndReduce(cands, cap, std::max(1, o.maxTrees), o.keep);
   kept = swapInPricedTrees(g, root, allReduce, cap, std::max(1, o.maxTrees), o.keep * opt.value, found, cands, kept);
-  solveSubset(cands, kept, cap);
+  const double keptRate = solveSubset(cands, kept, cap);
   for (int k : kept) {
+    if (!(cands[static_cast<size_t>(k)].weight > 1e-9 * std::max(1.0, keptRate))) continue;  // a tree with no share
     Tree t = found[static_cast<size_t>(k)].tree;
     t.rate = cands[static_cast<size_t>(k)].weight;
     plan.rate += t.rate;

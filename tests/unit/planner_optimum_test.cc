@@ -177,6 +177,51 @@ TEST(PlannerOptimum, TreePairsWhereLinksAreOneWay) {
               plan.optimum, rsag);
 }
 
+TEST(PlannerOptimum, ShardCutsWithSharedPorts) {
+  // Four ranks on one CPU, each joined to it by a 10 GB/s port: every rank
+  // draws the three other shards through its port, so all-gather runs at
+  // 4 * 10 / 3 (a rank's own shard does not cross its port).
+  Graph g;
+  const NodeId m = g.addMachine("box");
+  topo::Node cpu;
+  cpu.kind = topo::NodeKind::kCpu;
+  cpu.name = "cpu0";
+  cpu.machine = m;
+  g.addNode(cpu);
+  PlanGraphOptions o;
+  o.sharedPortBw = 10;
+  const PlanGraph pg = PlanGraph::fromTopology(topo::placeRanks(g, 4, 0, topo::DeviceKind::kHost), o);
+  const CutBound ag = allGatherBound(pg), rs = reduceScatterBound(pg);
+  EXPECT_NEAR(ag.rate, 40.0 / 3, 1e-9);
+  EXPECT_NEAR(rs.rate, 40.0 / 3, 1e-9);
+  EXPECT_EQ(ag.inside.size(), 1u);
+  EXPECT_NEAR(ag.crossing, 10, 1e-9);
+}
+
+TEST(PlannerOptimum, CertificatesOnTheFixtures) {
+  // DGX-1 V100 GPUs 0,1,6,7: the two NVLink pairs meet only through PCIe
+  // uplinks; the all-gather cut holds one pair, 15.76 GB/s entering it.
+  const std::string dir = GROVE_TOPO_FIXTURES;
+  const Graph dgx = topo::loadTopologyFile(dir + "/dgx1_v100.json");
+  const PlanGraph pg =
+      PlanGraph::fromTopology(topo::placeRanksOn(dgx, {"gpu0", "gpu1", "gpu6", "gpu7"}));
+  const CutBound ag = allGatherBound(pg);
+  EXPECT_NEAR(ag.rate, 31.52, 1e-6);
+  EXPECT_EQ(ag.inside.size(), 2u);
+  EXPECT_NEAR(ag.crossing, 15.76, 1e-6);
+  EXPECT_NEAR(allReduceBound(pg), 15.76, 1e-6);
+  // ring4 (links 25, 25, 50, 25): the trees' optimum 37.5 is above
+  // reduce-scatter + all-gather and below every two-way cut; whatever
+  // partition the dual gives is a bound, so never below the optimum.
+  const PlanGraph ring = PlanGraph::fromTopology(
+      topo::placeRanksOn(topo::loadTopologyFile(dir + "/ring4_addr.json"), {"gpu0", "gpu1", "gpu2", "gpu3"}));
+  EXPECT_NEAR(allReduceBound(ring), 37.5, 1e-6);
+  const PartitionBound part = allReducePartition(ring);
+  EXPECT_GE(part.rate, 37.5 * (1 - 1e-9));
+  EXPECT_GE(part.parts.size(), 2u);
+  EXPECT_NEAR(1 / (1 / allGatherBound(ring).rate + 1 / reduceScatterBound(ring).rate), 100.0 / 3, 1e-6);
+}
+
 TEST(PlannerOptimum, PackingsWithinOnePercentOfTheStoredOptimum) {
   const std::string dir = GROVE_TOPO_FIXTURES;
   std::ifstream in(dir + "/../plan_optimum.json");

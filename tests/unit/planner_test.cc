@@ -107,7 +107,7 @@ TEST(PlannerFixtures, TreesRingsAndBounds) {
     ASSERT_FALSE(at.trees.empty());
     for (const Tree& t : at.trees) expectSpanning(t, n, c.name + " all-reduce");
     expectWithinCapacity(g, linkLoad(g, at.trees, true), c.name + " all-reduce trees");
-    EXPECT_NEAR(at.bound, allReduceBound(g), 1e-9);
+    EXPECT_NEAR(at.bound, allReduceBound(g), 1e-6 * at.bound);  // both stop at a 1e-7 gap
     EXPECT_LE(at.rate, at.bound * (1 + 1e-6));
     TreePlan ah = packHetero(g, 0, true, {});
     expectWithinCapacity(g, linkLoad(g, ah.trees, true), c.name + " hetero all-reduce trees");

@@ -57,7 +57,8 @@ std::string treesText(const PlanReport& r) {
   std::string out = std::string(r.request.coll == plan::Coll::kAllReduce ? "all-reduce" : "rooted") +
                     " trees: " + std::to_string(tp.trees.size()) + " tree(s), " +
                     fmt("%.1f GB/s", tp.rate) + fmt(" of bound %.1f GB/s", tp.bound) +
-                    fmt(" (LP optimum %.1f, ", tp.optimum) + std::to_string(tp.pricingRounds) + " pricing rounds), " +
+                    (tp.optimum > 0 ? fmt(" (LP optimum %.1f, ", tp.optimum) : std::string(" (LP optimum not proved, ")) +
+                    std::to_string(tp.pricingRounds) + " pricing rounds), " +
                     std::to_string(tp.rounds) + " MWU rounds, " + std::to_string(tp.mwuTrees) +
                     " MWU trees" + fmt(", %.2f ms\n", tp.planMs);
   for (size_t i = 0; i < tp.trees.size(); ++i) {

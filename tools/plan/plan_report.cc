@@ -82,9 +82,6 @@ AlgoPrediction predictWith(const std::string& name, const plan::PlanGraph& g,
   return p;
 }
 
-/// The transport a communicator on this topology would use: links with IP
-/// addresses are crossed over sockets (an emulated or multi-NIC fabric); else
-/// GPUs use CUDA, one machine shared memory, several sockets.
 // What a communicator of these ranks would run over: GPU ranks move data
 // with CUDA whether or not the links carry addresses (the addresses only
 // choose which link a host connection takes), host ranks over sockets when
@@ -114,6 +111,9 @@ std::string allReduceProof(const plan::PlanGraph& g, const PlanReport& r) {
                   r.allGather.rate);
     return buf;
   }
+  if (std::abs(r.trees.optimum - r.boundAlgbw) > 1e-6 * r.boundAlgbw)
+    return "the per-rank, summed and per-machine flow bounds (column generation proved no lower bound "
+           "on the trees in its rounds)";
   const plan::PartitionBound p = plan::allReducePartition(g);
   if (std::abs(p.rate - r.boundAlgbw) > 1e-6 * r.boundAlgbw)
     return "the all-reduce tree LP's optimum, proved by its dual (column generation)";
@@ -153,7 +153,7 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   r.planMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   r.ringLoad = plan::linkLoad(g, r.rings.rings);
   r.treeLoad = plan::linkLoad(g, r.trees.trees, allReduce);
-  r.boundAlgbw = allReduce ? plan::allReduceBound(g) : plan::broadcastBound(g, req.root);
+  r.boundAlgbw = r.trees.bound;  // allReduceBound / broadcastBound, as the packer found it
   r.allGather = plan::allGatherBound(g);
   r.reduceScatter = plan::reduceScatterBound(g);
   r.boundProof = allReduce ? allReduceProof(g, r) : "the smallest max flow from the root to one rank (Edmonds)";
