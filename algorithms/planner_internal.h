@@ -122,10 +122,19 @@ double priceOf(const std::map<int, int>& use, const std::vector<double>& y);
 /// 1/capacity, so free links still prefer short, wide routes; unusable
 /// links (cap 0) cost infinity.
 std::vector<double> searchPrices(const std::vector<double>& y, const std::vector<double>& cap);
-/// The exact oracle of column generation: cheapestPair for all-reduce,
-/// cheapestTree (arborescence at `root`) otherwise.
-bool cheapestColumn(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
-                    const std::vector<double>& cap, Tree& tree);
+/// Tree pairs are priced, and column generation runs to the optimum, up to
+/// this many ranks; beyond, a pricing round (n roots x 2 arborescences of
+/// O(n^3)) costs too much, so the columns are trees used both ways and the
+/// bound covers those and reduce-scatter + all-gather.
+constexpr int kMaxPairRanks = 16;
+/// The exact oracle of column generation under link prices y (the route
+/// table is cheapest under them): the cheapest arborescence at `root`, or
+/// for all-reduce the cheapest tree used both ways -- replaced by the
+/// cheapest pair only when the tree costs >= 1 and the pair less, so plans
+/// hold pairs only where pairs gain. Returns the cheapest price over every
+/// column (the pair's when cheaper), -1 when the ranks cannot be spanned.
+double cheapestColumn(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
+                      const std::vector<double>& cap, const std::vector<double>& y, Tree& tree);
 /// How often a tree crosses each link (both routes of an edge for all-reduce).
 std::map<int, int> useOf(const Tree& t, bool allReduce);
 /// A key that tells distinct trees (shape and routes) apart.

@@ -163,7 +163,8 @@ double broadcastBound(const PlanGraph& g, int root);
 /// generation, or reduce-scatter + all-gather 1 / (1/RS + 1/AG) when that
 /// is higher; capped by the per-rank, summed and per-machine flow bounds
 /// true of every all-reduce. Beyond 16 ranks column generation gets a few
-/// rounds, and its dual bound (or, if none, the flow bounds) stands in.
+/// rounds over trees used both ways (no pairs), and its dual bound (or, if
+/// none, the flow bounds) stands in.
 double allReduceBound(const PlanGraph& g);
 
 /// A bound with the cut that proves it.

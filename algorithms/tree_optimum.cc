@@ -43,12 +43,21 @@ std::vector<double> searchPrices(const std::vector<double>& y, const std::vector
   return search;
 }
 
-bool cheapestColumn(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
-                    const std::vector<double>& cap, Tree& tree) {
-  return allReduce ? cheapestPair(g, table, tree) : cheapestTree(g, table, root, false, round, cap, tree);
+double cheapestColumn(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
+                      const std::vector<double>& cap, const std::vector<double>& y, Tree& tree) {
+  if (!cheapestTree(g, table, root, allReduce, round, cap, tree)) return -1;
+  const double price = priceOf(useOf(tree, allReduce), y);
+  if (!allReduce || g.nranks() > kMaxPairRanks) return price;
+  // All-reduce: the single tree used both ways, unless it gains nothing
+  // (price >= 1) and a pair would; the bound needs the cheaper of the two.
+  Tree pair;
+  if (!cheapestPair(g, table, pair)) return price;
+  const double pairPrice = priceOf(useOf(pair, true), y);
+  if (price >= 1 - 1e-9 && pairPrice < price * (1 - 1e-9)) tree = std::move(pair);
+  return std::min(price, pairPrice);
 }
 
-int treeOptimumRounds(const PlanGraph& g) { return g.nranks() > 16 ? 8 : 400; }
+int treeOptimumRounds(const PlanGraph& g) { return g.nranks() > kMaxPairRanks ? 8 : 400; }
 
 TreeOptimum optimalTrees(const PlanGraph& g, int root, bool allReduce, const std::vector<double>& cap,
                          const std::vector<Tree>& seeds, double gap, int maxIterations) {
@@ -80,12 +89,12 @@ TreeOptimum optimalTrees(const PlanGraph& g, int root, bool allReduce, const std
       value = solveSubset(cands, all, cap, &y);
     }
     Tree t;
-    if (!cheapestColumn(g, cheapestRoutes(g, searchPrices(y, cap), cap), root, allReduce, it, cap, t)) return out;
-    out.iterations = it + 1;
-    // Weak duality with whatever prices the master gave: every tree costs
+    // Weak duality with whatever prices the master gave: every column costs
     // at least kappa, so y / kappa is dual feasible and bounds the LP by
     // sum cap * y / kappa (equal to value / kappa when the master is optimal).
-    const double kappa = priceOf(useOf(t, allReduce), y);
+    const double kappa = cheapestColumn(g, cheapestRoutes(g, searchPrices(y, cap), cap), root, allReduce, it, cap, y, t);
+    if (kappa < 0) return out;
+    out.iterations = it + 1;
     double dual = 0;
     for (size_t l = 0; l < m; ++l)
       if (cap[l] < PlanGraph::kUnbounded / 2) dual += cap[l] * y[l];

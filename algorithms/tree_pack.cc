@@ -187,17 +187,7 @@ bool cheapestPair(const PlanGraph& g, const RouteTable& table, Tree& tree) {
       tree.up[static_cast<size_t>(v)] = table.route(v, tree.upParentOf(v));
     }
   }
-  if (!(best < kInf)) return false;
-  // A tree used both ways is a pair too; keep it unless the pair is
-  // strictly cheaper (so plans stay single trees where pairs gain nothing).
-  Tree same;
-  if (cheapestTree(g, table, 0, true, 0, {}, same)) {
-    double cost = 0;
-    for (int v = 0; v < n; ++v)
-      if (v != same.root) cost += table.at(same.parent[static_cast<size_t>(v)], v) + table.at(v, same.parent[static_cast<size_t>(v)]);
-    if (cost <= best * (1 + 1e-9)) tree = std::move(same);
-  }
-  return true;
+  return best < kInf;
 }
 
 namespace {
@@ -267,7 +257,8 @@ std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce,
   double rate = solveSubset(cands, kept, cap, &y);
   for (int round = 0, rounds = g.nranks() > 16 ? 4 : 60; round < rounds && rate < target; ++round) {
     TreeCand c;
-    if (!cheapestColumn(g, cheapestRoutes(g, searchPrices(y, cap), cap), root, allReduce, round, cap, c.tree)) break;
+    if (cheapestColumn(g, cheapestRoutes(g, searchPrices(y, cap), cap), root, allReduce, round, cap, y, c.tree) < 0)
+      break;
     c.use = useOf(c.tree, allReduce);
     if (priceOf(c.use, y) >= 1 - 1e-9) break;  // no tree improves the kept set's LP
     const int added = static_cast<int>(cands.size());
