@@ -117,6 +117,21 @@ FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args,
   return simulate(plans.graph(), progs, p);
 }
 
+TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p, uint64_t bytes) {
+  const PlanParams arParams = sel.select(Coll::kAllReduce, bytes).params;
+  const PlanParams bcParams = sel.select(Coll::kBroadcast, bytes).params;
+  return [&g, arParams, bcParams, p, bytes](const std::vector<Tree>& trees, bool allReduce, int root) {
+    CollArgs a = argsFor(allReduce ? Coll::kAllReduce : Coll::kBroadcast, bytes, g.nranks());
+    a.root = root;
+    std::vector<Program> progs;
+    for (int r = 0; r < g.nranks(); ++r) {
+      a.rank = r;
+      progs.push_back(allReduce ? buildTreeAllReduce(a, arParams, trees) : buildTreeBroadcast(a, bcParams, trees));
+    }
+    return simulate(g, progs, p).seconds;
+  };
+}
+
 double predictSeconds(TopoPlans& plans, Algo algo, const CollArgs& args,
                       const PlanParams& params, const SimParams& p) {
   return predict(plans, algo, args, params, p).seconds;

@@ -49,6 +49,14 @@ double predictSeconds(TopoPlans& plans, Algo algo, const CollArgs& args,
 FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args,
                       const PlanParams& params, const SimParams& p);
 
+/// The cost model's TreeJudge (TopoPlans::setTreeJudge): builds the tree
+/// all-reduce or broadcast over the candidate trees for a `bytes` call with
+/// the selector's parameters at that size and simulates it over `g` (which
+/// must outlive the judge). This is how the number of trees trades rate
+/// (more trees reach closer to the optimum) against each tree's pipeline
+/// fill and per-step costs (fewer, heavier trees).
+TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p, uint64_t bytes = 64ull << 20);
+
 /// Predicted seconds of a `bytes`-sized call from a function that predicts
 /// any size: called directly up to 64 MiB; above, its 64 MiB prediction
 /// scaled in proportion (pipelined programs grow linearly there, and

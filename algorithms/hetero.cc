@@ -38,6 +38,7 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
     if (port || link.kind != topo::LinkKind::kNvLink) rest[l] = cap[l];
   }
   PackOptions half = options;
+  half.judge = nullptr;  // each class alone is no call to judge
   half.maxTrees = std::max(1, options.maxTrees - options.maxTrees / 2);
   auto bound = [&](const std::vector<double>& c) {
     return allReduce ? detail::shardAllReduceBound(g, c) : detail::broadcastBoundCapped(g, root, c);

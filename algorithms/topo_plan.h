@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -215,12 +216,22 @@ RingPlan searchRings(const PlanGraph& g, int maxRings = 16);
 /// when an NVLink ring exists, else the PCIe/host path), no mixing.
 RingPlan ncclLikeRings(const PlanGraph& g);
 
+/// Judges a candidate set of trees for a collective (all-reduce, or
+/// broadcast from `root`): the predicted seconds of a call over them, lower
+/// is better. The cost model makes one (treeJudge in cost_model.h).
+using TreeJudge = std::function<double(const std::vector<Tree>& trees, bool allReduce, int root)>;
+
 /// Knobs of tree packing.
 struct PackOptions {
   double epsilon = 0.05;    ///< MWU accuracy
   int maxRounds = 2000;     ///< MWU rounds at most
   int maxTrees = 24;        ///< trees kept after reduction (fewer when they suffice)
   double keep = 0.99;       ///< reduced packing keeps at least this fraction of the LP optimum
+  /// When set, the number of trees is the judge's choice: the reduction
+  /// above and smaller ones (keeping 97 and 93 % of the optimum, and at most
+  /// 8 and 4 trees keeping 90 and 85 %) are judged and the fastest
+  /// kept; TopoPlans then also judges the heterogeneous split against it.
+  TreeJudge judge;
 };
 
 /// What tree packing found.
@@ -231,6 +242,7 @@ struct TreePlan {
   double optimum = 0;  ///< the tree LP's optimum, proved by column generation (no such packing beats it);
                        ///< beyond 16 ranks the dual bound reached in a few rounds; 0 when none was proved
   int pricingRounds = 0;  ///< column generation's pricing rounds
+  int judged = 0;         ///< reductions the judge compared (0: no judge)
   int rounds = 0;      ///< MWU rounds run
   int mwuTrees = 0;    ///< distinct trees before reduction
   double planMs = 0;   ///< planning time
@@ -265,6 +277,12 @@ class TopoPlans {
  public:
   /// Takes the graph the plans are made for and the packing knobs.
   explicit TopoPlans(PlanGraph graph, PackOptions options = {});
+  /// Lets `judge` choose the number of trees of the tree plans not yet
+  /// built (PackOptions::judge). It may refer to graph(): TopoPlans is not
+  /// movable.
+  void setTreeJudge(TreeJudge judge) { options_.judge = std::move(judge); }
+  TopoPlans(const TopoPlans&) = delete;
+  TopoPlans& operator=(const TopoPlans&) = delete;
   /// The plan graph.
   const PlanGraph& graph() const { return graph_; }
   const RingPlan& rings();                 ///< searchRings (cached)
@@ -274,6 +292,10 @@ class TopoPlans {
   const HierPlan& hierarchical();          ///< planHierarchical (cached)
 
  private:
+  /// Whether the heterogeneous split beats the joint packing: faster by the
+  /// judge when there is one, else a higher rate.
+  bool better(const TreePlan& split, const TreePlan& joint, bool allReduce, int root) const;
+
   PlanGraph graph_;
   PackOptions options_;
   std::optional<RingPlan> rings_;

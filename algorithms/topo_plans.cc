@@ -1,4 +1,5 @@
 // TopoPlans: a communicator's plans, each built on first use and cached.
+#include <limits>
 #include <utility>
 
 #include "algorithms/topo_plan.h"
@@ -7,6 +8,20 @@
 namespace grove::plan {
 
 TopoPlans::TopoPlans(PlanGraph graph, PackOptions options) : graph_(std::move(graph)), options_(options) {}
+
+bool TopoPlans::better(const TreePlan& split, const TreePlan& joint, bool allReduce, int root) const {
+  if (split.trees.empty()) return false;
+  if (!options_.judge) return split.rate > joint.rate;
+  // The judge's verdict (a plan it cannot build loses).
+  auto seconds = [&](const TreePlan& p) {
+    try {
+      return options_.judge(p.trees, allReduce, root);
+    } catch (const Error&) {
+      return std::numeric_limits<double>::infinity();
+    }
+  };
+  return seconds(split) < seconds(joint) * (1 - 1e-9);
+}
 
 const RingPlan& TopoPlans::rings() {
   if (!rings_) rings_ = searchRings(graph_);
@@ -24,7 +39,8 @@ const TreePlan& TopoPlans::allReduceTrees() {
     TreePlan split = packHetero(graph_, 0, true, options_);
     split.optimum = joint.optimum;  // the joint LP covers every split packing
     split.bound = joint.bound;
-    allReduceTrees_ = split.rate > joint.rate ? std::move(split) : std::move(joint);
+    split.judged = joint.judged;
+    allReduceTrees_ = better(split, joint, true, 0) ? std::move(split) : std::move(joint);
   }
   return *allReduceTrees_;
 }
@@ -39,7 +55,8 @@ const TreePlan& TopoPlans::rootedTrees(int root) {
     TreePlan split = packHetero(graph_, root, false, options_);
     split.optimum = joint.optimum;
     split.bound = joint.bound;
-    it = rootedTrees_.emplace(root, split.rate > joint.rate ? std::move(split) : std::move(joint)).first;
+    split.judged = joint.judged;
+    it = rootedTrees_.emplace(root, better(split, joint, false, root) ? std::move(split) : std::move(joint)).first;
   }
   return it->second;
 }

@@ -282,6 +282,34 @@ std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce,
   return kept;
 }
 
+// The cost model's choice of the number of trees: the reduction that keeps
+// 99% of the optimum (`best`) and smaller ones are judged, the fastest wins
+// (ties to fewer trees). A set the judge cannot build is left out.
+template <typename TreesOf>
+std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce, std::vector<Candidate>& cands,
+                                  const std::vector<double>& cap, const TreesOf& treesOf, std::vector<Tree> best,
+                                  int* judged) {
+  auto judge = [&](const std::vector<Tree>& trees) {
+    try {
+      ++*judged;
+      return o.judge(trees, allReduce, root);
+    } catch (const Error&) {
+      return kInf;
+    }
+  };
+  double bestSeconds = judge(best);
+  size_t fewest = best.size();  // smallest set judged so far
+  constexpr std::pair<int, double> kSmaller[] = {{24, 0.97}, {24, 0.93}, {8, 0.9}, {4, 0.85}};
+  for (auto [most, keep] : kSmaller) {
+    std::vector<Tree> trees = treesOf(weightAndReduce(cands, cap, std::min(most, o.maxTrees), keep));
+    if (trees.empty() || trees.size() >= fewest) continue;
+    fewest = trees.size();
+    const double seconds = judge(trees);
+    if (seconds <= bestSeconds * (1 + 1e-9)) bestSeconds = seconds, best = std::move(trees);
+  }
+  return best;
+}
+
 }  // namespace
 
 TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOptions& o, const std::vector<double>& cap,
@@ -329,14 +357,20 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
   for (const TreeCand& c : found) cands.push_back(Candidate{{c.use.begin(), c.use.end()}, c.weight});
   std::vector<int> kept = weightAndReduce(cands, cap, std::max(1, o.maxTrees), o.keep);
   kept = swapInPricedTrees(g, root, allReduce, cap, std::max(1, o.maxTrees), o.keep * opt.value, found, cands, kept);
-  const double keptRate = solveSubset(cands, kept, cap);
-  for (int k : kept) {
-    if (!(cands[static_cast<size_t>(k)].weight > 1e-9 * std::max(1.0, keptRate))) continue;  // a tree with no share
-    Tree t = found[static_cast<size_t>(k)].tree;
-    t.rate = cands[static_cast<size_t>(k)].weight;
-    plan.rate += t.rate;
-    plan.trees.push_back(std::move(t));
-  }
+  // The trees of a kept set, with the LP's weights as rates (none without a share).
+  auto treesOf = [&](const std::vector<int>& set) {
+    const double rate = solveSubset(cands, set, cap);
+    std::vector<Tree> trees;
+    for (int k : set) {
+      if (!(cands[static_cast<size_t>(k)].weight > 1e-9 * std::max(1.0, rate))) continue;
+      trees.push_back(found[static_cast<size_t>(k)].tree);
+      trees.back().rate = cands[static_cast<size_t>(k)].weight;
+    }
+    return trees;
+  };
+  plan.trees = treesOf(kept);
+  if (o.judge) plan.trees = judgeTreeCounts(o, root, allReduce, cands, cap, treesOf, std::move(plan.trees), &plan.judged);
+  for (const Tree& t : plan.trees) plan.rate += t.rate;
   std::sort(plan.trees.begin(), plan.trees.end(), [](const Tree& a, const Tree& b) { return a.rate > b.rate; });
   plan.planMs = msSince(start);
   return plan;

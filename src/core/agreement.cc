@@ -55,6 +55,7 @@ std::vector<AgreedSetting> agreedSettings(const CommOptions& o) {
       {"version", std::to_string(GROVE_VERSION_CODE)},
       {"GROVE_BUFFSIZE", std::to_string(o.bufferBytes)},
       {"GROVE_CHUNKSIZE", std::to_string(o.chunkBytes)},
+      {"GROVE_TREE_JUDGE_BYTES", std::to_string(o.treeJudgeBytes)},  // every rank must keep the same trees
       {"GROVE_NCHANNELS", std::to_string(o.nChannels)},
       {"GROVE_TRANSPORT", o.transport},
       {"GROVE_ALGO", o.algo},

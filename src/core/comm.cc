@@ -197,6 +197,11 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
     GROVE_WARN(log::kPlan, "no topology plans (%s): tree and hier algorithms are unavailable",
                e.what());
   }
+  // The cost model chooses how many trees the tree plans keep (more trees
+  // reach closer to the optimum, fewer have less pipeline fill per tree).
+  if (plans_ && options_.treeJudgeBytes > 0)
+    plans_->setTreeJudge(plan::treeJudge(plans_->graph(), *selector_,
+                                         plan::simParamsFor(connections_->traits()), options_.treeJudgeBytes));
   if (plans_ && linkAddresses && connections_->usesNetwork()) tuneForFabric();
   cache_ = std::make_unique<plan::ProgramCache>(256, plans_.get());
   if (cuda) initDevice();

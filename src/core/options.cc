@@ -27,6 +27,7 @@ CommOptions resolveOptions(const groveConfig_t* cfg) {
   o.algo = config::getString("GROVE_ALGO");
   o.bufferBytes = config::getSize("GROVE_BUFFSIZE");
   o.chunkBytes = config::getSize("GROVE_CHUNKSIZE");
+  o.treeJudgeBytes = config::getSize("GROVE_TREE_JUDGE_BYTES");
   if (config::getChoice("GROVE_DEVICE_KIND") == "cuda") o.deviceKind = groveDeviceCuda;
   o.emulateDevice = config::getBool("GROVE_DEVICE_EMULATION");
   o.disableP2P = config::getBool("GROVE_P2P_DISABLE");

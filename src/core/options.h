@@ -23,6 +23,7 @@ struct CommOptions {
   std::string name;             ///< for logs
   size_t bufferBytes = 1 << 20; ///< per link half
   size_t chunkBytes = 0;        ///< 0 = bufferBytes / 2
+  uint64_t treeJudgeBytes = 0;  ///< message size the cost model picks tree counts at; 0 = the packer's rule
   bool tagCalls = true;         ///< GROVE_CHECK=tags or calls (exec/call_tag.h)
   bool checkCalls = false;      ///< GROVE_CHECK=calls (core/call_check.h)
 };

@@ -39,7 +39,7 @@ void usage(FILE* f) {
   std::fprintf(f,
                "usage: grove-plan [--file TOPO.json|.xml] [--coll allreduce|broadcast|reduce]\n"
                "                  [--gpus 0,1,4 | --place gpu0,gpu3 | --ranks N] [--root R] [--size 256M]\n"
-               "                  [--transport cuda|socket|shm]\n"
+               "                  [--transport cuda|socket|shm] [--no-judge]\n"
                "                  [--json] [--svg OUT.svg] [--survey | --optimum [--fixtures DIR]]\n"
                "  --file F     topology file (grove JSON or NCCL XML); default: detect this machine\n"
                "  --coll C     allreduce (default), broadcast or reduce\n"
@@ -51,6 +51,8 @@ void usage(FILE* f) {
                "  --transport T  the transport the predictions assume: cuda, socket or shm\n"
                "               (default: cuda for GPU ranks, else socket when the links carry\n"
                "               addresses or the ranks span machines, else shm)\n"
+               "  --no-judge   keep the packer's trees (99% of the optimum, fewest trees) instead\n"
+               "               of letting the cost model choose how many trees\n"
                "  --json       print the report as JSON\n"
                "  --svg F      also write an SVG of the topology and the trees to F\n"
                "  --survey     print the docs/planning.md results table over the fixtures\n"
@@ -111,6 +113,7 @@ Options parse(int argc, char** argv) {
       else if (t == "shm") o.request.transport = plan::TransportKind::kShm;
       else throwInvalidArgument("--transport: '" + t + "' is not one of cuda, socket, shm");
     }
+    else if (a == "--no-judge") o.request.judgeTrees = false;
     else if (a == "--json") o.json = true;
     else if (a == "--svg") o.svg = value();
     else if (a == "--survey") o.survey = true;

@@ -59,6 +59,8 @@ std::string treesText(const PlanReport& r) {
                     fmt("%.1f GB/s", tp.rate) + fmt(" of bound %.1f GB/s", tp.bound) +
                     (tp.optimum > 0 ? fmt(" (LP optimum %.1f, ", tp.optimum) : std::string(" (LP optimum not proved, ")) +
                     std::to_string(tp.pricingRounds) + " pricing rounds), " +
+                    (tp.judged > 0 ? "number chosen by the cost model of " + std::to_string(tp.judged) + " reductions, "
+                                   : std::string()) +
                     std::to_string(tp.rounds) + " MWU rounds, " + std::to_string(tp.mwuTrees) +
                     " MWU trees" + fmt(", %.2f ms\n", tp.planMs);
   for (size_t i = 0; i < tp.trees.size(); ++i) {

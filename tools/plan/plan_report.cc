@@ -143,6 +143,11 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   }
   r.machines = static_cast<int>(machines.size());
   const bool allReduce = req.coll == Coll::kAllReduce;
+  const plan::TransportKind kind =
+      req.transport == plan::TransportKind::kAuto ? transportOf(topology, r.machines) : req.transport;
+  const plan::SimParams sim = plan::simParamsFor(kind);
+  plan::Selector sel(r.nranks, kind, plan::SelectorConfig::fromRegistry());
+  if (req.judgeTrees) plans.setTreeJudge(plan::treeJudge(plans.graph(), sel, sim));
 
   const auto t0 = std::chrono::steady_clock::now();
   r.rings = plans.rings();
@@ -159,10 +164,6 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   r.boundProof = allReduce ? allReduceProof(g, r) : "the smallest max flow from the root to one rank (Edmonds)";
   r.boundBusbw = r.boundAlgbw * plan::busBwFactor(req.coll, r.nranks);
 
-  const plan::TransportKind kind =
-      req.transport == plan::TransportKind::kAuto ? transportOf(topology, r.machines) : req.transport;
-  const plan::SimParams sim = plan::simParamsFor(kind);
-  plan::Selector sel(r.nranks, kind, plan::SelectorConfig::fromRegistry());
   const plan::PlanParams params = sel.select(req.coll, req.bytes).params;
   plan::CollArgs args;
   args.coll = req.coll;

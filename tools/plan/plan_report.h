@@ -24,6 +24,9 @@ struct PlanRequest {
   /// sockets when the links carry addresses or the ranks span machines, else
   /// shared memory.
   plan::TransportKind transport = plan::TransportKind::kAuto;
+  /// The cost model chooses the number of trees (TopoPlans::setTreeJudge),
+  /// as in a communicator; false: the packer's rule (99% of the optimum).
+  bool judgeTrees = true;
 };
 
 /// The prediction of one algorithm.
