@@ -61,19 +61,33 @@ std::vector<std::vector<int>> allTrees(int n) {
   return out;
 }
 
-// n GPUs, each pair linked (NVLink, random bandwidth) with probability 0.8.
-topo::CommTopology randomBox(int n, std::mt19937& rng) {
+// A machine of n GPUs and no links yet; `gpu` gets their nodes.
+Graph gpuBox(int n, std::vector<NodeId>* gpu) {
   Graph g;
   const NodeId m = g.addMachine("box");
-  std::vector<NodeId> gpu;
   for (int i = 0; i < n; ++i) {
     topo::Node node;
     node.kind = topo::NodeKind::kGpu;
     node.name = "gpu" + std::to_string(i);
     node.index = i;
     node.machine = m;
-    gpu.push_back(g.addNode(node));
+    gpu->push_back(g.addNode(node));
   }
+  return g;
+}
+
+// One rank on each GPU.
+topo::CommTopology onEachGpu(const Graph& g, const std::vector<NodeId>& gpu) {
+  topo::CommTopology t;
+  t.graph = g;
+  for (NodeId id : gpu) t.ranks.push_back({id, g.node(id).machine, 0});
+  return t;
+}
+
+// n GPUs, each pair linked (NVLink, random bandwidth) with probability 0.8.
+topo::CommTopology randomBox(int n, std::mt19937& rng) {
+  std::vector<NodeId> gpu;
+  Graph g = gpuBox(n, &gpu);
   std::uniform_real_distribution<double> coin(0, 1);
   std::uniform_int_distribution<int> bw(1, 6);
   for (int a = 0; a < n; ++a)
@@ -87,10 +101,7 @@ topo::CommTopology randomBox(int n, std::mt19937& rng) {
       l.latencyUs = 1;
       g.addBidi(l);
     }
-  topo::CommTopology t;
-  t.graph = g;
-  for (NodeId id : gpu) t.ranks.push_back({id, m, 0});
-  return t;
+  return onEachGpu(g, gpu);
 }
 
 TEST(PlannerOptimum, ColumnGenerationMatchesTheLpOverEveryTree) {
@@ -138,17 +149,8 @@ TEST(PlannerOptimum, TreePairsWhereLinksAreOneWay) {
   // Three GPUs on a one-way ring: 0->1->2->0 at 10 GB/s, the way back at 1.
   // A tree used both ways crosses two slow links (at most 1.5 GB/s in all);
   // a pair reduces and broadcasts along the fast direction.
-  Graph g;
-  const NodeId m = g.addMachine("box");
   std::vector<NodeId> gpu;
-  for (int i = 0; i < 3; ++i) {
-    topo::Node node;
-    node.kind = topo::NodeKind::kGpu;
-    node.name = "gpu" + std::to_string(i);
-    node.index = i;
-    node.machine = m;
-    gpu.push_back(g.addNode(node));
-  }
+  Graph g = gpuBox(3, &gpu);
   for (int i = 0; i < 3; ++i)
     for (int back = 0; back < 2; ++back) {
       topo::Link l;
@@ -159,10 +161,7 @@ TEST(PlannerOptimum, TreePairsWhereLinksAreOneWay) {
       l.latencyUs = 1;
       g.addLink(l);
     }
-  topo::CommTopology t;
-  t.graph = g;
-  for (NodeId id : gpu) t.ranks.push_back({id, m, 0});
-  const PlanGraph pg = PlanGraph::fromTopology(t);
+  const PlanGraph pg = PlanGraph::fromTopology(onEachGpu(g, gpu));
   const TreePlan plan = packAllReduceTrees(pg);
   EXPECT_GT(plan.rate, 3.0) << "at least twice what trees used both ways can reach";
   EXPECT_GE(plan.rate, 0.99 * plan.optimum);
