@@ -55,7 +55,7 @@ FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args,
 /// must outlive the judge). This is how the number of trees trades rate
 /// (more trees reach closer to the optimum) against each tree's pipeline
 /// fill and per-step costs (fewer, heavier trees).
-TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p, uint64_t bytes = 64ull << 20);
+TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p, uint64_t bytes = 32ull << 20);
 
 /// Predicted seconds of a `bytes`-sized call from a function that predicts
 /// any size: called directly up to 64 MiB; above, its 64 MiB prediction

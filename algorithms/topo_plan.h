@@ -220,6 +220,9 @@ RingPlan ncclLikeRings(const PlanGraph& g);
 /// broadcast from `root`): the predicted seconds of a call over them, lower
 /// is better. The cost model makes one (treeJudge in cost_model.h).
 using TreeJudge = std::function<double(const std::vector<Tree>& trees, bool allReduce, int root)>;
+/// The judge runs up to this many ranks (each candidate is a simulation of
+/// every rank's program); beyond, the packer's rule stands.
+constexpr int kMaxJudgeRanks = 16;
 
 /// Knobs of tree packing.
 struct PackOptions {
@@ -243,6 +246,7 @@ struct TreePlan {
                        ///< beyond 16 ranks the dual bound reached in a few rounds; 0 when none was proved
   int pricingRounds = 0;  ///< column generation's pricing rounds
   int judged = 0;         ///< reductions the judge compared (0: no judge)
+  double judgedSeconds = 0;  ///< the judge's time for the trees kept (0: not judged)
   int rounds = 0;      ///< MWU rounds run
   int mwuTrees = 0;    ///< distinct trees before reduction
   double planMs = 0;   ///< planning time

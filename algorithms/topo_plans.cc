@@ -11,7 +11,7 @@ TopoPlans::TopoPlans(PlanGraph graph, PackOptions options) : graph_(std::move(gr
 
 bool TopoPlans::better(const TreePlan& split, const TreePlan& joint, bool allReduce, int root) const {
   if (split.trees.empty()) return false;
-  if (!options_.judge) return split.rate > joint.rate;
+  if (!options_.judge || graph_.nranks() > kMaxJudgeRanks) return split.rate > joint.rate;
   // The judge's verdict (a plan it cannot build loses).
   auto seconds = [&](const TreePlan& p) {
     try {
@@ -20,7 +20,8 @@ bool TopoPlans::better(const TreePlan& split, const TreePlan& joint, bool allRed
       return std::numeric_limits<double>::infinity();
     }
   };
-  return seconds(split) < seconds(joint) * (1 - 1e-9);
+  const double jointSeconds = joint.judgedSeconds > 0 ? joint.judgedSeconds : seconds(joint);
+  return seconds(split) < jointSeconds * (1 - 1e-9);
 }
 
 const RingPlan& TopoPlans::rings() {

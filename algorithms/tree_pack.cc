@@ -288,7 +288,7 @@ std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce,
 template <typename TreesOf>
 std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce, std::vector<Candidate>& cands,
                                   const std::vector<double>& cap, const TreesOf& treesOf, std::vector<Tree> best,
-                                  int* judged) {
+                                  int* judged, double* seconds) {
   auto judge = [&](const std::vector<Tree>& trees) {
     try {
       ++*judged;
@@ -304,9 +304,10 @@ std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce
     std::vector<Tree> trees = treesOf(weightAndReduce(cands, cap, std::min(most, o.maxTrees), keep));
     if (trees.empty() || trees.size() >= fewest) continue;
     fewest = trees.size();
-    const double seconds = judge(trees);
-    if (seconds <= bestSeconds * (1 + 1e-9)) bestSeconds = seconds, best = std::move(trees);
+    const double t = judge(trees);
+    if (t <= bestSeconds * (1 + 1e-9)) bestSeconds = t, best = std::move(trees);
   }
+  *seconds = bestSeconds;
   return best;
 }
 
@@ -369,7 +370,9 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
     return trees;
   };
   plan.trees = treesOf(kept);
-  if (o.judge) plan.trees = judgeTreeCounts(o, root, allReduce, cands, cap, treesOf, std::move(plan.trees), &plan.judged);
+  if (o.judge && g.nranks() <= kMaxJudgeRanks)
+    plan.trees = judgeTreeCounts(o, root, allReduce, cands, cap, treesOf, std::move(plan.trees), &plan.judged,
+                                 &plan.judgedSeconds);
   for (const Tree& t : plan.trees) plan.rate += t.rate;
   std::sort(plan.trees.begin(), plan.trees.end(), [](const Tree& a, const Tree& b) { return a.rate > b.rate; });
   plan.planMs = msSince(start);

@@ -61,7 +61,7 @@ const std::vector<Var>& registeredVars() {
       {"GROVE_CHUNKSIZE", Type::kSize, "0",
        "bytes a pipelined step moves at most; 0 = half the connection buffer",
        nullptr, 0, 512.0 * 1024 * 1024},
-      {"GROVE_TREE_JUDGE_BYTES", Type::kSize, "64M",
+      {"GROVE_TREE_JUDGE_BYTES", Type::kSize, "32M",
        "the message size at which the cost model chooses how many trees the tree plans keep "
        "(simulating each candidate once, on first use); 0 = the packer's rule (99% of the optimum, "
        "fewest trees)",

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "algorithms/builders.h"
+#include "base/config.h"
 #include "base/error.h"
 #include "topology/json.h"
 
@@ -112,8 +113,8 @@ std::string allReduceProof(const plan::PlanGraph& g, const PlanReport& r) {
     return buf;
   }
   if (std::abs(r.trees.optimum - r.boundAlgbw) > 1e-6 * r.boundAlgbw)
-    return "the per-rank, summed and per-machine flow bounds (column generation proved no lower bound "
-           "on the trees in its rounds)";
+    return "the per-rank, summed and per-machine flow bounds (tighter than the trees' dual bound column "
+           "generation reached in its rounds)";
   const plan::PartitionBound p = plan::allReducePartition(g);
   if (std::abs(p.rate - r.boundAlgbw) > 1e-6 * r.boundAlgbw)
     return "the all-reduce tree LP's optimum, proved by its dual (column generation)";
@@ -147,7 +148,9 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
       req.transport == plan::TransportKind::kAuto ? transportOf(topology, r.machines) : req.transport;
   const plan::SimParams sim = plan::simParamsFor(kind);
   plan::Selector sel(r.nranks, kind, plan::SelectorConfig::fromRegistry());
-  if (req.judgeTrees) plans.setTreeJudge(plan::treeJudge(plans.graph(), sel, sim));
+  // As a communicator does (src/core/comm.cc), at GROVE_TREE_JUDGE_BYTES.
+  if (const uint64_t judgeBytes = config::getSize("GROVE_TREE_JUDGE_BYTES"); req.judgeTrees && judgeBytes > 0)
+    plans.setTreeJudge(plan::treeJudge(plans.graph(), sel, sim, judgeBytes));
 
   const auto t0 = std::chrono::steady_clock::now();
   r.rings = plans.rings();
