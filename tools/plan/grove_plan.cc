@@ -51,7 +51,7 @@ void usage(FILE* f) {
                "  --transport T  the transport the predictions assume: cuda, socket or shm\n"
                "               (default: cuda for GPU ranks, else socket when the links carry\n"
                "               addresses or the ranks span machines, else shm)\n"
-               "  --no-judge   keep the packer's trees (99% of the optimum, fewest trees) instead\n"
+               "  --no-judge   keep the packer's trees (99%% of the optimum, fewest trees) instead\n"
                "               of letting the cost model choose how many trees\n"
                "  --json       print the report as JSON\n"
                "  --svg F      also write an SVG of the topology and the trees to F\n"
