@@ -214,7 +214,7 @@ class FlowSim {
         t.bytes = static_cast<double>(snd.step->bytes);
         t.route = it->second;
         t.delay = routeDelay_[t.route];
-        t.flight = routeFlight_[t.route];
+        t.flight = t.delay - p_.stepOverheadUs * 1e-6;
         t.sender = ends.first[k];
         t.receiver = ends.second[k];
         snd.outs.push_back(static_cast<int>(xfers_.size()));
@@ -252,7 +252,6 @@ class FlowSim {
     }
     routes_.push_back(std::move(route));
     routeDelay_.push_back(lat * 1e-6);
-    routeFlight_.push_back((lat - p_.stepOverheadUs) * 1e-6);
   }
 
   // ---------------------------------------------------------------- steps
@@ -370,15 +369,16 @@ class FlowSim {
     return at;
   }
 
-  /// Whether flowing transfer x's sender has sent everything: what has not
-  /// arrived is in flight (at most rate * flight), and a forward has all of
-  /// its input.
+  /// Whether all of a forward's inputs have arrived (true for a plain send).
   bool inputsArrived(const Transfer& t) const {
     for (int up : t.upstreams)
       if (!xfers_[up].done) return false;
     return true;
   }
 
+  /// Whether flowing transfer t's sender has sent everything: what has not
+  /// arrived is in flight (at most rate * flight), and a forward has all of
+  /// its input.
   bool sentAll(const Transfer& t) const {
     return inputsArrived(t) && t.rate > 0 && t.bytes - t.sent <= t.rate * t.flight + tolerance(t.bytes);
   }
@@ -554,7 +554,6 @@ class FlowSim {
   std::vector<Transfer> xfers_;
   std::vector<std::vector<int>> routes_;
   std::vector<double> routeDelay_;
-  std::vector<double> routeFlight_;
   std::vector<size_t> phase_;
   std::vector<int> lanesLeft_;
   std::vector<double> finish_;

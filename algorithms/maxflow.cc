@@ -304,13 +304,14 @@ double flowAllReduceBound(const PlanGraph& g, const std::vector<double>& cap) {
 
 double allReduceBoundCapped(const PlanGraph& g, const std::vector<double>& cap) {
   if (g.nranks() < 2) return 0;
-  return familyBound(g, cap, optimalTrees(g, 0, true, cap, {}, 1e-7, treeOptimumRounds(g)).upper);
+  return familyBound(g, cap, optimalTrees(g, 0, true, cap, {}, 1e-7, treeOptimumRounds(g)).upper,
+                     shardAllReduceBound(g, cap));
 }
 
-double familyBound(const PlanGraph& g, const std::vector<double>& cap, double treesUpper) {
+double familyBound(const PlanGraph& g, const std::vector<double>& cap, double treesUpper, double shards) {
   const double flows = flowAllReduceBound(g, cap);
   if (!(treesUpper > 0)) treesUpper = flows;  // column generation proved nothing in its rounds
-  return std::min(flows, std::max(treesUpper, shardAllReduceBound(g, cap)));
+  return std::min(flows, std::max(treesUpper, shards));
 }
 
 }  // namespace detail

@@ -51,9 +51,9 @@ int treeOptimumRounds(const PlanGraph& g);
 /// Per-rank, summed and per-machine flow bounds: true of every all-reduce,
 /// not tight (maxflow.cc).
 double flowAllReduceBound(const PlanGraph& g, const std::vector<double>& cap);
-/// The all-reduce bound given the tree LP's proved upper bound (0: none):
-/// min(flow bounds, max(trees, reduce-scatter + all-gather)).
-double familyBound(const PlanGraph& g, const std::vector<double>& cap, double treesUpper);
+/// The all-reduce bound given the tree LP's proved upper bound (0: none) and
+/// shardAllReduceBound: min(flow bounds, max(trees, shards)).
+double familyBound(const PlanGraph& g, const std::vector<double>& cap, double treesUpper, double shards);
 /// allReduceBound over a capacity vector.
 double allReduceBoundCapped(const PlanGraph& g, const std::vector<double>& cap);
 
@@ -135,6 +135,8 @@ constexpr int kMaxPairRanks = 16;
 /// column (the pair's when cheaper), -1 when the ranks cannot be spanned.
 double cheapestColumn(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
                       const std::vector<double>& cap, const std::vector<double>& y, Tree& tree);
+/// The judge's time for a set of trees, or infinity when it cannot build them.
+double judgeSeconds(const TreeJudge& judge, const std::vector<Tree>& trees, bool allReduce, int root);
 /// How often a tree crosses each link (both routes of an edge for all-reduce).
 std::map<int, int> useOf(const Tree& t, bool allReduce);
 /// A key that tells distinct trees (shape and routes) apart.

@@ -296,9 +296,10 @@ class TopoPlans {
   const HierPlan& hierarchical();          ///< planHierarchical (cached)
 
  private:
-  /// Whether the heterogeneous split beats the joint packing: faster by the
-  /// judge when there is one, else a higher rate.
-  bool better(const TreePlan& split, const TreePlan& joint, bool allReduce, int root) const;
+  /// The joint packing or the heterogeneous split, whichever is faster by the
+  /// judge when there is one, else of the higher rate; the split takes the
+  /// joint packing's proven optimum and bound.
+  TreePlan jointOrSplit(TreePlan joint, TreePlan split, bool allReduce, int root) const;
 
   PlanGraph graph_;
   PackOptions options_;

@@ -1,7 +1,7 @@
 // TopoPlans: a communicator's plans, each built on first use and cached.
-#include <limits>
 #include <utility>
 
+#include "algorithms/planner_internal.h"
 #include "algorithms/topo_plan.h"
 #include "base/error.h"
 
@@ -9,19 +9,16 @@ namespace grove::plan {
 
 TopoPlans::TopoPlans(PlanGraph graph, PackOptions options) : graph_(std::move(graph)), options_(options) {}
 
-bool TopoPlans::better(const TreePlan& split, const TreePlan& joint, bool allReduce, int root) const {
-  if (split.trees.empty()) return false;
-  if (!options_.judge || graph_.nranks() > kMaxJudgeRanks) return split.rate > joint.rate;
+TreePlan TopoPlans::jointOrSplit(TreePlan joint, TreePlan split, bool allReduce, int root) const {
+  split.optimum = joint.optimum;  // the joint LP covers every split packing
+  split.bound = joint.bound;
+  split.judged = joint.judged;
+  if (split.trees.empty()) return joint;
+  if (!options_.judge || graph_.nranks() > kMaxJudgeRanks) return split.rate > joint.rate ? split : joint;
   // The judge's verdict (a plan it cannot build loses).
-  auto seconds = [&](const TreePlan& p) {
-    try {
-      return options_.judge(p.trees, allReduce, root);
-    } catch (const Error&) {
-      return std::numeric_limits<double>::infinity();
-    }
-  };
-  const double jointSeconds = joint.judgedSeconds > 0 ? joint.judgedSeconds : seconds(joint);
-  return seconds(split) < jointSeconds * (1 - 1e-9);
+  const double jointSeconds =
+      joint.judgedSeconds > 0 ? joint.judgedSeconds : detail::judgeSeconds(options_.judge, joint.trees, allReduce, root);
+  return detail::judgeSeconds(options_.judge, split.trees, allReduce, root) < jointSeconds * (1 - 1e-9) ? split : joint;
 }
 
 const RingPlan& TopoPlans::rings() {
@@ -36,12 +33,7 @@ const RingPlan& TopoPlans::ncclRings() {
 
 const TreePlan& TopoPlans::allReduceTrees() {
   if (!allReduceTrees_) {
-    TreePlan joint = packAllReduceTrees(graph_, options_);
-    TreePlan split = packHetero(graph_, 0, true, options_);
-    split.optimum = joint.optimum;  // the joint LP covers every split packing
-    split.bound = joint.bound;
-    split.judged = joint.judged;
-    allReduceTrees_ = better(split, joint, true, 0) ? std::move(split) : std::move(joint);
+    allReduceTrees_ = jointOrSplit(packAllReduceTrees(graph_, options_), packHetero(graph_, 0, true, options_), true, 0);
   }
   return *allReduceTrees_;
 }
@@ -52,12 +44,10 @@ const TreePlan& TopoPlans::rootedTrees(int root) {
                          std::to_string(graph_.nranks()) + ")");
   auto it = rootedTrees_.find(root);
   if (it == rootedTrees_.end()) {
-    TreePlan joint = packTrees(graph_, root, options_);
-    TreePlan split = packHetero(graph_, root, false, options_);
-    split.optimum = joint.optimum;
-    split.bound = joint.bound;
-    split.judged = joint.judged;
-    it = rootedTrees_.emplace(root, better(split, joint, false, root) ? std::move(split) : std::move(joint)).first;
+    it = rootedTrees_
+             .emplace(root, jointOrSplit(packTrees(graph_, root, options_), packHetero(graph_, root, false, options_),
+                                         false, root))
+             .first;
   }
   return it->second;
 }

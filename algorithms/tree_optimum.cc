@@ -10,14 +10,15 @@
 // (the master) and grown:
 //   1. solve the master (packing_lp.cc) and read its dual: a price y(l) >= 0
 //      per link, with sum_l cap(l) y(l) equal to the master's rate;
-//   2. price every tree: the cheapest under y is exactly the packers' oracle
-//      (cheapestTree: cheapest routes, then the minimum arborescence or the
-//      minimum spanning tree of route prices), because a tree's price is the
-//      sum of its edges' route prices;
-//   3. if that tree costs kappa >= 1, y is dual feasible and the master is
-//      optimal; otherwise y / kappa is dual feasible, so the full LP is at
-//      most rate / kappa (weak duality): that is the certified upper bound.
-//      The tree joins the master and we go on.
+//   2. price every column: the cheapest under y is exactly the packers'
+//      oracle (cheapestColumn: cheapest routes, then the minimum arborescence,
+//      or for all-reduce the cheapest tree used both ways or tree pair),
+//      because a column's price is the sum of its edges' route prices;
+//   3. every column costs at least kappa, so y / kappa is dual feasible and
+//      the full LP is at most sum cap * y / kappa (weak duality, whatever
+//      prices the master gave): that is the certified upper bound. When
+//      kappa >= 1 the master is optimal. The column joins the master and we
+//      go on.
 // The loop stops when the master's rate is within `gap` of the best upper
 // bound. Unbounded virtual ports have no row; a tiny price proportional to
 // 1/cap breaks ties among free routes (it is left out of kappa).
@@ -81,13 +82,14 @@ TreeOptimum optimalTrees(const PlanGraph& g, int root, bool allReduce, const std
   }
   double upper = std::numeric_limits<double>::infinity(), value = 0;
   std::vector<double> bestY;
-  std::vector<int> all;
+  std::vector<int> all;  // the master's columns, as solved last
+  auto solveMaster = [&] {
+    all.resize(cands.size());
+    for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
+    value = solveSubset(cands, all, cap, &y);
+  };
   for (int it = 0; it < maxIterations; ++it) {
-    if (!cands.empty()) {
-      all.resize(cands.size());
-      for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
-      value = solveSubset(cands, all, cap, &y);
-    }
+    if (!cands.empty()) solveMaster();
     Tree t;
     // Weak duality with whatever prices the master gave: every column costs
     // at least kappa, so y / kappa is dual feasible and bounds the LP by
@@ -106,9 +108,7 @@ TreeOptimum optimalTrees(const PlanGraph& g, int root, bool allReduce, const std
     if (!cands.empty() && value >= upper * (1 - gap)) break;
     if (!add(std::move(t))) break;  // nothing new to add; the bound stands as found
   }
-  all.resize(cands.size());
-  for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
-  value = solveSubset(cands, all, cap, &y);
+  if (all.size() != cands.size()) solveMaster();  // a column came in after the last solve
   if (upper < value) upper = value;  // rounding: the packing itself is feasible
   if (!(upper < std::numeric_limits<double>::infinity())) upper = 0;  // not proved in the rounds given
   out.value = value;

@@ -155,6 +155,14 @@ std::map<int, int> useOf(const Tree& t, bool allReduce) {
   return use;
 }
 
+double judgeSeconds(const TreeJudge& judge, const std::vector<Tree>& trees, bool allReduce, int root) {
+  try {
+    return judge(trees, allReduce, root);
+  } catch (const Error&) {
+    return kInf;
+  }
+}
+
 bool cheapestPair(const PlanGraph& g, const RouteTable& table, Tree& tree) {
   // For each root: the cheapest in-tree (an arborescence of the reversed
   // prices: child v -> parent u costs route v->u) and the cheapest out-tree;
@@ -255,7 +263,7 @@ std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce,
                                    std::vector<Candidate>& cands, std::vector<int> kept) {
   std::vector<double> y;
   double rate = solveSubset(cands, kept, cap, &y);
-  for (int round = 0, rounds = g.nranks() > 16 ? 4 : 60; round < rounds && rate < target; ++round) {
+  for (int round = 0, rounds = g.nranks() > kMaxPairRanks ? 4 : 60; round < rounds && rate < target; ++round) {
     TreeCand c;
     if (cheapestColumn(g, cheapestRoutes(g, searchPrices(y, cap), cap), root, allReduce, round, cap, y, c.tree) < 0)
       break;
@@ -290,12 +298,8 @@ std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce
                                   const std::vector<double>& cap, const TreesOf& treesOf, std::vector<Tree> best,
                                   int* judged, double* seconds) {
   auto judge = [&](const std::vector<Tree>& trees) {
-    try {
-      ++*judged;
-      return o.judge(trees, allReduce, root);
-    } catch (const Error&) {
-      return kInf;
-    }
+    ++*judged;
+    return judgeSeconds(o.judge, trees, allReduce, root);
   };
   double bestSeconds = judge(best);
   size_t fewest = best.size();  // smallest set judged so far
@@ -407,7 +411,7 @@ TreePlan packAllReduceTrees(const PlanGraph& g, const PackOptions& options) {
   const std::vector<double> cap = g.capacities();
   const double shards = detail::shardAllReduceBound(g, cap);
   TreePlan plan = detail::packCapped(g, 0, true, options, cap, shards);
-  plan.bound = std::max(detail::familyBound(g, cap, plan.optimum), plan.rate);
+  plan.bound = std::max(detail::familyBound(g, cap, plan.optimum, shards), plan.rate);
   if (g.nranks() > 1 && plan.trees.empty()) throwInvalidUsage("packAllReduceTrees: the ranks are not connected");
   return plan;
 }
