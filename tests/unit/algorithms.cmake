@@ -2,6 +2,7 @@
 grove_gtest(test_algorithms
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/algorithms_test.cc
                     ${CMAKE_CURRENT_LIST_DIR}/algorithms_misc_test.cc
+                    ${CMAKE_CURRENT_LIST_DIR}/selector_test.cc
             LIBS grove_algorithms grove_base LABELS unit)
 
 # Trees, rings in any order, hierarchical all-reduce, and the size table.
