@@ -8,6 +8,8 @@
 #include "base/log.h"
 #include "topology/detect.h"
 
+#include "grove_build_info.h"
+
 #if GROVE_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>

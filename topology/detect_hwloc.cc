@@ -4,6 +4,8 @@
 #include "base/log.h"
 #include "topology/detect.h"
 
+#include "grove_build_info.h"
+
 #if GROVE_HAVE_HWLOC
 #include <hwloc.h>
 

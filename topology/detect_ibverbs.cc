@@ -5,6 +5,8 @@
 #include "base/log.h"
 #include "topology/detect.h"
 
+#include "grove_build_info.h"
+
 #if GROVE_HAVE_IBVERBS
 #include <infiniband/verbs.h>
 

@@ -8,7 +8,7 @@
 //  1. a direct link A -> B (the widest if several): its two end addresses;
 //  2. else the widest route A -> ... -> B whose intermediate nodes are
 //     neither GPUs nor nodes of any rank, and that uses network links only
-//     between machines (the relay rules of algorithms/plan_graph.cc): the
+//     between machines (the relay rules of algorithms/planner/plan_graph.cc): the
 //     first link's source address and the last link's destination address;
 //  3. else (e.g. a ring-only fabric, where non-neighbours talk through a
 //     neighbour's kernel forwarding): no local address, and as remote the

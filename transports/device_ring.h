@@ -8,7 +8,7 @@
 // after an acquire load of `*head`, reads or reduces them in place, and
 // frees the space by raising `*tail`. Both counters only grow (bytes ever
 // committed / consumed), so each side's counter is also its stream position
-// across launches (the 16-byte wire rule of algorithms/schedule.h aligns it).
+// across launches (the 16-byte wire rule of ir/schedule.h aligns it).
 // `*closed` is set by either side when it goes away; the other side turns it
 // into an error instead of waiting forever.
 //

@@ -8,7 +8,7 @@
 #include "transports/loopback/loopback_transport.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/socket/socket_transport.h"
-#if GROVE_BUILD_HAVE_LIBFABRIC
+#if GROVE_HAVE_LIBFABRIC
 #include "transports/net/net_transport.h"
 #endif
 
@@ -42,7 +42,7 @@ std::vector<TransportEntry> makeRegistry() {
       [](const Context& ctx, std::unique_ptr<Endpoint>) -> std::unique_ptr<Transport> {
         return std::make_unique<ShmTransport>(ctx);
       }});
-#if GROVE_BUILD_HAVE_LIBFABRIC
+#if GROVE_HAVE_LIBFABRIC
   rows.push_back(TransportEntry{
       "net", "libfabric reliable-datagram endpoints, one-sided writes (verbs, efa, tcp, ...)", 200,
       LinkTraits{.latencyUs = 10, .stepOverheadUs = 10, .sharedMemory = false},

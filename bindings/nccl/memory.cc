@@ -15,7 +15,9 @@
 
 #include "comm_state.h"
 
-#ifdef GROVE_NCCL_CUDA
+#include "grove_build_info.h"
+
+#if GROVE_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
@@ -73,7 +75,7 @@ ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
       *ptr = p;
       return ncclSuccess;
     }
-#ifdef GROVE_NCCL_CUDA
+#if GROVE_HAVE_CUDA
     if (cudaError_t e = cudaMalloc(ptr, size); e != cudaSuccess)
       return refuse(ncclUnhandledCudaError, fn, std::string("cudaMalloc: ") + cudaGetErrorString(e));
     return ncclSuccess;
@@ -93,7 +95,7 @@ ncclResult_t ncclMemFree(void* ptr) {
         return ncclSuccess;
       }
     }
-#ifdef GROVE_NCCL_CUDA
+#if GROVE_HAVE_CUDA
     if (cudaError_t e = cudaFree(ptr); e != cudaSuccess)
       return refuse(ncclUnhandledCudaError, "ncclMemFree", std::string("cudaFree: ") + cudaGetErrorString(e));
     return ncclSuccess;

@@ -149,6 +149,18 @@ groveResult_t groveGetVersion(int* version);
 /// Text of a result code (never NULL).
 const char* groveGetErrorString(groveResult_t result);
 
+/// The value the library reads for configuration variable `name` (any
+/// GROVE_* variable grove-info lists), as text: the environment's when it
+/// is set, else the default, checked against the variable's type and limits
+/// and written in a canonical form (integers and sizes in decimal, booleans
+/// as "1" or "0", strings with choices as the choice is spelled). *isSet (if
+/// isSet is not NULL) is 1 when the environment sets the variable.
+/// groveInvalidArgument: name or value NULL, an unknown name, a value the
+/// variable refuses, or `len` too small for the text and its NUL
+/// (groveGetLastError(NULL) says which). Programs built on grove read
+/// GROVE_* variables through this call, so they agree with the library.
+groveResult_t groveGetConfig(const char* name, char* value, size_t len, int* isSet);
+
 /// Detail of the last error raised on this thread (or by a communicator if
 /// comm is not NULL), e.g. "groveAllReduce: root 7 out of range [0,4)".
 /// Never NULL; an empty string when there is nothing to report.

@@ -3,32 +3,43 @@
 #include <strings.h>
 
 #include <cstdio>
+#include <stdexcept>
 #include <utility>
 
-#include "base/config.h"
-#include "base/error.h"
+#include "grove/grove.h"
+#include "grove_build_info.h"
 
-#if GROVE_PERF_HAVE_CUDA
+#if GROVE_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
 namespace grove::perf {
 namespace {
 
-#if GROVE_PERF_HAVE_CUDA
+#if GROVE_HAVE_CUDA
 void check(cudaError_t e, const char* call) {
   if (e != cudaSuccess)
-    throw Error(groveUnhandledCudaError, std::string(call) + " failed: " + cudaGetErrorName(e) +
-                                             " (" + cudaGetErrorString(e) + ")");
+    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorName(e) + " (" +
+                             cudaGetErrorString(e) + ")");
 }
 #define PERF_CUDA(call) check((call), #call)
 cudaStream_t asStream(void* s) { return static_cast<cudaStream_t>(s); }
 #else
 [[noreturn]] void noCuda(const char* what) {
-  throw Error(groveInvalidUsage,
-              std::string(what) + ": this build of the perf binaries has no CUDA support");
+  throw std::runtime_error(std::string(what) +
+                           ": this build of the perf binaries has no CUDA support");
 }
 #endif
+
+/// A GROVE_* variable as the library reads it; throws with the library's reason.
+std::string groveVar(const char* name, bool* set) {
+  char value[256];
+  int isSet = 0;
+  if (groveGetConfig(name, value, sizeof value, &isSet) != groveSuccess)
+    throw std::runtime_error(groveGetLastError(nullptr));
+  *set = isSet != 0;
+  return value;
+}
 
 }  // namespace
 
@@ -61,9 +72,10 @@ std::optional<MemoryMode> resolveMemoryMode(const std::optional<std::string>& ki
 
 std::optional<MemoryMode> chooseMemoryMode(std::string* error) {
   try {
-    std::optional<std::string> kind;
-    if (config::rawValue("GROVE_DEVICE_KIND")) kind = config::getString("GROVE_DEVICE_KIND");
-    const bool emulation = config::getBool("GROVE_DEVICE_EMULATION");
+    bool kindSet = false, emulationSet = false;
+    std::optional<std::string> kind = groveVar("GROVE_DEVICE_KIND", &kindSet);
+    if (!kindSet) kind.reset();
+    const bool emulation = groveVar("GROVE_DEVICE_EMULATION", &emulationSet) == "1";
     // An explicit choice of host or emulation needs no CUDA runtime call.
     const bool needCount = !(kind && strcasecmp(kind->c_str(), "host") == 0) &&
                            !(kind && emulation);
@@ -87,7 +99,7 @@ const char* memoryModeText(MemoryMode mode) {
   return "?";
 }
 
-#if GROVE_PERF_HAVE_CUDA
+#if GROVE_HAVE_CUDA
 
 bool perfHasCuda() { return true; }
 

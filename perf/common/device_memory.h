@@ -2,7 +2,7 @@
 // driver needs for device memory (nccl-tests' cudaMalloc/cudaMemcpy/stream use).
 //
 // How it works: the memory mode is chosen once per process from
-// GROVE_DEVICE_KIND (read through the typed config registry) and
+// GROVE_DEVICE_KIND (read through groveGetConfig, as the library reads it) and
 // GROVE_DEVICE_EMULATION:
 //   unset  device memory when this build has CUDA and a CUDA device is
 //          visible, host memory otherwise;
@@ -12,9 +12,9 @@
 // A CUDA choice with GROVE_DEVICE_EMULATION=1 becomes the emulated mode: the
 // communicators are CUDA communicators running on the host emulation, whose
 // buffers are host memory and whose calls complete before they return.
-// The CUDA calls live in device_memory.cc behind GROVE_PERF_HAVE_CUDA; in a
+// The CUDA calls live in device_memory.cc behind GROVE_HAVE_CUDA; in a
 // build without CUDA they throw (the mode choice never selects them there).
-// Every CUDA failure throws grove::Error naming the call and the CUDA error.
+// Every CUDA failure throws std::runtime_error naming the call and the CUDA error.
 #pragma once
 
 #include <cstddef>

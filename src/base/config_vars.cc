@@ -56,8 +56,8 @@ const std::vector<Var>& registeredVars() {
       {"GROVE_SHM_DIR", Type::kString, "/dev/shm", "where shared-memory segments are made"},
       // Algorithms
       {"GROVE_ALGO", Type::kString, "",
-       "algorithm overrides, e.g. allreduce:ring;broadcast:direct or tree (algorithms: ring, "
-       "direct, doubling, halving, tree, hier; see algorithms/selector.h)"},
+       "algorithm overrides, e.g. allreduce:ring;broadcast:direct or tree (grove-info --algos "
+       "lists the algorithms; syntax in algorithms/select/selector.h)"},
       {"GROVE_CHUNKSIZE", Type::kSize, "0",
        "bytes a pipelined step moves at most; 0 = half the connection buffer",
        nullptr, 0, 512.0 * 1024 * 1024},

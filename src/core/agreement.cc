@@ -63,7 +63,7 @@ std::vector<AgreedSetting> agreedSettings(const CommOptions& o) {
       {"GROVE_DEVICE_EMULATION", o.emulateDevice ? "1" : "0"},
       {"GROVE_P2P_DISABLE", o.disableP2P ? "1" : "0"},
   };
-  // The selector's thresholds come from the registry (algorithms/selector.cc).
+  // The selector's thresholds come from the registry (algorithms/select/selector.cc).
   for (const char* name : {"GROVE_DIRECT_MAX_BYTES", "GROVE_EAGER_MAX_BYTES"})
     s.push_back({name, std::to_string(config::getSize(name))});
   s.push_back({"GROVE_EAGER", config::getBool("GROVE_EAGER") ? "1" : "0"});

@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "algorithms/schedule.h"
+#include "ir/schedule.h"
 #include "core/agreement.h"
 
 namespace grove::core {

@@ -7,11 +7,11 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "algorithms/builders.h"
-#include "algorithms/cost_model.h"
-#include "algorithms/program_cache.h"
-#include "algorithms/selector.h"
-#include "algorithms/topo_plan.h"
+#include "algorithms/builders/builders.h"
+#include "algorithms/cost/cost_model.h"
+#include "algorithms/select/program_cache.h"
+#include "algorithms/select/selector.h"
+#include "algorithms/planner/topo_plans.h"
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/log.h"

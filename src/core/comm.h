@@ -2,7 +2,7 @@
 //
 // It joins the job through the bootstrap (src/core/bootstrap.h), keeps the
 // transports and open links (connections.h), picks an algorithm per call
-// from the selection table (algorithms/selector.h), gets the program from a
+// from the selection table (algorithms/select/selector.h), gets the program from a
 // cache (built with the topology plans made at init: rings, trees and the
 // hierarchical plan, each planned on first use), and runs it with the host
 // executor. Operations run in issue order
@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/builders.h"
-#include "algorithms/schedule.h"
+#include "algorithms/builders/builders.h"
+#include "ir/schedule.h"
 #include "base/wait.h"
 #include "core/options.h"
 #include "core/sequencer.h"

@@ -11,9 +11,9 @@
 // records for this communicator in a group becomes one launch.
 #include <cstring>
 
-#include "algorithms/builders.h"
-#include "algorithms/program_cache.h"
-#include "algorithms/selector.h"
+#include "algorithms/builders/builders.h"
+#include "algorithms/select/program_cache.h"
+#include "algorithms/select/selector.h"
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/log.h"

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/schedule.h"
+#include "ir/schedule.h"
 #include "core/options.h"
 #include "exec/eager.h"
 #include "exec/host_executor.h"

@@ -10,7 +10,9 @@
 #include "core/bootstrap.h"
 #include "core/device_proxy.h"
 #include "transports/host_staged/host_staged_transport.h"
-#if GROVE_CORE_CUDA_P2P
+#include "grove_build_info.h"
+
+#if GROVE_HAVE_CUDA
 #include "transports/cuda_p2p/cuda_p2p_transport.h"
 #endif
 
@@ -32,7 +34,7 @@ transport::DevicePeer localDevicePeer(int rank, int cudaDevice) {
   p.rank = rank;
   p.pid = static_cast<int32_t>(getpid());
   p.hostHash = localHostHash();
-#if GROVE_CORE_CUDA_P2P
+#if GROVE_HAVE_CUDA
   if (cudaDevice >= 0 && !transport::fillCudaIdentity(p, cudaDevice)) p.cudaDevice = cudaDevice;
 #else
   p.cudaDevice = cudaDevice;
@@ -61,7 +63,7 @@ namespace {
 std::vector<std::unique_ptr<DeviceTransport>> makeTransports(const transport::DeviceContext& ctx,
                                                              bool emulate, bool p2p) {
   std::vector<std::unique_ptr<DeviceTransport>> out;
-#if GROVE_CORE_CUDA_P2P
+#if GROVE_HAVE_CUDA
   if (!emulate && p2p) out.push_back(std::make_unique<transport::CudaP2PTransport>(ctx));
 #endif
   out.push_back(std::make_unique<transport::HostStagedTransport>(ctx, emulate));

@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/builders.h"
+#include "algorithms/builders/builders.h"
 #include "base/wait.h"
 #include "exec/device/dev_program.h"
 #include "exec/host_executor.h"

@@ -13,18 +13,20 @@
 #include <deque>
 #include <thread>
 
-#include "algorithms/selector.h"
+#include "algorithms/select/selector.h"
 #include "base/error.h"
 #include "core/device_engine.h"
 
-#if GROVE_CORE_CUDA
+#include "grove_build_info.h"
+
+#if GROVE_HAVE_CUDA
 #include "exec/cuda/cuda_executor.h"
 #include "kernels/cuda/cuda_kernels.h"
 #endif
 
 namespace grove::core {
 
-#if GROVE_CORE_CUDA
+#if GROVE_HAVE_CUDA
 namespace {
 
 namespace cu = exec::cuda;

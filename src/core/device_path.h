@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "algorithms/schedule.h"
+#include "ir/schedule.h"
 #include "base/wait.h"
 #include "core/device_connections.h"
 #include "core/device_engine.h"

@@ -10,7 +10,9 @@
 #include "base/error.h"
 #include "base/log.h"
 
-#if GROVE_CORE_CUDA_P2P
+#include "grove_build_info.h"
+
+#if GROVE_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
@@ -48,7 +50,7 @@ struct DeviceProxy::Pump {
 
 DeviceProxy::DeviceProxy(int rank, bool emulate, const WaitContext& wait)
     : rank_(rank), emulate_(emulate), wait_(wait) {
-#if !GROVE_CORE_CUDA_P2P
+#if !GROVE_HAVE_CUDA
   if (!emulate_)
     throwInvalidArgument(
         "device proxy: this build has no CUDA, so only the emulation mode (plain host memory) is "
@@ -69,7 +71,7 @@ DeviceProxy::~DeviceProxy() {
   if (thread_.joinable()) thread_.join();
   for (auto& p : pumps_) {
     p->close();
-#if GROVE_CORE_CUDA_P2P
+#if GROVE_HAVE_CUDA
     if (p->pinned) {
       (void)cudaFreeHost(p->host);
       continue;
@@ -102,7 +104,7 @@ DevRing DeviceProxy::add(std::unique_ptr<Pump> p, uint64_t capacity) {
     std::memset(p->host, 0, bytes);
     dev = p->host;
   } else {
-#if GROVE_CORE_CUDA_P2P
+#if GROVE_HAVE_CUDA
     void* h = nullptr;
     cudaError_t err = cudaHostAlloc(&h, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
     if (err == cudaSuccess) {

@@ -16,7 +16,7 @@
 
 #include <functional>
 
-#include "algorithms/schedule.h"
+#include "ir/schedule.h"
 #include "core/comm.h"
 #include "core/host_stream.h"
 

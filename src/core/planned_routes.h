@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <string>
 
-#include "algorithms/schedule.h"
-#include "algorithms/topo_plan.h"
+#include "ir/schedule.h"
+#include "algorithms/planner/topo_plans.h"
 #include "core/connections.h"
 #include "topology/graph.h"
 

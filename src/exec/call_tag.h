@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <string>
 
-#include "algorithms/schedule.h"
+#include "ir/schedule.h"
 
 namespace grove::exec {
 

@@ -73,7 +73,7 @@
 #include <algorithm>
 #include <string>
 
-#include "algorithms/step_traits.h"
+#include "ir/step_traits.h"
 #include "base/dtype.h"
 #include "base/error.h"
 #include "exec/runner.h"

@@ -16,7 +16,7 @@
 #include <memory>
 #include <vector>
 
-#include "algorithms/schedule.h"
+#include "ir/schedule.h"
 #include "base/wait.h"
 #include "exec/call_tag.h"
 #include "transports/transport.h"

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <string>
 
-#include "algorithms/step_traits.h"
+#include "ir/step_traits.h"
 #include "base/error.h"
 #include "exec/host_executor.h"
 

@@ -20,9 +20,6 @@ using plan::StepKind;
 constexpr uint64_t kLocalPieceBytes = 256 << 10;
 /// Bytes after which a lane's visit ends even if it could go on (fairness).
 constexpr uint64_t kVisitBytes = 1 << 20;
-/// The wire rule's alignment of every step's start in each stream.
-constexpr uint64_t kStepAlign = 16;
-
 /// A step lowered to pointers.
 struct Resolved {
   StepKind kind;

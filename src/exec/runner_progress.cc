@@ -10,7 +10,7 @@
 namespace grove::exec::detail {
 
 uint64_t Runner::alignSend(SendLink& link) {
-  uint64_t pad = (kStepAlign - link.position % kStepAlign) % kStepAlign;
+  uint64_t pad = plan::wirePad(link.position);
   if (pad == 0) return 0;
   void* p = nullptr;
   size_t space = link.half->reserve(&p);
@@ -23,7 +23,7 @@ uint64_t Runner::alignSend(SendLink& link) {
 }
 
 uint64_t Runner::alignRecv(RecvLink& link) {
-  uint64_t pad = (kStepAlign - link.position % kStepAlign) % kStepAlign;
+  uint64_t pad = plan::wirePad(link.position);
   if (pad == 0) return 0;
   const void* p = nullptr;
   size_t avail = link.half->peek(&p);
@@ -174,11 +174,11 @@ bool Runner::movePiece(const Resolved& r, LaneState& lane) {
     bool aligned = true;
     for (SendLink* out : sendsOf(r)) {
       padded = (alignSend(*out) != 0) || padded;
-      aligned = aligned && out->position % kStepAlign == 0;
+      aligned = aligned && out->position % plan::kWireAlign == 0;
     }
     for (RecvLink* in : recvsOf(r)) {
       padded = (alignRecv(*in) != 0) || padded;
-      aligned = aligned && in->position % kStepAlign == 0;
+      aligned = aligned && in->position % plan::kWireAlign == 0;
     }
     if (!aligned) return padded;
     if (tag_ != nullptr) {

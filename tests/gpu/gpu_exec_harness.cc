@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "algorithms/validate.h"
+#include "ir/validate.h"
 #include "base/dtype.h"
 #include "exec/host_executor.h"
 #include "gpu_check.h"

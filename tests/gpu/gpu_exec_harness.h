@@ -17,8 +17,8 @@
 #include <tuple>
 #include <vector>
 
-#include "algorithms/schedule.h"
-#include "algorithms/selector.h"
+#include "ir/schedule.h"
+#include "algorithms/select/selector.h"
 #include "exec/cuda/cuda_executor.h"
 
 namespace grove::gputest {

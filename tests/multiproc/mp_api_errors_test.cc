@@ -39,6 +39,39 @@ TEST(MpApiErrors, Version) {
   EXPECT_TRUE(lastErrorNames(nullptr, "NULL"));
 }
 
+// groveGetConfig: the value the library reads, canonical, checked; unknown
+// names, refused values and short buffers are clear errors.
+TEST(MpApiErrors, Config) {
+  char v[64];
+  int set = -1;
+  unsetenv("GROVE_NRANKS");
+  ASSERT_EQ(groveGetConfig("GROVE_NRANKS", v, sizeof v, &set), groveSuccess);
+  EXPECT_STREQ(v, "0");  // the default
+  EXPECT_EQ(set, 0);
+  setenv("GROVE_NRANKS", "+12", 1);
+  ASSERT_EQ(groveGetConfig("GROVE_NRANKS", v, sizeof v, &set), groveSuccess);
+  EXPECT_STREQ(v, "12");  // canonical decimal
+  EXPECT_EQ(set, 1);
+  setenv("GROVE_NRANKS", "twelve", 1);
+  EXPECT_EQ(groveGetConfig("GROVE_NRANKS", v, sizeof v, &set), groveInvalidArgument);
+  EXPECT_TRUE(lastErrorNames(nullptr, "GROVE_NRANKS"));
+  unsetenv("GROVE_NRANKS");
+  setenv("GROVE_DEVICE_EMULATION", "yes", 1);
+  ASSERT_EQ(groveGetConfig("GROVE_DEVICE_EMULATION", v, sizeof v, nullptr), groveSuccess);
+  EXPECT_STREQ(v, "1");
+  unsetenv("GROVE_DEVICE_EMULATION");
+  setenv("GROVE_DEVICE_KIND", "CUDA", 1);
+  ASSERT_EQ(groveGetConfig("GROVE_DEVICE_KIND", v, sizeof v, nullptr), groveSuccess);
+  EXPECT_STREQ(v, "cuda");  // as its choices spell it
+  EXPECT_EQ(groveGetConfig("GROVE_DEVICE_KIND", v, 4, nullptr), groveInvalidArgument);
+  EXPECT_TRUE(lastErrorNames(nullptr, "5 bytes"));
+  unsetenv("GROVE_DEVICE_KIND");
+  EXPECT_EQ(groveGetConfig("GROVE_NO_SUCH_THING", v, sizeof v, nullptr), groveInvalidArgument);
+  EXPECT_TRUE(lastErrorNames(nullptr, "GROVE_NO_SUCH_THING"));
+  EXPECT_EQ(groveGetConfig(nullptr, v, sizeof v, nullptr), groveInvalidArgument);
+  EXPECT_EQ(groveGetConfig("GROVE_NRANKS", nullptr, 0, nullptr), groveInvalidArgument);
+}
+
 TEST(MpApiErrors, NullComm) {
   float a[4] = {}, b[4] = {};
   EXPECT_EQ(groveAllReduce(a, b, 4, groveFloat32, groveSum, nullptr, nullptr), groveInvalidArgument);

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithm_table.h"
-#include "algorithms/selector.h"
+#include "algorithms/select/algorithm_table.h"
+#include "algorithms/select/selector.h"
 
 namespace grove::plan::testing {
 

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "algorithm_combos.h"
-#include "algorithms/builders.h"
-#include "algorithms/program_cache.h"
-#include "algorithms/selector.h"
-#include "algorithms/validate.h"
+#include "algorithms/builders/builders.h"
+#include "algorithms/select/program_cache.h"
+#include "algorithms/select/selector.h"
+#include "ir/validate.h"
 #include "base/dtype.h"
 #include "exec_check.h"
 #include "unit/harness/thread_ranks.h"

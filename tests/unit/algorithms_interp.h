@@ -18,8 +18,8 @@
 #include <tuple>
 #include <vector>
 
-#include "algorithms/schedule.h"
-#include "algorithms/step_traits.h"
+#include "ir/schedule.h"
+#include "ir/step_traits.h"
 
 namespace grove::plan::testing {
 

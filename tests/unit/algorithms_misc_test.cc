@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/builders.h"
-#include "algorithms/program_cache.h"
-#include "algorithms/selector.h"
-#include "algorithms/validate.h"
+#include "algorithms/builders/builders.h"
+#include "algorithms/select/program_cache.h"
+#include "algorithms/select/selector.h"
+#include "ir/validate.h"
 #include "algorithms_interp.h"
 #include "base/error.h"
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "algorithm_combos.h"
-#include "algorithms/builders.h"
-#include "algorithms/selector.h"
-#include "algorithms/validate.h"
+#include "algorithms/builders/builders.h"
+#include "algorithms/select/selector.h"
+#include "ir/validate.h"
 #include "algorithms_interp.h"
 #include "base/dtype.h"
 #include "base/error.h"

@@ -9,9 +9,9 @@
 #include <set>
 #include <vector>
 
-#include "algorithms/builders.h"
-#include "algorithms/cost_model.h"
-#include "algorithms/flow_sim.h"
+#include "algorithms/builders/builders.h"
+#include "algorithms/cost/cost_model.h"
+#include "algorithms/cost/flow_sim.h"
 #include "base/error.h"
 #include "topology/topo_file.h"
 #include "unit/topo_fixtures.h"

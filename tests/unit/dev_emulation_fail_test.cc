@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <thread>
 
-#include "algorithms/selector.h"
+#include "algorithms/select/selector.h"
 #include "base/error.h"
 #include "dev_emu.h"
 #include "transports/byte_ring.h"

@@ -15,9 +15,9 @@
 #include <thread>
 
 #include "algorithm_combos.h"
-#include "algorithms/builders.h"
-#include "algorithms/selector.h"
-#include "algorithms/topo_plan.h"
+#include "algorithms/builders/builders.h"
+#include "algorithms/select/selector.h"
+#include "algorithms/planner/topo_plans.h"
 #include "base/error.h"
 #include "dev_emu.h"
 #include "topology/comm_topology.h"

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "algorithm_combos.h"
-#include "algorithms/selector.h"
-#include "algorithms/step_traits.h"
+#include "algorithms/select/selector.h"
+#include "ir/step_traits.h"
 #include "base/error.h"
 #include "exec/device/dev_program.h"
 #include "ir_steps.h"

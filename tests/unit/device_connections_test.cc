@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "algorithms/builders.h"
+#include "algorithms/builders/builders.h"
 #include "base/error.h"
 #include "base/socket.h"
 #include "core/bootstrap.h"

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/schedule.h"
-#include "algorithms/validate.h"
+#include "ir/schedule.h"
+#include "ir/validate.h"
 #include "base/dtype.h"
 #include "kernels/cpu/reduce.h"
 #include "unit/harness/thread_ranks.h"

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "algorithms/builders.h"
+#include "algorithms/builders/builders.h"
 #include "exec/host_executor.h"
 #include "unit/harness/thread_ranks.h"
 

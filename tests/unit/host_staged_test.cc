@@ -346,7 +346,9 @@ TEST(HostStaged, BadInputGetsClearErrors) {
 
 TEST(HostStaged, RegisteredModeWithoutAGpuFailsCleanly) {
   const std::string job = newJob();
-#if GROVE_TEST_HAVE_CUDA
+#include "grove_build_info.h"
+
+#if GROVE_HAVE_CUDA
   HostStagedTransport t(contextFor(job, 1, 2), false);
   EXPECT_FALSE(t.emulated());
   RingExport e;

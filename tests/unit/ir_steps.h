@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "algorithms/schedule.h"
+#include "ir/schedule.h"
 
 namespace grove::plan::testing {
 

@@ -146,7 +146,9 @@ TEST(NetProvider, AnAbsentProviderIsAClearError) {
     try {
       auto ep = e->open(args);
       // A machine with that provider: it opened, and says which NICs.
-      if (ep) EXPECT_GT(ep->address().size, 0u);
+      if (ep) {
+        EXPECT_GT(ep->address().size, 0u);
+      }
     } catch (const Error& err) {
       EXPECT_EQ(err.code(), groveInvalidUsage) << err.what();
       EXPECT_NE(std::string(err.what()).find(prov), std::string::npos) << err.what();

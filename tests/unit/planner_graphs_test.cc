@@ -8,8 +8,8 @@
 #include <functional>
 #include <limits>
 
-#include "algorithms/planner_internal.h"
-#include "algorithms/topo_plan.h"
+#include "algorithms/planner/planner_internal.h"
+#include "algorithms/planner/topo_plans.h"
 #include "base/error.h"
 #include "topology/comm_topology.h"
 #include "topology/topo_file.h"

@@ -12,8 +12,8 @@
 #include <random>
 #include <sstream>
 
-#include "algorithms/planner_internal.h"
-#include "algorithms/topo_plan.h"
+#include "algorithms/planner/planner_internal.h"
+#include "algorithms/planner/topo_plans.h"
 #include "topology/comm_topology.h"
 #include "topology/json.h"
 #include "topology/topo_file.h"

@@ -1,4 +1,4 @@
-// The planner mathematics (algorithms/topo_plan.h): plan graph, routes, max
+// The planner mathematics (algorithms/planner/topo_plans.h): plan graph, routes, max
 // flow and bounds, ring search, tree packing, heterogeneous split,
 // hierarchical plans, on every topology fixture and on hand-built graphs.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "algorithms/topo_plan.h"
+#include "algorithms/planner/topo_plans.h"
 #include "base/error.h"
 #include "topology/comm_topology.h"
 #include "topology/topo_file.h"

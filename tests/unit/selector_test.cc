@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithm_table.h"
-#include "algorithms/builders.h"
-#include "algorithms/selector.h"
+#include "algorithms/select/algorithm_table.h"
+#include "algorithms/builders/builders.h"
+#include "algorithms/select/selector.h"
 #include "base/config.h"
 #include "base/error.h"
 

@@ -285,7 +285,9 @@ TEST(TransportRegistry, RowsAreConsistent) {
   ASSERT_LE(rows.size(), static_cast<size_t>(kMaxTransports));
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(findTransport(rows[i].name), &rows[i]);
-    if (i > 0) EXPECT_GE(rows[i - 1].priority, rows[i].priority) << rows[i].name;
+    if (i > 0) {
+      EXPECT_GE(rows[i - 1].priority, rows[i].priority) << rows[i].name;
+    }
     EXPECT_GT(rows[i].traits.latencyUs, 0) << rows[i].name;
     EXPECT_GT(rows[i].traits.stepOverheadUs, 0) << rows[i].name;
   }

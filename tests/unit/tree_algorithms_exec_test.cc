@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/builders.h"
-#include "algorithms/topo_plan.h"
-#include "algorithms/validate.h"
+#include "algorithms/builders/builders.h"
+#include "algorithms/planner/topo_plans.h"
+#include "ir/validate.h"
 #include "base/dtype.h"
 #include "exec_check.h"
 #include "tree_check.h"

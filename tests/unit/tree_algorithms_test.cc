@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/builder_util.h"
-#include "algorithms/builders.h"
-#include "algorithms/selector.h"
-#include "algorithms/step_traits.h"
-#include "algorithms/topo_plan.h"
-#include "algorithms/validate.h"
+#include "algorithms/builders/builder_util.h"
+#include "algorithms/builders/builders.h"
+#include "algorithms/select/selector.h"
+#include "ir/step_traits.h"
+#include "algorithms/planner/topo_plans.h"
+#include "ir/validate.h"
 #include "base/error.h"
 #include "tree_check.h"
 

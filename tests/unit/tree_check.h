@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/builders.h"
-#include "algorithms/topo_plan.h"
-#include "algorithms/validate.h"
+#include "algorithms/builders/builders.h"
+#include "algorithms/planner/topo_plans.h"
+#include "ir/validate.h"
 #include "algorithms_interp.h"
 #include "base/dtype.h"
 #include "base/error.h"

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/builder_util.h"
-#include "algorithms/step_traits.h"
-#include "algorithms/validate.h"
+#include "algorithms/builders/builder_util.h"
+#include "ir/step_traits.h"
+#include "ir/validate.h"
 #include "base/error.h"
 #include "tree_check.h"
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/builders.h"
-#include "algorithms/selector.h"
-#include "algorithms/topo_plan.h"
+#include "algorithms/builders/builders.h"
+#include "algorithms/select/selector.h"
+#include "algorithms/planner/topo_plans.h"
 #include "topology/comm_topology.h"
 #include "topology/topo_file.h"
 #include "tree_check.h"

@@ -6,11 +6,9 @@
 #include <cstdlib>
 #include <optional>
 
-#include "base/config.h"
-#include "base/error.h"
 #include "grove_build_info.h"
 
-#if GROVE_BUILD_HAVE_MPI
+#if GROVE_HAVE_MPI
 #include <mpi.h>
 #endif
 
@@ -23,6 +21,23 @@ groveResult_t fail(groveResult_t code, const std::string& msg) {
   tLastError = msg;
   std::fprintf(stderr, "grove: %s\n", msg.c_str());
   return code;
+}
+
+// A GROVE_* variable as the library reads it (groveGetConfig: checked against
+// its type and limits, the default when unset); *set says whether the
+// environment sets it. A value the library refuses: "" and *error says why
+// (the first such error is kept).
+std::string groveVar(const char* name, bool* set, std::string* error) {
+  char value[1024];
+  int isSet = 0;
+  *set = false;
+  if (groveGetConfig(name, value, sizeof value, &isSet) != groveSuccess) {
+    if (error->empty()) *error = groveGetLastError(nullptr);
+    *set = true;
+    return "";
+  }
+  *set = isSet != 0;
+  return value;
 }
 
 // A launcher variable (not a GROVE_* one: those go through the config registry).
@@ -59,17 +74,18 @@ void fromTexts(LaunchEnv* env, const std::string& source, const char* rankName,
 }
 
 bool detectGrove(LaunchEnv* env) {
-  if (!config::rawValue("GROVE_RANK") && !config::rawValue("GROVE_NRANKS")) return false;
+  std::string error;
+  bool rankSet = false, nranksSet = false, localSet = false;
+  // groveGetConfig checked each against its limits and wrote it in decimal.
+  const int rank = std::atoi(groveVar("GROVE_RANK", &rankSet, &error).c_str());
+  const int nranks = std::atoi(groveVar("GROVE_NRANKS", &nranksSet, &error).c_str());
+  const int local = std::atoi(groveVar("GROVE_LOCAL_RANK", &localSet, &error).c_str());
+  if (!rankSet && !nranksSet) return false;
   env->source = "grove-launch";
-  try {
-    env->rank = static_cast<int>(config::getInt("GROVE_RANK"));
-    env->nranks = static_cast<int>(config::getInt("GROVE_NRANKS"));
-    env->localRank = config::rawValue("GROVE_LOCAL_RANK")
-                         ? static_cast<int>(config::getInt("GROVE_LOCAL_RANK"))
-                         : env->rank;
-  } catch (const Error& e) {
-    env->error = e.what();
-  }
+  env->rank = rank;
+  env->nranks = nranks;
+  env->localRank = localSet ? local : rank;
+  env->error = error;
   if (env->error.empty() && (env->nranks < 1 || env->rank < 0 || env->rank >= env->nranks))
     env->error = "bad GROVE_RANK=" + std::to_string(env->rank) +
                  " GROVE_NRANKS=" + std::to_string(env->nranks) + " (want 0 <= rank < nranks)";
@@ -97,7 +113,7 @@ groveResult_t idFromTorchrun(groveUniqueId* id) {
   return groveGetUniqueId(id);
 }
 
-#if GROVE_BUILD_HAVE_MPI
+#if GROVE_HAVE_MPI
 void finalizeMpi() {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -153,12 +169,16 @@ groveResult_t uniqueIdFromEnv(const LaunchEnv& env, groveUniqueId* id) {
   tLastError.clear();
   if (!env.error.empty()) return fail(groveInvalidArgument, env.error);
   groveResult_t res = groveSuccess;
-  if (config::rawValue("GROVE_COMM_ID") && !config::getString("GROVE_COMM_ID").empty()) {
+  std::string error;
+  bool commIdSet = false;
+  const std::string commId = groveVar("GROVE_COMM_ID", &commIdSet, &error);
+  if (!error.empty()) return fail(groveInvalidArgument, error);
+  if (commIdSet && !commId.empty()) {
     res = groveGetUniqueId(id);  // names GROVE_COMM_ID on every rank
   } else if (env.source == "torchrun") {
     res = idFromTorchrun(id);
   } else if (isMpiSource(env) && env.nranks > 1) {
-#if GROVE_BUILD_HAVE_MPI
+#if GROVE_HAVE_MPI
     res = idFromMpi(env, id);
 #else
     return fail(groveInvalidUsage,

@@ -1,16 +1,26 @@
 // grove-info: what this build of Grove is and how it is configured.
 //
-//   grove-info           version, build features, every GROVE_* variable
-//   grove-info --vars    the variables only
-//   grove-info --json    everything as one JSON object (for scripts)
+//   grove-info             version, build features, algorithms, the default
+//                          selection rules, every GROVE_* variable
+//   grove-info --vars      the variables only
+//   grove-info --algos     the algorithm table, the default selection rules
+//                          and what they choose per link class
+//   grove-info --nranks N  the choices shown for N ranks (default 4)
+//   grove-info --json      everything as one JSON object (for scripts)
 // Each variable shows its type, default, current value (and where it comes
-// from: the environment or the default) and its help text.
+// from: the environment or the default) and its help text. Like ucc_info, it
+// reads the library's own tables: the algorithm table, the rules and the
+// config registry (it links the layers, not libgrove.so).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "algorithms/select/algorithm_table.h"
+#include "algorithms/select/default_rules.h"
+#include "algorithms/select/selector.h"
 #include "base/config.h"
 #include "base/json_text.h"
 #include "grove/grove.h"
@@ -60,7 +70,49 @@ void printVarsText() {
   }
 }
 
-void printText(bool varsOnly) {
+std::string collList(unsigned colls) {
+  std::string out;
+  for (int c = 0; c < plan::kNumColls; ++c)
+    if (colls & (1u << c)) out += std::string(out.empty() ? "" : ",") + plan::collName(static_cast<plan::Coll>(c));
+  return out;
+}
+
+/// The link-class presets the selection is shown for.
+struct Preset {
+  const char* name;
+  plan::TransportKind kind;
+};
+constexpr Preset kPresets[] = {{"shared memory (shm)", plan::TransportKind::kShm},
+                               {"network (socket)", plan::TransportKind::kSocket},
+                               {"device (cuda)", plan::TransportKind::kCuda}};
+
+std::vector<std::string> selectionLines(const Preset& p, int nranks) {
+  plan::SelectorConfig cfg = plan::SelectorConfig::fromRegistry();
+  cfg.gpuLanes = p.kind == plan::TransportKind::kCuda;
+  if (p.kind != plan::TransportKind::kShm) cfg.eager = false;
+  return plan::Selector(nranks, p.kind, cfg).describeTable();
+}
+
+void printAlgos(int nranks) {
+  std::printf("Algorithms (GROVE_ALGO names):\n");
+  for (const plan::AlgoInfo& a : plan::algorithmTable())
+    std::printf("  %-9s %s%s\n            runs: %s\n", a.name, a.description,
+                a.needsPlans ? " [needs topology plans]" : "", collList(a.colls).c_str());
+  std::printf("\nDefault selection rules (first that applies and is allowed wins, per band):\n");
+  for (const std::string& line : plan::describeRules()) std::printf("  %s\n", line.c_str());
+  for (const Preset& p : kPresets) {
+    std::printf("\nWhat they choose over %s links, %d ranks (GROVE_* settings applied):\n", p.name,
+                nranks);
+    for (const std::string& line : selectionLines(p, nranks)) std::printf("  %s\n", line.c_str());
+  }
+  std::printf("\n");
+}
+
+void printText(bool varsOnly, bool algosOnly, int nranks) {
+  if (algosOnly) {
+    printAlgos(nranks);
+    return;
+  }
   if (!varsOnly) {
     int code = 0;
     std::string version = versionText(&code);
@@ -70,11 +122,34 @@ void printText(bool varsOnly) {
     std::printf("\nBuild features:\n");
     for (const std::string& line : featureLines()) std::printf("  %s\n", line.c_str());
     std::printf("\n");
+    printAlgos(nranks);
   }
   printVarsText();
 }
 
-void printJson(bool varsOnly) {
+std::string algosJson(int nranks) {
+  std::string out = "  \"algorithms\": [\n";
+  const auto& table = plan::algorithmTable();
+  for (size_t i = 0; i < table.size(); ++i)
+    out += "    {\"name\": " + grove::jsonQuoted(table[i].name) +
+           ", \"description\": " + grove::jsonQuoted(table[i].description) +
+           ", \"needs_plans\": " + (table[i].needsPlans ? "true" : "false") +
+           ", \"collectives\": " + grove::jsonQuoted(collList(table[i].colls)) + "}" +
+           (i + 1 < table.size() ? ",\n" : "\n");
+  out += "  ],\n  \"selection_rules\": [";
+  const auto rules = plan::describeRules();
+  for (size_t i = 0; i < rules.size(); ++i) out += (i ? ", " : "") + grove::jsonQuoted(rules[i]);
+  out += "],\n  \"selection\": {\"nranks\": " + std::to_string(nranks);
+  for (const Preset& p : kPresets) {
+    out += ", " + grove::jsonQuoted(p.name) + ": [";
+    const auto lines = selectionLines(p, nranks);
+    for (size_t i = 0; i < lines.size(); ++i) out += (i ? ", " : "") + grove::jsonQuoted(lines[i]);
+    out += "]";
+  }
+  return out + "},\n";
+}
+
+void printJson(bool varsOnly, int nranks) {
   std::string out = "{\n";
   if (!varsOnly) {
     int code = 0;
@@ -84,9 +159,9 @@ void printJson(bool varsOnly) {
     out += "  \"build_type\": " + grove::jsonQuoted(GROVE_BUILD_TYPE) + ",\n";
     out += "  \"features\": {\n";
     const std::pair<const char*, int> flags[] = {
-        {"cuda", GROVE_BUILD_HAVE_CUDA}, {"hwloc", GROVE_BUILD_HAVE_HWLOC},
-        {"ibverbs", GROVE_BUILD_HAVE_IBVERBS}, {"mpi", GROVE_BUILD_HAVE_MPI},
-        {"torch", GROVE_BUILD_HAVE_TORCH}};
+        {"cuda", GROVE_HAVE_CUDA}, {"hwloc", GROVE_HAVE_HWLOC},
+        {"ibverbs", GROVE_HAVE_IBVERBS}, {"mpi", GROVE_HAVE_MPI},
+        {"torch", GROVE_HAVE_TORCH}};
     for (size_t i = 0; i < std::size(flags); ++i)
       out += std::string("    ") + grove::jsonQuoted(flags[i].first) + ": " +
              (flags[i].second ? "true" : "false") + (i + 1 < std::size(flags) ? ",\n" : "\n");
@@ -94,6 +169,7 @@ void printJson(bool varsOnly) {
     auto lines = featureLines();
     for (size_t i = 0; i < lines.size(); ++i) out += (i ? ", " : "") + grove::jsonQuoted(lines[i]);
     out += "],\n";
+    out += algosJson(nranks);
   }
   out += "  \"variables\": [\n";
   const auto& vars = config::all();
@@ -116,24 +192,44 @@ void printJson(bool varsOnly) {
 }  // namespace grove::tools
 
 int main(int argc, char** argv) {
-  bool json = false, varsOnly = false;
+  bool json = false, varsOnly = false, algosOnly = false;
+  int nranks = 4;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
     } else if (std::strcmp(argv[i], "--vars") == 0) {
       varsOnly = true;
+    } else if (std::strcmp(argv[i], "--algos") == 0) {
+      algosOnly = true;
+    } else if (std::strcmp(argv[i], "--nranks") == 0 && i + 1 < argc) {
+      char* end = nullptr;
+      const long n = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || n < 1 || n > 1 << 20) {
+        std::fprintf(stderr, "grove-info: --nranks wants a rank count >= 1, got '%s'\n", argv[i]);
+        return 2;
+      }
+      nranks = static_cast<int>(n);
     } else if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
-      std::printf("usage: grove-info [--vars] [--json]\n"
-                  "  Prints Grove's version, build features and every GROVE_* variable\n"
-                  "  (type, default, current value, help).\n"
-                  "  --vars  only the variables\n  --json  machine-readable output\n");
+      std::printf("usage: grove-info [--vars | --algos] [--nranks N] [--json]\n"
+                  "  Prints Grove's version, build features, the algorithm table, the default\n"
+                  "  selection rules and every GROVE_* variable (type, default, current value,\n"
+                  "  help).\n"
+                  "  --vars      only the variables\n"
+                  "  --algos     only the algorithms, the rules and what they choose\n"
+                  "  --nranks N  show the choices for N ranks (default 4)\n"
+                  "  --json      machine-readable output\n");
       return 0;
     } else {
       std::fprintf(stderr, "grove-info: unknown argument '%s' (try --help)\n", argv[i]);
       return 2;
     }
   }
-  if (json) grove::tools::printJson(varsOnly);
-  else grove::tools::printText(varsOnly);
+  try {
+    if (json) grove::tools::printJson(varsOnly, nranks);
+    else grove::tools::printText(varsOnly, algosOnly, nranks);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "grove-info: %s\n", e.what());
+    return 1;
+  }
   return 0;
 }

@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <string>
 
-#include "algorithms/planner_internal.h"
+#include "algorithms/planner/planner_internal.h"
 #include "tools/plan/plan_report.h"
 
 namespace grove::tools {

@@ -9,7 +9,7 @@
 #include <functional>
 #include <set>
 
-#include "algorithms/builders.h"
+#include "algorithms/builders/builders.h"
 #include "base/config.h"
 #include "base/error.h"
 #include "topology/json.h"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/cost_model.h"
-#include "algorithms/topo_plan.h"
+#include "algorithms/cost/cost_model.h"
+#include "algorithms/planner/topo_plans.h"
 #include "topology/comm_topology.h"
 
 namespace grove::tools {

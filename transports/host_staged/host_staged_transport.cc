@@ -11,7 +11,9 @@
 #include "transports/shm/shm_segment.h"
 #include "transports/shm/shm_transport.h"
 
-#if GROVE_HOST_STAGED_CUDA
+#include "grove_build_info.h"
+
+#if GROVE_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
@@ -26,7 +28,7 @@ struct HostStagedTransport::Held {
 
 namespace {
 
-#if GROVE_HOST_STAGED_CUDA
+#if GROVE_HAVE_CUDA
 [[noreturn]] void throwCuda(const std::string& what, cudaError_t err) {
   throw Error(groveUnhandledCudaError,
               "host_staged: " + what + ": " + cudaGetErrorString(err) +
@@ -57,7 +59,7 @@ uint8_t* registerMapping(uint8_t* base, size_t bytes) {
 HostStagedTransport::HostStagedTransport(DeviceContext ctx, bool emulate)
     : ctx_(std::move(ctx)), emulate_(emulate) {
   checkDeviceContext(ctx_, "host_staged transport");
-#if !GROVE_HOST_STAGED_CUDA
+#if !GROVE_HAVE_CUDA
   if (!emulate_)
     throwInvalidArgument(
         "host_staged transport: this build has no CUDA, so only the emulation mode (plain host "
@@ -73,7 +75,7 @@ HostStagedTransport::~HostStagedTransport() {
     // The host mapping is valid on both sides until the unmap below.
     auto* closed = reinterpret_cast<uint32_t*>(h->seg.base() + kRingClosedOffset);
     std::atomic_ref<uint32_t>(*closed).store(1, std::memory_order_release);
-#if GROVE_HOST_STAGED_CUDA
+#if GROVE_HAVE_CUDA
     if (h->registered) (void)cudaHostUnregister(h->seg.base());
 #endif
     if (h->owner) h->seg.unlink();  // the sender never came: remove the name
@@ -93,7 +95,7 @@ std::string HostStagedTransport::segmentName(const std::string& jobId, int src, 
 
 DevRing HostStagedTransport::adopt(std::unique_ptr<Held> held, uint64_t capacity) {
   held->devBase = held->seg.base();
-#if GROVE_HOST_STAGED_CUDA
+#if GROVE_HAVE_CUDA
   if (!emulate_) {
     try {
       held->devBase = registerMapping(held->seg.base(), ringBytes(capacity));

@@ -9,14 +9,15 @@
 #include <string>
 
 #include "base/error.h"
+#include "ir/wire.h"
 
 namespace grove::transport {
 namespace {
 
-/// The wire rule (algorithms/schedule.h): steps start at 16-byte-aligned
-/// stream positions, and a ring's index must stay congruent to the stream
-/// position modulo 16 so that no element straddles the wrap.
-constexpr uint64_t kWireAlign = 16;
+// The wire rule (ir/wire.h): steps start at aligned stream positions, and a
+// ring's index must stay congruent to the stream position modulo kWireAlign
+// so that no element straddles the wrap.
+using plan::kWireAlign;
 
 /// Staged bytes are pushed at commit() from this many on; fewer wait for the
 /// next sendDirect (which sends them in the same system call as its data) or

@@ -7,7 +7,7 @@
 // overlap goes in pieces no longer than their distance, front to back when
 // the destination lies below the source and back to front otherwise, with a
 // team barrier between pieces (memmove semantics). A step that touches rings
-// first applies the wire rule of algorithms/schedule.h: thread 0 brings every
+// first applies the wire rule of ir/schedule.h: thread 0 brings every
 // touched stream to a 16-byte boundary -- the sender writes zero pad bytes
 // and raises head, the receiver raises tail past the same bytes -- waiting
 // for room or data as needed, exactly as the host executor pads, so host and
@@ -54,13 +54,12 @@
 
 #include "exec/device/dev_context.h"
 #include "exec/device/dev_program.h"
+#include "ir/wire.h"
 
 namespace grove::exec::dev {
 
 /// Most bytes one piece of a streaming step moves.
 inline constexpr uint64_t kDevPieceBytes = 256 << 10;
-/// The wire rule's alignment of every step's start in each stream.
-inline constexpr uint64_t kDevStepAlign = 16;
 
 /// Bytes of one element of a groveDataType_t (0 for an invalid type).
 GROVE_HD_INLINE uint32_t devDtypeSize(int32_t dtype) {
@@ -171,7 +170,7 @@ GROVE_HD bool alignPass(Ctx& ctx, StepRings& rs, uint32_t* blocked) {
   bool moved = false;
   *blocked = 0;
   for (uint32_t k = 0; k < rs.nSend; ++k) {
-    const uint64_t pad = (kDevStepAlign - rs.head[k] % kDevStepAlign) % kDevStepAlign;
+    const uint64_t pad = (plan::kWireAlign - rs.head[k] % plan::kWireAlign) % plan::kWireAlign;
     if (pad == 0) continue;
     const uint64_t n = minU64(pad, sendFree(ctx, rs, k, pad));  // never wraps: capacity % 64 == 0
     if (n > 0) {
@@ -181,10 +180,10 @@ GROVE_HD bool alignPass(Ctx& ctx, StepRings& rs, uint32_t* blocked) {
       ctx.storeRelease(rs.send[k]->head, rs.head[k]);
       moved = true;
     }
-    if (rs.head[k] % kDevStepAlign != 0) *blocked |= sendBit(k);
+    if (rs.head[k] % plan::kWireAlign != 0) *blocked |= sendBit(k);
   }
   for (uint32_t k = 0; k < rs.nRecv; ++k) {
-    const uint64_t pad = (kDevStepAlign - rs.tail[k] % kDevStepAlign) % kDevStepAlign;
+    const uint64_t pad = (plan::kWireAlign - rs.tail[k] % plan::kWireAlign) % plan::kWireAlign;
     if (pad == 0) continue;
     const uint64_t n = minU64(pad, recvAvail(ctx, rs, k, pad));
     if (n > 0) {
@@ -192,7 +191,7 @@ GROVE_HD bool alignPass(Ctx& ctx, StepRings& rs, uint32_t* blocked) {
       ctx.storeRelease(rs.recv[k]->tail, rs.tail[k]);
       moved = true;
     }
-    if (rs.tail[k] % kDevStepAlign != 0) *blocked |= recvBit(k);
+    if (rs.tail[k] % plan::kWireAlign != 0) *blocked |= recvBit(k);
   }
   return moved;
 }

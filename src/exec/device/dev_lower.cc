@@ -17,7 +17,7 @@
 #include <sstream>
 #include <string>
 
-#include "algorithms/step_traits.h"
+#include "ir/step_traits.h"
 #include "base/error.h"
 #include "exec/device/dev_program.h"
 

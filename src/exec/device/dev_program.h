@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/schedule.h"
+#include "ir/schedule.h"
 #include "transports/device_ring.h"
 #include "transports/transport.h"
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/schedule.h"
+#include "ir/schedule.h"
 #include "base/wait.h"
 #include "exec/host_executor.h"
 #include "transports/transport.h"

@@ -1,0 +1,218 @@
+// The analytic model and the selection table; see cost_model.h.
+//
+// How it works: a prediction builds the program of every rank with the
+// planned algorithm (build(algo, args, params, &plans): planned rings, packed
+// trees, the hierarchical plan) and runs the flow simulator over the plan
+// graph, each transfer on the widest route between its two ranks. Tuning
+// predicts, at each size of a x4 ladder from 1 KiB to 1 GiB, every algorithm
+// the selector allows for a collective and keeps the fastest; consecutive
+// sizes with the same winner merge into one rule whose boundary lies at twice
+// the run's last size, the geometric middle between two ladder steps.
+// Pipelined programs have a step count linear in the size, so above 64 MiB
+// the time is scaled in proportion from the 64 MiB prediction (an upper
+// bound: it scales the pipeline's fill and drain too, a small share there).
+#include "algorithms/cost/cost_model.h"
+
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "algorithms/builders/builders.h"
+#include "base/error.h"
+#include "base/log.h"
+
+namespace grove::plan {
+
+namespace {
+
+constexpr uint64_t kMinTuneBytes = 1u << 10;
+constexpr uint64_t kMaxTuneBytes = 1ull << 30;
+// How much faster (predicted) an algorithm must be than the transport's
+// default choice to replace it in a size table.
+constexpr double kSwitchMargin = 0.05;
+constexpr uint64_t kExtrapolateAbove = 64ull << 20;
+constexpr uint64_t kElemBytes = 4;  // predictions use float32
+
+/// The collectives with a per-size table.
+constexpr Coll kTunedColls[] = {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce,
+                                Coll::kAllGather, Coll::kReduceScatter};
+
+bool perRankCount(Coll c) { return c == Coll::kAllGather || c == Coll::kReduceScatter; }
+
+std::vector<Algo> candidates(const Selector& sel, Coll coll) {
+  std::vector<Algo> out;
+  for (int i = 0; i < kNumAlgos; ++i) {
+    const Algo a = static_cast<Algo>(i);
+    if ((sel.allowedMask(coll) & (1u << i)) && algoSupports(a, coll)) out.push_back(a);
+  }
+  return out;
+}
+
+/// The call a prediction of `bytes` message bytes stands for.
+CollArgs argsFor(Coll coll, uint64_t bytes, int nranks) {
+  CollArgs a;
+  a.coll = coll;
+  a.nranks = nranks;
+  a.dtype = groveFloat32;
+  a.count = bytes / kElemBytes / (perRankCount(coll) ? static_cast<uint64_t>(nranks) : 1u);
+  if (a.count == 0) a.count = 1;
+  return a;
+}
+
+}  // namespace
+
+FlowNet flowNetOf(const PlanGraph& g) {
+  FlowNet n;
+  for (const PlanLink& l : g.links()) {
+    n.capGBps.push_back(l.cap);
+    n.latencyUs.push_back(l.latencyUs);
+  }
+  auto cache = std::make_shared<std::map<std::pair<int, int>, std::vector<int>>>();
+  const PlanGraph* graph = &g;
+  n.route = [graph, cache](int a, int b) {
+    auto [it, added] = cache->try_emplace({a, b});
+    if (added) it->second = graph->widestRoute(a, b);
+    return it->second;
+  };
+  return n;
+}
+
+FlowSimResult simulate(const PlanGraph& g, const std::vector<Program>& programs,
+                       const SimParams& p) {
+  if (static_cast<int>(programs.size()) != g.nranks())
+    throwInvalidArgument("simulate: " + std::to_string(programs.size()) +
+                         " programs for a plan graph of " + std::to_string(g.nranks()) + " ranks");
+  return simulate(flowNetOf(g), programs, p);
+}
+
+SimParams simParamsFor(const LinkTraits& links) {
+  SimParams p;
+  p.stepOverheadUs = links.stepOverheadUs;
+  return p;
+}
+
+double busBwFactor(Coll coll, int nranks) {
+  const double n = nranks;
+  switch (coll) {
+    case Coll::kAllReduce: return nranks > 1 ? 2 * (n - 1) / n : 1;
+    case Coll::kAllGather:
+    case Coll::kReduceScatter:
+    case Coll::kAlltoAll: return nranks > 1 ? (n - 1) / n : 1;
+    default: return 1;
+  }
+}
+
+FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args,
+                      const PlanParams& params, const SimParams& p) {
+  if (args.nranks != plans.graph().nranks())
+    throwInvalidArgument("predict: the plans cover " + std::to_string(plans.graph().nranks()) +
+                         " ranks, the call " + std::to_string(args.nranks));
+  std::vector<Program> progs;
+  progs.reserve(static_cast<size_t>(args.nranks));
+  CollArgs a = args;
+  for (int r = 0; r < args.nranks; ++r) {
+    a.rank = r;
+    progs.push_back(build(algo, a, params, &plans));
+  }
+  return simulate(plans.graph(), progs, p);
+}
+
+TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p, uint64_t bytes) {
+  const PlanParams arParams = sel.select(Coll::kAllReduce, bytes).params;
+  const PlanParams bcParams = sel.select(Coll::kBroadcast, bytes).params;
+  return [&g, arParams, bcParams, p, bytes](const std::vector<Tree>& trees, bool allReduce, int root) {
+    CollArgs a = argsFor(allReduce ? Coll::kAllReduce : Coll::kBroadcast, bytes, g.nranks());
+    a.root = root;
+    std::vector<Program> progs;
+    for (int r = 0; r < g.nranks(); ++r) {
+      a.rank = r;
+      progs.push_back(allReduce ? buildTreeAllReduce(a, arParams, trees) : buildTreeBroadcast(a, bcParams, trees));
+    }
+    return simulate(g, progs, p).seconds;
+  };
+}
+
+double predictSeconds(TopoPlans& plans, Algo algo, const CollArgs& args,
+                      const PlanParams& params, const SimParams& p) {
+  return predict(plans, algo, args, params, p).seconds;
+}
+
+double secondsBySize(uint64_t bytes, const std::function<double(uint64_t)>& secondsAt) {
+  if (bytes <= kExtrapolateAbove) return secondsAt(bytes);
+  return secondsAt(kExtrapolateAbove) * static_cast<double>(bytes) / static_cast<double>(kExtrapolateAbove);
+}
+
+std::vector<uint64_t> tuneSizes() {
+  std::vector<uint64_t> sizes;
+  for (uint64_t b = kMinTuneBytes; b <= kMaxTuneBytes; b *= 4) sizes.push_back(b);
+  return sizes;
+}
+
+std::vector<TuneRow> tuneCollective(const Selector& sel, TopoPlans& plans, Coll coll,
+                                    int nranks, const SimParams& p) {
+  const std::vector<Algo> algos = candidates(sel, coll);
+  std::vector<TuneRow> rows;
+  std::map<uint64_t, size_t> rowOf;
+  for (uint64_t bytes : tuneSizes()) {
+    TuneRow row;
+    row.bytes = bytes;
+    row.seconds.assign(kNumAlgos, -1);
+    const Selection base = sel.select(coll, bytes);
+    for (Algo a : algos) {
+      double& t = row.seconds[static_cast<int>(a)];
+      if (bytes > kExtrapolateAbove) {
+        const double t64 = rows[rowOf.at(kExtrapolateAbove)].seconds[static_cast<int>(a)];
+        if (t64 >= 0) t = t64 * static_cast<double>(bytes) / static_cast<double>(kExtrapolateAbove);
+        continue;
+      }
+      try {
+        t = predictSeconds(plans, a, argsFor(coll, bytes, nranks), base.params, p);
+      } catch (const Error& e) {
+        GROVE_INFO(log::kPlan, "cost model: %s %s cannot run here (%s)", algoName(a),
+                   collName(coll), e.what());
+      }
+    }
+    row.winner = base.algo;
+    double best = -1;
+    for (Algo a : algos) {
+      const double t = row.seconds[static_cast<int>(a)];
+      if (t >= 0 && (best < 0 || t < best)) best = t, row.winner = a;
+    }
+    // Within the model's error the transport's default stays: another
+    // algorithm must be predicted clearly faster to replace it.
+    const double baseT = row.seconds[static_cast<int>(base.algo)];
+    if (baseT >= 0 && baseT <= best * (1 + kSwitchMargin)) row.winner = base.algo;
+    rowOf[bytes] = rows.size();
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::vector<SizeRule> sizeRulesOf(const std::vector<TuneRow>& rows) {
+  std::vector<SizeRule> rules;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const bool last = i + 1 == rows.size();
+    if (!last && rows[i + 1].winner == rows[i].winner) continue;
+    rules.push_back(SizeRule{last ? UINT64_MAX : rows[i].bytes * 2, rows[i].winner});
+  }
+  return rules;
+}
+
+void tuneSelector(Selector& sel, TopoPlans& plans, int nranks, const SimParams& p) {
+  if (nranks != plans.graph().nranks())
+    throwInvalidArgument("tuneSelector: the plans cover " + std::to_string(plans.graph().nranks()) +
+                         " ranks, the communicator " + std::to_string(nranks));
+  if (nranks < 2) return;  // nothing moves: every algorithm only copies
+  for (Coll coll : kTunedColls) {
+    if (candidates(sel, coll).size() < 2) continue;
+    const std::vector<SizeRule> rules = sizeRulesOf(tuneCollective(sel, plans, coll, nranks, p));
+    std::string text;
+    for (const SizeRule& r : rules)
+      text += std::string(algoName(r.algo)) +
+              (r.maxBytes == UINT64_MAX ? "" : " <= " + std::to_string(r.maxBytes) + " B < ");
+    GROVE_INFO(log::kPlan, "cost model: %s %s", collName(coll), text.c_str());
+    sel.setSizeTable(coll, rules);
+  }
+}
+
+}  // namespace grove::plan

@@ -1,0 +1,93 @@
+// The cost model: a flow-level simulation of every rank's program over the
+// plan graph, the predicted time of an algorithm built from the topology
+// plans, and the per-size selection table filled from those predictions.
+//
+// The simulator (flow_sim.cc) is fluid: it does not move packets but keeps,
+// for every transfer in flight, how many bytes have arrived, and lets the
+// transfers that share a link share its capacity max-min fairly, recomputing
+// the shares at every event. Its rules are those of the host executor:
+// phases in sequence, the lanes of a phase concurrently, the steps of a lane
+// in order; a step that sends starts its transfer after the route's latency
+// plus SimParams::stepOverheadUs; a receiving step ends when its bytes have
+// arrived; a streaming forward (recvCopySend, recvReduceSend, ...) never
+// sends bytes it has not received, so chains pipeline. See flow_sim.cc.
+//
+// The model (cost_model.cc) builds each rank's program with
+// build(algo, args, params, &plans) and simulates it; tuneSelector() runs it
+// for every algorithm a collective allows at sizes 1 KiB .. 1 GiB and hands
+// the winners to Selector::setSizeTable().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "algorithms/cost/flow_sim.h"
+#include "ir/schedule.h"
+#include "algorithms/select/selector.h"
+#include "algorithms/planner/topo_plans.h"
+
+namespace grove::plan {
+
+class TopoPlans;
+
+/// Simulator settings for a communicator whose links have these traits:
+/// each step pays the links' step overhead (over TCP system calls and
+/// wake-ups, about 20 us; shared memory 2 us).
+SimParams simParamsFor(const LinkTraits& links);
+inline SimParams simParamsFor(TransportKind kind) { return simParamsFor(traitsOf(kind)); }
+
+/// nccl-tests' bus-bandwidth factor: busbw = algbw * factor (all-reduce
+/// 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n; others 1).
+double busBwFactor(Coll coll, int nranks);
+
+/// Builds every rank's program (args.rank varies) with build(algo, args,
+/// params, &plans) and simulates it; the predicted seconds of the call.
+double predictSeconds(TopoPlans& plans, Algo algo, const CollArgs& args,
+                      const PlanParams& params, const SimParams& p);
+/// predictSeconds with the full simulation result.
+FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args,
+                      const PlanParams& params, const SimParams& p);
+
+/// The cost model's TreeJudge (TopoPlans::setTreeJudge): builds the tree
+/// all-reduce or broadcast over the candidate trees for a `bytes` call with
+/// the selector's parameters at that size and simulates it over `g` (which
+/// must outlive the judge). This is how the number of trees trades rate
+/// (more trees reach closer to the optimum) against each tree's pipeline
+/// fill and per-step costs (fewer, heavier trees).
+TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p, uint64_t bytes = 32ull << 20);
+
+/// Predicted seconds of a `bytes`-sized call from a function that predicts
+/// any size: called directly up to 64 MiB; above, its 64 MiB prediction
+/// scaled in proportion (pipelined programs grow linearly there, and
+/// simulating every chunk of a huge message is slow).
+double secondsBySize(uint64_t bytes, const std::function<double(uint64_t bytes)>& secondsAt);
+
+/// The sizes tuneSelector() predicts: 1 KiB, 4 KiB, ..., 1 GiB.
+std::vector<uint64_t> tuneSizes();
+
+/// The prediction behind one collective's size table.
+struct TuneRow {
+  uint64_t bytes = 0;                ///< message bytes (messageBytes())
+  std::vector<double> seconds;       ///< by Algo value; < 0 = not allowed or cannot build
+  Algo winner = Algo::kRing;         ///< fastest; the default unless another is > 5% faster
+};
+
+/// Predicts, for `coll` at every tuneSizes() size, each algorithm the
+/// selector allows (and that can build on these plans), and returns one row
+/// per size. Sizes above 64 MiB are scaled from 64 MiB (secondsBySize) to
+/// keep tuning fast.
+std::vector<TuneRow> tuneCollective(const Selector& sel, TopoPlans& plans, Coll coll,
+                                    int nranks, const SimParams& p);
+
+/// The size rules of a tuning: runs of one winner merged, each boundary at
+/// twice the last size of its run (the geometric middle of the x4 steps),
+/// the last rule open-ended (UINT64_MAX).
+std::vector<SizeRule> sizeRulesOf(const std::vector<TuneRow>& rows);
+
+/// For all-reduce, broadcast, reduce, all-gather and reduce-scatter: tunes
+/// and installs the size table (Selector::setSizeTable). Collectives with a
+/// single allowed algorithm are left alone.
+void tuneSelector(Selector& sel, TopoPlans& plans, int nranks, const SimParams& p);
+
+}  // namespace grove::plan

@@ -1,0 +1,578 @@
+// Flow-level (fluid) simulation of every rank's program; see flow_sim.h.
+//
+// How it works:
+//
+// Matching. Every step that sends is paired with the step of its peer that
+// receives the same bytes: on each directed connection (src, dst, channel)
+// the k-th sending step of src meets the k-th receiving step of dst (phases
+// in order, then lane order; a phase touches a connection from one lane per
+// end, as the validator checks). A pair is a transfer: `bytes` over the
+// route the sender's program planned for that connection (Program::routes),
+// else net.route(src, dst). Empty steps have no transfer. A fan-out step
+// (several destinations) sends one transfer per destination: they flow
+// concurrently and independently, each capped by the step's input if it
+// forwards, and the step ends when the last of them is released (below). A fan-in
+// step (several sources) receives one transfer per source, likewise
+// concurrent; a forward never sends more than its slowest input has
+// delivered, and a step that only receives ends once all have arrived.
+//
+// Steps. Each rank runs its phases in order; a phase starts all its lanes at
+// once and ends when the last lane ends; a lane starts its next step when the
+// previous one ends. When a step that sends starts, its transfer begins to
+// flow after a delay (the route's latency + SimParams::stepOverheadUs); a
+// forward's delay counts from the later of its start and the arrival of its
+// input's first byte, so latencies add up along a chain. A sending step ends
+// when its transfers are released: their last byte has left the sender, i.e.
+// what has not arrived yet is in flight (the route's latency times the
+// rate) and, for a forward, its inputs have all arrived. The next step then
+// starts while those bytes travel, as the executor's buffered sends do, so a
+// lane of steps pays the route's latency once, not per step (only the
+// per-step overhead is paid each time). A step that only
+// receives ends when it has started and its incoming transfer has arrived
+// (bytes may arrive before it starts: the connection buffers them). Local
+// steps take bytes / SimParams::localGBps (or nothing).
+//
+// Rates. Between two events the rates are constant. The transfers flowing
+// share every link max-min fairly (progressive filling: raise every
+// unfrozen rate together until a link is full or a rate reaches its cap,
+// freeze those, repeat). A forwarding step (receives and sends) never sends
+// bytes it has not received: while its outgoing transfer has caught up with
+// an incoming one (a fan-in forward: any of them), its rate is capped by that
+// input's rate; the caps depend
+// on other rates, so the filling repeats until the caps stop changing.
+//
+// Events. The next event is the earliest of: a delayed transfer starting to
+// flow, a transfer's last byte leaving its sender (release: what is left
+// equals rate * the route's latency, a forward's inputs all arrived), a
+// transfer finishing, a forward catching up with its input, a local step
+// ending. Time jumps there, every transfer advances by rate * dt, and
+// released or finished transfers end their steps, which start the next steps
+// at the time the release happened (events
+// closer than a nanosecond merge, so a transfer may end up to 1 ns late). If nothing
+// is flowing or pending while a rank is unfinished, the programs stall.
+#include "algorithms/cost/flow_sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include "ir/step_traits.h"
+#include "base/error.h"
+
+namespace grove::plan {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int kMaxCapRounds = 12;  // fillings per event while forward caps settle
+// Shortest time step: events closer than this merge (transfers whose shares
+// differ by a few bytes would otherwise each cost an event).
+constexpr double kMinDt = 1e-9;
+
+/// Bytes within which a transfer counts as finished / caught up.
+double tolerance(double bytes) { return std::max(1e-9 * bytes, 1e-6); }
+
+struct SimStep {
+  const Step* step = nullptr;
+  int rank = 0;
+  int laneEnd = 0;  ///< one past the last step id of its lane
+  std::vector<int> ins;   ///< transfers it receives (one per source)
+  int insLeft = 0;        ///< of those, not yet arrived
+  std::vector<int> outs;  ///< transfers it sends (one per destination)
+  int outsLeft = 0;       ///< of those, not yet released (last byte sent)
+  bool started = false;
+  bool ended = false;
+  double startedAt = 0;
+  double localEnd = kInf;
+  double releasedAt = 0;   ///< latest release of its outgoing transfers
+  double lastArrival = 0;  ///< latest arrival of its incoming transfers
+};
+
+struct Transfer {
+  double bytes = 0;
+  double sent = 0;       ///< bytes arrived so far
+  double rate = 0;       ///< bytes/s now
+  double cap = kInf;     ///< forward cap now
+  /// Per input: bytes a forward may trail it and still count as caught up.
+  std::vector<double> lags;
+  double delay = 0;      ///< seconds from the sender's start to the first byte
+  double flight = 0;     ///< the route's latency (s): how long the last byte is in flight
+  bool released = false; ///< the sender has sent its last byte (its step may go on)
+  double doneAt = kInf;  ///< when its last byte arrived
+  double activeAt = kInf;
+  int route = -1;
+  int sender = -1, receiver = -1;  ///< step ids
+  std::vector<int> upstreams;  ///< transfers its sender forwards (empty: a plain send)
+  bool done = false;
+};
+
+class FlowSim {
+ public:
+  FlowSim(const FlowNet& net, const std::vector<Program>& progs, const SimParams& p)
+      : net_(net), progs_(progs), p_(p), nranks_(static_cast<int>(progs.size())) {
+    if (net.capGBps.size() != net.latencyUs.size())
+      throwInvalidArgument("simulate: link capacity and latency lists differ in length");
+    for (double c : net.capGBps)
+      if (!(c > 0)) throwInvalidArgument("simulate: every link needs a positive capacity");
+    flattenSteps();
+    matchTransfers();
+    linkRem_.assign(net.capGBps.size(), 0);
+    linkUsers_.assign(net.capGBps.size(), 0);
+  }
+
+  FlowSimResult run() {
+    FlowSimResult res;
+    res.linkBytes.assign(net_.capGBps.size(), 0);
+    for (const Transfer& t : xfers_)
+      for (int l : routes_[t.route]) res.linkBytes[l] += t.bytes;
+    res.transfers = static_cast<int>(xfers_.size());
+    finish_.assign(nranks_, -1);
+    phase_.assign(nranks_, 0);
+    lanesLeft_.assign(nranks_, 0);
+    phaseEnd_.assign(nranks_, 0);
+    for (int r = 0; r < nranks_; ++r) startPhase(r, 0);
+    drainReady();
+    while (unfinished_ > 0) {
+      computeRates();
+      ++res.events;
+      const double dt = nextEventDt();
+      if (dt == kInf) throwInvalidArgument("simulate: the programs stall:\n" + stuckText());
+      advance(dt);
+      now_ += dt;
+      settle();
+      drainReady();
+    }
+    res.rankSeconds = finish_;
+    for (int r = 0; r < nranks_; ++r)
+      if (res.criticalRank < 0 || finish_[r] >= res.seconds) res.seconds = finish_[r], res.criticalRank = r;
+    return res;
+  }
+
+ private:
+  void flattenSteps() {
+    laneStart_.resize(nranks_);
+    for (int r = 0; r < nranks_; ++r) {
+      for (const Phase& ph : progs_[r].phases) {
+        auto& lanes = laneStart_[r].emplace_back();
+        for (const Lane& lane : ph.lanes) {
+          lanes.push_back(static_cast<int>(steps_.size()));
+          const int end = static_cast<int>(steps_.size() + lane.steps.size());
+          for (const Step& s : lane.steps) {
+            checkPeers(r, s);
+            steps_.push_back(SimStep{&s, r, end, {}, 0, {}});
+          }
+        }
+      }
+    }
+  }
+
+  void checkPeers(int r, const Step& s) const {
+    auto bad = [&](int peer) { return peer < 0 || peer >= nranks_ || peer == r; };
+    bool badSend = false;
+    forEachSendPeer(s, [&](int peer) { badSend = badSend || bad(peer); });
+    forEachRecvPeer(s, [&](int peer) { badSend = badSend || bad(peer); });
+    if (badSend)
+      throwInvalidArgument("simulate: rank " + std::to_string(r) + " has a step with an invalid peer: " +
+                           describe(s));
+  }
+
+  void matchTransfers() {
+    using Key = std::tuple<int, int, int>;
+    std::map<Key, std::pair<std::vector<int>, std::vector<int>>> byLink;
+    for (int id = 0; id < static_cast<int>(steps_.size()); ++id) {
+      const Step& s = *steps_[id].step;
+      if (s.bytes == 0) continue;
+      const int r = steps_[id].rank;
+      forEachSendPeer(s, [&](int peer) { byLink[{r, peer, s.channel}].first.push_back(id); });
+      forEachRecvPeer(s, [&](int peer) { byLink[{peer, r, s.channel}].second.push_back(id); });
+    }
+    // Route ids: one per pair for the widest route (channel -1), one per
+    // (pair, channel) whose sender planned its own route (Program::routes).
+    std::map<Key, int> routeIds;
+    for (const auto& [key, ends] : byLink) {
+      const auto [src, dst, ch] = key;
+      const std::string where = "connection " + std::to_string(src) + "->" + std::to_string(dst) +
+                                " channel " + std::to_string(ch);
+      if (ends.first.size() != ends.second.size())
+        throwInvalidArgument("simulate: " + where + " has " + std::to_string(ends.first.size()) +
+                             " sending steps but " + std::to_string(ends.second.size()) +
+                             " receiving steps");
+      const std::vector<int>* planned = plannedRoute(src, dst, ch);
+      auto [it, added] =
+          routeIds.try_emplace({src, dst, planned ? ch : -1}, static_cast<int>(routes_.size()));
+      if (added) addRoute(src, dst, planned);
+      for (size_t k = 0; k < ends.first.size(); ++k) {
+        SimStep& snd = steps_[ends.first[k]];
+        SimStep& rcv = steps_[ends.second[k]];
+        if (snd.step->bytes != rcv.step->bytes)
+          throwInvalidArgument("simulate: " + where + " transfer " + std::to_string(k) + ": " +
+                               std::to_string(snd.step->bytes) + " B sent but " +
+                               std::to_string(rcv.step->bytes) + " B received");
+        Transfer t;
+        t.bytes = static_cast<double>(snd.step->bytes);
+        t.route = it->second;
+        t.delay = routeDelay_[t.route];
+        t.flight = t.delay - p_.stepOverheadUs * 1e-6;
+        t.sender = ends.first[k];
+        t.receiver = ends.second[k];
+        snd.outs.push_back(static_cast<int>(xfers_.size()));
+        ++snd.outsLeft;
+        rcv.ins.push_back(snd.outs.back());
+        ++rcv.insLeft;
+        xfers_.push_back(t);
+      }
+    }
+    for (Transfer& t : xfers_) {
+      t.upstreams = steps_[t.sender].ins;
+      t.lags.assign(t.upstreams.size(), 0);
+    }
+  }
+
+  /// The route src's program planned for its link to dst on channel ch, or null.
+  const std::vector<int>* plannedRoute(int src, int dst, int ch) const {
+    for (const LinkRoute& r : progs_[static_cast<size_t>(src)].routes)
+      if (r.send && r.peer == dst && r.channel == ch && !r.links.empty()) return &r.links;
+    return nullptr;
+  }
+
+  void addRoute(int src, int dst, const std::vector<int>* planned) {
+    std::vector<int> route =
+        planned ? *planned : net_.route ? net_.route(src, dst) : std::vector<int>{};
+    if (route.empty())
+      throwInvalidArgument("simulate: no route from rank " + std::to_string(src) + " to rank " +
+                           std::to_string(dst));
+    double lat = p_.stepOverheadUs;
+    for (int l : route) {
+      if (l < 0 || l >= static_cast<int>(net_.capGBps.size()))
+        throwInvalidArgument("simulate: route " + std::to_string(src) + "->" + std::to_string(dst) +
+                             " names link " + std::to_string(l) + ", which does not exist");
+      lat += net_.latencyUs[l];
+    }
+    routes_.push_back(std::move(route));
+    routeDelay_.push_back(lat * 1e-6);
+  }
+
+  // ---------------------------------------------------------------- steps
+
+  /// Starts rank r's next non-empty phase at time `at` (or finishes the rank).
+  void startPhase(int r, double at) {
+    while (phase_[r] < laneStart_[r].size()) {
+      const auto& lanes = laneStart_[r][phase_[r]];
+      int nonEmpty = 0;
+      for (size_t l = 0; l < lanes.size(); ++l) {
+        const int end = l + 1 < lanes.size() ? lanes[l + 1] : laneEndOfPhase(r, phase_[r]);
+        if (lanes[l] < end) ready_.push_back({lanes[l], at}), ++nonEmpty;
+      }
+      if (nonEmpty > 0) {
+        lanesLeft_[r] = nonEmpty;
+        ++unfinished_;
+        return;
+      }
+      ++phase_[r];
+    }
+    finish_[r] = at;
+  }
+
+  int laneEndOfPhase(int r, size_t ph) const {
+    const auto& lanes = laneStart_[r][ph];
+    const Lane& last = progs_[r].phases[ph].lanes.back();
+    return lanes.back() + static_cast<int>(last.steps.size());
+  }
+
+  void drainReady() {
+    while (!ready_.empty()) {
+      const auto [id, at] = ready_.back();
+      ready_.pop_back();
+      startStep(id, at);
+    }
+  }
+
+  /// Starts step id at time `at` (<= now when the previous step ended while
+  /// the event loop was already past it: a release found late).
+  void startStep(int id, double at) {
+    SimStep& s = steps_[id];
+    s.started = true;
+    s.startedAt = at;
+    const StepKind k = s.step->kind;
+    if (s.step->bytes == 0 || stepIsLocal(k)) {
+      if (s.step->bytes > 0 && p_.localGBps > 0) {
+        s.localEnd = at + static_cast<double>(s.step->bytes) / (p_.localGBps * 1e9);
+        timedLocal_.push_back(id);
+      } else {
+        endStep(id, at);
+      }
+      return;
+    }
+    if (!s.outs.empty()) {
+      for (int x : s.outs) {
+        live_.push_back(x);
+        schedule(x);
+      }
+    } else if (s.insLeft == 0) {
+      endStep(id, std::max(at, s.lastArrival));
+    }
+  }
+
+  /// Fixes when transfer x (whose sender has started) begins to flow: its
+  /// delay after the sender starts, and for a forward not before each input's
+  /// first byte arrives; then does the same for the transfers forwarding x.
+  void schedule(int x) {
+    Transfer& t = xfers_[x];
+    double ready = steps_[t.sender].startedAt;
+    for (int up : t.upstreams) {
+      const Transfer& u = xfers_[up];
+      if (u.done) continue;
+      if (u.activeAt == kInf) return;  // scheduled when its inputs are
+      ready = std::max(ready, u.activeAt);
+    }
+    t.activeAt = std::max(ready + t.delay, now_);
+    for (int down : steps_[t.receiver].outs)
+      if (steps_[xfers_[down].sender].started && xfers_[down].activeAt == kInf) schedule(down);
+  }
+
+  /// Step id ended at time `at`: its lane goes on, or its phase may end.
+  void endStep(int id, double at) {
+    SimStep& s = steps_[id];
+    s.ended = true;
+    if (id + 1 < s.laneEnd) {
+      ready_.push_back({id + 1, at});
+      return;
+    }
+    const int r = s.rank;
+    phaseEnd_[r] = std::max(phaseEnd_[r], at);
+    if (--lanesLeft_[r] > 0) return;
+    --unfinished_;
+    ++phase_[r];
+    startPhase(r, phaseEnd_[r]);
+  }
+
+  /// The sender has sent transfer x's last byte: once all its transfers are
+  /// released, the sending step ends and the next one may start while these
+  /// bytes are still in flight.
+  void release(int x, double at) {
+    Transfer& t = xfers_[x];
+    if (t.released) return;
+    t.released = true;
+    SimStep& snd = steps_[t.sender];
+    snd.releasedAt = std::max({snd.releasedAt, snd.startedAt, at});
+    if (--snd.outsLeft == 0) endStep(t.sender, snd.releasedAt);
+  }
+
+  /// When flowing transfer x's last byte left its sender, given that what is
+  /// left arrives within `left` seconds: the arrival end minus the flight,
+  /// not before its first byte left nor before a forward's inputs arrived.
+  double releaseTime(const Transfer& t, double left) const {
+    double at = std::max(now_ + left, t.activeAt) - t.flight;
+    for (int up : t.upstreams) at = std::max(at, std::min(xfers_[up].doneAt, now_));
+    return at;
+  }
+
+  /// Whether all of a forward's inputs have arrived (true for a plain send).
+  bool inputsArrived(const Transfer& t) const {
+    for (int up : t.upstreams)
+      if (!xfers_[up].done) return false;
+    return true;
+  }
+
+  /// Whether flowing transfer t's sender has sent everything: what has not
+  /// arrived is in flight (at most rate * flight), and a forward has all of
+  /// its input.
+  bool sentAll(const Transfer& t) const {
+    return inputsArrived(t) && t.rate > 0 && t.bytes - t.sent <= t.rate * t.flight + tolerance(t.bytes);
+  }
+
+  void endTransfer(int x) {
+    Transfer& t = xfers_[x];
+    t.done = true;
+    t.doneAt = now_;
+    release(x, releaseTime(t, 0));
+    t.sent = t.bytes;
+    t.rate = 0;
+    SimStep& rcv = steps_[t.receiver];
+    rcv.lastArrival = std::max(rcv.lastArrival, now_);
+    if (--rcv.insLeft == 0 && rcv.outs.empty() && rcv.started) endStep(t.receiver, std::max(now_, rcv.startedAt));
+  }
+
+  // ---------------------------------------------------------------- rates
+
+  bool flowing(const Transfer& t) const { return !t.done && t.activeAt <= now_; }
+
+  /// True if forward t has caught up with its input i (so that input caps it).
+  bool caughtUpWith(const Transfer& t, size_t i) const {
+    const Transfer& u = xfers_[t.upstreams[i]];
+    return !u.done && u.sent - t.sent <= tolerance(t.bytes) + t.lags[i];
+  }
+
+  void computeRates() {
+    flow_.clear();
+    for (int x : live_)
+      if (flowing(xfers_[x])) flow_.push_back(x);
+    for (int x : flow_) {
+      // A forward trails its input by the bytes that arrive during its own
+      // start delay; within that lag it streams at the input's rate.
+      Transfer& t = xfers_[x];
+      for (size_t i = 0; i < t.upstreams.size(); ++i)
+        t.lags[i] = t.delay * xfers_[t.upstreams[i]].rate;
+      t.cap = kInf;
+    }
+    for (int round = 0; round < kMaxCapRounds; ++round) {
+      fill();
+      bool changed = false;
+      for (int x : flow_) {
+        Transfer& t = xfers_[x];
+        double cap = kInf;  // the slowest input it has caught up with
+        for (size_t i = 0; i < t.upstreams.size(); ++i) {
+          if (!caughtUpWith(t, i)) continue;
+          const Transfer& u = xfers_[t.upstreams[i]];
+          cap = std::min(cap, flowing(u) ? u.rate : 0.0);
+        }
+        if (cap != t.cap && !(std::abs(cap - t.cap) <= 1e-9 * std::max(cap, t.cap))) changed = true;
+        t.cap = cap;
+      }
+      if (!changed) break;
+    }
+  }
+
+  /// Progressive filling of the flowing transfers under link capacities and caps.
+  void fill() {
+    for (int x : flow_) {
+      xfers_[x].rate = 0;
+      for (int l : routes_[xfers_[x].route]) linkRem_[l] = net_.capGBps[l] * 1e9, linkUsers_[l] = 0;
+    }
+    unfrozen_.clear();
+    for (int x : flow_) {
+      if (xfers_[x].cap <= 0) continue;
+      unfrozen_.push_back(x);
+      for (int l : routes_[xfers_[x].route]) ++linkUsers_[l];
+    }
+    while (!unfrozen_.empty()) {
+      double inc = kInf;
+      for (int x : unfrozen_) {
+        const Transfer& t = xfers_[x];
+        inc = std::min(inc, t.cap - t.rate);
+        for (int l : routes_[t.route]) inc = std::min(inc, linkRem_[l] / linkUsers_[l]);
+      }
+      for (int x : unfrozen_) {
+        xfers_[x].rate += inc;
+        for (int l : routes_[xfers_[x].route]) linkRem_[l] -= inc;
+      }
+      size_t keep = 0;
+      for (int x : unfrozen_) {
+        const Transfer& t = xfers_[x];
+        bool frozen = t.rate >= t.cap * (1 - 1e-12);
+        for (int l : routes_[t.route]) frozen |= linkRem_[l] <= net_.capGBps[l] * 1e9 * 1e-12;
+        if (frozen) {
+          for (int l : routes_[t.route]) --linkUsers_[l];
+        } else {
+          unfrozen_[keep++] = x;
+        }
+      }
+      unfrozen_.resize(keep);
+    }
+  }
+
+  double nextEventDt() const {
+    double dt = kInf;
+    for (int x : live_) {
+      const Transfer& t = xfers_[x];
+      if (t.done) continue;
+      if (t.activeAt > now_) {
+        dt = std::min(dt, t.activeAt - now_);
+        continue;
+      }
+      if (t.rate > 0) dt = std::min(dt, (t.bytes - t.sent) / t.rate);
+      if (t.rate > 0 && !t.released && inputsArrived(t))  // (a forward's release waits for its inputs' ends)
+        dt = std::min(dt, std::max(0.0, (t.bytes - t.sent) / t.rate - t.flight));
+      for (size_t i = 0; i < t.upstreams.size(); ++i) {
+        if (caughtUpWith(t, i)) continue;
+        const Transfer& u = xfers_[t.upstreams[i]];
+        const double gap = u.sent - t.sent - t.lags[i];
+        if (!u.done && t.rate > u.rate) dt = std::min(dt, std::max(gap, 0.0) / (t.rate - u.rate));
+      }
+    }
+    for (int id : timedLocal_) dt = std::min(dt, steps_[id].localEnd - now_);
+    return std::max(dt, kMinDt);
+  }
+
+  void advance(double dt) {
+    for (int x : flow_) xfers_[x].sent += xfers_[x].rate * dt;
+    for (int x : flow_) {
+      Transfer& t = xfers_[x];
+      for (int up : t.upstreams)
+        if (!xfers_[up].done) t.sent = std::min(t.sent, xfers_[up].sent);
+      t.sent = std::min(t.sent, t.bytes);
+    }
+  }
+
+  void settle() {
+    size_t keep = 0;
+    for (size_t i = 0; i < live_.size(); ++i) {
+      const int x = live_[i];
+      const Transfer& t = xfers_[x];
+      if (!t.done && t.activeAt <= now_ && t.bytes - t.sent <= tolerance(t.bytes)) {
+        endTransfer(x);
+        continue;
+      }
+      if (!t.done && !t.released && t.activeAt <= now_ && sentAll(t))
+        release(x, releaseTime(t, (t.bytes - t.sent) / t.rate));
+      if (!t.done) live_[keep++] = x;
+    }
+    live_.resize(keep);
+    keep = 0;
+    for (size_t i = 0; i < timedLocal_.size(); ++i) {
+      const int id = timedLocal_[i];
+      if (steps_[id].localEnd <= now_ * (1 + 1e-12)) {
+        endStep(id, steps_[id].localEnd);
+      } else {
+        timedLocal_[keep++] = id;
+      }
+    }
+    timedLocal_.resize(keep);
+  }
+
+  std::string stuckText() const {
+    std::string out;
+    int shown = 0;
+    for (const SimStep& s : steps_) {
+      if (!s.started || s.ended || shown >= 16) continue;
+      out += "  rank " + std::to_string(s.rank) + " phase " + std::to_string(phase_[s.rank]) +
+             " waits in " + describe(*s.step) + "\n";
+      ++shown;
+    }
+    return out;
+  }
+
+  const FlowNet& net_;
+  const std::vector<Program>& progs_;
+  const SimParams& p_;
+  const int nranks_;
+  double now_ = 0;
+  std::vector<SimStep> steps_;
+  std::vector<std::vector<std::vector<int>>> laneStart_;  // [rank][phase][lane] -> first step id
+  std::vector<Transfer> xfers_;
+  std::vector<std::vector<int>> routes_;
+  std::vector<double> routeDelay_;
+  std::vector<size_t> phase_;
+  std::vector<int> lanesLeft_;
+  std::vector<double> finish_;
+  int unfinished_ = 0;
+  std::vector<double> phaseEnd_;                 ///< by rank: latest end of a lane of its phase
+  std::vector<std::pair<int, double>> ready_;     ///< steps to start, with their start time
+  std::vector<int> live_, flow_, unfrozen_, timedLocal_;
+  std::vector<double> linkRem_;
+  std::vector<int> linkUsers_;
+};
+
+}  // namespace
+
+FlowSimResult simulate(const FlowNet& net, const std::vector<Program>& programs,
+                       const SimParams& p) {
+  if (programs.empty()) throwInvalidArgument("simulate: no programs");
+  if (!(p.stepOverheadUs >= 0) || !(p.localGBps >= 0))
+    throwInvalidArgument("simulate: step overhead and local speed must be >= 0");
+  return FlowSim(net, programs, p).run();
+}
+
+}  // namespace grove::plan

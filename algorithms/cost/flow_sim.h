@@ -1,0 +1,53 @@
+// The flow-level simulator of the cost model (see cost_model.h for the
+// whole picture, flow_sim.cc for how it works): every rank's program runs
+// over a network of directed links whose capacity the transfers in flight
+// share max-min fairly.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "ir/schedule.h"
+#include "algorithms/planner/topo_plans.h"
+
+namespace grove::plan {
+
+/// Knobs of the simulator.
+struct SimParams {
+  double stepOverheadUs = 2.0;  ///< fixed cost of every step that sends (on top of the route latency)
+  double localGBps = 0;         ///< speed of local copy / reduce steps (GB/s); 0 = free
+};
+
+/// What the simulator needs of a network: directed links with a capacity and
+/// a latency, and the route (link indices) between two ranks.
+struct FlowNet {
+  std::vector<double> capGBps;    ///< by link; > 0
+  std::vector<double> latencyUs;  ///< by link
+  /// Route from rank a to rank b (a != b); empty = unreachable.
+  std::function<std::vector<int>(int a, int b)> route;
+};
+
+/// The FlowNet of a plan graph: its links, and PlanGraph::widestRoute (cached
+/// per pair). The FlowNet refers to `g`, which must outlive it.
+FlowNet flowNetOf(const PlanGraph& g);
+
+/// What a simulation found.
+struct FlowSimResult {
+  double seconds = 0;              ///< until the last rank finished
+  std::vector<double> linkBytes;   ///< bytes that crossed each link, by link index
+  std::vector<double> rankSeconds; ///< when each rank finished its program
+  int criticalRank = -1;           ///< the rank that finished last
+  int transfers = 0;               ///< transfers (matched send/receive steps) simulated
+  int events = 0;                  ///< rate recomputations
+};
+
+/// Simulates one program per rank (index = rank) over `net`. Throws
+/// Error(groveInvalidArgument) when the programs' sends and receives do not
+/// match, a route is missing, or the programs stall.
+FlowSimResult simulate(const FlowNet& net, const std::vector<Program>& programs,
+                       const SimParams& p);
+/// Same over a plan graph's links and widest routes (flowNetOf(g)).
+FlowSimResult simulate(const PlanGraph& g, const std::vector<Program>& programs,
+                       const SimParams& p);
+
+}  // namespace grove::plan

@@ -1,0 +1,64 @@
+// Heterogeneous split: trees over the fast link class and trees over the
+// rest, run at the same time.
+//
+// How it works: the links are split in two classes, NVLink (NVSwitch links
+// are NVLink too) and everything else (PCIe, SMP, network); ranks' virtual
+// ports belong to both. Trees are packed on the fast class first (packing
+// over a capacity vector where the other class has capacity 0), then on the
+// rest with what the fast trees left of the ports (a port shared by several
+// ranks on one node is the only link both classes can load). Both sets are
+// returned in one plan with their rates as packed: each class carries data
+// in proportion to its rate, so both finish together. When a class cannot
+// span the ranks (no NVLink between some of them), the other one carries
+// everything. The plan's bound is a bound of the whole graph (broadcast:
+// Edmonds'; all-reduce: the flow bounds, since no column generation runs
+// here, and `optimum` stays 0); TopoPlans keeps the better of the split and
+// the joint packing and gives the split the joint packing's proven bound.
+#include <algorithm>
+#include <chrono>
+
+#include "algorithms/planner/planner_internal.h"
+#include "base/error.h"
+
+namespace grove::plan {
+
+TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOptions& options) {
+  detail::checkPackOptions(options);
+  if (!allReduce && (root < 0 || root >= g.nranks()))
+    throwInvalidArgument("packHetero: root " + std::to_string(root) + " out of range [0, " +
+                         std::to_string(g.nranks()) + ")");
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<double> cap = g.capacities();
+  const size_t m = cap.size();
+  std::vector<double> fast(m, 0), rest(m, 0);
+  for (size_t l = 0; l < m; ++l) {
+    const PlanLink& link = g.links()[l];
+    const bool port = link.topoLink < 0;
+    if (port || link.kind == topo::LinkKind::kNvLink) fast[l] = cap[l];
+    if (port || link.kind != topo::LinkKind::kNvLink) rest[l] = cap[l];
+  }
+  PackOptions half = options;
+  half.judge = nullptr;  // each class alone is no call to judge
+  half.maxTrees = std::max(1, options.maxTrees - options.maxTrees / 2);
+  auto bound = [&](const std::vector<double>& c) {
+    return allReduce ? detail::shardAllReduceBound(g, c) : detail::broadcastBoundCapped(g, root, c);
+  };
+  TreePlan plan = detail::packCapped(g, root, allReduce, half, fast, bound(fast));
+  std::vector<double> load = linkLoad(g, plan.trees, allReduce);
+  for (size_t l = 0; l < m; ++l)
+    if (g.links()[l].topoLink < 0 && rest[l] > 0) rest[l] = std::max(0.0, rest[l] - load[l]);
+  half.maxTrees = std::max(1, options.maxTrees / 2);
+  TreePlan slow = detail::packCapped(g, root, allReduce, half, rest, bound(rest));
+  for (Tree& t : slow.trees) plan.trees.push_back(std::move(t));
+  plan.rate += slow.rate;
+  plan.rounds += slow.rounds;
+  plan.mwuTrees += slow.mwuTrees;
+  if (g.nranks() > 1 && plan.trees.empty()) throwInvalidUsage("packHetero: the ranks are not connected");
+  plan.bound = allReduce ? detail::flowAllReduceBound(g, cap) : bound(cap);
+  plan.optimum = 0;
+  plan.pricingRounds = 0;
+  plan.planMs = detail::msSince(start);
+  return plan;
+}
+
+}  // namespace grove::plan

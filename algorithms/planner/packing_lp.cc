@@ -1,0 +1,217 @@
+// The packing LP: optimal weights for a set of candidate rings or trees.
+//
+// How it works: MWU (ring_search.cc, tree_pack.cc) produces candidates and
+// rough weights. Given the candidates, the best weights solve the LP
+//   max sum_t x_t  subject to  sum_t use_t(l) x_t <= cap(l) for every link l,
+//   x >= 0,
+// where use_t(l) counts how often candidate t crosses link l. The origin is
+// feasible (caps >= 0), so the plain primal simplex in dictionary form
+// (m x n tableau of constraints x candidates, basic and non-basic variables
+// swapped at each pivot) needs no phase 1. Entering variable: the largest
+// reduced gain (Bland's rule after many pivots, against cycling); leaving
+// variable: Harris' ratio test (of the rows tied within a tolerance, the
+// largest pivot: these LPs are very degenerate, and taking tiny pivots among
+// ties lost the tableau's accuracy on 16 ranks). At the optimum the reduced
+// gains of the slacks are minus the dual prices of the rows, which column
+// generation reads. Links that no candidate uses, and unbounded
+// ports, are left out of the rows. weightAndReduce() then drops candidates (of
+// the few lightest, the one whose loss costs least) and re-solves: always while more than `maxKeep` remain, and
+// further while the rate stays >= keep * the optimum over all candidates.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "algorithms/planner/planner_internal.h"
+
+namespace grove::plan::detail {
+
+namespace {
+constexpr double kTol = 1e-9;
+constexpr double kPivot = 1e-7;  // smallest pivot element taken
+}  // namespace
+
+std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>& a, const std::vector<double>& b,
+                                   std::vector<double>* duals) {
+  const size_t m = static_cast<size_t>(rows), n = static_cast<size_t>(cols);
+  std::vector<double> t(a), rhs(b), c(n, 1.0);
+  std::vector<int> basic(m), nonbasic(n);  // labels: 0..n-1 structural, n.. slacks
+  for (size_t i = 0; i < m; ++i) basic[i] = static_cast<int>(n + i);
+  for (size_t j = 0; j < n; ++j) nonbasic[j] = static_cast<int>(j);
+  const int maxPivots = 50 * static_cast<int>(m + n) + 100;
+  double scale = 1;
+  for (double v : b) scale = std::max(scale, v);
+  const double feasTol = 1e-10 * scale;
+  for (int pivot = 0; pivot < maxPivots; ++pivot) {
+    const bool bland = pivot > 10 * static_cast<int>(m + n);
+    size_t e = n;
+    for (size_t j = 0; j < n; ++j) {
+      if (c[j] <= kTol) continue;
+      if (e == n || (bland ? nonbasic[j] < nonbasic[e] : c[j] > c[e])) e = j;
+    }
+    if (e == n) break;  // optimal
+    // Harris' ratio test: the largest pivot among the rows whose ratio is
+    // within the feasibility tolerance of the smallest (tiny pivots are what
+    // loses accuracy in a dense tableau); Bland's smallest label when cycling.
+    double theta = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < m; ++i)
+      if (t[i * n + e] > kPivot) theta = std::min(theta, (rhs[i] + feasTol) / t[i * n + e]);
+    size_t leave = m;
+    for (size_t i = 0; i < m; ++i) {
+      const double aij = t[i * n + e];
+      if (aij <= kPivot || rhs[i] / aij > theta) continue;
+      if (leave == m || (bland ? basic[i] < basic[leave] : aij > t[leave * n + e])) leave = i;
+    }
+    if (leave == m) break;  // unbounded: cannot happen with caps on used links
+    const double p = t[leave * n + e];
+    for (size_t k = 0; k < n; ++k) t[leave * n + k] /= p;
+    t[leave * n + e] = 1.0 / p;
+    rhs[leave] /= p;
+    for (size_t i = 0; i < m; ++i) {
+      const double f = t[i * n + e];
+      if (i == leave || f == 0) continue;
+      for (size_t k = 0; k < n; ++k) t[i * n + k] -= f * t[leave * n + k];
+      t[i * n + e] = -f * t[leave * n + e];
+      rhs[i] = std::max(0.0, rhs[i] - f * rhs[leave]);
+    }
+    const double ce = c[e];
+    for (size_t k = 0; k < n; ++k) c[k] -= ce * t[leave * n + k];
+    c[e] = -ce * t[leave * n + e];
+    std::swap(basic[leave], nonbasic[e]);
+  }
+  std::vector<double> x(n, 0.0);
+  for (size_t i = 0; i < m; ++i)
+    if (basic[i] < static_cast<int>(n)) x[static_cast<size_t>(basic[i])] = rhs[i];
+  if (duals) {  // the dual of row i is minus the reduced gain of its slack (0 while basic)
+    duals->assign(m, 0.0);
+    for (size_t j = 0; j < n; ++j)
+      if (nonbasic[j] >= static_cast<int>(n)) (*duals)[static_cast<size_t>(nonbasic[j]) - n] = std::max(0.0, -c[j]);
+  }
+  return x;
+}
+
+// Solves the LP over the candidates `which`; writes their weights, returns the sum.
+double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which, const std::vector<double>& cap,
+                   std::vector<double>* linkPrice) {
+  std::map<int, int> row;  // link -> row
+  for (int k : which)
+    for (auto [link, times] : cands[static_cast<size_t>(k)].use)
+      if (cap[static_cast<size_t>(link)] < PlanGraph::kUnbounded / 2) row.emplace(link, 0);
+  int r = 0;
+  for (auto& [link, idx] : row) idx = r++;
+  const int cols = static_cast<int>(which.size());
+  std::vector<double> a(static_cast<size_t>(r) * static_cast<size_t>(cols), 0.0), b(static_cast<size_t>(r));
+  for (auto& [link, idx] : row) b[static_cast<size_t>(idx)] = cap[static_cast<size_t>(link)];
+  for (int j = 0; j < cols; ++j)
+    for (auto [link, times] : cands[static_cast<size_t>(which[static_cast<size_t>(j)])].use) {
+      auto it = row.find(link);
+      if (it != row.end()) a[static_cast<size_t>(it->second) * static_cast<size_t>(cols) + static_cast<size_t>(j)] += times;
+    }
+  std::vector<double> rowPrice;
+  std::vector<double> x = solvePackingLp(r, cols, a, b, linkPrice ? &rowPrice : nullptr);
+  if (linkPrice) {
+    linkPrice->assign(cap.size(), 0.0);
+    for (auto& [link, idx] : row) (*linkPrice)[static_cast<size_t>(link)] = rowPrice[static_cast<size_t>(idx)];
+  }
+  double sum = 0;
+  for (int j = 0; j < cols; ++j) {
+    cands[static_cast<size_t>(which[static_cast<size_t>(j)])].weight = x[static_cast<size_t>(j)];
+    sum += x[static_cast<size_t>(j)];
+  }
+  return sum;
+}
+
+namespace {
+
+std::vector<int> dropLightest(std::vector<Candidate>& cands, const std::vector<double>& cap, int maxKeep,
+                             double keep, double best) {
+  std::vector<int> kept;
+  for (size_t k = 0; k < cands.size(); ++k) kept.push_back(static_cast<int>(k));
+  solveSubset(cands, kept, cap);
+  auto positive = [&](const std::vector<int>& set) {
+    std::vector<int> out;
+    for (int k : set)
+      if (cands[static_cast<size_t>(k)].weight > kTol * std::max(1.0, best)) out.push_back(k);
+    return out;
+  };
+  kept = positive(kept);
+  // Drop one candidate at a time: of the few lightest, the one whose removal
+  // costs the least rate after re-solving.
+  constexpr size_t kTry = 6;
+  while (kept.size() > 1) {
+    std::vector<int> byWeight(kept);
+    std::sort(byWeight.begin(), byWeight.end(), [&](int x, int y) {
+      return cands[static_cast<size_t>(x)].weight < cands[static_cast<size_t>(y)].weight;
+    });
+    std::vector<int> bestTrial;
+    double bestRate = -1;
+    for (size_t i = 0; i < std::min(kTry, byWeight.size()); ++i) {
+      std::vector<int> trial;
+      for (int k : kept)
+        if (k != byWeight[i]) trial.push_back(k);
+      const double rate = solveSubset(cands, trial, cap);
+      if (rate > bestRate * (1 + 1e-12)) {
+        bestRate = rate;
+        bestTrial = trial;
+      }
+    }
+    if (static_cast<int>(kept.size()) <= maxKeep && bestRate < keep * best) {
+      solveSubset(cands, kept, cap);  // restore the weights of the kept set
+      break;
+    }
+    solveSubset(cands, bestTrial, cap);
+    kept = positive(bestTrial);
+  }
+  return kept;
+}
+
+// Forward selection: add, one at a time, the candidate that raises the
+// rate most, until maxKeep are chosen or the optimum is reached.
+std::vector<int> addBest(std::vector<Candidate>& cands, const std::vector<double>& cap, int maxKeep, double best) {
+  std::vector<int> chosen;
+  double rate = 0;
+  while (static_cast<int>(chosen.size()) < maxKeep && rate < best * (1 - 1e-9)) {
+    int pick = -1;
+    double pickRate = rate;
+    for (size_t k = 0; k < cands.size(); ++k) {
+      if (std::find(chosen.begin(), chosen.end(), static_cast<int>(k)) != chosen.end()) continue;
+      std::vector<int> trial(chosen);
+      trial.push_back(static_cast<int>(k));
+      const double r = solveSubset(cands, trial, cap);
+      if (r > pickRate * (1 + 1e-9) + 1e-12) {
+        pickRate = r;
+        pick = static_cast<int>(k);
+      }
+    }
+    if (pick < 0) break;
+    chosen.push_back(pick);
+    rate = pickRate;
+  }
+  return chosen;
+}
+
+}  // namespace
+
+std::vector<int> weightAndReduce(std::vector<Candidate>& cands, const std::vector<double>& cap, int maxKeep,
+                                 double keep) {
+  std::vector<int> all;
+  for (size_t k = 0; k < cands.size(); ++k) all.push_back(static_cast<int>(k));
+  const double best = solveSubset(cands, all, cap);
+  // Two reductions, the better kept: dropping from the full set, and adding
+  // to an empty one (which finds a few dominant trees, e.g. one long chain,
+  // that the full LP's vertex spreads over many).
+  std::vector<int> dropped = dropLightest(cands, cap, maxKeep, keep, best);
+  const double droppedRate = solveSubset(cands, dropped, cap);
+  std::vector<int> added = addBest(cands, cap, maxKeep, best);
+  const double addedRate = solveSubset(cands, added, cap);
+  const bool useAdded = addedRate > droppedRate * (1 + 1e-9) ||
+                        (addedRate >= droppedRate * (1 - 1e-9) && added.size() < dropped.size());
+  std::vector<int> kept = useAdded ? added : dropped;
+  solveSubset(cands, kept, cap);
+  std::vector<int> out;
+  for (int k : kept)
+    if (cands[static_cast<size_t>(k)].weight > 1e-9 * std::max(1.0, best)) out.push_back(k);
+  return out;
+}
+
+}  // namespace grove::plan::detail

@@ -1,0 +1,181 @@
+// Internals shared by the planners (plan_graph.cc, maxflow.cc,
+// ring_search.cc, tree_pack.cc, hetero.cc, hierarchy.cc): routes under a
+// per-link capacity vector (a link with capacity 0 is not usable, which is
+// how a planner restricts itself to one link class or to residual
+// capacities), multi-terminal max flow, the minimum arborescence / spanning
+// tree oracles, and the small LP that weights a set of candidate rings or
+// trees. Not part of the planners' contract (topo_plan.h).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "algorithms/planner/topo_plans.h"
+
+namespace grove::plan::detail {
+
+/// Cheapest routes between every ordered pair of ranks under link prices.
+struct RouteTable {
+  int n = 0;
+  std::vector<double> cost;               ///< n*n: price of the route a->b (inf when none)
+  std::vector<std::vector<int>> routes;   ///< n*n: links of the route a->b
+  double at(int a, int b) const { return cost[static_cast<size_t>(a) * n + b]; }
+  const std::vector<int>& route(int a, int b) const { return routes[static_cast<size_t>(a) * n + b]; }
+};
+
+/// Routes from every rank to every rank, cheapest under `price`, over links
+/// whose `cap` is > 0, with the relay rules of PlanGraph.
+RouteTable cheapestRoutes(const PlanGraph& g, const std::vector<double>& price, const std::vector<double>& cap);
+/// Widest route a->b over links with cap > 0 (bottleneck, then fewest links);
+/// `toVertex` >= 0 ends the route at that vertex instead of rank b.
+std::vector<int> widestRouteCapped(const PlanGraph& g, int a, int b, const std::vector<double>& cap,
+                                   int toVertex = -1);
+
+/// Max flow from the ranks `sources` to the ranks `sinks` over links with
+/// cap > 0, with the relay rules of routes; `ranksForward` lets every other
+/// rank receive and send on (as a tree node does).
+double maxFlowSets(const PlanGraph& g, const std::vector<int>& sources, const std::vector<int>& sinks,
+                   const std::vector<double>& cap, bool ranksForward);
+/// allGatherBound (gather) / reduceScatterBound over a capacity vector.
+CutBound shardCutBound(const PlanGraph& g, const std::vector<double>& cap, bool gather);
+/// broadcastBound over a capacity vector.
+double broadcastBoundCapped(const PlanGraph& g, int root, const std::vector<double>& cap);
+/// Reduce-scatter then all-gather at their optima: 1 / (1/RS + 1/AG).
+double shardAllReduceBound(const PlanGraph& g, const std::vector<double>& cap);
+/// Pricing rounds column generation gets at plan time: enough to converge up
+/// to 16 ranks; beyond, a few (each round is n shortest-path searches and an
+/// LP), so the bound is the dual bound reached by then.
+int treeOptimumRounds(const PlanGraph& g);
+/// Per-rank, summed and per-machine flow bounds: true of every all-reduce,
+/// not tight (maxflow.cc).
+double flowAllReduceBound(const PlanGraph& g, const std::vector<double>& cap);
+/// The all-reduce bound given the tree LP's proved upper bound (0: none) and
+/// shardAllReduceBound: min(flow bounds, max(trees, shards)).
+double familyBound(const PlanGraph& g, const std::vector<double>& cap, double treesUpper, double shards);
+/// allReduceBound over a capacity vector.
+double allReduceBoundCapped(const PlanGraph& g, const std::vector<double>& cap);
+
+/// Minimum-weight spanning arborescence rooted at `root` over n vertices
+/// (Chu-Liu/Edmonds); w[u*n+v] is the weight of u->v (inf: no edge).
+/// Returns parent by vertex (-1 for the root), or empty when some vertex is
+/// unreachable.
+std::vector<int> minArborescence(int n, int root, const std::vector<double>& w);
+/// Minimum spanning tree (Prim) of a symmetric weight matrix, as parents
+/// rooted at vertex 0; empty when disconnected.
+std::vector<int> minSpanningTree(int n, const std::vector<double>& w);
+
+/// max sum(x) subject to sum_j a[i][j] x_j <= b[i], x >= 0 (b >= 0), by the
+/// simplex method. `a` is row-major rows x cols. Returns x; `duals`, when
+/// given, receives an optimal dual solution (one price >= 0 per row, with
+/// sum_i b[i] * duals[i] equal to sum(x)).
+std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>& a, const std::vector<double>& b,
+                                   std::vector<double>* duals = nullptr);
+
+/// The same graph (same vertices and link indices) with only `ranks`, renumbered
+/// 0.. in that order, as ranks; the other ranks' vertices become dead ends.
+PlanGraph subsetOfRanks(const PlanGraph& g, const std::vector<int>& ranks);
+
+/// Per-link use counts of a set of routes (a link crossed twice counts 2).
+void addUse(const std::vector<std::vector<int>>& routes, double rate, std::vector<double>& load);
+
+/// Milliseconds since `start`.
+double msSince(std::chrono::steady_clock::time_point start);
+
+/// A candidate for the packing LP: how often it crosses each link it uses.
+struct Candidate {
+  std::vector<std::pair<int, int>> use;  ///< (link, times crossed)
+  double weight = 0;                     ///< weight found by MWU / LP
+};
+
+/// Optimal weights of the candidates `which` (the packing LP over the links
+/// they load, unbounded ports left out); writes their `weight`, returns the
+/// summed rate. `linkPrice`, when given, receives the LP's dual price of
+/// every link (0 for links outside the LP).
+double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which, const std::vector<double>& cap,
+                   std::vector<double>* linkPrice = nullptr);
+
+/// Optimal weights of `cands` (LP over the links they load, capacities
+/// `cap`); then drops the lightest candidates and re-solves while more than
+/// `maxKeep` remain or while the rate stays >= keep * the full optimum.
+/// Returns the indices kept; their `weight` holds the final rates.
+std::vector<int> weightAndReduce(std::vector<Candidate>& cands, const std::vector<double>& cap, int maxKeep,
+                                 double keep);
+
+/// The oracle of tree packing: the cheapest tree under a route table's
+/// prices -- the minimum arborescence rooted at `root`, or for all-reduce the
+/// minimum spanning tree of the symmetric costs re-rooted at its centre
+/// (ties rotate with `round`). Exact: a tree's price is the sum of its
+/// edges' route prices. False when the ranks cannot be spanned.
+bool cheapestTree(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
+                  const std::vector<double>& cap, Tree& tree);
+/// The oracle of tree-pair packing (all-reduce): for the cheapest root, the
+/// minimum in-tree (reduce) and the minimum out-tree (broadcast) under the
+/// route table's prices, chosen independently. Exact: a pair's price is the
+/// sum of its two trees' prices, and a tree used both ways is one pair. The
+/// Tree has `upParent` set when the two differ.
+bool cheapestPair(const PlanGraph& g, const RouteTable& table, Tree& tree);
+/// A column's price under link prices y (links without a row cost 0).
+double priceOf(const std::map<int, int>& use, const std::vector<double>& y);
+/// Search prices for the oracle: y plus a tiny price proportional to
+/// 1/capacity, so free links still prefer short, wide routes; unusable
+/// links (cap 0) cost infinity.
+std::vector<double> searchPrices(const std::vector<double>& y, const std::vector<double>& cap);
+/// Tree pairs are priced, and column generation runs to the optimum, up to
+/// this many ranks; beyond, a pricing round (n roots x 2 arborescences of
+/// O(n^3)) costs too much, so the columns are trees used both ways and the
+/// bound covers those and reduce-scatter + all-gather.
+constexpr int kMaxPairRanks = 16;
+/// The exact oracle of column generation under link prices y (the route
+/// table is cheapest under them): the cheapest arborescence at `root`, or
+/// for all-reduce the cheapest tree used both ways -- replaced by the
+/// cheapest pair only when the tree costs >= 1 and the pair less, so plans
+/// hold pairs only where pairs gain. Returns the cheapest price over every
+/// column (the pair's when cheaper), -1 when the ranks cannot be spanned.
+double cheapestColumn(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
+                      const std::vector<double>& cap, const std::vector<double>& y, Tree& tree);
+/// The judge's time for a set of trees, or infinity when it cannot build them.
+double judgeSeconds(const TreeJudge& judge, const std::vector<Tree>& trees, bool allReduce, int root);
+/// How often a tree crosses each link (both routes of an edge for all-reduce).
+std::map<int, int> useOf(const Tree& t, bool allReduce);
+/// A key that tells distinct trees (shape and routes) apart.
+std::string keyOf(const Tree& t);
+
+/// What column generation proved about a tree packing LP.
+struct TreeOptimum {
+  std::vector<Tree> trees;       ///< the columns with positive weight, `rate` = weight
+  double value = 0;              ///< rate of that packing (feasible)
+  double upper = 0;              ///< certified upper bound: no packing of such trees beats it (0: none proved)
+  std::vector<double> price;     ///< the dual's link prices, scaled so the cheapest tree costs 1
+  int iterations = 0;            ///< pricing rounds run
+};
+/// The tree packing LP solved exactly by column generation, starting from
+/// `seeds` (may be empty): stops when value >= upper * (1 - gap) or after
+/// maxIterations pricing rounds. Empty (value 0) when the ranks cannot be spanned.
+TreeOptimum optimalTrees(const PlanGraph& g, int root, bool allReduce, const std::vector<double>& cap,
+                         const std::vector<Tree>& seeds, double gap = 1e-7, int maxIterations = 400);
+
+/// Tree packing over a capacity vector (cap 0: link unusable): rooted at
+/// `root`, or all-reduce trees; `bound` stops MWU early when reached.
+/// Returns an empty plan when the ranks cannot be spanned.
+TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOptions& o, const std::vector<double>& cap,
+                    double bound);
+/// Chain candidates for the packing LP (tree_candidates.cc): Hamiltonian
+/// paths over links with cap > 0, rooted at `root` (all-reduce: at the
+/// path's middle), with their routes filled in.
+std::vector<Tree> chainCandidates(const PlanGraph& g, int root, bool allReduce, const std::vector<double>& cap);
+/// The capacity vector split by link class: {NVLink, the rest} (virtual
+/// ports in both); empty when the graph has only one class.
+std::vector<std::vector<double>> classCapacities(const PlanGraph& g, const std::vector<double>& cap);
+/// Throws grove::Error on nonsensical packing knobs.
+void checkPackOptions(const PackOptions& o);
+
+/// Ring packing over a capacity vector: MWU with a Hamiltonian-cycle oracle,
+/// then the packing LP; at most maxRings rings. Empty when no ring exists.
+RingPlan packRings(const PlanGraph& g, const std::vector<double>& cap, int maxRings, int rounds);
+/// Greedy NCCL-style rings over a capacity vector: repeatedly the widest
+/// Hamiltonian cycle on the residual capacities, at its bottleneck rate.
+RingPlan greedyRings(const PlanGraph& g, const std::vector<double>& cap, int maxRings);
+
+}  // namespace grove::plan::detail

@@ -1,0 +1,419 @@
+// Tree packing (Blink): broadcast / reduce trees rooted at one rank, and
+// all-reduce trees, each carrying a share of the message at its rate.
+//
+// How it works: the packing LP (maximise the summed rate of spanning trees
+// whose summed load on every link stays within its capacity) is solved
+// approximately by multiplicative weights (Garg-Koenemann). Every link has a
+// price, 1/capacity at first. Each round:
+//   1. the cheapest route between every ordered pair of ranks under the
+//      current prices is found (Dijkstra with the plan graph's relay rules);
+//   2. the oracle builds the cheapest spanning tree over the ranks, an edge
+//      u->v costing its route's price: for rooted trees the minimum
+//      arborescence (Chu-Liu/Edmonds); for all-reduce trees, whose edges
+//      carry data both ways, the minimum spanning tree of the symmetric
+//      costs price(u->v) + price(v->u) (Prim), re-rooted at its centre;
+//   3. the tree is added at its bottleneck rate f = min over links of
+//      capacity / (times the tree crosses the link), and every link it
+//      crosses has its price multiplied by exp(eps * f * times / capacity).
+// The accumulated rates, scaled down by the worst overload, are a feasible
+// packing; the rounds stop when that scaled rate is within 0.1% of the
+// bound, stops improving for a while, or after maxRounds. The distinct trees
+// found (with chains and each link class's trees) seed column generation
+// (tree_optimum.cc), which proves the LP optimum and adds the trees it
+// needs. The packing LP (packing_lp.cc) then re-weights the candidates, and
+// the lightest are dropped while more than maxTrees remain or while the rate
+// stays >= keep * the optimum. When maxTrees trees fall short of that, the
+// kept set's own dual prices one more tree, swapped in for the member that
+// costs least, while the rate grows. A tree's routes are stored in the Tree
+// (down: parent->child, up: child->parent) so loads can be recomputed
+// exactly; for rooted trees `up` is the reverse of `down` where the reverse
+// links exist.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "algorithms/planner/planner_internal.h"
+#include "base/error.h"
+
+namespace grove::plan::detail {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct TreeCand {
+  Tree tree;
+  double weight = 0;
+  std::map<int, int> use;
+};
+
+// Re-roots an undirected tree (given as parents) at its centre (smallest
+// eccentricity in hops; ties to the lowest rank after `offset`, rotating roots).
+std::vector<int> reroot(const std::vector<int>& parent, int offset, int* rootOut) {
+  const int n = static_cast<int>(parent.size());
+  std::vector<std::vector<int>> adj(static_cast<size_t>(n));
+  for (int v = 0; v < n; ++v)
+    if (parent[static_cast<size_t>(v)] >= 0) {
+      adj[static_cast<size_t>(v)].push_back(parent[static_cast<size_t>(v)]);
+      adj[static_cast<size_t>(parent[static_cast<size_t>(v)])].push_back(v);
+    }
+  auto bfs = [&](int s, std::vector<int>& par) {
+    std::vector<int> dist(static_cast<size_t>(n), -1), queue{s};
+    par.assign(static_cast<size_t>(n), -1);
+    dist[static_cast<size_t>(s)] = 0;
+    int ecc = 0;
+    for (size_t i = 0; i < queue.size(); ++i) {
+      int u = queue[i];
+      ecc = std::max(ecc, dist[static_cast<size_t>(u)]);
+      for (int w : adj[static_cast<size_t>(u)])
+        if (dist[static_cast<size_t>(w)] < 0) {
+          dist[static_cast<size_t>(w)] = dist[static_cast<size_t>(u)] + 1;
+          par[static_cast<size_t>(w)] = u;
+          queue.push_back(w);
+        }
+    }
+    return ecc;
+  };
+  std::vector<int> par, best;
+  int bestEcc = n + 1;
+  for (int k = 0; k < n; ++k) {
+    const int s = (k + offset) % n;
+    const int ecc = bfs(s, par);
+    if (ecc < bestEcc) {
+      bestEcc = ecc;
+      best = par;
+      *rootOut = s;
+    }
+  }
+  return best;
+}
+
+// The reverse of a route when every reverse link exists and is usable, else empty.
+std::vector<int> reverseRoute(const PlanGraph& g, const std::vector<int>& route, const std::vector<double>& cap) {
+  std::vector<int> back;
+  for (auto it = route.rbegin(); it != route.rend(); ++it) {
+    int r = g.reverseLink(*it);
+    if (r < 0 || !(cap[static_cast<size_t>(r)] > 0)) return {};
+    back.push_back(r);
+  }
+  return back;
+}
+
+}  // namespace
+
+std::string keyOf(const Tree& t) {
+  std::ostringstream os;
+  for (int p : t.upParent) os << p << ',';
+  os << '#';
+  for (size_t v = 0; v < t.parent.size(); ++v) {
+    os << t.parent[v] << ':';
+    for (int li : t.down[v]) os << li << ',';
+    os << '|';
+    if (!t.up.empty())
+      for (int li : t.up[v]) os << li << ',';
+    os << ';';
+  }
+  return os.str();
+}
+
+bool cheapestTree(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
+                  const std::vector<double>& cap, Tree& tree) {
+  const int n = g.nranks();
+  std::vector<double> w(static_cast<size_t>(n) * n, kInf);
+  for (int u = 0; u < n; ++u)
+    for (int v = 0; v < n; ++v)
+      if (u != v) w[static_cast<size_t>(u) * n + v] = allReduce ? table.at(u, v) + table.at(v, u) : table.at(u, v);
+  std::vector<int> parent = allReduce ? minSpanningTree(n, w) : minArborescence(n, root, w);
+  if (parent.empty()) return false;
+  if (allReduce) parent = reroot(parent, round, &root);
+  tree.root = root;
+  tree.parent = parent;
+  tree.down.assign(static_cast<size_t>(n), {});
+  tree.up.assign(static_cast<size_t>(n), {});
+  for (int v = 0; v < n; ++v) {
+    const int p = parent[static_cast<size_t>(v)];
+    if (p < 0) continue;
+    tree.down[static_cast<size_t>(v)] = table.route(p, v);
+    tree.up[static_cast<size_t>(v)] = allReduce ? table.route(v, p) : reverseRoute(g, table.route(p, v), cap);
+    if (tree.up[static_cast<size_t>(v)].empty()) tree.up[static_cast<size_t>(v)] = table.route(v, p);
+  }
+  return true;
+}
+
+std::map<int, int> useOf(const Tree& t, bool allReduce) {
+  std::map<int, int> use;
+  for (size_t v = 0; v < t.parent.size(); ++v) {
+    if (t.parent[v] >= 0)
+      for (int li : t.down[v]) ++use[li];
+    if (allReduce && t.upParentOf(static_cast<int>(v)) >= 0)
+      for (int li : t.up[v]) ++use[li];
+  }
+  return use;
+}
+
+double judgeSeconds(const TreeJudge& judge, const std::vector<Tree>& trees, bool allReduce, int root) {
+  try {
+    return judge(trees, allReduce, root);
+  } catch (const Error&) {
+    return kInf;
+  }
+}
+
+bool cheapestPair(const PlanGraph& g, const RouteTable& table, Tree& tree) {
+  // For each root: the cheapest in-tree (an arborescence of the reversed
+  // prices: child v -> parent u costs route v->u) and the cheapest out-tree;
+  // the pair's price is their sum, and the cheapest root wins.
+  const int n = g.nranks();
+  std::vector<double> wOut(static_cast<size_t>(n) * n, kInf), wIn(static_cast<size_t>(n) * n, kInf);
+  for (int u = 0; u < n; ++u)
+    for (int v = 0; v < n; ++v)
+      if (u != v) {
+        wOut[static_cast<size_t>(u) * n + v] = table.at(u, v);
+        wIn[static_cast<size_t>(u) * n + v] = table.at(v, u);
+      }
+  double best = kInf;
+  for (int root = 0; root < n; ++root) {
+    std::vector<int> out = minArborescence(n, root, wOut), in = minArborescence(n, root, wIn);
+    if (out.empty() || in.empty()) return false;
+    double cost = 0;
+    for (int v = 0; v < n; ++v)
+      if (v != root) cost += table.at(out[static_cast<size_t>(v)], v) + table.at(v, in[static_cast<size_t>(v)]);
+    if (!(cost < best * (1 - 1e-12))) continue;
+    best = cost;
+    tree.root = root;
+    tree.parent = std::move(out);
+    tree.upParent = in == tree.parent ? std::vector<int>{} : std::move(in);
+    tree.down.assign(static_cast<size_t>(n), {});
+    tree.up.assign(static_cast<size_t>(n), {});
+    for (int v = 0; v < n; ++v) {
+      if (v == root) continue;
+      tree.down[static_cast<size_t>(v)] = table.route(tree.parent[static_cast<size_t>(v)], v);
+      tree.up[static_cast<size_t>(v)] = table.route(v, tree.upParentOf(v));
+    }
+  }
+  return best < kInf;
+}
+
+namespace {
+
+// MWU rounds; returns the distinct trees with their accumulated weights.
+std::vector<TreeCand> mwuTrees(const PlanGraph& g, int root, bool allReduce, const PackOptions& o,
+                               const std::vector<double>& cap, double bound, int* roundsOut) {
+  const size_t m = g.links().size();
+  std::vector<double> price(m), load(m, 0.0);
+  for (size_t l = 0; l < m; ++l) price[l] = cap[l] > 0 ? 1.0 / cap[l] : kInf;
+  std::map<std::string, TreeCand> found;
+  double total = 0, bestScaled = 0;
+  int sinceBetter = 0, round = 0;
+  const int patience = 40 + 2 * g.nranks();
+  // A round costs n Dijkstras and an O(n^3) oracle: large jobs get fewer
+  // rounds (their chains and the LP carry most of the rate anyway).
+  const int maxRounds = g.nranks() > 16 ? std::min(o.maxRounds, 4000 / g.nranks()) : o.maxRounds;
+  for (; round < maxRounds; ++round) {
+    RouteTable table = cheapestRoutes(g, price, cap);
+    Tree t;
+    if (!cheapestTree(g, table, root, allReduce, round, cap, t)) break;
+    std::map<int, int> use = useOf(t, allReduce);
+    double f = kInf;
+    for (auto [l, times] : use) f = std::min(f, cap[static_cast<size_t>(l)] / times);
+    for (auto [l, times] : use) {
+      load[static_cast<size_t>(l)] += f * times;
+      price[static_cast<size_t>(l)] *= std::exp(o.epsilon * f * times / cap[static_cast<size_t>(l)]);
+    }
+    total += f;
+    TreeCand& c = found[keyOf(t)];
+    if (c.tree.parent.empty()) {
+      c.tree = std::move(t);
+      c.use = std::move(use);
+    }
+    c.weight += f;
+    double over = 0;
+    for (size_t l = 0; l < m; ++l)
+      if (load[l] > 0 && cap[l] < PlanGraph::kUnbounded / 2) over = std::max(over, load[l] / cap[l]);
+    const double scaled = over > 0 ? total / over : total;
+    if (scaled > bestScaled * (1 + 1e-3)) {
+      sinceBetter = 0;
+    } else if (++sinceBetter >= patience) {
+      ++round;
+      break;
+    }
+    bestScaled = std::max(bestScaled, scaled);
+    if (bound > 0 && bestScaled >= bound * (1 - 1e-3)) {
+      ++round;
+      break;
+    }
+  }
+  *roundsOut = round;
+  std::vector<TreeCand> out;
+  for (auto& [key, c] : found) out.push_back(std::move(c));
+  return out;
+}
+
+// The reduction keeps at most maxKeep trees of the candidates; when that
+// set falls short of `target`, its own LP dual prices a new tree (the
+// oracle under the kept set's prices: the tree the kept set misses most),
+// which comes in for the member whose removal then costs least, as long as
+// the rate grows. New trees join `found` and `cands`.
+std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce, const std::vector<double>& cap,
+                                   int maxKeep, double target, std::vector<TreeCand>& found,
+                                   std::vector<Candidate>& cands, std::vector<int> kept) {
+  std::vector<double> y;
+  double rate = solveSubset(cands, kept, cap, &y);
+  for (int round = 0, rounds = g.nranks() > kMaxPairRanks ? 4 : 60; round < rounds && rate < target; ++round) {
+    TreeCand c;
+    if (cheapestColumn(g, cheapestRoutes(g, searchPrices(y, cap), cap), root, allReduce, round, cap, y, c.tree) < 0)
+      break;
+    c.use = useOf(c.tree, allReduce);
+    if (priceOf(c.use, y) >= 1 - 1e-9) break;  // no tree improves the kept set's LP
+    const int added = static_cast<int>(cands.size());
+    cands.push_back(Candidate{{c.use.begin(), c.use.end()}, 0});
+    found.push_back(std::move(c));
+    std::vector<int> best;
+    double bestRate = rate;
+    for (size_t drop = 0; drop <= kept.size(); ++drop) {  // drop == size: drop none
+      if (drop == kept.size() && static_cast<int>(kept.size()) >= maxKeep) break;
+      std::vector<int> trial;
+      for (size_t i = 0; i < kept.size(); ++i)
+        if (i != drop) trial.push_back(kept[i]);
+      trial.push_back(added);
+      const double r = solveSubset(cands, trial, cap);
+      if (r > bestRate * (1 + 1e-9)) bestRate = r, best = trial;
+    }
+    if (best.empty()) break;
+    kept = best;
+    rate = solveSubset(cands, kept, cap, &y);
+  }
+  return kept;
+}
+
+// The cost model's choice of the number of trees: the reduction that keeps
+// 99% of the optimum (`best`) and smaller ones are judged, the fastest wins
+// (ties to fewer trees). A set the judge cannot build is left out.
+template <typename TreesOf>
+std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce, std::vector<Candidate>& cands,
+                                  const std::vector<double>& cap, const TreesOf& treesOf, std::vector<Tree> best,
+                                  int* judged, double* seconds) {
+  auto judge = [&](const std::vector<Tree>& trees) {
+    ++*judged;
+    return judgeSeconds(o.judge, trees, allReduce, root);
+  };
+  double bestSeconds = judge(best);
+  size_t fewest = best.size();  // smallest set judged so far
+  constexpr std::pair<int, double> kSmaller[] = {{24, 0.97}, {24, 0.93}, {8, 0.9}, {4, 0.85}};
+  for (auto [most, keep] : kSmaller) {
+    std::vector<Tree> trees = treesOf(weightAndReduce(cands, cap, std::min(most, o.maxTrees), keep));
+    if (trees.empty() || trees.size() >= fewest) continue;
+    fewest = trees.size();
+    const double t = judge(trees);
+    if (t <= bestSeconds * (1 + 1e-9)) bestSeconds = t, best = std::move(trees);
+  }
+  *seconds = bestSeconds;
+  return best;
+}
+
+}  // namespace
+
+TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOptions& o, const std::vector<double>& cap,
+                    double bound) {
+  const auto start = std::chrono::steady_clock::now();
+  TreePlan plan;
+  plan.bound = bound;
+  if (g.nranks() < 2) return plan;
+  std::vector<TreeCand> found = mwuTrees(g, root, allReduce, o, cap, bound, &plan.rounds);
+  plan.mwuTrees = static_cast<int>(found.size());
+  // The LP over at most 64 MWU candidates (the heaviest), plus chains over the
+  // whole graph and over each link class, plus (small jobs) MWU trees of each
+  // class alone: the candidates the heterogeneous split would use.
+  std::sort(found.begin(), found.end(), [](const TreeCand& a, const TreeCand& b) { return a.weight > b.weight; });
+  if (found.size() > 64) found.resize(64);
+  auto addTree = [&](Tree t) {
+    TreeCand c;
+    c.use = useOf(t, allReduce);
+    c.tree = std::move(t);
+    found.push_back(std::move(c));
+  };
+  for (Tree& t : chainCandidates(g, root, allReduce, cap)) addTree(std::move(t));
+  for (const std::vector<double>& classCap : classCapacities(g, cap)) {
+    for (Tree& t : chainCandidates(g, root, allReduce, classCap)) addTree(std::move(t));
+    if (g.nranks() > 16) continue;
+    int rounds = 0;
+    std::vector<TreeCand> more = mwuTrees(g, root, allReduce, o, classCap, 0, &rounds);
+    std::sort(more.begin(), more.end(), [](const TreeCand& a, const TreeCand& b) { return a.weight > b.weight; });
+    if (more.size() > 32) more.resize(32);
+    plan.rounds += rounds;
+    for (TreeCand& c : more) found.push_back(std::move(c));
+  }
+  // Column generation from these candidates proves the LP optimum; its
+  // columns join the candidates the reduction chooses from.
+  std::vector<Tree> seeds;
+  std::set<std::string> keys;
+  for (const TreeCand& c : found)
+    if (keys.insert(keyOf(c.tree)).second) seeds.push_back(c.tree);
+  TreeOptimum opt = optimalTrees(g, root, allReduce, cap, seeds, 1e-7, treeOptimumRounds(g));
+  plan.optimum = opt.upper;
+  plan.pricingRounds = opt.iterations;
+  for (Tree& t : opt.trees)
+    if (keys.insert(keyOf(t)).second) addTree(std::move(t));
+  std::vector<Candidate> cands;
+  for (const TreeCand& c : found) cands.push_back(Candidate{{c.use.begin(), c.use.end()}, c.weight});
+  std::vector<int> kept = weightAndReduce(cands, cap, std::max(1, o.maxTrees), o.keep);
+  kept = swapInPricedTrees(g, root, allReduce, cap, std::max(1, o.maxTrees), o.keep * opt.value, found, cands, kept);
+  // The trees of a kept set, with the LP's weights as rates (none without a share).
+  auto treesOf = [&](const std::vector<int>& set) {
+    const double rate = solveSubset(cands, set, cap);
+    std::vector<Tree> trees;
+    for (int k : set) {
+      if (!(cands[static_cast<size_t>(k)].weight > 1e-9 * std::max(1.0, rate))) continue;
+      trees.push_back(found[static_cast<size_t>(k)].tree);
+      trees.back().rate = cands[static_cast<size_t>(k)].weight;
+    }
+    return trees;
+  };
+  plan.trees = treesOf(kept);
+  if (o.judge && g.nranks() <= kMaxJudgeRanks)
+    plan.trees = judgeTreeCounts(o, root, allReduce, cands, cap, treesOf, std::move(plan.trees), &plan.judged,
+                                 &plan.judgedSeconds);
+  for (const Tree& t : plan.trees) plan.rate += t.rate;
+  std::sort(plan.trees.begin(), plan.trees.end(), [](const Tree& a, const Tree& b) { return a.rate > b.rate; });
+  plan.planMs = msSince(start);
+  return plan;
+}
+
+void checkPackOptions(const PackOptions& o) {
+  if (!(o.epsilon > 0 && o.epsilon < 1)) throwInvalidArgument("tree packing: epsilon must be in (0, 1)");
+  if (o.maxRounds < 1) throwInvalidArgument("tree packing: maxRounds must be >= 1");
+  if (o.maxTrees < 1) throwInvalidArgument("tree packing: maxTrees must be >= 1");
+  if (!(o.keep > 0 && o.keep <= 1)) throwInvalidArgument("tree packing: keep must be in (0, 1]");
+}
+
+}  // namespace grove::plan::detail
+
+namespace grove::plan {
+
+TreePlan packTrees(const PlanGraph& g, int root, const PackOptions& options) {
+  detail::checkPackOptions(options);
+  if (root < 0 || root >= g.nranks())
+    throwInvalidArgument("packTrees: root " + std::to_string(root) + " out of range [0, " +
+                         std::to_string(g.nranks()) + ")");
+  const std::vector<double> cap = g.capacities();
+  TreePlan plan = detail::packCapped(g, root, false, options, cap, detail::broadcastBoundCapped(g, root, cap));
+  if (g.nranks() > 1 && plan.trees.empty())
+    throwInvalidUsage("packTrees: some rank cannot be reached from rank " + std::to_string(root));
+  return plan;
+}
+
+TreePlan packAllReduceTrees(const PlanGraph& g, const PackOptions& options) {
+  detail::checkPackOptions(options);
+  const std::vector<double> cap = g.capacities();
+  const double shards = detail::shardAllReduceBound(g, cap);
+  TreePlan plan = detail::packCapped(g, 0, true, options, cap, shards);
+  plan.bound = std::max(detail::familyBound(g, cap, plan.optimum, shards), plan.rate);
+  if (g.nranks() > 1 && plan.trees.empty()) throwInvalidUsage("packAllReduceTrees: the ranks are not connected");
+  return plan;
+}
+
+}  // namespace grove::plan

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""check_layers.py on small made-up repositories: it must fail on a
+forbidden edge, an unknown rule path and a feature test without the feature
+header, and pass on a tree that keeps its rules."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+CHECK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_layers.py")
+
+
+def make_tree(root, files):
+    for path, text in files.items():
+        full = os.path.join(root, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def run(root):
+    p = subprocess.run([sys.executable, CHECK, root], capture_output=True, text=True)
+    return p.returncode, p.stdout
+
+
+GOOD = {
+    "src/base/README.md": "# base\n\nMay include: `include/grove`.\n",
+    "src/base/log.h": '#include "grove/grove.h"\n#include <vector>\n',
+    "src/ir/README.md": "# ir\n\nMay include: `include/grove`,\n`src/base`.\n\nMust never include: `src/exec`.\n",
+    "src/ir/schedule.h": '#include "base/log.h"\n#include "ir/wire.h"\n',
+    "src/ir/wire.h": "#pragma once\n",
+    "src/exec/README.md": "# exec\n\nMay include: `src/base`, `src/ir/wire.h`, `grove_build_info.h`.\n",
+    "src/exec/run.cc": '#include "exec/run.h"\n#include "ir/wire.h"\n#include "grove_build_info.h"\n#if GROVE_HAVE_CUDA\n#endif\n',
+    "src/exec/run.h": "#pragma once\n",
+    "include/grove/grove.h": "#pragma once\n",
+}
+
+
+class CheckLayers(unittest.TestCase):
+    def test_a_tree_that_keeps_its_rules_passes(self):
+        with tempfile.TemporaryDirectory() as root:
+            make_tree(root, GOOD)
+            code, out = run(root)
+            self.assertEqual(code, 0, out)
+
+    def test_a_forbidden_edge_fails_naming_it(self):
+        with tempfile.TemporaryDirectory() as root:
+            make_tree(root, dict(GOOD, **{"src/ir/bad.cc": '#include "exec/run.h"\n'}))
+            code, out = run(root)
+            self.assertEqual(code, 1)
+            self.assertIn("src/ir/bad.cc: includes src/exec/run.h, which src/ir/README.md does not allow", out)
+
+    def test_a_file_rule_does_not_allow_its_neighbours(self):
+        with tempfile.TemporaryDirectory() as root:
+            make_tree(root, dict(GOOD, **{"src/exec/x.cc": '#include "ir/schedule.h"\n'}))
+            code, out = run(root)
+            self.assertEqual(code, 1)
+            self.assertIn("includes src/ir/schedule.h", out)
+
+    def test_a_rule_naming_a_missing_path_fails(self):
+        with tempfile.TemporaryDirectory() as root:
+            make_tree(root, dict(GOOD, **{"src/base/README.md": "May include: `include/grove`, `src/nowhere`.\n"}))
+            code, out = run(root)
+            self.assertEqual(code, 1)
+            self.assertIn("names src/nowhere, which does not exist", out)
+
+    def test_a_feature_test_without_the_feature_header_fails(self):
+        with tempfile.TemporaryDirectory() as root:
+            make_tree(root, dict(GOOD, **{"src/exec/y.cc": "#if GROVE_HAVE_CUDA\n#endif\n"}))
+            code, out = run(root)
+            self.assertEqual(code, 1)
+            self.assertIn("src/exec/y.cc: tests a GROVE_HAVE_* macro", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
