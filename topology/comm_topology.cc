@@ -123,8 +123,9 @@ bool emulatedCluster(const std::vector<LocalView>& views, Graph* out) {
   if (first.machines().size() <= 1) return false;
   for (const LocalView& v : views)
     if (v.graphJson != views[0].graphJson)
-      throwInvalidArgument("topology: ranks describe different multi-machine graphs (GROVE_TOPO_FILE "
-                           "must be the same file on every rank)");
+      throwInvalidArgument(
+          "topology: ranks describe different multi-machine graphs (GROVE_TOPO_FILE "
+          "must be the same file on every rank)");
   *out = std::move(first);
   return true;
 }
@@ -157,7 +158,9 @@ CommTopology buildCommTopology(const std::vector<LocalView>& views) {
       if (it == hostMachine.end()) {
         Graph g = fromJson(v.graphJson, "rank " + std::to_string(r) + " topology view");
         NodeId src = g.findMachine(v.host);
-        if (src < 0) throwInvalidArgument("topology: rank " + std::to_string(r) + "'s view has no machine '" + v.host + "'");
+        if (src < 0)
+          throwInvalidArgument("topology: rank " + std::to_string(r) + "'s view has no machine '" +
+                               v.host + "'");
         it = hostMachine.emplace(v.host, t.graph.appendMachine(g, src, v.host)).first;
       }
       t.ranks[r].machine = it->second;
@@ -166,12 +169,14 @@ CommTopology buildCommTopology(const std::vector<LocalView>& views) {
     for (int r = 0; r < n; ++r) {
       auto [it, inserted] = firstRank.emplace(views[r].host, r);
       if (!inserted && views[r].graphJson != views[it->second].graphJson)
-        GROVE_WARN(log::kTopo, "ranks %d and %d on host %s see different topologies; using rank %d's",
+        GROVE_WARN(log::kTopo,
+                   "ranks %d and %d on host %s see different topologies; using rank %d's",
                    it->second, r, views[r].host.c_str(), it->second);
     }
     fillByMachine(t);
     for (int r = 0; r < n && names.empty(); ++r)
-      t.ranks[r].node = placeOnMachine(t.graph, t.ranks[r].machine, views[r], t.ranks[r].localRank, r);
+      t.ranks[r].node =
+          placeOnMachine(t.graph, t.ranks[r].machine, views[r], t.ranks[r].localRank, r);
   }
   fillByMachine(t);  // (again for the emulated case; idempotent)
   if (!names.empty()) applyPlacement(t, names, /*allowOtherMachine=*/emulated, "GROVE_TOPO_RANKS");
@@ -185,7 +190,8 @@ CommTopology buildCommTopology(const std::vector<LocalView>& views) {
 CommTopology buildCommTopology(const std::vector<std::string>& encodedViews) {
   std::vector<LocalView> views;
   for (size_t r = 0; r < encodedViews.size(); ++r)
-    views.push_back(decodeLocalView(encodedViews[r], "rank " + std::to_string(r) + " topology view"));
+    views.push_back(
+        decodeLocalView(encodedViews[r], "rank " + std::to_string(r) + " topology view"));
   return buildCommTopology(views);
 }
 
@@ -245,7 +251,8 @@ NodeId resolveRankNode(const Graph& g, const std::string& name, NodeId machine,
                            std::to_string(found.size()) + " machines; qualify it as host/" + name);
     if (!found.empty()) id = found[0];
   }
-  if (id < 0) throwInvalidArgument("topology: " + what + ": no node '" + name + "' in the topology");
+  if (id < 0)
+    throwInvalidArgument("topology: " + what + ": no node '" + name + "' in the topology");
   const NodeKind kind = g.node(id).kind;
   if (kind == NodeKind::kMachine || kind == NodeKind::kNet)
     throwInvalidArgument("topology: " + what + ": '" + name + "' is a " + kindName(kind) +
@@ -292,7 +299,8 @@ CommTopology placeRanks(const Graph& g, int nranks, int ranksPerMachine, DeviceK
   int nm = static_cast<int>(machines.size());
   t.ranks.resize(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) {
-    int mi = ranksPerMachine > 0 ? r / ranksPerMachine : static_cast<int>(static_cast<int64_t>(r) * nm / nranks);
+    int mi = ranksPerMachine > 0 ? r / ranksPerMachine
+                                 : static_cast<int>(static_cast<int64_t>(r) * nm / nranks);
     if (mi >= nm)
       throwInvalidArgument("placeRanks: " + std::to_string(nranks) + " ranks at " +
                            std::to_string(ranksPerMachine) + " per machine need more than " +
@@ -311,7 +319,8 @@ std::string CommTopology::describe() const {
   std::ostringstream os;
   std::vector<NodeId> machines = graph.machines();
   for (size_t mi = 0; mi < machines.size() && mi < ranksByMachine.size(); ++mi) {
-    os << "machine " << graph.node(machines[mi]).name << ": " << ranksByMachine[mi].size() << " rank(s)";
+    os << "machine " << graph.node(machines[mi]).name << ": " << ranksByMachine[mi].size()
+       << " rank(s)";
     for (int r : ranksByMachine[mi]) os << "  " << r << "->" << graph.node(ranks[r].node).name;
     os << '\n';
   }

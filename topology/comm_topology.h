@@ -34,12 +34,12 @@ enum class DeviceKind { kHost, kCuda };
 
 /// What one rank contributes at communicator init.
 struct LocalView {
-  std::string graphJson;        ///< toJson() of its machine (or of a whole cluster file)
-  std::string host;             ///< the machine the rank runs on (its name in graphJson)
+  std::string graphJson;  ///< toJson() of its machine (or of a whole cluster file)
+  std::string host;       ///< the machine the rank runs on (its name in graphJson)
   DeviceKind device = DeviceKind::kHost;
-  int cudaDevice = -1;          ///< CUDA device index (CUDA comms)
-  std::string gpuBusId;         ///< its GPU's PCI bus id when known
-  int numa = -1;                ///< NUMA node the process runs on, -1 unknown
+  int cudaDevice = -1;                 ///< CUDA device index (CUDA comms)
+  std::string gpuBusId;                ///< its GPU's PCI bus id when known
+  int numa = -1;                       ///< NUMA node the process runs on, -1 unknown
   std::vector<std::string> placement;  ///< GROVE_TOPO_RANKS: node of each rank (empty: automatic)
 };
 
@@ -53,8 +53,9 @@ struct RankPlacement {
 /// The merged graph and every rank's place on it.
 struct CommTopology {
   Graph graph;
-  std::vector<RankPlacement> ranks;                ///< by rank
-  std::vector<std::vector<int>> ranksByMachine;    ///< per machine (in graph order), rank ids ascending
+  std::vector<RankPlacement> ranks;  ///< by rank
+  std::vector<std::vector<int>>
+      ranksByMachine;  ///< per machine (in graph order), rank ids ascending
   /// Readable lines: one per machine with its ranks and their nodes.
   std::string describe() const;
 };

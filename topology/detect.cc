@@ -29,7 +29,8 @@ int currentNumaNode(const std::string& sysRoot) {
   if (!d) return -1;
   int numa = -1;
   while (dirent* e = readdir(d))  // the cpu's directory holds a "node<N>" link
-    if (std::strncmp(e->d_name, "node", 4) == 0 && std::isdigit(static_cast<unsigned char>(e->d_name[4])))
+    if (std::strncmp(e->d_name, "node", 4) == 0 &&
+        std::isdigit(static_cast<unsigned char>(e->d_name[4])))
       numa = std::atoi(e->d_name + 4);
   closedir(d);
   return numa;
@@ -43,7 +44,8 @@ Graph detectLocal(const DetectOptions& o) {
   if (o.useIbverbs) detail::detectIbverbs(g, m, o);
   detail::detectSysfsNetSpeeds(g, m, o);
   if (o.useCuda) detail::detectCuda(g, m, o);
-  GROVE_INFO(log::kTopo, "detected %s: %zu CPU node(s), %zu GPU(s), %zu NIC(s), %zu PCIe switch(es)",
+  GROVE_INFO(log::kTopo,
+             "detected %s: %zu CPU node(s), %zu GPU(s), %zu NIC(s), %zu PCIe switch(es)",
              g.node(m).name.c_str(), g.nodesOfKind(NodeKind::kCpu).size(),
              g.nodesOfKind(NodeKind::kGpu).size(), g.nodesOfKind(NodeKind::kNic).size(),
              g.nodesOfKind(NodeKind::kPciSwitch).size());

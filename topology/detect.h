@@ -26,7 +26,7 @@ namespace grove::topo {
 
 /// Which detectors run and where sysfs is (tests point it at a fake tree).
 struct DetectOptions {
-  std::string host;            ///< machine name; empty = gethostname()
+  std::string host;  ///< machine name; empty = gethostname()
   std::string sysRoot = "/sys";
   bool useHwloc = true;
   bool useCuda = true;
@@ -55,10 +55,10 @@ struct PciHop {
 struct PciDevice {
   NodeKind kind = NodeKind::kNic;
   std::string busId;
-  std::string name;            ///< preferred node name ("" = gpuN / nicN)
-  int numa = -1;               ///< NUMA node of the device, -1 unknown
-  int gen = 0, width = 0;      ///< its own link
-  std::vector<PciHop> bridges; ///< bridges from the root port down (root port first)
+  std::string name;             ///< preferred node name ("" = gpuN / nicN)
+  int numa = -1;                ///< NUMA node of the device, -1 unknown
+  int gen = 0, width = 0;       ///< its own link
+  std::vector<PciHop> bridges;  ///< bridges from the root port down (root port first)
   std::map<std::string, std::string> attrs;
 };
 

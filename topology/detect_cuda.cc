@@ -61,7 +61,8 @@ struct Nvml {
     init = reinterpret_cast<decltype(init)>(dlsym(lib, "nvmlInit_v2"));
     byBus = reinterpret_cast<decltype(byBus)>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
     linkState = reinterpret_cast<decltype(linkState)>(dlsym(lib, "nvmlDeviceGetNvLinkState"));
-    remotePci = reinterpret_cast<decltype(remotePci)>(dlsym(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2"));
+    remotePci =
+        reinterpret_cast<decltype(remotePci)>(dlsym(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2"));
     if (!init || !byBus || !linkState || !remotePci || init() != NVML_SUCCESS) {
       dlclose(lib);
       lib = nullptr;

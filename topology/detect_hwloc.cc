@@ -108,7 +108,8 @@ bool detectHwloc(Graph& g, NodeId machine, const DetectOptions& o) {
     if (gpu || cls == 0x02) found.push_back(deviceOf(topo, obj, gpu, o));
   }
   addPciDevices(g, machine, found);
-  GROVE_INFO(log::kTopo, "hwloc: %zu NUMA node(s), %zu GPU/NIC PCI device(s)", numa.size(), found.size());
+  GROVE_INFO(log::kTopo, "hwloc: %zu NUMA node(s), %zu GPU/NIC PCI device(s)", numa.size(),
+             found.size());
   return true;
 }
 

@@ -20,18 +20,21 @@ namespace {
 
 double laneGbps(uint8_t speed) {
   switch (speed) {
-    case 1: return 2.5;    // SDR
-    case 2: return 5.0;    // DDR
-    case 4: case 8: return 10.0;  // QDR, FDR10
-    case 16: return 14.0;  // FDR
-    case 32: return 25.0;  // EDR
-    case 64: return 50.0;  // HDR
+    case 1: return 2.5;  // SDR
+    case 2: return 5.0;  // DDR
+    case 4:
+    case 8: return 10.0;     // QDR, FDR10
+    case 16: return 14.0;    // FDR
+    case 32: return 25.0;    // EDR
+    case 64: return 50.0;    // HDR
     case 128: return 100.0;  // NDR
     default: return 0;
   }
 }
 
-int widthLanes(uint8_t w) { return w == 1 ? 1 : w == 2 ? 4 : w == 4 ? 8 : w == 8 ? 12 : w == 16 ? 2 : 0; }
+int widthLanes(uint8_t w) {
+  return w == 1 ? 1 : w == 2 ? 4 : w == 4 ? 8 : w == 8 ? 12 : w == 16 ? 2 : 0;
+}
 
 NodeId nicFor(Graph& g, NodeId machine, const std::string& dev) {
   for (NodeId id : g.nodesOfKind(NodeKind::kNic, machine))

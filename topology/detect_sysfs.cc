@@ -44,7 +44,8 @@ const std::regex& busIdPattern() {
 
 void linkFacts(const std::string& dir, int* gen, int* width) {
   std::string speed = readLine(dir + "/current_link_speed");
-  if (speed.empty() || speed.find("Unknown") != std::string::npos) speed = readLine(dir + "/max_link_speed");
+  if (speed.empty() || speed.find("Unknown") != std::string::npos)
+    speed = readLine(dir + "/max_link_speed");
   std::string w = readLine(dir + "/current_link_width");
   if (w.empty() || w == "0") w = readLine(dir + "/max_link_width");
   *gen = pciGenFromSpeed(speed);
@@ -92,7 +93,8 @@ void addCpus(Graph& g, NodeId machine, const std::vector<int>& numaIds,
 void addPciDevices(Graph& g, NodeId machine, const std::vector<PciDevice>& devices) {
   std::map<std::string, NodeId> switches;
   std::vector<PciDevice> sorted = devices;
-  std::sort(sorted.begin(), sorted.end(), [](const PciDevice& a, const PciDevice& b) { return a.busId < b.busId; });
+  std::sort(sorted.begin(), sorted.end(),
+            [](const PciDevice& a, const PciDevice& b) { return a.busId < b.busId; });
   int gpus = 0, nics = 0;
   std::vector<NodeId> cpus = g.nodesOfKind(NodeKind::kCpu, machine);
   if (cpus.empty()) return;
@@ -129,7 +131,8 @@ void addPciDevices(Graph& g, NodeId machine, const std::vector<PciDevice>& devic
     n.busId = d.busId;
     n.attrs = d.attrs;
     n.index = d.kind == NodeKind::kGpu ? gpus++ : nics++;
-    n.name = !d.name.empty() ? d.name : (d.kind == NodeKind::kGpu ? "gpu" : "nic") + std::to_string(n.index);
+    n.name = !d.name.empty() ? d.name
+                             : (d.kind == NodeKind::kGpu ? "gpu" : "nic") + std::to_string(n.index);
     NodeId id = g.addNode(std::move(n));
     pcie(parent, id, d.gen, d.width);
   }
@@ -140,7 +143,9 @@ bool detectSysfsTree(Graph& g, NodeId machine, const DetectOptions& o) {
   std::vector<std::map<std::string, std::string>> attrs;
   std::string nodeDir = o.sysRoot + "/devices/system/node";
   for (const std::string& name : listDir(nodeDir)) {
-    if (name.rfind("node", 0) != 0 || name.size() < 5 || !isdigit(static_cast<unsigned char>(name[4]))) continue;
+    if (name.rfind("node", 0) != 0 || name.size() < 5 ||
+        !isdigit(static_cast<unsigned char>(name[4])))
+      continue;
     numa.push_back(std::atoi(name.c_str() + 4));
     attrs.push_back({{"cpus", readLine(nodeDir + "/" + name + "/cpulist")}});
   }
@@ -175,7 +180,8 @@ bool detectSysfsTree(Graph& g, NodeId machine, const DetectOptions& o) {
     char real[PATH_MAX];
     if (realpath(dir.c_str(), real)) {
       std::string path = real;
-      for (std::sregex_iterator it(path.begin(), path.end(), busIdPattern()), end; it != end; ++it) {
+      for (std::sregex_iterator it(path.begin(), path.end(), busIdPattern()), end; it != end;
+           ++it) {
         std::string hop = it->str();
         if (hop == bus) break;
         PciHop h;
@@ -186,8 +192,7 @@ bool detectSysfsTree(Graph& g, NodeId machine, const DetectOptions& o) {
     }
     found.push_back(std::move(d));
   }
-  if (found.empty())
-    GROVE_INFO(log::kTopo, "sysfs: no GPU or NIC found under %s", pciDir.c_str());
+  if (found.empty()) GROVE_INFO(log::kTopo, "sysfs: no GPU or NIC found under %s", pciDir.c_str());
   addPciDevices(g, machine, found);
   return true;
 }
@@ -205,7 +210,8 @@ void detectSysfsNetSpeeds(Graph& g, NodeId machine, const DetectOptions& o) {
       }
     }
     if (!(gbps > 0) && !n.attr("netdev").empty()) {
-      long mbps = std::atol(readLine(o.sysRoot + "/class/net/" + n.attr("netdev") + "/speed").c_str());
+      long mbps =
+          std::atol(readLine(o.sysRoot + "/class/net/" + n.attr("netdev") + "/speed").c_str());
       if (mbps > 0) gbps = static_cast<double>(mbps) / 1000.0;
     }
     if (!(gbps > 0)) {

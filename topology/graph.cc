@@ -24,8 +24,9 @@ struct KindNames {
   const char* name;
 };
 constexpr KindNames kNodeKinds[] = {
-    {NodeKind::kMachine, "machine"}, {NodeKind::kCpu, "cpu"},     {NodeKind::kGpu, "gpu"},
-    {NodeKind::kPciSwitch, "pci_switch"}, {NodeKind::kNic, "nic"}, {NodeKind::kNvSwitch, "nvswitch"},
+    {NodeKind::kMachine, "machine"}, {NodeKind::kCpu, "cpu"},
+    {NodeKind::kGpu, "gpu"},         {NodeKind::kPciSwitch, "pci_switch"},
+    {NodeKind::kNic, "nic"},         {NodeKind::kNvSwitch, "nvswitch"},
     {NodeKind::kNet, "net"},
 };
 struct LinkNames {
@@ -33,7 +34,9 @@ struct LinkNames {
   const char* name;
 };
 constexpr LinkNames kLinkKinds[] = {
-    {LinkKind::kNvLink, "nvlink"}, {LinkKind::kPcie, "pcie"}, {LinkKind::kSmp, "smp"},
+    {LinkKind::kNvLink, "nvlink"},
+    {LinkKind::kPcie, "pcie"},
+    {LinkKind::kSmp, "smp"},
     {LinkKind::kNet, "net"},
 };
 }  // namespace
@@ -95,7 +98,8 @@ NodeId Graph::addMachine(const std::string& hostName) {
   n.kind = NodeKind::kMachine;
   n.name = hostName;
   n.machine = static_cast<int>(nodes_.size());
-  if (findMachine(hostName) >= 0) throwInvalidArgument("topology: two machines named '" + hostName + "'");
+  if (findMachine(hostName) >= 0)
+    throwInvalidArgument("topology: two machines named '" + hostName + "'");
   nodes_.push_back(std::move(n));
   out_.emplace_back();
   return n.machine;
@@ -111,8 +115,9 @@ NodeId Graph::addNode(Node node) {
   }
   if (node.name.empty()) throwInvalidArgument("topology: a node has no name");
   if (find(node.machine, node.name) >= 0)
-    throwInvalidArgument("topology: two nodes named '" + node.name + "'" +
-                         (node.machine >= 0 ? " in machine '" + nodes_[node.machine].name + "'" : ""));
+    throwInvalidArgument(
+        "topology: two nodes named '" + node.name + "'" +
+        (node.machine >= 0 ? " in machine '" + nodes_[node.machine].name + "'" : ""));
   nodes_.push_back(std::move(node));
   out_.emplace_back();
   return static_cast<NodeId>(nodes_.size() - 1);
@@ -192,7 +197,8 @@ NodeId Graph::find(int machine, const std::string& name) const {
 
 NodeId Graph::findMachine(const std::string& host) const {
   for (size_t i = 0; i < nodes_.size(); ++i)
-    if (nodes_[i].kind == NodeKind::kMachine && nodes_[i].name == host) return static_cast<NodeId>(i);
+    if (nodes_[i].kind == NodeKind::kMachine && nodes_[i].name == host)
+      return static_cast<NodeId>(i);
   return -1;
 }
 
@@ -267,7 +273,8 @@ void Graph::append(const Graph& other) {
 namespace {
 std::string describeNode(const Graph& g, const Node& n, NodeId id) {
   std::ostringstream os;
-  os << kindName(n.kind) << ' ' << g.qualifiedName(id) << " index=" << n.index << " bus=" << n.busId;
+  os << kindName(n.kind) << ' ' << g.qualifiedName(id) << " index=" << n.index
+     << " bus=" << n.busId;
   for (const auto& [k, v] : n.attrs) os << ' ' << k << '=' << v;
   return os.str();
 }

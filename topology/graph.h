@@ -38,10 +38,10 @@ enum class LinkKind { kNvLink, kPcie, kSmp, kNet };
 /// One vertex of the graph.
 struct Node {
   NodeKind kind = NodeKind::kCpu;
-  std::string name;      ///< unique within its machine, e.g. "gpu3" (host name for machines)
-  int machine = -1;      ///< index of its kMachine node; -1 for network nodes
-  int index = -1;        ///< CUDA device (GPU), NUMA id (CPU), device number (NIC); -1 unknown
-  std::string busId;     ///< PCI bus id "0000:3b:00.0" when known
+  std::string name;   ///< unique within its machine, e.g. "gpu3" (host name for machines)
+  int machine = -1;   ///< index of its kMachine node; -1 for network nodes
+  int index = -1;     ///< CUDA device (GPU), NUMA id (CPU), device number (NIC); -1 unknown
+  std::string busId;  ///< PCI bus id "0000:3b:00.0" when known
   std::map<std::string, std::string> attrs;  ///< free-form facts (model, vendor, sm, speed...)
 
   /// Attribute text, or `def` when absent.
@@ -53,13 +53,13 @@ struct Link {
   NodeId from = -1;
   NodeId to = -1;
   LinkKind kind = LinkKind::kPcie;
-  double bw = 0;          ///< GB/s in this direction
-  double latencyUs = 0;   ///< one-way latency in microseconds
-  int count = 1;          ///< NVLink: number of bonded links (bw already includes them)
-  int pciGen = 0;         ///< PCIe generation, 0 unknown
-  int pciWidth = 0;       ///< PCIe lanes, 0 unknown
-  std::string srcAddr;    ///< IP address of the `from` end ("" = none), canonical text
-  std::string dstAddr;    ///< IP address of the `to` end ("" = none), canonical text
+  double bw = 0;         ///< GB/s in this direction
+  double latencyUs = 0;  ///< one-way latency in microseconds
+  int count = 1;         ///< NVLink: number of bonded links (bw already includes them)
+  int pciGen = 0;        ///< PCIe generation, 0 unknown
+  int pciWidth = 0;      ///< PCIe lanes, 0 unknown
+  std::string srcAddr;   ///< IP address of the `from` end ("" = none), canonical text
+  std::string dstAddr;   ///< IP address of the `to` end ("" = none), canonical text
 };
 
 /// Canonical text of an IPv4 or IPv6 literal ("10.0.0.1", "fd00::1"); nullopt

@@ -168,8 +168,9 @@ class Parser {
   double parseNumber() {
     size_t start = pos_;
     if (s_[pos_] == '-') ++pos_;
-    while (pos_ < s_.size() && (isdigit(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '.' ||
-                                s_[pos_] == 'e' || s_[pos_] == 'E' || s_[pos_] == '+' || s_[pos_] == '-'))
+    while (pos_ < s_.size() &&
+           (isdigit(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '.' || s_[pos_] == 'e' ||
+            s_[pos_] == 'E' || s_[pos_] == '+' || s_[pos_] == '-'))
       ++pos_;
     double d = 0;
     auto [end, ec] = std::from_chars(s_.data() + start, s_.data() + pos_, d);
@@ -199,7 +200,9 @@ class Parser {
         case 'b': out += '\b'; break;
         case 'f': out += '\f'; break;
         case 'u': out += parseUnicode(); break;
-        case '"': case '\\': case '/': out += e; break;
+        case '"':
+        case '\\':
+        case '/': out += e; break;
         default: fail(std::string("bad escape '\\") + e + "' in string");
       }
     }

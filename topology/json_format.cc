@@ -12,10 +12,11 @@ namespace {
 
 using json::Value;
 
-const std::set<std::string> kNodeKeys = {"name", "kind", "index", "bus_id", "net", "remove", "attrs"};
-const std::set<std::string> kLinkKeys = {"a", "b", "from", "to", "kind", "bw", "latency_us",
-                                         "count", "version", "gen", "width", "remove",
-                                         "addr_a", "addr_b", "addr_from", "addr_to"};
+const std::set<std::string> kNodeKeys = {"name", "kind",   "index", "bus_id",
+                                         "net",  "remove", "attrs"};
+const std::set<std::string> kLinkKeys = {
+    "a",       "b",   "from",  "to",     "kind",   "bw",     "latency_us", "count",
+    "version", "gen", "width", "remove", "addr_a", "addr_b", "addr_from",  "addr_to"};
 
 // Where we are, for error messages: "<file>:<line>: machine 'h' node 'x': ...".
 struct Ctx {
@@ -55,8 +56,7 @@ double numberOr(const Ctx& c, const Value& obj, const std::string& key, double d
 int intOr(const Ctx& c, const Value& obj, const std::string& key, int def, int lo, int hi) {
   const Value* v = obj.get(key);
   if (!v) return def;
-  if (!v->isNumber() || !(v->number >= lo && v->number <= hi) ||
-      v->number != std::floor(v->number))
+  if (!v->isNumber() || !(v->number >= lo && v->number <= hi) || v->number != std::floor(v->number))
     c.fail(*v, "\"" + key + "\" must be a whole number in [" + std::to_string(lo) + ", " +
                    std::to_string(hi) + "]");
   return static_cast<int>(v->number);
@@ -98,7 +98,8 @@ void applyNode(Graph& g, NodeId machine, const Value& obj, bool override, Ctx c)
                          " (cpu, gpu, pci_switch, nic, nvswitch)");
   }
   if (id >= 0 && !override) c.fail(obj, "a second node with this name");
-  if (id >= 0 && kind && g.node(id).kind != *kind) c.fail(*kindV, "an override cannot change a node's kind");
+  if (id >= 0 && kind && g.node(id).kind != *kind)
+    c.fail(*kindV, "an override cannot change a node's kind");
   if (id < 0) {
     if (!kind) c.fail(obj, "missing \"kind\"");
     Node n;
@@ -141,10 +142,10 @@ NodeId endpoint(Graph& g, NodeId machine, const Value& obj, const std::string& k
 
 double defaultBw(const Link& l, const Value& obj, const Ctx& c) {
   switch (l.kind) {
-    case LinkKind::kNvLink:
-      return l.count * nvlinkBwPerLink(intOr(c, obj, "version", 2, 1, 100));
+    case LinkKind::kNvLink: return l.count * nvlinkBwPerLink(intOr(c, obj, "version", 2, 1, 100));
     case LinkKind::kPcie: return pcieBw(l.pciGen ? l.pciGen : 3, l.pciWidth ? l.pciWidth : 16);
-    default: c.fail(obj, std::string("a ") + kindName(l.kind) + " link needs \"bw\" (GB/s per direction)");
+    default:
+      c.fail(obj, std::string("a ") + kindName(l.kind) + " link needs \"bw\" (GB/s per direction)");
   }
 }
 
@@ -163,8 +164,7 @@ void readAddresses(Link& l, const Value& obj, bool bidi, const Ctx& c) {
     if (!v) continue;
     auto addr = v->isString() ? canonicalIpAddress(v->text) : std::nullopt;
     if (!addr)
-      c.fail(*v, std::string("\"") + keys[i] + "\" " +
-                     (v->isString() ? "'" + v->text + "' " : "") +
+      c.fail(*v, std::string("\"") + keys[i] + "\" " + (v->isString() ? "'" + v->text + "' " : "") +
                      "is not an IPv4 or IPv6 address");
     *dst[i] = *addr;
   }
@@ -178,7 +178,8 @@ void applyLink(Graph& g, NodeId machine, const Value& obj, bool override, Ctx c)
   for (const auto& [key, v] : obj.fields)
     if (!kLinkKeys.count(key)) c.fail(v, "unknown link field \"" + key + "\"");
   bool bidi = obj.get("a") != nullptr;
-  if (!bidi && !obj.get("from")) c.fail(obj, "a link needs \"a\" and \"b\" (both ways) or \"from\" and \"to\"");
+  if (!bidi && !obj.get("from"))
+    c.fail(obj, "a link needs \"a\" and \"b\" (both ways) or \"from\" and \"to\"");
   Link l;
   l.from = endpoint(g, machine, obj, bidi ? "a" : "from", c);
   l.to = endpoint(g, machine, obj, bidi ? "b" : "to", c);
@@ -186,7 +187,8 @@ void applyLink(Graph& g, NodeId machine, const Value& obj, bool override, Ctx c)
   if (l.from == l.to) c.fail(obj, "a link needs two different nodes");
   std::string kindText = needString(c, obj, "kind");
   auto kind = parseLinkKind(kindText);
-  if (!kind) c.fail(*obj.get("kind"), "unknown link kind '" + kindText + "' (nvlink, pcie, smp, net)");
+  if (!kind)
+    c.fail(*obj.get("kind"), "unknown link kind '" + kindText + "' (nvlink, pcie, smp, net)");
   l.kind = *kind;
   bool remove = boolOr(c, obj, "remove");
   if (remove && !override) c.fail(obj, "\"remove\" is only allowed in an override file");
@@ -203,11 +205,14 @@ void applyLink(Graph& g, NodeId machine, const Value& obj, bool override, Ctx c)
   if (!(l.bw > 0)) c.fail(*obj.get("bw"), "\"bw\" must be positive (GB/s per direction)");
   l.latencyUs = numberOr(c, obj, "latency_us", defaultLatencyUs(l.kind));
   readAddresses(l, obj, bidi, c);
-  if (bidi) g.addBidi(l);
-  else g.addLink(l);
+  if (bidi)
+    g.addBidi(l);
+  else
+    g.addLink(l);
 }
 
-const Value& arrayField(const Ctx& c, const Value& obj, const std::string& key, const Value& empty) {
+const Value& arrayField(const Ctx& c, const Value& obj, const std::string& key,
+                        const Value& empty) {
   const Value* v = obj.get(key);
   if (!v) return empty;
   if (!v->isArray()) c.fail(*v, "\"" + key + "\" must be an array");
@@ -297,8 +302,10 @@ Value nodeJson(const Node& n) {
   if (!n.busId.empty()) v.set("bus_id", Value::makeString(n.busId));
   Value attrs = Value::makeObject();
   for (const auto& [k, a] : n.attrs) {
-    if (kNodeKeys.count(k)) attrs.set(k, Value::makeString(a));
-    else v.set(k, Value::makeString(a));
+    if (kNodeKeys.count(k))
+      attrs.set(k, Value::makeString(a));
+    else
+      v.set(k, Value::makeString(a));
   }
   if (!attrs.fields.empty()) v.set("attrs", attrs);
   return v;
@@ -310,14 +317,16 @@ Value machineJson(const Graph& g, NodeId m) {
   Value nodes = Value::makeArray();
   for (NodeId id = 0; id < static_cast<NodeId>(g.nodes().size()); ++id) {
     const Node& n = g.node(id);
-    if (n.kind != NodeKind::kMachine && n.kind != NodeKind::kNet && n.machine == m) nodes.push(nodeJson(n));
+    if (n.kind != NodeKind::kMachine && n.kind != NodeKind::kNet && n.machine == m)
+      nodes.push(nodeJson(n));
   }
   Value links = Value::makeArray();
   const auto& all = g.links();
   std::vector<bool> used(all.size(), false);
   for (size_t i = 0; i < all.size(); ++i) {
     const Link& l = all[i];
-    int home = g.node(l.from).kind == NodeKind::kNet ? g.node(l.to).machine : g.node(l.from).machine;
+    int home =
+        g.node(l.from).kind == NodeKind::kNet ? g.node(l.to).machine : g.node(l.from).machine;
     if (used[i] || home != m) continue;
     used[i] = true;
     bool bidi = false;

@@ -101,7 +101,8 @@ struct Importer {
       long mbps = number(net, "speed", 0);
       if (mbps <= 0) fail(net, "missing or zero 'speed' (Mb/s)");
       n.attrs["speed_gbps"] = json::formatNumber(static_cast<double>(mbps) / 1000.0);
-      if (pci) pcieLink(parent, id, *pci);
+      if (pci)
+        pcieLink(parent, id, *pci);
       else {  // a NIC directly under a CPU: no PCIe facts, assume gen3 x16
         Link l;
         l.from = parent, l.to = id, l.kind = LinkKind::kPcie, l.bw = pcieBw(3, 16);
@@ -209,8 +210,10 @@ struct Importer {
         if (const std::string* v = cpu.attr(key)) g.node(id).attrs[key] = *v;
       cpus.push_back(id);
       for (const Element& c : cpu.children) {
-        if (c.name == "pci") walkPci(id, c);
-        else if (c.name == "nic") addNics(id, c, "", nullptr);
+        if (c.name == "pci")
+          walkPci(id, c);
+        else if (c.name == "nic")
+          addNics(id, c, "", nullptr);
       }
     }
     if (cpus.empty()) fail(root, "no <cpu> element: the file describes nothing");

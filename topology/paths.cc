@@ -28,7 +28,7 @@ struct Label {
   double bw = -1;  // bottleneck so far (-1: unreached)
   int hops = 0;
   double lat = 0;
-  int via = -1;    // link index used to arrive
+  int via = -1;  // link index used to arrive
 };
 
 // True when label a is strictly better than b.

@@ -32,11 +32,11 @@ const char* pathTypeName(PathType t);
 
 /// One path from a source to a destination.
 struct Path {
-  std::vector<int> links;    ///< link indices, source to destination
-  double bottleneck = 0;     ///< GB/s: the narrowest link on the path (0: no path)
-  double latencyUs = 0;      ///< sum of link latencies
+  std::vector<int> links;  ///< link indices, source to destination
+  double bottleneck = 0;   ///< GB/s: the narrowest link on the path (0: no path)
+  double latencyUs = 0;    ///< sum of link latencies
   PathType type = PathType::kNone;
-  int nvlinks = 0;           ///< kNvLink: bonded links of the direct link; kNvSwitch: of the first hop
+  int nvlinks = 0;  ///< kNvLink: bonded links of the direct link; kNvSwitch: of the first hop
   bool exists() const { return bottleneck > 0 || type == PathType::kSelf; }
 };
 

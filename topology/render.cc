@@ -113,9 +113,10 @@ std::string matrixText(const Graph& g, NodeId machine) {
 std::string summaryText(const Graph& g) {
   std::ostringstream os;
   for (NodeId m : g.machines()) {
-    os << "Machine " << g.node(m).name << ": " << g.nodesOfKind(NodeKind::kCpu, m).size() << " CPU node(s), "
-       << g.nodesOfKind(NodeKind::kGpu, m).size() << " GPU(s), " << g.nodesOfKind(NodeKind::kNic, m).size()
-       << " NIC(s), " << g.nodesOfKind(NodeKind::kPciSwitch, m).size() << " PCIe switch(es), "
+    os << "Machine " << g.node(m).name << ": " << g.nodesOfKind(NodeKind::kCpu, m).size()
+       << " CPU node(s), " << g.nodesOfKind(NodeKind::kGpu, m).size() << " GPU(s), "
+       << g.nodesOfKind(NodeKind::kNic, m).size() << " NIC(s), "
+       << g.nodesOfKind(NodeKind::kPciSwitch, m).size() << " PCIe switch(es), "
        << g.nodesOfKind(NodeKind::kNvSwitch, m).size() << " NVSwitch(es)\n";
     os << "Nodes:\n";
     for (NodeId id = 0; id < static_cast<NodeId>(g.nodes().size()); ++id)
@@ -177,7 +178,8 @@ std::string dotLabel(const Node& n) {
   std::string s = n.name;
   std::string model = n.attr("model");
   if (!model.empty()) s += "\\n" + model;
-  if (n.kind == NodeKind::kNic && !n.attr("speed_gbps").empty()) s += "\\n" + n.attr("speed_gbps") + " Gb/s";
+  if (n.kind == NodeKind::kNic && !n.attr("speed_gbps").empty())
+    s += "\\n" + n.attr("speed_gbps") + " Gb/s";
   if (n.kind == NodeKind::kCpu && n.index >= 0) s += "\\nNUMA " + std::to_string(n.index);
   return s;
 }
@@ -193,17 +195,18 @@ std::string toDot(const Graph& g) {
        << "\";\n    style=rounded;\n    color=\"#888888\";\n";
     for (NodeId id = 0; id < static_cast<NodeId>(g.nodes().size()); ++id)
       if (g.node(id).machine == m && id != m)
-        os << "    " << dotId(id) << " [label=\"" << dotLabel(g.node(id)) << "\"," << dotShape(g.node(id).kind)
-           << "];\n";
+        os << "    " << dotId(id) << " [label=\"" << dotLabel(g.node(id)) << "\","
+           << dotShape(g.node(id).kind) << "];\n";
     os << "  }\n";
   }
   for (NodeId net : g.nodesOfKind(NodeKind::kNet))
-    os << "  " << dotId(net) << " [label=\"" << g.node(net).name << "\"," << dotShape(NodeKind::kNet) << "];\n";
+    os << "  " << dotId(net) << " [label=\"" << g.node(net).name << "\","
+       << dotShape(NodeKind::kNet) << "];\n";
   forEachLinkPair(g, [&](const Link& l, bool bidi) {
     double width = l.bw >= 100 ? 3.5 : l.bw >= 40 ? 2.5 : l.bw >= 20 ? 1.8 : 1.0;
-    os << "  " << dotId(l.from) << " -> " << dotId(l.to) << " [label=\"" << linkLabel(l) << "\",color=\""
-       << dotColor(l.kind) << "\",fontcolor=\"" << dotColor(l.kind) << "\",penwidth=" << width
-       << (bidi ? ",dir=both" : "") << "];\n";
+    os << "  " << dotId(l.from) << " -> " << dotId(l.to) << " [label=\"" << linkLabel(l)
+       << "\",color=\"" << dotColor(l.kind) << "\",fontcolor=\"" << dotColor(l.kind)
+       << "\",penwidth=" << width << (bidi ? ",dir=both" : "") << "];\n";
   });
   os << "}\n";
   return os.str();

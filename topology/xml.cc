@@ -38,7 +38,9 @@ class Parser {
       if (s_[pos_++] == '\n') ++line_;
   }
 
-  bool startsWith(const char* p) const { return s_.compare(pos_, std::char_traits<char>::length(p), p) == 0; }
+  bool startsWith(const char* p) const {
+    return s_.compare(pos_, std::char_traits<char>::length(p), p) == 0;
+  }
 
   void skipSpace() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) advance(1);
@@ -68,8 +70,9 @@ class Parser {
 
   std::string parseName() {
     size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) ||
-                                s_[pos_] == '_' || s_[pos_] == '-' || s_[pos_] == '.' || s_[pos_] == ':'))
+    while (pos_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' ||
+            s_[pos_] == '-' || s_[pos_] == '.' || s_[pos_] == ':'))
       ++pos_;
     return s_.substr(start, pos_ - start);
   }
@@ -84,11 +87,16 @@ class Parser {
       size_t semi = raw.find(';', i);
       if (semi == std::string::npos) fail("'&' without ';' in text or attribute", line);
       std::string ent = raw.substr(i + 1, semi - i - 1);
-      if (ent == "amp") out += '&';
-      else if (ent == "lt") out += '<';
-      else if (ent == "gt") out += '>';
-      else if (ent == "quot") out += '"';
-      else if (ent == "apos") out += '\'';
+      if (ent == "amp")
+        out += '&';
+      else if (ent == "lt")
+        out += '<';
+      else if (ent == "gt")
+        out += '>';
+      else if (ent == "quot")
+        out += '"';
+      else if (ent == "apos")
+        out += '\'';
       else if (!ent.empty() && ent[0] == '#') {
         unsigned cp = 0;
         bool hex = ent.size() > 1 && (ent[1] == 'x' || ent[1] == 'X');
@@ -112,7 +120,8 @@ class Parser {
       if (s_[pos_] == '>' || startsWith("/>")) return;
       int line = line_;
       std::string key = parseName();
-      if (key.empty()) fail("bad character '" + std::string(1, s_[pos_]) + "' in element <" + e.name + ">");
+      if (key.empty())
+        fail("bad character '" + std::string(1, s_[pos_]) + "' in element <" + e.name + ">");
       skipSpace();
       if (pos_ >= s_.size() || s_[pos_] != '=')
         fail("attribute '" + key + "' of element <" + e.name + "> has no value");
@@ -122,7 +131,8 @@ class Parser {
         fail("attribute '" + key + "' of element <" + e.name + "> is not quoted");
       char q = s_[pos_];
       size_t end = s_.find(q, pos_ + 1);
-      if (end == std::string::npos) fail("unterminated value of attribute '" + key + "' in <" + e.name + ">");
+      if (end == std::string::npos)
+        fail("unterminated value of attribute '" + key + "' in <" + e.name + ">");
       std::string raw = s_.substr(pos_ + 1, end - pos_ - 1);
       advance(end - pos_ + 1);
       if (e.attr(key)) fail("duplicate attribute '" + key + "' in element <" + e.name + ">", line);
@@ -146,7 +156,8 @@ class Parser {
     advance(1);  // '>'
     while (true) {
       size_t lt = s_.find('<', pos_);
-      if (lt == std::string::npos) fail("element <" + e.name + "> opened here is never closed", e.line);
+      if (lt == std::string::npos)
+        fail("element <" + e.name + "> opened here is never closed", e.line);
       std::string text = s_.substr(pos_, lt - pos_);
       int textLine = line_;
       advance(lt - pos_);

@@ -21,9 +21,9 @@ namespace grove::transport {
 
 /// Shared control block of a ring (lives beside the data, e.g. in shm).
 struct RingControl {
-  alignas(64) std::atomic<uint64_t> head{0};   ///< written by the producer
-  alignas(64) std::atomic<uint64_t> tail{0};   ///< written by the consumer
-  alignas(64) std::atomic<uint32_t> closed{0}; ///< set by either side when it goes away
+  alignas(64) std::atomic<uint64_t> head{0};    ///< written by the producer
+  alignas(64) std::atomic<uint64_t> tail{0};    ///< written by the consumer
+  alignas(64) std::atomic<uint32_t> closed{0};  ///< set by either side when it goes away
 };
 
 /// One side's view of a ring (producer or consumer; use one object per side).

@@ -43,11 +43,11 @@ inline constexpr size_t kRingCapacityAlign = 64;
 /// address space of the side that uses the handle (the sender's mapping of
 /// the receiver's memory on the sending side).
 struct DevRing {
-  uint8_t* data = nullptr;      ///< capacity bytes
-  uint64_t* head = nullptr;     ///< bytes ever committed (written by the sender)
-  uint64_t* tail = nullptr;     ///< bytes ever consumed (written by the receiver)
-  uint32_t* closed = nullptr;   ///< nonzero once either side went away
-  uint64_t capacity = 0;        ///< a multiple of kRingCapacityAlign
+  uint8_t* data = nullptr;     ///< capacity bytes
+  uint64_t* head = nullptr;    ///< bytes ever committed (written by the sender)
+  uint64_t* tail = nullptr;    ///< bytes ever consumed (written by the receiver)
+  uint32_t* closed = nullptr;  ///< nonzero once either side went away
+  uint64_t capacity = 0;       ///< a multiple of kRingCapacityAlign
 };
 
 /// A DevRing over one block of memory laid out as control block then data

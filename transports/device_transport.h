@@ -57,14 +57,10 @@ enum class RingKind : uint32_t {
 /// Name of a ring kind ("host_staged", ...), for messages.
 inline const char* ringKindName(RingKind k) {
   switch (k) {
-    case RingKind::kNone:
-      return "none";
-    case RingKind::kHostStaged:
-      return "host_staged";
-    case RingKind::kHostEmulated:
-      return "host_staged (emulated)";
-    case RingKind::kCudaIpc:
-      return "cuda_p2p";
+    case RingKind::kNone: return "none";
+    case RingKind::kHostStaged: return "host_staged";
+    case RingKind::kHostEmulated: return "host_staged (emulated)";
+    case RingKind::kCudaIpc: return "cuda_p2p";
   }
   return "invalid";
 }

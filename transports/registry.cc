@@ -48,7 +48,9 @@ std::vector<TransportEntry> makeRegistry() {
       LinkTraits{.latencyUs = 10, .stepOverheadUs = 10, .sharedMemory = false},
       [](const PeerEnd& a, const PeerEnd& b) { return netCanConnect(a.address, b.address); },
       [](const OpenArgs& args) { return openNetEndpoint(args); },
-      [](const Context& ctx, std::unique_ptr<Endpoint> e) { return makeNetTransport(ctx, std::move(e)); }});
+      [](const Context& ctx, std::unique_ptr<Endpoint> e) {
+        return makeNetTransport(ctx, std::move(e));
+      }});
 #endif
   rows.push_back(TransportEntry{
       "socket", "TCP, one connection per directed link", 100,
@@ -94,7 +96,8 @@ const TransportEntry* findTransport(const std::string& name) {
 
 std::string transportNames() {
   std::string names;
-  for (const TransportEntry& e : registry()) names += (names.empty() ? "" : ", ") + std::string(e.name);
+  for (const TransportEntry& e : registry())
+    names += (names.empty() ? "" : ", ") + std::string(e.name);
   return names;
 }
 

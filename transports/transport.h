@@ -32,8 +32,8 @@ namespace grove::transport {
 
 /// One directed stream: to (sending) or from (receiving) `peer` on `channel`.
 struct LinkKey {
-  int peer = -1;     ///< the other rank
-  int channel = 0;   ///< connection namespace; different channels never share bytes
+  int peer = -1;    ///< the other rank
+  int channel = 0;  ///< connection namespace; different channels never share bytes
   /// 0: the peer's default path; else a planned route registered with
   /// Transport::addRoute (both ends use the same id; another connection).
   uint32_t route = 0;
@@ -175,7 +175,7 @@ class OneSided {
 struct PeerInfo {
   int32_t rank = -1;
   int32_t pid = 0;
-  uint64_t hostHash = 0;          ///< same value on every rank of one host (boot id + host name)
+  uint64_t hostHash = 0;  ///< same value on every rank of one host (boot id + host name)
   char hostName[64] = {};
   /// By registry slot (transports/registry.h): each transport's address.
   Address addresses[kMaxTransports];
@@ -184,24 +184,26 @@ struct PeerInfo {
 /// The socket addresses of the path to one peer, when the topology's links
 /// carry IP addresses (an AF_UNSPEC address = none given).
 struct PeerRoute {
-  sockaddr_storage local{};   ///< bind to this (port 0) before connecting; AF_UNSPEC: kernel's choice
-  sockaddr_storage remote{};  ///< connect here, on the port of the peer's address; AF_UNSPEC: its address
-  std::string path;           ///< readable description of the path (logs)
+  sockaddr_storage
+      local{};  ///< bind to this (port 0) before connecting; AF_UNSPEC: kernel's choice
+  sockaddr_storage
+      remote{};      ///< connect here, on the port of the peer's address; AF_UNSPEC: its address
+  std::string path;  ///< readable description of the path (logs)
 };
 
 /// What a transport needs to know about its communicator.
 struct Context {
   int rank = 0;
   int nranks = 1;
-  std::string jobId;                   ///< unique per communicator: names shm segments
-  uint64_t secret = 0;                 ///< presented in socket hellos
-  std::vector<PeerInfo> peers;         ///< indexed by rank
+  std::string jobId;            ///< unique per communicator: names shm segments
+  uint64_t secret = 0;          ///< presented in socket hellos
+  std::vector<PeerInfo> peers;  ///< indexed by rank
   /// By rank: this transport's address of each rank (the registry fills it
   /// from PeerInfo::addresses; tests may fill it directly).
   std::vector<Address> addresses;
-  std::vector<PeerRoute> routes;       ///< by rank (socket transport); empty: every peer at its address
-  size_t bufferBytes = 1 << 20;        ///< capacity of each half's buffer
-  WaitContext wait;                    ///< abort flag + timeout for waits
+  std::vector<PeerRoute> routes;  ///< by rank (socket transport); empty: every peer at its address
+  size_t bufferBytes = 1 << 20;   ///< capacity of each half's buffer
+  WaitContext wait;               ///< abort flag + timeout for waits
 };
 
 /// A way of reaching peers.

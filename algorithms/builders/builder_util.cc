@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "algorithms/builders/builders.h"
-#include "ir/step_traits.h"
 #include "base/dtype.h"
 #include "base/error.h"
+#include "ir/step_traits.h"
 
 namespace grove::plan {
 
@@ -17,10 +17,8 @@ uint64_t messageBytes(const CollArgs& a) {
     case Coll::kReduceScatter:
     case Coll::kGather:
     case Coll::kScatter:
-    case Coll::kAlltoAll:
-      return bytes * static_cast<uint64_t>(std::max(a.nranks, 1));
-    default:
-      return bytes;
+    case Coll::kAlltoAll: return bytes * static_cast<uint64_t>(std::max(a.nranks, 1));
+    default: return bytes;
   }
 }
 
@@ -58,8 +56,7 @@ uint64_t checkArgs(const CollArgs& a, const PlanParams& p, const char* who) {
   const uint64_t es = dtypeSize(a.dtype);
   // count * es * nranks must fit comfortably in 64 bits.
   const uint64_t limit = (uint64_t{1} << 62) / es / static_cast<uint64_t>(a.nranks);
-  if (a.count > limit)
-    throwInvalidArgument(w + "count " + std::to_string(a.count) + " too large");
+  if (a.count > limit) throwInvalidArgument(w + "count " + std::to_string(a.count) + " too large");
   return es;
 }
 
@@ -90,8 +87,8 @@ std::vector<Span> rateSplit(uint64_t total, const std::vector<double>& rates, co
   uint64_t start = 0;
   for (int i = 0; i < parts; ++i) {
     cum += rates[i];
-    uint64_t end = i == parts - 1 ? total
-                                  : static_cast<uint64_t>(std::llroundl(total * (cum / sum)));
+    uint64_t end =
+        i == parts - 1 ? total : static_cast<uint64_t>(std::llroundl(total * (cum / sum)));
     end = std::clamp(end, start, total);
     out[i] = Span{start, end - start};
     start = end;

@@ -51,7 +51,8 @@ inline int floorPow2(int n) {
 /// virtual ranks 0..P-1.
 struct PowerOfTwoFold {
   PowerOfTwoFold(int nranks, int rank)
-      : P(floorPow2(nranks)), extra(nranks - P),
+      : P(floorPow2(nranks)),
+        extra(nranks - P),
         handsOver(rank < 2 * extra && rank % 2 == 0),
         folds(rank < 2 * extra && rank % 2 == 1),
         virt(rank < 2 * extra ? rank / 2 : rank - extra) {}
@@ -100,8 +101,8 @@ void addRoute(Program& program, int peer, int channel, bool send, const std::vec
 
 /// Program of a single-rank call: copy input+inOffset to output+outOffset
 /// (nothing when in place or empty).
-Program selfCopyProgram(const CollArgs& args, uint64_t bytes, uint64_t inOffset,
-                        uint64_t outOffset, const char* algo);
+Program selfCopyProgram(const CollArgs& args, uint64_t bytes, uint64_t inOffset, uint64_t outOffset,
+                        const char* algo);
 
 /// The start the builders share: a one-rank call is selfCopyProgram's copy
 /// and a call of 0 bytes has nothing to do. Sets `prog` to that program and

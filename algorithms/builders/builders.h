@@ -118,9 +118,9 @@ Program buildAlltoAll(const CollArgs& args, const PlanParams& params);
 
 /// One operation of a send/recv group, from the calling rank's point of view.
 struct P2POp {
-  bool isSend = true;  ///< send (true) or receive (false)
-  int peer = -1;       ///< the other rank (may be the calling rank itself)
-  uint64_t bytes = 0;  ///< bytes sent or received
+  bool isSend = true;             ///< send (true) or receive (false)
+  int peer = -1;                  ///< the other rank (may be the calling rank itself)
+  uint64_t bytes = 0;             ///< bytes sent or received
   BufRef buf{Buf::kExtra, 0, 0};  ///< the user buffer, normally Buf::kExtra with its index
 };
 

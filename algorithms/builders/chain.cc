@@ -60,7 +60,7 @@ Program buildChainBroadcast(const CollArgs& a, const PlanParams& p) {
   if (a.nranks == 1) return detail::selfCopyProgram(a, bytes, 0, 0, "ring");
   const int n = a.nranks;
   const int pos = modRank(a.rank - a.root, n);  // 0 = root, n-1 = end of the chain
-  const StepKind kind = pos == 0 ? StepKind::kSend
+  const StepKind kind = pos == 0       ? StepKind::kSend
                         : pos == n - 1 ? StepKind::kRecv
                                        : StepKind::kRecvCopySend;
   Program prog;
@@ -82,7 +82,7 @@ Program buildChainReduce(const CollArgs& a, const PlanParams& p) {
   if (a.nranks == 1) return detail::selfCopyProgram(a, bytes, 0, 0, "ring");
   const int n = a.nranks;
   const int pos = modRank(a.rank - a.root - 1, n);  // 0 = root+1 (start), n-1 = root
-  const StepKind kind = pos == 0 ? StepKind::kSend
+  const StepKind kind = pos == 0       ? StepKind::kSend
                         : pos == n - 1 ? StepKind::kRecvReduce
                                        : StepKind::kRecvReduceSend;
   Program prog;

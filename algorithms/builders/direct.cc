@@ -53,7 +53,8 @@ Phase gatherAndReduce(const CollArgs& a, uint64_t bytes, Phase& comm, Program& p
     const int q = modRank(r - i, n);  // rank r-1 sends to r first
     detail::addLane(comm, recvLane(q, ref(Buf::kScratch, slot(q)), bytes));
   }
-  if (a.inPlace) detail::addLane(comm, copyLane(ref(Buf::kInput, 0), ref(Buf::kScratch, slot(r)), bytes));
+  if (a.inPlace)
+    detail::addLane(comm, copyLane(ref(Buf::kInput, 0), ref(Buf::kScratch, slot(r)), bytes));
   auto contribution = [&](int j) {
     return (j == r && !a.inPlace) ? ref(Buf::kInput, 0) : ref(Buf::kScratch, slot(j));
   };
@@ -109,7 +110,8 @@ Program buildDirectBroadcast(const CollArgs& a, const PlanParams& p) {
   if (a.rank == a.root) {
     for (int i = 1; i < a.nranks; ++i)
       detail::addLane(comm, sendLane(modRank(a.rank + i, a.nranks), ref(Buf::kInput, 0), bytes));
-    if (!a.inPlace) detail::addLane(comm, copyLane(ref(Buf::kInput, 0), ref(Buf::kOutput, 0), bytes));
+    if (!a.inPlace)
+      detail::addLane(comm, copyLane(ref(Buf::kInput, 0), ref(Buf::kOutput, 0), bytes));
   } else {
     detail::addLane(comm, recvLane(a.root, ref(Buf::kOutput, 0), bytes));
   }
@@ -130,7 +132,8 @@ Program buildDirectAllGather(const CollArgs& a, const PlanParams& p) {
     const int q = modRank(a.rank - i, a.nranks);
     detail::addLane(comm, recvLane(q, ref(Buf::kOutput, static_cast<uint64_t>(q) * bytes), bytes));
   }
-  if (!a.inPlace) detail::addLane(comm, copyLane(ref(Buf::kInput, 0), ref(Buf::kOutput, myBlock), bytes));
+  if (!a.inPlace)
+    detail::addLane(comm, copyLane(ref(Buf::kInput, 0), ref(Buf::kOutput, myBlock), bytes));
   detail::addPhase(prog, std::move(comm));
   return prog;
 }

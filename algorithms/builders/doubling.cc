@@ -152,12 +152,14 @@ Program buildDoublingBroadcast(const CollArgs& a, const PlanParams& p) {
   // The lowest power of two above v's highest set bit (1 for the root).
   const int top = v == 0 ? 1 : 2 * floorPow2(v);
   if (v != 0)
-    detail::addPhase(prog, phaseOf({recvLane(real(v - top / 2), ref(Buf::kOutput, 0), bytes,
-                                             kDoublingChannel)}));
+    detail::addPhase(
+        prog,
+        phaseOf({recvLane(real(v - top / 2), ref(Buf::kOutput, 0), bytes, kDoublingChannel)}));
   const BufRef from = v == 0 ? ref(Buf::kInput, 0) : ref(Buf::kOutput, 0);
   Phase fanOut;
   for (int step = floorPow2(n - 1); step >= top; step /= 2)  // the farthest child first
-    if (v + step < n) detail::addLane(fanOut, sendLane(real(v + step), from, bytes, kDoublingChannel));
+    if (v + step < n)
+      detail::addLane(fanOut, sendLane(real(v + step), from, bytes, kDoublingChannel));
   if (v == 0 && !a.inPlace)
     detail::addLane(fanOut, detail::copyLane(ref(Buf::kInput, 0), ref(Buf::kOutput, 0), bytes));
   if (!fanOut.lanes.empty()) detail::addPhase(prog, std::move(fanOut));

@@ -90,7 +90,8 @@ Program buildGather(const CollArgs& a, const PlanParams& p) {
       const int q = modRank(a.rank - i, a.nranks);
       addRecv(phase, q, ref(Buf::kOutput, blockAt(q, bytes)), cut);
     }
-    if (!a.inPlace) addCopy(phase, ref(Buf::kInput, 0), ref(Buf::kOutput, blockAt(a.rank, bytes)), bytes);
+    if (!a.inPlace)
+      addCopy(phase, ref(Buf::kInput, 0), ref(Buf::kOutput, blockAt(a.rank, bytes)), bytes);
   }
   detail::addPhase(prog, std::move(phase));
   return prog;
@@ -111,7 +112,8 @@ Program buildScatter(const CollArgs& a, const PlanParams& p) {
       const int q = modRank(a.rank + i, a.nranks);
       addSend(phase, q, ref(Buf::kInput, blockAt(q, bytes)), cut);
     }
-    if (!a.inPlace) addCopy(phase, ref(Buf::kInput, blockAt(a.rank, bytes)), ref(Buf::kOutput, 0), bytes);
+    if (!a.inPlace)
+      addCopy(phase, ref(Buf::kInput, blockAt(a.rank, bytes)), ref(Buf::kOutput, 0), bytes);
   }
   detail::addPhase(prog, std::move(phase));
   return prog;
@@ -131,7 +133,8 @@ Program buildAlltoAll(const CollArgs& a, const PlanParams& p) {
     Phase stage;
     for (int i = 1; i < a.nranks; ++i) {
       const int q = modRank(a.rank + i, a.nranks);
-      addCopy(stage, ref(Buf::kInput, blockAt(q, bytes)), ref(Buf::kScratch, blockAt(q, bytes)), bytes);
+      addCopy(stage, ref(Buf::kInput, blockAt(q, bytes)), ref(Buf::kScratch, blockAt(q, bytes)),
+              bytes);
     }
     detail::addPhase(prog, std::move(stage));
     prog.scratchBytes = static_cast<uint64_t>(a.nranks) * bytes;
@@ -147,7 +150,8 @@ Program buildAlltoAll(const CollArgs& a, const PlanParams& p) {
     addRecv(phase, q, ref(Buf::kOutput, blockAt(q, bytes)), cut);
   }
   if (!a.inPlace)
-    addCopy(phase, ref(Buf::kInput, blockAt(a.rank, bytes)), ref(Buf::kOutput, blockAt(a.rank, bytes)), bytes);
+    addCopy(phase, ref(Buf::kInput, blockAt(a.rank, bytes)),
+            ref(Buf::kOutput, blockAt(a.rank, bytes)), bytes);
   detail::addPhase(prog, std::move(phase));
   return prog;
 }

@@ -28,9 +28,9 @@
 
 #include "algorithms/builders/builder_util.h"
 #include "algorithms/builders/builders.h"
-#include "ir/step_traits.h"
 #include "algorithms/planner/topo_plans.h"
 #include "base/error.h"
+#include "ir/step_traits.h"
 
 namespace grove::plan {
 
@@ -42,9 +42,9 @@ namespace {
 struct Lowering {
   const std::vector<int>* ranks = nullptr;  ///< sub-group rank -> communicator rank
   int channel = 0;
-  uint64_t byteOffset = 0;   ///< where the part starts in the buffers
+  uint64_t byteOffset = 0;     ///< where the part starts in the buffers
   bool inputIsOutput = false;  ///< read the output where the sub-program reads its input
-  bool keepFinal = true;     ///< false: this level's last reduction is not the final one
+  bool keepFinal = true;       ///< false: this level's last reduction is not the final one
 };
 
 BufRef lowerRef(BufRef b, const Lowering& l) {

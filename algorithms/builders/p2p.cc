@@ -56,8 +56,8 @@ uint64_t pieceBytes(uint64_t bytes, const P2PSplit& split, int nranks) {
 
 Program buildP2P(const std::vector<P2POp>& ops, int rank, int nranks, const P2PSplit& split) {
   if (split.maxChannels > kMaxP2PChannels)
-    throwInvalidArgument("sendrecv: " + std::to_string(split.maxChannels) +
-                         " channels (at most " + std::to_string(kMaxP2PChannels) + ")");
+    throwInvalidArgument("sendrecv: " + std::to_string(split.maxChannels) + " channels (at most " +
+                         std::to_string(kMaxP2PChannels) + ")");
   if (nranks < 1 || rank < 0 || rank >= nranks)
     throwInvalidArgument("sendrecv: rank " + std::to_string(rank) + " out of range [0," +
                          std::to_string(nranks) + ")");
@@ -96,9 +96,12 @@ Program buildP2P(const std::vector<P2POp>& ops, int rank, int nranks, const P2PS
   for (size_t i = 0; i < selfSends.size(); ++i) {
     if (selfSends[i]->bytes != selfRecvs[i]->bytes)
       throwInvalidArgument("sendrecv: send to self #" + std::to_string(i) + " has " +
-                           std::to_string(selfSends[i]->bytes) + " bytes but the matching "
-                           "receive has " + std::to_string(selfRecvs[i]->bytes));
-    self.steps.push_back(detail::copyStep(selfSends[i]->buf, selfRecvs[i]->buf, selfSends[i]->bytes));
+                           std::to_string(selfSends[i]->bytes) +
+                           " bytes but the matching "
+                           "receive has " +
+                           std::to_string(selfRecvs[i]->bytes));
+    self.steps.push_back(
+        detail::copyStep(selfSends[i]->buf, selfRecvs[i]->buf, selfSends[i]->bytes));
   }
   detail::addLane(phase, std::move(self));
   detail::addPhase(prog, std::move(phase));

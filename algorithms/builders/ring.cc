@@ -150,7 +150,8 @@ void addRingRoutes(Program& prog, const std::vector<Ring>& rings, const RingSet&
     for (int sub = 0; sub < rs.subs; ++sub) {
       const int ch = static_cast<int>(i) * rs.subs + sub;
       if (out < routes.size())
-        detail::addRoute(prog, order[static_cast<size_t>(modRank(pos + 1, n))], ch, true, routes[out]);
+        detail::addRoute(prog, order[static_cast<size_t>(modRank(pos + 1, n))], ch, true,
+                         routes[out]);
       if (in < routes.size()) detail::addRoute(prog, order[in], ch, false, routes[in]);
     }
   }
@@ -169,9 +170,11 @@ template <typename ChunkAt>
 void allReduceLoop(Lane& lane, const RingCtx& c, ChunkAt chunkAt) {
   const int n = c.n, r = c.pos;
   ringStep(lane, c, StepKind::kSend, chunkAt(modRank(r - 1, n)));
-  for (int j = 2; j <= n - 1; ++j) ringStep(lane, c, StepKind::kRecvReduceSend, chunkAt(modRank(r - j, n)));
+  for (int j = 2; j <= n - 1; ++j)
+    ringStep(lane, c, StepKind::kRecvReduceSend, chunkAt(modRank(r - j, n)));
   ringStep(lane, c, StepKind::kRecvReduceCopySend, chunkAt(r), /*final=*/true);
-  for (int j = 1; j <= n - 2; ++j) ringStep(lane, c, StepKind::kRecvCopySend, chunkAt(modRank(r - j, n)));
+  for (int j = 1; j <= n - 2; ++j)
+    ringStep(lane, c, StepKind::kRecvCopySend, chunkAt(modRank(r - j, n)));
   ringStep(lane, c, StepKind::kRecv, chunkAt(modRank(r + 1, n)));
 }
 
@@ -202,7 +205,8 @@ std::vector<Ring> rankOrderRing(int nranks) {
 
 }  // namespace
 
-Program buildRingsAllReduce(const CollArgs& a, const PlanParams& p, const std::vector<Ring>& rings) {
+Program buildRingsAllReduce(const CollArgs& a, const PlanParams& p,
+                            const std::vector<Ring>& rings) {
   const uint64_t es = detail::checkArgs(a, p, "ring allreduce");
   if (a.nranks == 1) return detail::selfCopyProgram(a, a.count * es, 0, 0, "ring");
   const RingSet rs = makeRingSet(a, p, rings, a.count, "ring allreduce");
@@ -230,7 +234,8 @@ Program buildRingsAllReduce(const CollArgs& a, const PlanParams& p, const std::v
   return prog;
 }
 
-Program buildRingsAllGather(const CollArgs& a, const PlanParams& p, const std::vector<Ring>& rings) {
+Program buildRingsAllGather(const CollArgs& a, const PlanParams& p,
+                            const std::vector<Ring>& rings) {
   const uint64_t es = detail::checkArgs(a, p, "ring allgather");
   const uint64_t blockBytes = a.count * es;
   const uint64_t myBlock = static_cast<uint64_t>(a.rank) * blockBytes;
@@ -241,22 +246,23 @@ Program buildRingsAllGather(const CollArgs& a, const PlanParams& p, const std::v
   prog.algo = "ring";
   addRingRoutes(prog, rings, rs, a.nranks);
   Phase phase;
-  blockRingLanes(phase, a, rs, p, es, [&](Lane& lane, const RingCtx& c, uint64_t inOff, uint64_t bytes) {
-    auto outRef = [&](int k) {
-      return ref(Buf::kOutput, static_cast<uint64_t>(c.rankAt(k)) * blockBytes + inOff);
-    };
-    lane.steps.push_back(detail::netStep(StepKind::kSend, c.prev, c.next, c.channel,
-                                         ref(Buf::kInput, inOff), {}, bytes));
-    for (int j = 1; j <= n - 2; ++j)
-      lane.steps.push_back(detail::netStep(StepKind::kRecvCopySend, c.prev, c.next, c.channel, {},
-                                           outRef(c.pos - j), bytes));
-    lane.steps.push_back(detail::netStep(StepKind::kRecv, c.prev, c.next, c.channel, {},
-                                         outRef(c.pos + 1), bytes));
-  });
+  blockRingLanes(
+      phase, a, rs, p, es, [&](Lane& lane, const RingCtx& c, uint64_t inOff, uint64_t bytes) {
+        auto outRef = [&](int k) {
+          return ref(Buf::kOutput, static_cast<uint64_t>(c.rankAt(k)) * blockBytes + inOff);
+        };
+        lane.steps.push_back(detail::netStep(StepKind::kSend, c.prev, c.next, c.channel,
+                                             ref(Buf::kInput, inOff), {}, bytes));
+        for (int j = 1; j <= n - 2; ++j)
+          lane.steps.push_back(detail::netStep(StepKind::kRecvCopySend, c.prev, c.next, c.channel,
+                                               {}, outRef(c.pos - j), bytes));
+        lane.steps.push_back(detail::netStep(StepKind::kRecv, c.prev, c.next, c.channel, {},
+                                             outRef(c.pos + 1), bytes));
+      });
   if (!a.inPlace && blockBytes > 0) {
     Lane local;
-    local.steps.push_back(detail::copyStep(ref(Buf::kInput, 0), ref(Buf::kOutput, myBlock),
-                                           blockBytes));
+    local.steps.push_back(
+        detail::copyStep(ref(Buf::kInput, 0), ref(Buf::kOutput, myBlock), blockBytes));
     detail::addLane(phase, std::move(local));
   }
   detail::addPhase(prog, std::move(phase));
@@ -274,19 +280,20 @@ Program buildRingsReduceScatter(const CollArgs& a, const PlanParams& p,
   prog.algo = "ring";
   addRingRoutes(prog, rings, rs, a.nranks);
   Phase phase;
-  blockRingLanes(phase, a, rs, p, es, [&](Lane& lane, const RingCtx& c, uint64_t outOff, uint64_t bytes) {
-    auto inRef = [&](int k) {
-      return ref(Buf::kInput, static_cast<uint64_t>(c.rankAt(k)) * blockBytes + outOff);
-    };
-    lane.steps.push_back(detail::netStep(StepKind::kSend, c.prev, c.next, c.channel,
-                                         inRef(c.pos - 1), {}, bytes));
-    for (int j = 2; j <= n - 1; ++j)
-      lane.steps.push_back(detail::netStep(StepKind::kRecvReduceSend, c.prev, c.next, c.channel,
-                                           inRef(c.pos - j), {}, bytes));
-    lane.steps.push_back(detail::netStep(StepKind::kRecvReduce, c.prev, c.next, c.channel,
-                                         inRef(c.pos), ref(Buf::kOutput, outOff), bytes,
-                                         /*final=*/true));
-  });
+  blockRingLanes(
+      phase, a, rs, p, es, [&](Lane& lane, const RingCtx& c, uint64_t outOff, uint64_t bytes) {
+        auto inRef = [&](int k) {
+          return ref(Buf::kInput, static_cast<uint64_t>(c.rankAt(k)) * blockBytes + outOff);
+        };
+        lane.steps.push_back(detail::netStep(StepKind::kSend, c.prev, c.next, c.channel,
+                                             inRef(c.pos - 1), {}, bytes));
+        for (int j = 2; j <= n - 1; ++j)
+          lane.steps.push_back(detail::netStep(StepKind::kRecvReduceSend, c.prev, c.next, c.channel,
+                                               inRef(c.pos - j), {}, bytes));
+        lane.steps.push_back(detail::netStep(StepKind::kRecvReduce, c.prev, c.next, c.channel,
+                                             inRef(c.pos), ref(Buf::kOutput, outOff), bytes,
+                                             /*final=*/true));
+      });
   detail::addPhase(prog, std::move(phase));
   return prog;
 }

@@ -144,17 +144,17 @@ std::vector<int> channelsPerTree(const std::vector<double>& rates, int nChannels
 
 /// What every emitter needs about the call.
 struct Setup {
-  std::vector<Node> nodes;   ///< this rank's node in each tree (all-reduce: the broadcast tree)
-  std::vector<Node> upNodes; ///< all-reduce: this rank's node in each reduce tree
-  std::vector<Span> shares;  ///< each tree's elements
-  std::vector<int> subs;     ///< parts (channels) of each tree, per direction
-  std::vector<int> first;    ///< each tree's first channel index
+  std::vector<Node> nodes;    ///< this rank's node in each tree (all-reduce: the broadcast tree)
+  std::vector<Node> upNodes;  ///< all-reduce: this rank's node in each reduce tree
+  std::vector<Span> shares;   ///< each tree's elements
+  std::vector<int> subs;      ///< parts (channels) of each tree, per direction
+  std::vector<int> first;     ///< each tree's first channel index
   uint64_t es = 1;
-  uint64_t chunk = 1;        ///< elements per chunk
+  uint64_t chunk = 1;  ///< elements per chunk
 };
 
-Setup makeSetup(const CollArgs& a, const PlanParams& p, const std::vector<Tree>& trees,
-                uint64_t es, int dirs, bool rooted, const std::string& who) {
+Setup makeSetup(const CollArgs& a, const PlanParams& p, const std::vector<Tree>& trees, uint64_t es,
+                int dirs, bool rooted, const std::string& who) {
   if (trees.empty()) throwInvalidArgument(who + ": no trees");
   const int slots = kP2PChannel / dirs;
   if (static_cast<int>(trees.size()) > slots)
@@ -224,7 +224,8 @@ void emitDown(Lane& lane, const Node& n, int ch, BufRef rootSrc, uint64_t off, u
   size_t next = 0;
   BufRef src = rootSrc;
   if (n.parent >= 0) {
-    Step fwd = detail::netStep(StepKind::kRecvCopySend, n.parent, n.children[0], ch, {}, out, bytes);
+    Step fwd =
+        detail::netStep(StepKind::kRecvCopySend, n.parent, n.children[0], ch, {}, out, bytes);
     setDestinations(fwd, n.children, 0);
     lane.steps.push_back(fwd);
     next = kFanOut;
@@ -284,10 +285,12 @@ const std::vector<int>& plannedRoute(const std::vector<std::vector<int>>& routes
 /// children, from its parent, in node `n`) on channel `downCh`, up (to its
 /// parent, from its children, in node `u` of the reduce tree) on `upCh`;
 /// -1: that direction is not used.
-void addTreeRoutes(Program& prog, const Tree& t, const Node& n, const Node& u, int downCh, int upCh) {
+void addTreeRoutes(Program& prog, const Tree& t, const Node& n, const Node& u, int downCh,
+                   int upCh) {
   if (downCh >= 0) {
     for (int c : n.children) detail::addRoute(prog, c, downCh, true, plannedRoute(t.down, c));
-    if (n.parent >= 0) detail::addRoute(prog, n.parent, downCh, false, plannedRoute(t.down, n.rank));
+    if (n.parent >= 0)
+      detail::addRoute(prog, n.parent, downCh, false, plannedRoute(t.down, n.rank));
   }
   if (upCh >= 0) {
     for (int c : u.children) detail::addRoute(prog, c, upCh, false, plannedRoute(t.up, c));

@@ -34,8 +34,8 @@ constexpr uint64_t kExtrapolateAbove = 64ull << 20;
 constexpr uint64_t kElemBytes = 4;  // predictions use float32
 
 /// The collectives with a per-size table.
-constexpr Coll kTunedColls[] = {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce,
-                                Coll::kAllGather, Coll::kReduceScatter};
+constexpr Coll kTunedColls[] = {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather,
+                                Coll::kReduceScatter};
 
 bool perRankCount(Coll c) { return c == Coll::kAllGather || c == Coll::kReduceScatter; }
 
@@ -102,8 +102,8 @@ double busBwFactor(Coll coll, int nranks) {
   }
 }
 
-FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args,
-                      const PlanParams& params, const SimParams& p) {
+FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args, const PlanParams& params,
+                      const SimParams& p) {
   if (args.nranks != plans.graph().nranks())
     throwInvalidArgument("predict: the plans cover " + std::to_string(plans.graph().nranks()) +
                          " ranks, the call " + std::to_string(args.nranks));
@@ -120,26 +120,29 @@ FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args,
 TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p, uint64_t bytes) {
   const PlanParams arParams = sel.select(Coll::kAllReduce, bytes).params;
   const PlanParams bcParams = sel.select(Coll::kBroadcast, bytes).params;
-  return [&g, arParams, bcParams, p, bytes](const std::vector<Tree>& trees, bool allReduce, int root) {
-    CollArgs a = argsFor(allReduce ? Coll::kAllReduce : Coll::kBroadcast, bytes, g.nranks());
-    a.root = root;
-    std::vector<Program> progs;
-    for (int r = 0; r < g.nranks(); ++r) {
-      a.rank = r;
-      progs.push_back(allReduce ? buildTreeAllReduce(a, arParams, trees) : buildTreeBroadcast(a, bcParams, trees));
-    }
-    return simulate(g, progs, p).seconds;
-  };
+  return
+      [&g, arParams, bcParams, p, bytes](const std::vector<Tree>& trees, bool allReduce, int root) {
+        CollArgs a = argsFor(allReduce ? Coll::kAllReduce : Coll::kBroadcast, bytes, g.nranks());
+        a.root = root;
+        std::vector<Program> progs;
+        for (int r = 0; r < g.nranks(); ++r) {
+          a.rank = r;
+          progs.push_back(allReduce ? buildTreeAllReduce(a, arParams, trees)
+                                    : buildTreeBroadcast(a, bcParams, trees));
+        }
+        return simulate(g, progs, p).seconds;
+      };
 }
 
-double predictSeconds(TopoPlans& plans, Algo algo, const CollArgs& args,
-                      const PlanParams& params, const SimParams& p) {
+double predictSeconds(TopoPlans& plans, Algo algo, const CollArgs& args, const PlanParams& params,
+                      const SimParams& p) {
   return predict(plans, algo, args, params, p).seconds;
 }
 
 double secondsBySize(uint64_t bytes, const std::function<double(uint64_t)>& secondsAt) {
   if (bytes <= kExtrapolateAbove) return secondsAt(bytes);
-  return secondsAt(kExtrapolateAbove) * static_cast<double>(bytes) / static_cast<double>(kExtrapolateAbove);
+  return secondsAt(kExtrapolateAbove) * static_cast<double>(bytes) /
+         static_cast<double>(kExtrapolateAbove);
 }
 
 std::vector<uint64_t> tuneSizes() {
@@ -148,8 +151,8 @@ std::vector<uint64_t> tuneSizes() {
   return sizes;
 }
 
-std::vector<TuneRow> tuneCollective(const Selector& sel, TopoPlans& plans, Coll coll,
-                                    int nranks, const SimParams& p) {
+std::vector<TuneRow> tuneCollective(const Selector& sel, TopoPlans& plans, Coll coll, int nranks,
+                                    const SimParams& p) {
   const std::vector<Algo> algos = candidates(sel, coll);
   std::vector<TuneRow> rows;
   std::map<uint64_t, size_t> rowOf;

@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "algorithms/cost/flow_sim.h"
-#include "ir/schedule.h"
-#include "algorithms/select/selector.h"
 #include "algorithms/planner/topo_plans.h"
+#include "algorithms/select/selector.h"
+#include "ir/schedule.h"
 
 namespace grove::plan {
 
@@ -43,11 +43,11 @@ double busBwFactor(Coll coll, int nranks);
 
 /// Builds every rank's program (args.rank varies) with build(algo, args,
 /// params, &plans) and simulates it; the predicted seconds of the call.
-double predictSeconds(TopoPlans& plans, Algo algo, const CollArgs& args,
-                      const PlanParams& params, const SimParams& p);
+double predictSeconds(TopoPlans& plans, Algo algo, const CollArgs& args, const PlanParams& params,
+                      const SimParams& p);
 /// predictSeconds with the full simulation result.
-FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args,
-                      const PlanParams& params, const SimParams& p);
+FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args, const PlanParams& params,
+                      const SimParams& p);
 
 /// The cost model's TreeJudge (TopoPlans::setTreeJudge): builds the tree
 /// all-reduce or broadcast over the candidate trees for a `bytes` call with
@@ -55,7 +55,8 @@ FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args,
 /// must outlive the judge). This is how the number of trees trades rate
 /// (more trees reach closer to the optimum) against each tree's pipeline
 /// fill and per-step costs (fewer, heavier trees).
-TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p, uint64_t bytes = 32ull << 20);
+TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p,
+                    uint64_t bytes = 32ull << 20);
 
 /// Predicted seconds of a `bytes`-sized call from a function that predicts
 /// any size: called directly up to 64 MiB; above, its 64 MiB prediction
@@ -68,17 +69,17 @@ std::vector<uint64_t> tuneSizes();
 
 /// The prediction behind one collective's size table.
 struct TuneRow {
-  uint64_t bytes = 0;                ///< message bytes (messageBytes())
-  std::vector<double> seconds;       ///< by Algo value; < 0 = not allowed or cannot build
-  Algo winner = Algo::kRing;         ///< fastest; the default unless another is > 5% faster
+  uint64_t bytes = 0;           ///< message bytes (messageBytes())
+  std::vector<double> seconds;  ///< by Algo value; < 0 = not allowed or cannot build
+  Algo winner = Algo::kRing;    ///< fastest; the default unless another is > 5% faster
 };
 
 /// Predicts, for `coll` at every tuneSizes() size, each algorithm the
 /// selector allows (and that can build on these plans), and returns one row
 /// per size. Sizes above 64 MiB are scaled from 64 MiB (secondsBySize) to
 /// keep tuning fast.
-std::vector<TuneRow> tuneCollective(const Selector& sel, TopoPlans& plans, Coll coll,
-                                    int nranks, const SimParams& p);
+std::vector<TuneRow> tuneCollective(const Selector& sel, TopoPlans& plans, Coll coll, int nranks,
+                                    const SimParams& p);
 
 /// The size rules of a tuning: runs of one winner merged, each boundary at
 /// twice the last size of its run (the geometric middle of the x4 steps),

@@ -58,8 +58,8 @@
 #include <map>
 #include <tuple>
 
-#include "ir/step_traits.h"
 #include "base/error.h"
+#include "ir/step_traits.h"
 
 namespace grove::plan {
 
@@ -77,7 +77,7 @@ double tolerance(double bytes) { return std::max(1e-9 * bytes, 1e-6); }
 struct SimStep {
   const Step* step = nullptr;
   int rank = 0;
-  int laneEnd = 0;  ///< one past the last step id of its lane
+  int laneEnd = 0;        ///< one past the last step id of its lane
   std::vector<int> ins;   ///< transfers it receives (one per source)
   int insLeft = 0;        ///< of those, not yet arrived
   std::vector<int> outs;  ///< transfers it sends (one per destination)
@@ -92,19 +92,19 @@ struct SimStep {
 
 struct Transfer {
   double bytes = 0;
-  double sent = 0;       ///< bytes arrived so far
-  double rate = 0;       ///< bytes/s now
-  double cap = kInf;     ///< forward cap now
+  double sent = 0;    ///< bytes arrived so far
+  double rate = 0;    ///< bytes/s now
+  double cap = kInf;  ///< forward cap now
   /// Per input: bytes a forward may trail it and still count as caught up.
   std::vector<double> lags;
-  double delay = 0;      ///< seconds from the sender's start to the first byte
-  double flight = 0;     ///< the route's latency (s): how long the last byte is in flight
-  bool released = false; ///< the sender has sent its last byte (its step may go on)
-  double doneAt = kInf;  ///< when its last byte arrived
+  double delay = 0;       ///< seconds from the sender's start to the first byte
+  double flight = 0;      ///< the route's latency (s): how long the last byte is in flight
+  bool released = false;  ///< the sender has sent its last byte (its step may go on)
+  double doneAt = kInf;   ///< when its last byte arrived
   double activeAt = kInf;
   int route = -1;
   int sender = -1, receiver = -1;  ///< step ids
-  std::vector<int> upstreams;  ///< transfers its sender forwards (empty: a plain send)
+  std::vector<int> upstreams;      ///< transfers its sender forwards (empty: a plain send)
   bool done = false;
 };
 
@@ -146,7 +146,8 @@ class FlowSim {
     }
     res.rankSeconds = finish_;
     for (int r = 0; r < nranks_; ++r)
-      if (res.criticalRank < 0 || finish_[r] >= res.seconds) res.seconds = finish_[r], res.criticalRank = r;
+      if (res.criticalRank < 0 || finish_[r] >= res.seconds)
+        res.seconds = finish_[r], res.criticalRank = r;
     return res;
   }
 
@@ -174,8 +175,8 @@ class FlowSim {
     forEachSendPeer(s, [&](int peer) { badSend = badSend || bad(peer); });
     forEachRecvPeer(s, [&](int peer) { badSend = badSend || bad(peer); });
     if (badSend)
-      throwInvalidArgument("simulate: rank " + std::to_string(r) + " has a step with an invalid peer: " +
-                           describe(s));
+      throwInvalidArgument("simulate: rank " + std::to_string(r) +
+                           " has a step with an invalid peer: " + describe(s));
   }
 
   void matchTransfers() {
@@ -238,8 +239,9 @@ class FlowSim {
   }
 
   void addRoute(int src, int dst, const std::vector<int>* planned) {
-    std::vector<int> route =
-        planned ? *planned : net_.route ? net_.route(src, dst) : std::vector<int>{};
+    std::vector<int> route = planned      ? *planned
+                             : net_.route ? net_.route(src, dst)
+                                          : std::vector<int>{};
     if (route.empty())
       throwInvalidArgument("simulate: no route from rank " + std::to_string(src) + " to rank " +
                            std::to_string(dst));
@@ -380,7 +382,8 @@ class FlowSim {
   /// arrived is in flight (at most rate * flight), and a forward has all of
   /// its input.
   bool sentAll(const Transfer& t) const {
-    return inputsArrived(t) && t.rate > 0 && t.bytes - t.sent <= t.rate * t.flight + tolerance(t.bytes);
+    return inputsArrived(t) && t.rate > 0 &&
+           t.bytes - t.sent <= t.rate * t.flight + tolerance(t.bytes);
   }
 
   void endTransfer(int x) {
@@ -392,7 +395,8 @@ class FlowSim {
     t.rate = 0;
     SimStep& rcv = steps_[t.receiver];
     rcv.lastArrival = std::max(rcv.lastArrival, now_);
-    if (--rcv.insLeft == 0 && rcv.outs.empty() && rcv.started) endStep(t.receiver, std::max(now_, rcv.startedAt));
+    if (--rcv.insLeft == 0 && rcv.outs.empty() && rcv.started)
+      endStep(t.receiver, std::max(now_, rcv.startedAt));
   }
 
   // ---------------------------------------------------------------- rates
@@ -483,7 +487,8 @@ class FlowSim {
         continue;
       }
       if (t.rate > 0) dt = std::min(dt, (t.bytes - t.sent) / t.rate);
-      if (t.rate > 0 && !t.released && inputsArrived(t))  // (a forward's release waits for its inputs' ends)
+      if (t.rate > 0 && !t.released &&
+          inputsArrived(t))  // (a forward's release waits for its inputs' ends)
         dt = std::min(dt, std::max(0.0, (t.bytes - t.sent) / t.rate - t.flight));
       for (size_t i = 0; i < t.upstreams.size(); ++i) {
         if (caughtUpWith(t, i)) continue;
@@ -558,8 +563,8 @@ class FlowSim {
   std::vector<int> lanesLeft_;
   std::vector<double> finish_;
   int unfinished_ = 0;
-  std::vector<double> phaseEnd_;                 ///< by rank: latest end of a lane of its phase
-  std::vector<std::pair<int, double>> ready_;     ///< steps to start, with their start time
+  std::vector<double> phaseEnd_;               ///< by rank: latest end of a lane of its phase
+  std::vector<std::pair<int, double>> ready_;  ///< steps to start, with their start time
   std::vector<int> live_, flow_, unfrozen_, timedLocal_;
   std::vector<double> linkRem_;
   std::vector<int> linkUsers_;

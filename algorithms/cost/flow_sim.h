@@ -7,15 +7,16 @@
 #include <functional>
 #include <vector>
 
-#include "ir/schedule.h"
 #include "algorithms/planner/topo_plans.h"
+#include "ir/schedule.h"
 
 namespace grove::plan {
 
 /// Knobs of the simulator.
 struct SimParams {
-  double stepOverheadUs = 2.0;  ///< fixed cost of every step that sends (on top of the route latency)
-  double localGBps = 0;         ///< speed of local copy / reduce steps (GB/s); 0 = free
+  double stepOverheadUs =
+      2.0;               ///< fixed cost of every step that sends (on top of the route latency)
+  double localGBps = 0;  ///< speed of local copy / reduce steps (GB/s); 0 = free
 };
 
 /// What the simulator needs of a network: directed links with a capacity and
@@ -33,12 +34,12 @@ FlowNet flowNetOf(const PlanGraph& g);
 
 /// What a simulation found.
 struct FlowSimResult {
-  double seconds = 0;              ///< until the last rank finished
-  std::vector<double> linkBytes;   ///< bytes that crossed each link, by link index
-  std::vector<double> rankSeconds; ///< when each rank finished its program
-  int criticalRank = -1;           ///< the rank that finished last
-  int transfers = 0;               ///< transfers (matched send/receive steps) simulated
-  int events = 0;                  ///< rate recomputations
+  double seconds = 0;               ///< until the last rank finished
+  std::vector<double> linkBytes;    ///< bytes that crossed each link, by link index
+  std::vector<double> rankSeconds;  ///< when each rank finished its program
+  int criticalRank = -1;            ///< the rank that finished last
+  int transfers = 0;                ///< transfers (matched send/receive steps) simulated
+  int events = 0;                   ///< rate recomputations
 };
 
 /// Simulates one program per rank (index = rank) over `net`. Throws

@@ -33,7 +33,8 @@ std::vector<int> findCycle(int n, int root, const std::vector<int>& pre) {
     }
     if (v == root || mark[static_cast<size_t>(v)] != s) continue;
     std::vector<int> cycle{v};
-    for (int u = pre[static_cast<size_t>(v)]; u != v; u = pre[static_cast<size_t>(u)]) cycle.push_back(u);
+    for (int u = pre[static_cast<size_t>(v)]; u != v; u = pre[static_cast<size_t>(u)])
+      cycle.push_back(u);
     return cycle;
   }
   return {};
@@ -95,7 +96,8 @@ std::vector<int> minArborescence(int n, int root, const std::vector<double>& w) 
   }
   for (int v : cycle) parent[static_cast<size_t>(v)] = pre[static_cast<size_t>(v)];
   const int from = par2[static_cast<size_t>(c)];
-  parent[static_cast<size_t>(enterVia[static_cast<size_t>(from)])] = orig[static_cast<size_t>(from)];
+  parent[static_cast<size_t>(enterVia[static_cast<size_t>(from)])] =
+      orig[static_cast<size_t>(from)];
   return parent;
 }
 
@@ -107,7 +109,9 @@ std::vector<int> minSpanningTree(int n, const std::vector<double>& w) {
   for (int step = 0; step < n; ++step) {
     int u = -1;
     for (int v = 0; v < n; ++v)
-      if (!in[static_cast<size_t>(v)] && (u < 0 || key[static_cast<size_t>(v)] < key[static_cast<size_t>(u)])) u = v;
+      if (!in[static_cast<size_t>(v)] &&
+          (u < 0 || key[static_cast<size_t>(v)] < key[static_cast<size_t>(u)]))
+        u = v;
     if (key[static_cast<size_t>(u)] == kInf) return {};
     in[static_cast<size_t>(u)] = 1;
     for (int v = 0; v < n; ++v) {

@@ -53,7 +53,8 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
   plan.rate += slow.rate;
   plan.rounds += slow.rounds;
   plan.mwuTrees += slow.mwuTrees;
-  if (g.nranks() > 1 && plan.trees.empty()) throwInvalidUsage("packHetero: the ranks are not connected");
+  if (g.nranks() > 1 && plan.trees.empty())
+    throwInvalidUsage("packHetero: the ranks are not connected");
   plan.bound = allReduce ? detail::flowAllReduceBound(g, cap) : bound(cap);
   plan.optimum = 0;
   plan.pricingRounds = 0;

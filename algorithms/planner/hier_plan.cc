@@ -57,8 +57,10 @@ double netCap(const PlanGraph& g, int nic, bool out) {
   for (int li : g.outLinks(nic)) {
     const PlanLink& l = g.links()[static_cast<size_t>(li)];
     if (l.kind != topo::LinkKind::kNet) continue;
-    if (out) s += l.cap;
-    else if (g.reverseLink(li) >= 0) s += g.links()[static_cast<size_t>(g.reverseLink(li))].cap;
+    if (out)
+      s += l.cap;
+    else if (g.reverseLink(li) >= 0)
+      s += g.links()[static_cast<size_t>(g.reverseLink(li))].cap;
   }
   return s;
 }
@@ -70,7 +72,8 @@ double intraRate(const PlanGraph& g, const std::vector<int>& ranks, int leader, 
   std::vector<double> cap = g.capacities();
   for (size_t l = 0; l < cap.size(); ++l) {
     const PlanLink& link = g.links()[l];
-    if (g.machineOfVertex(link.from) != machine || g.machineOfVertex(link.to) != machine) cap[l] = 0;
+    if (g.machineOfVertex(link.from) != machine || g.machineOfVertex(link.to) != machine)
+      cap[l] = 0;
   }
   const int root = static_cast<int>(std::find(ranks.begin(), ranks.end(), leader) - ranks.begin());
   PackOptions o;
@@ -99,7 +102,8 @@ HierPlan planHierarchical(const PlanGraph& g) {
     if (plan.machines[i].size() > plan.machines[busiest].size()) busiest = i;
   std::vector<std::vector<int>> nics = nicsByMachine(g);
   const std::vector<double> cap = g.capacities();
-  const size_t channels = M > 1 ? std::max<size_t>(1, nics[static_cast<size_t>(machineIds[busiest])].size()) : 1;
+  const size_t channels =
+      M > 1 ? std::max<size_t>(1, nics[static_cast<size_t>(machineIds[busiest])].size()) : 1;
   std::vector<std::vector<double>> toNicBw(channels, std::vector<double>(M, kInf));
   for (size_t c = 0; c < channels; ++c) {
     std::vector<int> leaders;
@@ -127,8 +131,8 @@ HierPlan planHierarchical(const PlanGraph& g) {
             best = r;
           }
         }
-        toNicBw[c][i] = std::min({std::get<0>(bestKey) < 0 ? 0.0 : std::get<0>(bestKey), netCap(g, nic, true),
-                                  netCap(g, nic, false)});
+        toNicBw[c][i] = std::min({std::get<0>(bestKey) < 0 ? 0.0 : std::get<0>(bestKey),
+                                  netCap(g, nic, true), netCap(g, nic, false)});
       }
       leaders.push_back(best);
     }

@@ -59,7 +59,10 @@ constexpr double kEps = 1e-12;
 class Dinic {
  public:
   explicit Dinic(int n, bool reverse = false)
-      : adj_(static_cast<size_t>(n)), level_(static_cast<size_t>(n)), it_(static_cast<size_t>(n)), reverse_(reverse) {}
+      : adj_(static_cast<size_t>(n)),
+        level_(static_cast<size_t>(n)),
+        it_(static_cast<size_t>(n)),
+        reverse_(reverse) {}
 
   /// Adds u -> v (v -> u when the network was made reversed).
   void addEdge(int u, int v, double c) {
@@ -118,7 +121,9 @@ class Dinic {
     for (; cursor < out.size(); ++cursor) {
       int e = out[cursor];
       Edge& ed = edges_[static_cast<size_t>(e)];
-      if (ed.cap <= kEps || level_[static_cast<size_t>(ed.to)] != level_[static_cast<size_t>(u)] + 1) continue;
+      if (ed.cap <= kEps ||
+          level_[static_cast<size_t>(ed.to)] != level_[static_cast<size_t>(u)] + 1)
+        continue;
       double f = dfs(ed.to, t, std::min(pushed, ed.cap));
       if (f > kEps) {
         ed.cap -= f;
@@ -154,8 +159,8 @@ namespace {
 // forwards only through a rank on it. Entry -> exit where v may relay; a
 // rank relays when `ranksForward` and it is not in `noForward`. Vertices
 // 2nv and 2nv+1 are left for a super source and sink.
-void addGraph(Dinic& flow, const PlanGraph& g, const std::vector<double>& cap, bool allowNet, bool ranksForward,
-              const std::vector<char>& noForward) {
+void addGraph(Dinic& flow, const PlanGraph& g, const std::vector<double>& cap, bool allowNet,
+              bool ranksForward, const std::vector<char>& noForward) {
   const int nv = g.numVertices();
   const double big = 1e18;
   for (size_t li = 0; li < g.links().size(); ++li) {
@@ -174,7 +179,8 @@ void addGraph(Dinic& flow, const PlanGraph& g, const std::vector<double>& cap, b
   }
   for (int v = 0; v < nv; ++v) {
     const bool rank = g.rankOfVertex(v) >= 0;
-    if (rank ? ranksForward && !noForward[static_cast<size_t>(v)] : g.mayRelay(v)) flow.addEdge(v, nv + v, big);
+    if (rank ? ranksForward && !noForward[static_cast<size_t>(v)] : g.mayRelay(v))
+      flow.addEdge(v, nv + v, big);
   }
 }
 
@@ -182,8 +188,9 @@ int flowVertices(const PlanGraph& g) { return 2 * g.numVertices() + 2 + g.nranks
 
 }  // namespace
 
-double maxFlowSets(const PlanGraph& g, const std::vector<int>& sources, const std::vector<int>& sinks,
-                   const std::vector<double>& cap, bool ranksForward) {
+double maxFlowSets(const PlanGraph& g, const std::vector<int>& sources,
+                   const std::vector<int>& sinks, const std::vector<double>& cap,
+                   bool ranksForward) {
   const int nv = g.numVertices();
   std::vector<char> isSource(static_cast<size_t>(nv), 0), isSink(static_cast<size_t>(nv), 0);
   std::set<int> machines;
@@ -226,7 +233,8 @@ CutBound shardCutBound(const PlanGraph& g, const std::vector<double>& cap, bool 
     std::vector<int> others;
     for (int u = 0; u < n; ++u)
       if (u != v) others.push_back(u);
-    const double f = gather ? maxFlowSets(g, others, {v}, cap, true) : maxFlowSets(g, {v}, others, cap, true);
+    const double f =
+        gather ? maxFlowSets(g, others, {v}, cap, true) : maxFlowSets(g, {v}, others, cap, true);
     if (f / (n - 1) < x) {
       x = f / (n - 1);
       out.inside = {v};
@@ -297,7 +305,8 @@ double flowAllReduceBound(const PlanGraph& g, const std::vector<double>& cap) {
     std::vector<int> outside;
     for (int v = 0; v < n; ++v)
       if (std::find(inside.begin(), inside.end(), v) == inside.end()) outside.push_back(v);
-    best = std::min({best, maxFlowSets(g, inside, outside, cap, true), maxFlowSets(g, outside, inside, cap, true)});
+    best = std::min({best, maxFlowSets(g, inside, outside, cap, true),
+                     maxFlowSets(g, outside, inside, cap, true)});
   }
   return best;
 }
@@ -308,7 +317,8 @@ double allReduceBoundCapped(const PlanGraph& g, const std::vector<double>& cap) 
                      shardAllReduceBound(g, cap));
 }
 
-double familyBound(const PlanGraph& g, const std::vector<double>& cap, double treesUpper, double shards) {
+double familyBound(const PlanGraph& g, const std::vector<double>& cap, double treesUpper,
+                   double shards) {
   const double flows = flowAllReduceBound(g, cap);
   if (!(treesUpper > 0)) treesUpper = flows;  // column generation proved nothing in its rounds
   return std::min(flows, std::max(treesUpper, shards));
@@ -328,10 +338,16 @@ double broadcastBound(const PlanGraph& g, int root) {
   return detail::broadcastBoundCapped(g, root, g.capacities());
 }
 
-double allReduceBound(const PlanGraph& g) { return detail::allReduceBoundCapped(g, g.capacities()); }
+double allReduceBound(const PlanGraph& g) {
+  return detail::allReduceBoundCapped(g, g.capacities());
+}
 
-CutBound allGatherBound(const PlanGraph& g) { return detail::shardCutBound(g, g.capacities(), true); }
+CutBound allGatherBound(const PlanGraph& g) {
+  return detail::shardCutBound(g, g.capacities(), true);
+}
 
-CutBound reduceScatterBound(const PlanGraph& g) { return detail::shardCutBound(g, g.capacities(), false); }
+CutBound reduceScatterBound(const PlanGraph& g) {
+  return detail::shardCutBound(g, g.capacities(), false);
+}
 
 }  // namespace grove::plan

@@ -31,8 +31,8 @@ constexpr double kTol = 1e-9;
 constexpr double kPivot = 1e-7;  // smallest pivot element taken
 }  // namespace
 
-std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>& a, const std::vector<double>& b,
-                                   std::vector<double>* duals) {
+std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>& a,
+                                   const std::vector<double>& b, std::vector<double>* duals) {
   const size_t m = static_cast<size_t>(rows), n = static_cast<size_t>(cols);
   std::vector<double> t(a), rhs(b), c(n, 1.0);
   std::vector<int> basic(m), nonbasic(n);  // labels: 0..n-1 structural, n.. slacks
@@ -85,14 +85,15 @@ std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>
   if (duals) {  // the dual of row i is minus the reduced gain of its slack (0 while basic)
     duals->assign(m, 0.0);
     for (size_t j = 0; j < n; ++j)
-      if (nonbasic[j] >= static_cast<int>(n)) (*duals)[static_cast<size_t>(nonbasic[j]) - n] = std::max(0.0, -c[j]);
+      if (nonbasic[j] >= static_cast<int>(n))
+        (*duals)[static_cast<size_t>(nonbasic[j]) - n] = std::max(0.0, -c[j]);
   }
   return x;
 }
 
 // Solves the LP over the candidates `which`; writes their weights, returns the sum.
-double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which, const std::vector<double>& cap,
-                   std::vector<double>* linkPrice) {
+double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which,
+                   const std::vector<double>& cap, std::vector<double>* linkPrice) {
   std::map<int, int> row;  // link -> row
   for (int k : which)
     for (auto [link, times] : cands[static_cast<size_t>(k)].use)
@@ -100,18 +101,22 @@ double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which,
   int r = 0;
   for (auto& [link, idx] : row) idx = r++;
   const int cols = static_cast<int>(which.size());
-  std::vector<double> a(static_cast<size_t>(r) * static_cast<size_t>(cols), 0.0), b(static_cast<size_t>(r));
+  std::vector<double> a(static_cast<size_t>(r) * static_cast<size_t>(cols), 0.0),
+      b(static_cast<size_t>(r));
   for (auto& [link, idx] : row) b[static_cast<size_t>(idx)] = cap[static_cast<size_t>(link)];
   for (int j = 0; j < cols; ++j)
     for (auto [link, times] : cands[static_cast<size_t>(which[static_cast<size_t>(j)])].use) {
       auto it = row.find(link);
-      if (it != row.end()) a[static_cast<size_t>(it->second) * static_cast<size_t>(cols) + static_cast<size_t>(j)] += times;
+      if (it != row.end())
+        a[static_cast<size_t>(it->second) * static_cast<size_t>(cols) + static_cast<size_t>(j)] +=
+            times;
     }
   std::vector<double> rowPrice;
   std::vector<double> x = solvePackingLp(r, cols, a, b, linkPrice ? &rowPrice : nullptr);
   if (linkPrice) {
     linkPrice->assign(cap.size(), 0.0);
-    for (auto& [link, idx] : row) (*linkPrice)[static_cast<size_t>(link)] = rowPrice[static_cast<size_t>(idx)];
+    for (auto& [link, idx] : row)
+      (*linkPrice)[static_cast<size_t>(link)] = rowPrice[static_cast<size_t>(idx)];
   }
   double sum = 0;
   for (int j = 0; j < cols; ++j) {
@@ -123,8 +128,8 @@ double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which,
 
 namespace {
 
-std::vector<int> dropLightest(std::vector<Candidate>& cands, const std::vector<double>& cap, int maxKeep,
-                             double keep, double best) {
+std::vector<int> dropLightest(std::vector<Candidate>& cands, const std::vector<double>& cap,
+                              int maxKeep, double keep, double best) {
   std::vector<int> kept;
   for (size_t k = 0; k < cands.size(); ++k) kept.push_back(static_cast<int>(k));
   solveSubset(cands, kept, cap);
@@ -167,7 +172,8 @@ std::vector<int> dropLightest(std::vector<Candidate>& cands, const std::vector<d
 
 // Forward selection: add, one at a time, the candidate that raises the
 // rate most, until maxKeep are chosen or the optimum is reached.
-std::vector<int> addBest(std::vector<Candidate>& cands, const std::vector<double>& cap, int maxKeep, double best) {
+std::vector<int> addBest(std::vector<Candidate>& cands, const std::vector<double>& cap, int maxKeep,
+                         double best) {
   std::vector<int> chosen;
   double rate = 0;
   while (static_cast<int>(chosen.size()) < maxKeep && rate < best * (1 - 1e-9)) {
@@ -192,8 +198,8 @@ std::vector<int> addBest(std::vector<Candidate>& cands, const std::vector<double
 
 }  // namespace
 
-std::vector<int> weightAndReduce(std::vector<Candidate>& cands, const std::vector<double>& cap, int maxKeep,
-                                 double keep) {
+std::vector<int> weightAndReduce(std::vector<Candidate>& cands, const std::vector<double>& cap,
+                                 int maxKeep, double keep) {
   std::vector<int> all;
   for (size_t k = 0; k < cands.size(); ++k) all.push_back(static_cast<int>(k));
   const double best = solveSubset(cands, all, cap);

@@ -94,7 +94,8 @@ struct PlanGraphBuilder {
   }
 };
 
-PlanGraph PlanGraph::fromTopology(const topo::CommTopology& topology, const PlanGraphOptions& options) {
+PlanGraph PlanGraph::fromTopology(const topo::CommTopology& topology,
+                                  const PlanGraphOptions& options) {
   const topo::Graph& tg = topology.graph;
   PlanGraphBuilder b;
   PlanGraph& g = b.g;
@@ -135,8 +136,8 @@ PlanGraph PlanGraph::fromTopology(const topo::CommTopology& topology, const Plan
       throwInvalidArgument("PlanGraph: rank " + std::to_string(r) + " is not placed on a node");
     const topo::Node& node = tg.node(p.node);
     if (node.kind != topo::NodeKind::kGpu && node.kind != topo::NodeKind::kCpu)
-      throwInvalidArgument("PlanGraph: rank " + std::to_string(r) + " sits on " + tg.qualifiedName(p.node) +
-                           ", which is neither a GPU nor a CPU");
+      throwInvalidArgument("PlanGraph: rank " + std::to_string(r) + " sits on " +
+                           tg.qualifiedName(p.node) + ", which is neither a GPU nor a CPU");
     int nodeVertex = vertexOf[static_cast<size_t>(p.node)].first;
     int machine = machineIndex.at(node.machine);
     int v = b.addVertex("rank" + std::to_string(r), false, machine);
@@ -174,8 +175,9 @@ bool mayLeave(const PlanGraph& g, int src, int u, const PlanLink& l, bool allowN
 }
 
 // Dijkstra on additive prices from rank src; fills dist and the arriving link by vertex.
-void dijkstra(const PlanGraph& g, int src, const std::vector<double>& price, const std::vector<double>& cap,
-              bool allowNet, std::vector<double>& dist, std::vector<int>& via) {
+void dijkstra(const PlanGraph& g, int src, const std::vector<double>& price,
+              const std::vector<double>& cap, bool allowNet, std::vector<double>& dist,
+              std::vector<int>& via) {
   const int nv = g.numVertices();
   dist.assign(static_cast<size_t>(nv), kInf);
   via.assign(static_cast<size_t>(nv), -1);
@@ -224,7 +226,8 @@ void checkRank(const PlanGraph& g, int r, const char* what) {
 std::vector<int> PlanGraph::cheapestRoute(int a, int b, const std::vector<double>& price) const {
   checkRank(*this, a, "cheapestRoute");
   checkRank(*this, b, "cheapestRoute");
-  if (price.size() != links_.size()) throwInvalidArgument("cheapestRoute: one price per link expected");
+  if (price.size() != links_.size())
+    throwInvalidArgument("cheapestRoute: one price per link expected");
   if (a == b) return {};
   std::vector<double> dist;
   std::vector<int> via;
@@ -254,7 +257,8 @@ double PlanGraph::latencyUs(const std::vector<int>& route) const {
 
 namespace detail {
 
-RouteTable cheapestRoutes(const PlanGraph& g, const std::vector<double>& price, const std::vector<double>& cap) {
+RouteTable cheapestRoutes(const PlanGraph& g, const std::vector<double>& price,
+                          const std::vector<double>& cap) {
   RouteTable t;
   const int n = g.nranks();
   t.n = n;
@@ -329,14 +333,15 @@ void addUse(const std::vector<std::vector<int>>& routes, double rate, std::vecto
 }
 
 double msSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 }  // namespace detail
 
 namespace {
-const std::vector<int>& routeOr(const std::vector<std::vector<int>>& routes, size_t i, std::vector<int>& tmp,
-                                const PlanGraph& g, int a, int b) {
+const std::vector<int>& routeOr(const std::vector<std::vector<int>>& routes, size_t i,
+                                std::vector<int>& tmp, const PlanGraph& g, int a, int b) {
   if (i < routes.size() && !routes[i].empty()) return routes[i];
   tmp = g.widestRoute(a, b);
   return tmp;
@@ -350,14 +355,16 @@ std::vector<double> linkLoad(const PlanGraph& g, const std::vector<Ring>& rings)
     const size_t n = ring.order.size();
     if (n < 2) continue;
     for (size_t i = 0; i < n; ++i) {
-      const std::vector<int>& r = routeOr(ring.routes, i, tmp, g, ring.order[i], ring.order[(i + 1) % n]);
+      const std::vector<int>& r =
+          routeOr(ring.routes, i, tmp, g, ring.order[i], ring.order[(i + 1) % n]);
       for (int li : r) load[static_cast<size_t>(li)] += ring.rate;
     }
   }
   return load;
 }
 
-std::vector<double> linkLoad(const PlanGraph& g, const std::vector<Tree>& trees, bool bothDirections) {
+std::vector<double> linkLoad(const PlanGraph& g, const std::vector<Tree>& trees,
+                             bool bothDirections) {
   std::vector<double> load(g.links().size(), 0.0);
   std::vector<int> tmp;
   for (const Tree& t : trees) {

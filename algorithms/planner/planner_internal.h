@@ -19,15 +19,18 @@ namespace grove::plan::detail {
 /// Cheapest routes between every ordered pair of ranks under link prices.
 struct RouteTable {
   int n = 0;
-  std::vector<double> cost;               ///< n*n: price of the route a->b (inf when none)
-  std::vector<std::vector<int>> routes;   ///< n*n: links of the route a->b
+  std::vector<double> cost;              ///< n*n: price of the route a->b (inf when none)
+  std::vector<std::vector<int>> routes;  ///< n*n: links of the route a->b
   double at(int a, int b) const { return cost[static_cast<size_t>(a) * n + b]; }
-  const std::vector<int>& route(int a, int b) const { return routes[static_cast<size_t>(a) * n + b]; }
+  const std::vector<int>& route(int a, int b) const {
+    return routes[static_cast<size_t>(a) * n + b];
+  }
 };
 
 /// Routes from every rank to every rank, cheapest under `price`, over links
 /// whose `cap` is > 0, with the relay rules of PlanGraph.
-RouteTable cheapestRoutes(const PlanGraph& g, const std::vector<double>& price, const std::vector<double>& cap);
+RouteTable cheapestRoutes(const PlanGraph& g, const std::vector<double>& price,
+                          const std::vector<double>& cap);
 /// Widest route a->b over links with cap > 0 (bottleneck, then fewest links);
 /// `toVertex` >= 0 ends the route at that vertex instead of rank b.
 std::vector<int> widestRouteCapped(const PlanGraph& g, int a, int b, const std::vector<double>& cap,
@@ -36,8 +39,9 @@ std::vector<int> widestRouteCapped(const PlanGraph& g, int a, int b, const std::
 /// Max flow from the ranks `sources` to the ranks `sinks` over links with
 /// cap > 0, with the relay rules of routes; `ranksForward` lets every other
 /// rank receive and send on (as a tree node does).
-double maxFlowSets(const PlanGraph& g, const std::vector<int>& sources, const std::vector<int>& sinks,
-                   const std::vector<double>& cap, bool ranksForward);
+double maxFlowSets(const PlanGraph& g, const std::vector<int>& sources,
+                   const std::vector<int>& sinks, const std::vector<double>& cap,
+                   bool ranksForward);
 /// allGatherBound (gather) / reduceScatterBound over a capacity vector.
 CutBound shardCutBound(const PlanGraph& g, const std::vector<double>& cap, bool gather);
 /// broadcastBound over a capacity vector.
@@ -53,7 +57,8 @@ int treeOptimumRounds(const PlanGraph& g);
 double flowAllReduceBound(const PlanGraph& g, const std::vector<double>& cap);
 /// The all-reduce bound given the tree LP's proved upper bound (0: none) and
 /// shardAllReduceBound: min(flow bounds, max(trees, shards)).
-double familyBound(const PlanGraph& g, const std::vector<double>& cap, double treesUpper, double shards);
+double familyBound(const PlanGraph& g, const std::vector<double>& cap, double treesUpper,
+                   double shards);
 /// allReduceBound over a capacity vector.
 double allReduceBoundCapped(const PlanGraph& g, const std::vector<double>& cap);
 
@@ -70,7 +75,8 @@ std::vector<int> minSpanningTree(int n, const std::vector<double>& w);
 /// simplex method. `a` is row-major rows x cols. Returns x; `duals`, when
 /// given, receives an optimal dual solution (one price >= 0 per row, with
 /// sum_i b[i] * duals[i] equal to sum(x)).
-std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>& a, const std::vector<double>& b,
+std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>& a,
+                                   const std::vector<double>& b,
                                    std::vector<double>* duals = nullptr);
 
 /// The same graph (same vertices and link indices) with only `ranks`, renumbered
@@ -93,15 +99,15 @@ struct Candidate {
 /// they load, unbounded ports left out); writes their `weight`, returns the
 /// summed rate. `linkPrice`, when given, receives the LP's dual price of
 /// every link (0 for links outside the LP).
-double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which, const std::vector<double>& cap,
-                   std::vector<double>* linkPrice = nullptr);
+double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which,
+                   const std::vector<double>& cap, std::vector<double>* linkPrice = nullptr);
 
 /// Optimal weights of `cands` (LP over the links they load, capacities
 /// `cap`); then drops the lightest candidates and re-solves while more than
 /// `maxKeep` remain or while the rate stays >= keep * the full optimum.
 /// Returns the indices kept; their `weight` holds the final rates.
-std::vector<int> weightAndReduce(std::vector<Candidate>& cands, const std::vector<double>& cap, int maxKeep,
-                                 double keep);
+std::vector<int> weightAndReduce(std::vector<Candidate>& cands, const std::vector<double>& cap,
+                                 int maxKeep, double keep);
 
 /// The oracle of tree packing: the cheapest tree under a route table's
 /// prices -- the minimum arborescence rooted at `root`, or for all-reduce the
@@ -133,10 +139,12 @@ constexpr int kMaxPairRanks = 16;
 /// cheapest pair only when the tree costs >= 1 and the pair less, so plans
 /// hold pairs only where pairs gain. Returns the cheapest price over every
 /// column (the pair's when cheaper), -1 when the ranks cannot be spanned.
-double cheapestColumn(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
-                      const std::vector<double>& cap, const std::vector<double>& y, Tree& tree);
+double cheapestColumn(const PlanGraph& g, const RouteTable& table, int root, bool allReduce,
+                      int round, const std::vector<double>& cap, const std::vector<double>& y,
+                      Tree& tree);
 /// The judge's time for a set of trees, or infinity when it cannot build them.
-double judgeSeconds(const TreeJudge& judge, const std::vector<Tree>& trees, bool allReduce, int root);
+double judgeSeconds(const TreeJudge& judge, const std::vector<Tree>& trees, bool allReduce,
+                    int root);
 /// How often a tree crosses each link (both routes of an edge for all-reduce).
 std::map<int, int> useOf(const Tree& t, bool allReduce);
 /// A key that tells distinct trees (shape and routes) apart.
@@ -144,30 +152,33 @@ std::string keyOf(const Tree& t);
 
 /// What column generation proved about a tree packing LP.
 struct TreeOptimum {
-  std::vector<Tree> trees;       ///< the columns with positive weight, `rate` = weight
-  double value = 0;              ///< rate of that packing (feasible)
-  double upper = 0;              ///< certified upper bound: no packing of such trees beats it (0: none proved)
-  std::vector<double> price;     ///< the dual's link prices, scaled so the cheapest tree costs 1
-  int iterations = 0;            ///< pricing rounds run
+  std::vector<Tree> trees;  ///< the columns with positive weight, `rate` = weight
+  double value = 0;         ///< rate of that packing (feasible)
+  double upper = 0;  ///< certified upper bound: no packing of such trees beats it (0: none proved)
+  std::vector<double> price;  ///< the dual's link prices, scaled so the cheapest tree costs 1
+  int iterations = 0;         ///< pricing rounds run
 };
 /// The tree packing LP solved exactly by column generation, starting from
 /// `seeds` (may be empty): stops when value >= upper * (1 - gap) or after
 /// maxIterations pricing rounds. Empty (value 0) when the ranks cannot be spanned.
-TreeOptimum optimalTrees(const PlanGraph& g, int root, bool allReduce, const std::vector<double>& cap,
-                         const std::vector<Tree>& seeds, double gap = 1e-7, int maxIterations = 400);
+TreeOptimum optimalTrees(const PlanGraph& g, int root, bool allReduce,
+                         const std::vector<double>& cap, const std::vector<Tree>& seeds,
+                         double gap = 1e-7, int maxIterations = 400);
 
 /// Tree packing over a capacity vector (cap 0: link unusable): rooted at
 /// `root`, or all-reduce trees; `bound` stops MWU early when reached.
 /// Returns an empty plan when the ranks cannot be spanned.
-TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOptions& o, const std::vector<double>& cap,
-                    double bound);
+TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOptions& o,
+                    const std::vector<double>& cap, double bound);
 /// Chain candidates for the packing LP (tree_candidates.cc): Hamiltonian
 /// paths over links with cap > 0, rooted at `root` (all-reduce: at the
 /// path's middle), with their routes filled in.
-std::vector<Tree> chainCandidates(const PlanGraph& g, int root, bool allReduce, const std::vector<double>& cap);
+std::vector<Tree> chainCandidates(const PlanGraph& g, int root, bool allReduce,
+                                  const std::vector<double>& cap);
 /// The capacity vector split by link class: {NVLink, the rest} (virtual
 /// ports in both); empty when the graph has only one class.
-std::vector<std::vector<double>> classCapacities(const PlanGraph& g, const std::vector<double>& cap);
+std::vector<std::vector<double>> classCapacities(const PlanGraph& g,
+                                                 const std::vector<double>& cap);
 /// Throws grove::Error on nonsensical packing knobs.
 void checkPackOptions(const PackOptions& o);
 

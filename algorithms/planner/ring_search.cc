@@ -85,7 +85,8 @@ std::vector<int> exactTour(int n, const std::vector<double>& c) {
 
 double tourCost(const std::vector<int>& t, int n, const std::vector<double>& c) {
   double s = 0;
-  for (size_t i = 0; i < t.size(); ++i) s += c[static_cast<size_t>(t[i]) * n + t[(i + 1) % t.size()]];
+  for (size_t i = 0; i < t.size(); ++i)
+    s += c[static_cast<size_t>(t[i]) * n + t[(i + 1) % t.size()]];
   return s;
 }
 
@@ -114,7 +115,8 @@ std::vector<int> heuristicTour(int n, const std::vector<double>& c) {
         std::vector<int> rest(t);
         rest.erase(rest.begin() + i);
         for (int j = 0; j < n - 1; ++j) {
-          const int a = rest[static_cast<size_t>(j)], b = rest[static_cast<size_t>((j + 1) % (n - 1))];
+          const int a = rest[static_cast<size_t>(j)],
+                    b = rest[static_cast<size_t>((j + 1) % (n - 1))];
           if (C(a, x) + C(x, b) - C(a, b) < gain - 1e-12 * std::abs(gain)) {
             rest.insert(rest.begin() + j + 1, x);
             t = rest;
@@ -149,17 +151,20 @@ std::map<int, int> useOf(const Ring& r) {
 Ring ringFromTour(const std::vector<int>& tour, const RouteTable& table) {
   Ring r;
   r.order = tour;
-  for (size_t i = 0; i < tour.size(); ++i) r.routes.push_back(table.route(tour[i], tour[(i + 1) % tour.size()]));
+  for (size_t i = 0; i < tour.size(); ++i)
+    r.routes.push_back(table.route(tour[i], tour[(i + 1) % tour.size()]));
   return r;
 }
 
 // The same ranks the other way round: reverse links where usable, else the table's routes.
-Ring reverseRing(const PlanGraph& g, const Ring& r, const RouteTable& table, const std::vector<double>& cap) {
+Ring reverseRing(const PlanGraph& g, const Ring& r, const RouteTable& table,
+                 const std::vector<double>& cap) {
   Ring back;
   back.order.assign(r.order.rbegin(), r.order.rend());
   const size_t n = r.order.size();
   for (size_t i = 0; i < n; ++i) {
-    const std::vector<int>& fwd = r.routes[n - 1 - ((i + 1) % n)];  // hop back[i+1] -> back[i] forward
+    const std::vector<int>& fwd =
+        r.routes[n - 1 - ((i + 1) % n)];  // hop back[i+1] -> back[i] forward
     std::vector<int> rev;
     for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
       const int l = g.reverseLink(*it);
@@ -177,7 +182,8 @@ Ring reverseRing(const PlanGraph& g, const Ring& r, const RouteTable& table, con
 std::string keyOf(const Ring& r) {
   // Rotate so that the smallest rank leads; the routes rotate with it.
   const size_t n = r.order.size();
-  const size_t s = static_cast<size_t>(std::min_element(r.order.begin(), r.order.end()) - r.order.begin());
+  const size_t s =
+      static_cast<size_t>(std::min_element(r.order.begin(), r.order.end()) - r.order.begin());
   std::ostringstream os;
   for (size_t i = 0; i < n; ++i) {
     os << r.order[(s + i) % n] << ':';
@@ -239,10 +245,13 @@ RingPlan packRings(const PlanGraph& g, const std::vector<double>& cap, int maxRi
     found.emplace(keyOf(back), std::make_pair(back, 0.0));
     double over = 0;
     for (size_t l = 0; l < m; ++l)
-      if (load[l] > 0 && cap[l] < PlanGraph::kUnbounded / 2) over = std::max(over, load[l] / cap[l]);
+      if (load[l] > 0 && cap[l] < PlanGraph::kUnbounded / 2)
+        over = std::max(over, load[l] / cap[l]);
     const double scaled = over > 0 ? total / over : total;
-    if (scaled > bestScaled * (1 + 1e-3)) sinceBetter = 0;
-    else if (++sinceBetter >= 30) break;
+    if (scaled > bestScaled * (1 + 1e-3))
+      sinceBetter = 0;
+    else if (++sinceBetter >= 30)
+      break;
     bestScaled = std::max(bestScaled, scaled);
   }
   std::vector<Ring> rings;
@@ -255,7 +264,8 @@ RingPlan packRings(const PlanGraph& g, const std::vector<double>& cap, int maxRi
   if (cands.size() > 96) {  // the LP over the heaviest candidates only
     std::vector<size_t> idx(cands.size());
     for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return cands[a].weight > cands[b].weight; });
+    std::sort(idx.begin(), idx.end(),
+              [&](size_t a, size_t b) { return cands[a].weight > cands[b].weight; });
     idx.resize(96);
     std::vector<Candidate> c2;
     std::vector<Ring> r2;
@@ -272,15 +282,16 @@ RingPlan packRings(const PlanGraph& g, const std::vector<double>& cap, int maxRi
     plan.rate += r.rate;
     plan.rings.push_back(std::move(r));
   }
-  std::sort(plan.rings.begin(), plan.rings.end(), [](const Ring& a, const Ring& b) { return a.rate > b.rate; });
+  std::sort(plan.rings.begin(), plan.rings.end(),
+            [](const Ring& a, const Ring& b) { return a.rate > b.rate; });
   plan.linkClass = classOf(g, plan.rings);
   plan.planMs = msSince(start);
   return plan;
 }
 
 // capIntra: what hops inside a machine may use (0: not usable); capAll: every link.
-RingPlan greedyRings(const PlanGraph& g, const std::vector<double>& capIntra, const std::vector<double>& capAll,
-                     int maxRings) {
+RingPlan greedyRings(const PlanGraph& g, const std::vector<double>& capIntra,
+                     const std::vector<double>& capAll, int maxRings) {
   const auto start = std::chrono::steady_clock::now();
   RingPlan plan;
   const int n = g.nranks();
@@ -320,7 +331,9 @@ RingPlan greedyRings(const PlanGraph& g, const std::vector<double>& capIntra, co
     double f = kInf;
     for (auto [l, times] : use) f = std::min(f, residual[static_cast<size_t>(l)] / times);
     if (!(f > 1e-6)) break;
-    for (auto [l, times] : use) residual[static_cast<size_t>(l)] = std::max(0.0, residual[static_cast<size_t>(l)] - f * times);
+    for (auto [l, times] : use)
+      residual[static_cast<size_t>(l)] =
+          std::max(0.0, residual[static_cast<size_t>(l)] - f * times);
     ring.rate = f;
     plan.rate += f;
     plan.rings.push_back(std::move(ring));
@@ -337,7 +350,8 @@ namespace grove::plan {
 RingPlan searchRings(const PlanGraph& g, int maxRings) {
   if (maxRings < 1) throwInvalidArgument("searchRings: maxRings must be >= 1");
   RingPlan plan = detail::packRings(g, g.capacities(), maxRings, g.nranks() <= 12 ? 200 : 60);
-  if (g.nranks() > 1 && plan.rings.empty()) throwInvalidUsage("searchRings: the ranks are not connected by a ring");
+  if (g.nranks() > 1 && plan.rings.empty())
+    throwInvalidUsage("searchRings: the ranks are not connected by a ring");
   return plan;
 }
 
@@ -355,7 +369,8 @@ RingPlan ncclLikeRings(const PlanGraph& g) {
   const int kMaxChannels = 16;
   RingPlan plan = detail::greedyRings(g, nvlink, cap, kMaxChannels);
   if (plan.rings.empty()) plan = detail::greedyRings(g, pcie, cap, kMaxChannels);
-  if (g.nranks() > 1 && plan.rings.empty()) throwInvalidUsage("ncclLikeRings: the ranks are not connected by a ring");
+  if (g.nranks() > 1 && plan.rings.empty())
+    throwInvalidUsage("ncclLikeRings: the ranks are not connected by a ring");
   plan.planMs = detail::msSince(start);
   return plan;
 }

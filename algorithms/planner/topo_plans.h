@@ -56,18 +56,19 @@ struct Tree {
   std::vector<int> upParent;
   /// The rank r sends its reduction to (-1 at the root).
   int upParentOf(int r) const {
-    return upParent.empty() ? parent.at(static_cast<size_t>(r)) : upParent.at(static_cast<size_t>(r));
+    return upParent.empty() ? parent.at(static_cast<size_t>(r))
+                            : upParent.at(static_cast<size_t>(r));
   }
 };
 
 /// One direction of a link the planners may load.
 struct PlanLink {
-  int from = -1;                 ///< plan-graph vertex
-  int to = -1;                   ///< plan-graph vertex
-  double cap = 0;                ///< GB/s
+  int from = -1;   ///< plan-graph vertex
+  int to = -1;     ///< plan-graph vertex
+  double cap = 0;  ///< GB/s
   double latencyUs = 0;
   topo::LinkKind kind = topo::LinkKind::kPcie;
-  int topoLink = -1;             ///< index in the topo::Graph, -1 for a rank's virtual port
+  int topoLink = -1;  ///< index in the topo::Graph, -1 for a rank's virtual port
 };
 
 /// Knobs of the plan graph.
@@ -226,10 +227,10 @@ constexpr int kMaxJudgeRanks = 16;
 
 /// Knobs of tree packing.
 struct PackOptions {
-  double epsilon = 0.05;    ///< MWU accuracy
-  int maxRounds = 2000;     ///< MWU rounds at most
-  int maxTrees = 24;        ///< trees kept after reduction (fewer when they suffice)
-  double keep = 0.99;       ///< reduced packing keeps at least this fraction of the LP optimum
+  double epsilon = 0.05;  ///< MWU accuracy
+  int maxRounds = 2000;   ///< MWU rounds at most
+  int maxTrees = 24;      ///< trees kept after reduction (fewer when they suffice)
+  double keep = 0.99;     ///< reduced packing keeps at least this fraction of the LP optimum
   /// When set, the number of trees is the judge's choice: the reduction
   /// above and smaller ones (keeping 97 and 93 % of the optimum, and at most
   /// 8 and 4 trees keeping 90 and 85 %) are judged and the fastest
@@ -240,16 +241,17 @@ struct PackOptions {
 /// What tree packing found.
 struct TreePlan {
   std::vector<Tree> trees;
-  double rate = 0;     ///< sum of the trees' rates
-  double bound = 0;    ///< the matching upper bound (broadcastBound / allReduceBound)
-  double optimum = 0;  ///< the tree LP's optimum, proved by column generation (no such packing beats it);
-                       ///< beyond 16 ranks the dual bound reached in a few rounds; 0 when none was proved
-  int pricingRounds = 0;  ///< column generation's pricing rounds
-  int judged = 0;         ///< reductions the judge compared (0: no judge)
+  double rate = 0;   ///< sum of the trees' rates
+  double bound = 0;  ///< the matching upper bound (broadcastBound / allReduceBound)
+  double optimum =
+      0;  ///< the tree LP's optimum, proved by column generation (no such packing beats it);
+          ///< beyond 16 ranks the dual bound reached in a few rounds; 0 when none was proved
+  int pricingRounds = 0;     ///< column generation's pricing rounds
+  int judged = 0;            ///< reductions the judge compared (0: no judge)
   double judgedSeconds = 0;  ///< the judge's time for the trees kept (0: not judged)
-  int rounds = 0;      ///< MWU rounds run
-  int mwuTrees = 0;    ///< distinct trees before reduction
-  double planMs = 0;   ///< planning time
+  int rounds = 0;            ///< MWU rounds run
+  int mwuTrees = 0;          ///< distinct trees before reduction
+  double planMs = 0;         ///< planning time
 };
 
 /// Broadcast / reduce trees rooted at `root` (fractional packing by MWU,
@@ -289,11 +291,13 @@ class TopoPlans {
   TopoPlans& operator=(const TopoPlans&) = delete;
   /// The plan graph.
   const PlanGraph& graph() const { return graph_; }
-  const RingPlan& rings();                 ///< searchRings (cached)
-  const RingPlan& ncclRings();             ///< ncclLikeRings (cached)
-  const TreePlan& allReduceTrees();        ///< packAllReduceTrees, or packHetero when that is faster (cached)
-  const TreePlan& rootedTrees(int root);   ///< packTrees / packHetero for broadcast & reduce (cached per root)
-  const HierPlan& hierarchical();          ///< planHierarchical (cached)
+  const RingPlan& rings();      ///< searchRings (cached)
+  const RingPlan& ncclRings();  ///< ncclLikeRings (cached)
+  const TreePlan&
+  allReduceTrees();  ///< packAllReduceTrees, or packHetero when that is faster (cached)
+  const TreePlan& rootedTrees(
+      int root);  ///< packTrees / packHetero for broadcast & reduce (cached per root)
+  const HierPlan& hierarchical();  ///< planHierarchical (cached)
 
  private:
   /// The joint packing or the heterogeneous split, whichever is faster by the

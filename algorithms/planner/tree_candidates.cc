@@ -32,7 +32,9 @@ struct WidestTable {
   int n = 0;
   std::vector<std::vector<int>> routes;
   std::vector<double> width;
-  const std::vector<int>& route(int a, int b) const { return routes[static_cast<size_t>(a) * n + b]; }
+  const std::vector<int>& route(int a, int b) const {
+    return routes[static_cast<size_t>(a) * n + b];
+  }
   double at(int a, int b) const { return width[static_cast<size_t>(a) * n + b]; }
 };
 
@@ -96,7 +98,8 @@ bool treeFromPath(const WidestTable& t, const std::vector<int>& order, size_t ro
 
 }  // namespace
 
-std::vector<Tree> chainCandidates(const PlanGraph& g, int root, bool allReduce, const std::vector<double>& cap) {
+std::vector<Tree> chainCandidates(const PlanGraph& g, int root, bool allReduce,
+                                  const std::vector<double>& cap) {
   const int n = g.nranks();
   if (n < 2) return {};
   const WidestTable t = widestTable(g, cap);
@@ -118,7 +121,8 @@ std::vector<Tree> chainCandidates(const PlanGraph& g, int root, bool allReduce, 
   for (const auto& path : paths) {
     if (static_cast<int>(path.size()) != n) continue;
     Tree tree;
-    if (treeFromPath(t, path, allReduce ? path.size() / 2 : 0, tree)) out.push_back(std::move(tree));
+    if (treeFromPath(t, path, allReduce ? path.size() / 2 : 0, tree))
+      out.push_back(std::move(tree));
   }
   return out;
 }
@@ -127,7 +131,8 @@ std::vector<Tree> chainCandidates(const PlanGraph& g, int root, bool allReduce, 
 
 namespace grove::plan::detail {
 
-std::vector<std::vector<double>> classCapacities(const PlanGraph& g, const std::vector<double>& cap) {
+std::vector<std::vector<double>> classCapacities(const PlanGraph& g,
+                                                 const std::vector<double>& cap) {
   const size_t m = cap.size();
   std::vector<double> fast(m, 0), rest(m, 0);
   bool anyFast = false, anyRest = false;

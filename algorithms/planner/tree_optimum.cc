@@ -40,12 +40,14 @@ double priceOf(const std::map<int, int>& use, const std::vector<double>& y) {
 std::vector<double> searchPrices(const std::vector<double>& y, const std::vector<double>& cap) {
   std::vector<double> search(cap.size());
   for (size_t l = 0; l < cap.size(); ++l)
-    search[l] = cap[l] > 0 ? y[l] + 1e-12 / std::min(cap[l], 1e6) : std::numeric_limits<double>::infinity();
+    search[l] =
+        cap[l] > 0 ? y[l] + 1e-12 / std::min(cap[l], 1e6) : std::numeric_limits<double>::infinity();
   return search;
 }
 
-double cheapestColumn(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
-                      const std::vector<double>& cap, const std::vector<double>& y, Tree& tree) {
+double cheapestColumn(const PlanGraph& g, const RouteTable& table, int root, bool allReduce,
+                      int round, const std::vector<double>& cap, const std::vector<double>& y,
+                      Tree& tree) {
   if (!cheapestTree(g, table, root, allReduce, round, cap, tree)) return -1;
   const double price = priceOf(useOf(tree, allReduce), y);
   if (!allReduce || g.nranks() > kMaxPairRanks) return price;
@@ -60,8 +62,9 @@ double cheapestColumn(const PlanGraph& g, const RouteTable& table, int root, boo
 
 int treeOptimumRounds(const PlanGraph& g) { return g.nranks() > kMaxPairRanks ? 8 : 400; }
 
-TreeOptimum optimalTrees(const PlanGraph& g, int root, bool allReduce, const std::vector<double>& cap,
-                         const std::vector<Tree>& seeds, double gap, int maxIterations) {
+TreeOptimum optimalTrees(const PlanGraph& g, int root, bool allReduce,
+                         const std::vector<double>& cap, const std::vector<Tree>& seeds, double gap,
+                         int maxIterations) {
   TreeOptimum out;
   if (g.nranks() < 2) return out;
   const size_t m = g.links().size();
@@ -94,7 +97,8 @@ TreeOptimum optimalTrees(const PlanGraph& g, int root, bool allReduce, const std
     // Weak duality with whatever prices the master gave: every column costs
     // at least kappa, so y / kappa is dual feasible and bounds the LP by
     // sum cap * y / kappa (equal to value / kappa when the master is optimal).
-    const double kappa = cheapestColumn(g, cheapestRoutes(g, searchPrices(y, cap), cap), root, allReduce, it, cap, y, t);
+    const double kappa = cheapestColumn(g, cheapestRoutes(g, searchPrices(y, cap), cap), root,
+                                        allReduce, it, cap, y, t);
     if (kappa < 0) return out;
     out.iterations = it + 1;
     double dual = 0;
@@ -109,8 +113,9 @@ TreeOptimum optimalTrees(const PlanGraph& g, int root, bool allReduce, const std
     if (!add(std::move(t))) break;  // nothing new to add; the bound stands as found
   }
   if (all.size() != cands.size()) solveMaster();  // a column came in after the last solve
-  if (upper < value) upper = value;  // rounding: the packing itself is feasible
-  if (!(upper < std::numeric_limits<double>::infinity())) upper = 0;  // not proved in the rounds given
+  if (upper < value) upper = value;               // rounding: the packing itself is feasible
+  if (!(upper < std::numeric_limits<double>::infinity()))
+    upper = 0;  // not proved in the rounds given
   out.value = value;
   out.upper = upper;
   out.price = bestY;
@@ -132,13 +137,15 @@ PartitionBound allReducePartition(const PlanGraph& g) {
   const int n = g.nranks();
   if (n < 2) return out;
   const std::vector<double> cap = g.capacities();
-  const detail::TreeOptimum opt = detail::optimalTrees(g, 0, true, cap, {}, 1e-7, detail::treeOptimumRounds(g));
+  const detail::TreeOptimum opt =
+      detail::optimalTrees(g, 0, true, cap, {}, 1e-7, detail::treeOptimumRounds(g));
   if (opt.price.empty()) return out;  // not spanned, or nothing proved
   // Union-find over vertices joined by a link the dual leaves unpriced.
   std::vector<int> up(static_cast<size_t>(g.numVertices()));
   for (size_t v = 0; v < up.size(); ++v) up[v] = static_cast<int>(v);
   auto find = [&](int v) {
-    while (up[static_cast<size_t>(v)] != v) v = up[static_cast<size_t>(v)] = up[static_cast<size_t>(up[static_cast<size_t>(v)])];
+    while (up[static_cast<size_t>(v)] != v)
+      v = up[static_cast<size_t>(v)] = up[static_cast<size_t>(up[static_cast<size_t>(v)])];
     return v;
   };
   for (size_t l = 0; l < g.links().size(); ++l)

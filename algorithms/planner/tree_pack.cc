@@ -93,7 +93,8 @@ std::vector<int> reroot(const std::vector<int>& parent, int offset, int* rootOut
 }
 
 // The reverse of a route when every reverse link exists and is usable, else empty.
-std::vector<int> reverseRoute(const PlanGraph& g, const std::vector<int>& route, const std::vector<double>& cap) {
+std::vector<int> reverseRoute(const PlanGraph& g, const std::vector<int>& route,
+                              const std::vector<double>& cap) {
   std::vector<int> back;
   for (auto it = route.rbegin(); it != route.rend(); ++it) {
     int r = g.reverseLink(*it);
@@ -126,7 +127,9 @@ bool cheapestTree(const PlanGraph& g, const RouteTable& table, int root, bool al
   std::vector<double> w(static_cast<size_t>(n) * n, kInf);
   for (int u = 0; u < n; ++u)
     for (int v = 0; v < n; ++v)
-      if (u != v) w[static_cast<size_t>(u) * n + v] = allReduce ? table.at(u, v) + table.at(v, u) : table.at(u, v);
+      if (u != v)
+        w[static_cast<size_t>(u) * n + v] =
+            allReduce ? table.at(u, v) + table.at(v, u) : table.at(u, v);
   std::vector<int> parent = allReduce ? minSpanningTree(n, w) : minArborescence(n, root, w);
   if (parent.empty()) return false;
   if (allReduce) parent = reroot(parent, round, &root);
@@ -138,8 +141,10 @@ bool cheapestTree(const PlanGraph& g, const RouteTable& table, int root, bool al
     const int p = parent[static_cast<size_t>(v)];
     if (p < 0) continue;
     tree.down[static_cast<size_t>(v)] = table.route(p, v);
-    tree.up[static_cast<size_t>(v)] = allReduce ? table.route(v, p) : reverseRoute(g, table.route(p, v), cap);
-    if (tree.up[static_cast<size_t>(v)].empty()) tree.up[static_cast<size_t>(v)] = table.route(v, p);
+    tree.up[static_cast<size_t>(v)] =
+        allReduce ? table.route(v, p) : reverseRoute(g, table.route(p, v), cap);
+    if (tree.up[static_cast<size_t>(v)].empty())
+      tree.up[static_cast<size_t>(v)] = table.route(v, p);
   }
   return true;
 }
@@ -155,7 +160,8 @@ std::map<int, int> useOf(const Tree& t, bool allReduce) {
   return use;
 }
 
-double judgeSeconds(const TreeJudge& judge, const std::vector<Tree>& trees, bool allReduce, int root) {
+double judgeSeconds(const TreeJudge& judge, const std::vector<Tree>& trees, bool allReduce,
+                    int root) {
   try {
     return judge(trees, allReduce, root);
   } catch (const Error&) {
@@ -181,7 +187,8 @@ bool cheapestPair(const PlanGraph& g, const RouteTable& table, Tree& tree) {
     if (out.empty() || in.empty()) return false;
     double cost = 0;
     for (int v = 0; v < n; ++v)
-      if (v != root) cost += table.at(out[static_cast<size_t>(v)], v) + table.at(v, in[static_cast<size_t>(v)]);
+      if (v != root)
+        cost += table.at(out[static_cast<size_t>(v)], v) + table.at(v, in[static_cast<size_t>(v)]);
     if (!(cost < best * (1 - 1e-12))) continue;
     best = cost;
     tree.root = root;
@@ -222,7 +229,8 @@ std::vector<TreeCand> mwuTrees(const PlanGraph& g, int root, bool allReduce, con
     for (auto [l, times] : use) f = std::min(f, cap[static_cast<size_t>(l)] / times);
     for (auto [l, times] : use) {
       load[static_cast<size_t>(l)] += f * times;
-      price[static_cast<size_t>(l)] *= std::exp(o.epsilon * f * times / cap[static_cast<size_t>(l)]);
+      price[static_cast<size_t>(l)] *=
+          std::exp(o.epsilon * f * times / cap[static_cast<size_t>(l)]);
     }
     total += f;
     TreeCand& c = found[keyOf(t)];
@@ -233,7 +241,8 @@ std::vector<TreeCand> mwuTrees(const PlanGraph& g, int root, bool allReduce, con
     c.weight += f;
     double over = 0;
     for (size_t l = 0; l < m; ++l)
-      if (load[l] > 0 && cap[l] < PlanGraph::kUnbounded / 2) over = std::max(over, load[l] / cap[l]);
+      if (load[l] > 0 && cap[l] < PlanGraph::kUnbounded / 2)
+        over = std::max(over, load[l] / cap[l]);
     const double scaled = over > 0 ? total / over : total;
     if (scaled > bestScaled * (1 + 1e-3)) {
       sinceBetter = 0;
@@ -258,14 +267,17 @@ std::vector<TreeCand> mwuTrees(const PlanGraph& g, int root, bool allReduce, con
 // oracle under the kept set's prices: the tree the kept set misses most),
 // which comes in for the member whose removal then costs least, as long as
 // the rate grows. New trees join `found` and `cands`.
-std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce, const std::vector<double>& cap,
-                                   int maxKeep, double target, std::vector<TreeCand>& found,
-                                   std::vector<Candidate>& cands, std::vector<int> kept) {
+std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce,
+                                   const std::vector<double>& cap, int maxKeep, double target,
+                                   std::vector<TreeCand>& found, std::vector<Candidate>& cands,
+                                   std::vector<int> kept) {
   std::vector<double> y;
   double rate = solveSubset(cands, kept, cap, &y);
-  for (int round = 0, rounds = g.nranks() > kMaxPairRanks ? 4 : 60; round < rounds && rate < target; ++round) {
+  for (int round = 0, rounds = g.nranks() > kMaxPairRanks ? 4 : 60; round < rounds && rate < target;
+       ++round) {
     TreeCand c;
-    if (cheapestColumn(g, cheapestRoutes(g, searchPrices(y, cap), cap), root, allReduce, round, cap, y, c.tree) < 0)
+    if (cheapestColumn(g, cheapestRoutes(g, searchPrices(y, cap), cap), root, allReduce, round, cap,
+                       y, c.tree) < 0)
       break;
     c.use = useOf(c.tree, allReduce);
     if (priceOf(c.use, y) >= 1 - 1e-9) break;  // no tree improves the kept set's LP
@@ -294,9 +306,10 @@ std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce,
 // 99% of the optimum (`best`) and smaller ones are judged, the fastest wins
 // (ties to fewer trees). A set the judge cannot build is left out.
 template <typename TreesOf>
-std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce, std::vector<Candidate>& cands,
-                                  const std::vector<double>& cap, const TreesOf& treesOf, std::vector<Tree> best,
-                                  int* judged, double* seconds) {
+std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce,
+                                  std::vector<Candidate>& cands, const std::vector<double>& cap,
+                                  const TreesOf& treesOf, std::vector<Tree> best, int* judged,
+                                  double* seconds) {
   auto judge = [&](const std::vector<Tree>& trees) {
     ++*judged;
     return judgeSeconds(o.judge, trees, allReduce, root);
@@ -305,7 +318,8 @@ std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce
   size_t fewest = best.size();  // smallest set judged so far
   constexpr std::pair<int, double> kSmaller[] = {{24, 0.97}, {24, 0.93}, {8, 0.9}, {4, 0.85}};
   for (auto [most, keep] : kSmaller) {
-    std::vector<Tree> trees = treesOf(weightAndReduce(cands, cap, std::min(most, o.maxTrees), keep));
+    std::vector<Tree> trees =
+        treesOf(weightAndReduce(cands, cap, std::min(most, o.maxTrees), keep));
     if (trees.empty() || trees.size() >= fewest) continue;
     fewest = trees.size();
     const double t = judge(trees);
@@ -317,8 +331,8 @@ std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce
 
 }  // namespace
 
-TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOptions& o, const std::vector<double>& cap,
-                    double bound) {
+TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOptions& o,
+                    const std::vector<double>& cap, double bound) {
   const auto start = std::chrono::steady_clock::now();
   TreePlan plan;
   plan.bound = bound;
@@ -328,7 +342,8 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
   // The LP over at most 64 MWU candidates (the heaviest), plus chains over the
   // whole graph and over each link class, plus (small jobs) MWU trees of each
   // class alone: the candidates the heterogeneous split would use.
-  std::sort(found.begin(), found.end(), [](const TreeCand& a, const TreeCand& b) { return a.weight > b.weight; });
+  std::sort(found.begin(), found.end(),
+            [](const TreeCand& a, const TreeCand& b) { return a.weight > b.weight; });
   if (found.size() > 64) found.resize(64);
   auto addTree = [&](Tree t) {
     TreeCand c;
@@ -342,7 +357,8 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
     if (g.nranks() > 16) continue;
     int rounds = 0;
     std::vector<TreeCand> more = mwuTrees(g, root, allReduce, o, classCap, 0, &rounds);
-    std::sort(more.begin(), more.end(), [](const TreeCand& a, const TreeCand& b) { return a.weight > b.weight; });
+    std::sort(more.begin(), more.end(),
+              [](const TreeCand& a, const TreeCand& b) { return a.weight > b.weight; });
     if (more.size() > 32) more.resize(32);
     plan.rounds += rounds;
     for (TreeCand& c : more) found.push_back(std::move(c));
@@ -359,9 +375,11 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
   for (Tree& t : opt.trees)
     if (keys.insert(keyOf(t)).second) addTree(std::move(t));
   std::vector<Candidate> cands;
-  for (const TreeCand& c : found) cands.push_back(Candidate{{c.use.begin(), c.use.end()}, c.weight});
+  for (const TreeCand& c : found)
+    cands.push_back(Candidate{{c.use.begin(), c.use.end()}, c.weight});
   std::vector<int> kept = weightAndReduce(cands, cap, std::max(1, o.maxTrees), o.keep);
-  kept = swapInPricedTrees(g, root, allReduce, cap, std::max(1, o.maxTrees), o.keep * opt.value, found, cands, kept);
+  kept = swapInPricedTrees(g, root, allReduce, cap, std::max(1, o.maxTrees), o.keep * opt.value,
+                           found, cands, kept);
   // The trees of a kept set, with the LP's weights as rates (none without a share).
   auto treesOf = [&](const std::vector<int>& set) {
     const double rate = solveSubset(cands, set, cap);
@@ -375,16 +393,18 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
   };
   plan.trees = treesOf(kept);
   if (o.judge && g.nranks() <= kMaxJudgeRanks)
-    plan.trees = judgeTreeCounts(o, root, allReduce, cands, cap, treesOf, std::move(plan.trees), &plan.judged,
-                                 &plan.judgedSeconds);
+    plan.trees = judgeTreeCounts(o, root, allReduce, cands, cap, treesOf, std::move(plan.trees),
+                                 &plan.judged, &plan.judgedSeconds);
   for (const Tree& t : plan.trees) plan.rate += t.rate;
-  std::sort(plan.trees.begin(), plan.trees.end(), [](const Tree& a, const Tree& b) { return a.rate > b.rate; });
+  std::sort(plan.trees.begin(), plan.trees.end(),
+            [](const Tree& a, const Tree& b) { return a.rate > b.rate; });
   plan.planMs = msSince(start);
   return plan;
 }
 
 void checkPackOptions(const PackOptions& o) {
-  if (!(o.epsilon > 0 && o.epsilon < 1)) throwInvalidArgument("tree packing: epsilon must be in (0, 1)");
+  if (!(o.epsilon > 0 && o.epsilon < 1))
+    throwInvalidArgument("tree packing: epsilon must be in (0, 1)");
   if (o.maxRounds < 1) throwInvalidArgument("tree packing: maxRounds must be >= 1");
   if (o.maxTrees < 1) throwInvalidArgument("tree packing: maxTrees must be >= 1");
   if (!(o.keep > 0 && o.keep <= 1)) throwInvalidArgument("tree packing: keep must be in (0, 1]");
@@ -400,7 +420,8 @@ TreePlan packTrees(const PlanGraph& g, int root, const PackOptions& options) {
     throwInvalidArgument("packTrees: root " + std::to_string(root) + " out of range [0, " +
                          std::to_string(g.nranks()) + ")");
   const std::vector<double> cap = g.capacities();
-  TreePlan plan = detail::packCapped(g, root, false, options, cap, detail::broadcastBoundCapped(g, root, cap));
+  TreePlan plan =
+      detail::packCapped(g, root, false, options, cap, detail::broadcastBoundCapped(g, root, cap));
   if (g.nranks() > 1 && plan.trees.empty())
     throwInvalidUsage("packTrees: some rank cannot be reached from rank " + std::to_string(root));
   return plan;
@@ -412,7 +433,8 @@ TreePlan packAllReduceTrees(const PlanGraph& g, const PackOptions& options) {
   const double shards = detail::shardAllReduceBound(g, cap);
   TreePlan plan = detail::packCapped(g, 0, true, options, cap, shards);
   plan.bound = std::max(detail::familyBound(g, cap, plan.optimum, shards), plan.rate);
-  if (g.nranks() > 1 && plan.trees.empty()) throwInvalidUsage("packAllReduceTrees: the ranks are not connected");
+  if (g.nranks() > 1 && plan.trees.empty())
+    throwInvalidUsage("packAllReduceTrees: the ranks are not connected");
   return plan;
 }
 

@@ -23,15 +23,17 @@ AlgoInfo row(Algo id, const char* name, const char* description, bool needsPlans
 
 std::array<AlgoInfo, kNumAlgos> makeTable() {
   std::array<AlgoInfo, kNumAlgos> t{
-      row(Algo::kRing, "ring", "rings for the bandwidth collectives, chains for broadcast and reduce",
-          false,
+      row(Algo::kRing, "ring",
+          "rings for the bandwidth collectives, chains for broadcast and reduce", false,
           {{Coll::kAllReduce, buildRingAllReduce},
            {Coll::kBroadcast, buildChainBroadcast},
            {Coll::kReduce, buildChainReduce},
            {Coll::kAllGather, buildRingAllGather},
            {Coll::kReduceScatter, buildRingReduceScatter}}),
-      row(Algo::kDirect, "direct", "one hop to every peer (latency); the only gather, scatter, "
-          "all-to-all and send/recv", false,
+      row(Algo::kDirect, "direct",
+          "one hop to every peer (latency); the only gather, scatter, "
+          "all-to-all and send/recv",
+          false,
           {{Coll::kAllReduce, buildDirectAllReduce},
            {Coll::kBroadcast, buildDirectBroadcast},
            {Coll::kReduce, buildDirectReduce},

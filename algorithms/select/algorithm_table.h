@@ -12,8 +12,8 @@
 #include <array>
 #include <vector>
 
-#include "ir/schedule.h"
 #include "algorithms/select/selector.h"
+#include "ir/schedule.h"
 
 namespace grove::plan {
 
@@ -23,10 +23,10 @@ using BuildFn = Program (*)(const CollArgs& args, const PlanParams& params);
 /// One row of the table.
 struct AlgoInfo {
   Algo id;
-  const char* name;         ///< what GROVE_ALGO and logs call it
-  const char* description;  ///< one line (grove-plan, help texts)
-  bool needsPlans;          ///< builds only from topology plans (build(..., plans))
-  unsigned colls;           ///< bit c: runs Coll c
+  const char* name;                         ///< what GROVE_ALGO and logs call it
+  const char* description;                  ///< one line (grove-plan, help texts)
+  bool needsPlans;                          ///< builds only from topology plans (build(..., plans))
+  unsigned colls;                           ///< bit c: runs Coll c
   std::array<BuildFn, kNumColls> builders;  ///< rank-order builder per Coll; null: none
 };
 

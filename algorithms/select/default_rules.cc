@@ -140,8 +140,7 @@ bool ruleApplies(const DefaultRule& r, Coll coll, const RuleContext& ctx, uint64
   return true;
 }
 
-Algo firstRuleAlgo(Band band, Coll coll, const RuleContext& ctx, uint64_t bytes,
-                   unsigned allowed) {
+Algo firstRuleAlgo(Band band, Coll coll, const RuleContext& ctx, uint64_t bytes, unsigned allowed) {
   for (const DefaultRule& r : defaultRules())
     if (r.band == band && ruleApplies(r, coll, ctx, bytes) &&
         (allowed & (1u << static_cast<unsigned>(r.algo))))
@@ -157,15 +156,15 @@ std::vector<std::string> describeRules() {
       colls = "every collective";
     } else {
       for (int c = 0; c < kNumColls; ++c)
-        if (r.colls & (1u << c)) colls += std::string(colls.empty() ? "" : ",") +
-                                          collName(static_cast<Coll>(c));
+        if (r.colls & (1u << c))
+          colls += std::string(colls.empty() ? "" : ",") + collName(static_cast<Coll>(c));
     }
-    std::string when = std::string(r.band == Band::kLatency ? "latency" : "bandwidth") +
-                       " band, " + linkClassName(r.links) + " links";
+    std::string when = std::string(r.band == Band::kLatency ? "latency" : "bandwidth") + " band, " +
+                       linkClassName(r.links) + " links";
     if (r.minRanks > 1 || r.maxRanks != std::numeric_limits<int>::max()) {
       when += ", ranks " + std::to_string(r.minRanks);
-      when += r.maxRanks == std::numeric_limits<int>::max() ? "+"
-                                                            : "-" + std::to_string(r.maxRanks);
+      when +=
+          r.maxRanks == std::numeric_limits<int>::max() ? "+" : "-" + std::to_string(r.maxRanks);
     }
     if (r.pow2) when += ", power-of-two ranks";
     if (r.crowdedHost) when += ", more ranks than CPUs";

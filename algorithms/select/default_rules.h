@@ -56,10 +56,10 @@ struct RuleContext {
 
 /// One row.
 struct DefaultRule {
-  unsigned colls;        ///< bit c: applies to Coll c
+  unsigned colls;  ///< bit c: applies to Coll c
   Band band;
   LinkClass links;
-  Algo algo;             ///< what it picks
+  Algo algo;  ///< what it picks
   int minRanks = 1;
   int maxRanks = std::numeric_limits<int>::max();
   bool pow2 = false;         ///< the rank count must be a power of two

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "algorithms/builders/builders.h"
-#include "algorithms/select/selector.h"
 #include "algorithms/planner/topo_plans.h"
+#include "algorithms/select/selector.h"
 #include "base/error.h"
 #include "base/log.h"
 

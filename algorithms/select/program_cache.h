@@ -9,8 +9,8 @@
 #include <map>
 #include <memory>
 
-#include "ir/schedule.h"
 #include "algorithms/select/selector.h"
+#include "ir/schedule.h"
 
 namespace grove::plan {
 

@@ -45,13 +45,15 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 std::string validAlgoNames() {
   std::string s;
-  for (int i = 0; i < kNumAlgos; ++i) s += std::string(i ? ", " : "") + algoName(static_cast<Algo>(i));
+  for (int i = 0; i < kNumAlgos; ++i)
+    s += std::string(i ? ", " : "") + algoName(static_cast<Algo>(i));
   return s;
 }
 
 std::string validCollNames() {
   std::string s;
-  for (int i = 0; i < kNumColls; ++i) s += std::string(i ? ", " : "") + collName(static_cast<Coll>(i));
+  for (int i = 0; i < kNumColls; ++i)
+    s += std::string(i ? ", " : "") + collName(static_cast<Coll>(i));
   return s;
 }
 
@@ -133,7 +135,8 @@ std::optional<Coll> parseColl(const std::string& name) {
 
 bool algoSupports(Algo algo, Coll coll) {
   const auto i = static_cast<size_t>(algo);
-  return i < algorithmTable().size() && (algorithmTable()[i].colls >> static_cast<unsigned>(coll)) & 1u;
+  return i < algorithmTable().size() &&
+         (algorithmTable()[i].colls >> static_cast<unsigned>(coll)) & 1u;
 }
 
 Program build(Algo algo, const CollArgs& args, const PlanParams& params) {
@@ -192,7 +195,7 @@ Selector::Selector(int nranks, const LinkTraits& links, const SelectorConfig& cf
       gpuLanes_(cfg.gpuLanes),
       hostCpus_(cfg.hostCpus) {
   params_.nChannels = cfg.nChannels > 0 ? std::min(cfg.nChannels, kP2PChannel)
-                                         : autoChannels(links, nranks, cfg.hostCpus);
+                                        : autoChannels(links, nranks, cfg.hostCpus);
   const uint64_t buffer = std::max<uint64_t>(cfg.bufferBytes, 64);
   uint64_t chunk = cfg.chunkBytes > 0 ? cfg.chunkBytes : buffer / 2;
   if (chunk + 16 > buffer) {
@@ -279,7 +282,8 @@ Selection Selector::select(Coll coll, uint64_t bytes) const {
   const unsigned mask = allowed_[static_cast<int>(coll)] & supportedMask(coll);
   Selection s;
   s.params = params_;
-  if (autoChannels_ && gpuLanes_) s.params.nChannels = gpuChannels(bytes);
+  if (autoChannels_ && gpuLanes_)
+    s.params.nChannels = gpuChannels(bytes);
   else if (autoChannels_ && (bytes < kMultiChannelMinBytes || isExchange(coll)))
     s.params.nChannels = 1;
   s.algo = defaultAlgo(coll, mask, bytes);
@@ -307,14 +311,14 @@ Selection Selector::select(const CollArgs& args) const {
 // direct limit ends, and a boundary is written the way its rule bounds it.
 std::string Selector::describeDefault(Coll coll, unsigned mask) const {
   struct Edge {
-    uint64_t last;   // the last size before the edge
-    bool fromRule;   // an inclusive lower bound: written "a < last+1 B <= b"
+    uint64_t last;  // the last size before the edge
+    bool fromRule;  // an inclusive lower bound: written "a < last+1 B <= b"
   };
   std::vector<Edge> edges{{directMaxBytes_, false}};
   const RuleContext ctx = ruleContext();
   for (const DefaultRule& r : defaultRules()) {
-    if (r.band != Band::kBandwidth || !ruleApplies(r, coll, ctx, r.minInclusive ? r.minBytes
-                                                                                 : r.minBytes + 1))
+    if (r.band != Band::kBandwidth ||
+        !ruleApplies(r, coll, ctx, r.minInclusive ? r.minBytes : r.minBytes + 1))
       continue;
     if (r.minInclusive && r.minBytes > 0) edges.push_back({r.minBytes - 1, true});
     if (!r.minInclusive) edges.push_back({r.minBytes, false});
@@ -338,11 +342,11 @@ std::string Selector::describeDefault(Coll coll, unsigned mask) const {
 
 std::vector<std::string> Selector::describeTable() const {
   std::vector<std::string> lines;
-  lines.push_back("nranks=" + std::to_string(nranks_) + " channels=" +
-                  std::to_string(params_.nChannels) + " chunk=" +
-                  std::to_string(params_.chunkBytes) + " B direct<=" +
-                  std::to_string(directMaxBytes_) + " B eager<=" +
-                  std::to_string(eagerMaxBytes_) + " B");
+  lines.push_back("nranks=" + std::to_string(nranks_) +
+                  " channels=" + std::to_string(params_.nChannels) +
+                  " chunk=" + std::to_string(params_.chunkBytes) +
+                  " B direct<=" + std::to_string(directMaxBytes_) +
+                  " B eager<=" + std::to_string(eagerMaxBytes_) + " B");
   for (int c = 0; c < kNumColls; ++c) {
     const Coll coll = static_cast<Coll>(c);
     const unsigned mask = allowed_[c] & supportedMask(coll);

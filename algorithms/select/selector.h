@@ -36,16 +36,21 @@
 #include <string>
 #include <vector>
 
+#include "base/dtype.h"
 #include "base/link_traits.h"
 #include "ir/schedule.h"
-#include "base/dtype.h"
 
 namespace grove::plan {
 
 /// Algorithm families: rings (chains for broadcast/reduce), direct
 /// (latency), trees packed from the topology, hierarchical (machines).
 enum class Algo : uint8_t {
-  kRing = 0, kDirect = 1, kTree = 2, kHier = 3, kDoubling = 4, kHalving = 5
+  kRing = 0,
+  kDirect = 1,
+  kTree = 2,
+  kHier = 3,
+  kDoubling = 4,
+  kHalving = 5
 };
 /// Number of Algo values.
 constexpr int kNumAlgos = 6;
@@ -102,14 +107,15 @@ LinkTraits traitsOf(TransportKind kind);
 
 /// The selector's inputs, normally read from the config registry.
 struct SelectorConfig {
-  std::string algo;                 ///< override text ("" = none), see the file comment
-  uint64_t directMaxBytes = 0;      ///< direct algorithms up to this many message bytes; 0 = per transport
-  bool eager = true;                ///< eager collectives over shared memory
-  uint64_t eagerMaxBytes = 0;       ///< eager collectives up to this block size; 0 = by rank count
-  uint64_t chunkBytes = 0;          ///< pipelined step size; 0 = bufferBytes / 2
-  uint64_t bufferBytes = 1 << 20;   ///< each connection's buffer per direction
-  int nChannels = 0;                ///< channels per collective; 0 = automatic
-  bool gpuLanes = false;            ///< lanes run as GPU thread blocks (CUDA communicators)
+  std::string algo;  ///< override text ("" = none), see the file comment
+  uint64_t directMaxBytes =
+      0;              ///< direct algorithms up to this many message bytes; 0 = per transport
+  bool eager = true;  ///< eager collectives over shared memory
+  uint64_t eagerMaxBytes = 0;      ///< eager collectives up to this block size; 0 = by rank count
+  uint64_t chunkBytes = 0;         ///< pipelined step size; 0 = bufferBytes / 2
+  uint64_t bufferBytes = 1 << 20;  ///< each connection's buffer per direction
+  int nChannels = 0;               ///< channels per collective; 0 = automatic
+  bool gpuLanes = false;           ///< lanes run as GPU thread blocks (CUDA communicators)
   /// CPUs of the one host every rank runs on; 0 when the ranks span hosts
   /// (or it is not known). More ranks than CPUs changes the broadcast.
   int hostCpus = 0;

@@ -45,7 +45,7 @@ ncclResult_t prepare(const char* fn, groveComm_t comm, const void* send, size_t 
                   "can be broadcast, gathered, scattered and sent");
   *out = {send, static_cast<groveDataType_t>(type), static_cast<groveRedOp_t>(op)};
   if (op < ncclNumOps) return ncclSuccess;  // grove checks type, op and buffers itself
-  groveResult_t idle = groveSuccess;  // the handle's check, and whether its work is done
+  groveResult_t idle = groveSuccess;        // the handle's check, and whether its work is done
   if (groveResult_t r = groveCommGetAsyncError(comm, &idle); r != groveSuccess) return toNccl(r);
   size_t elements = count;
   if (perRank) {
@@ -57,7 +57,8 @@ ncclResult_t prepare(const char* fn, groveComm_t comm, const void* send, size_t 
     auto it = s.ops.find(op);
     if (it == s.ops.end())
       return refuse(ncclInvalidArgument, fn,
-                    "op " + std::to_string(op) + " is neither a built-in op nor a PreMulSum op of this communicator");
+                    "op " + std::to_string(op) +
+                        " is neither a built-in op nor a PreMulSum op of this communicator");
     const PreMulSumOp& p = it->second;
     if (p.type != type)
       return refuse(ncclInvalidArgument, fn,
@@ -90,13 +91,16 @@ ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataTyp
                                       ncclScalarResidence_t residence, ncclComm_t comm) {
   return call("ncclRedOpCreatePreMulSum", [&] {
     const char* fn = "ncclRedOpCreatePreMulSum";
-    if (op == nullptr || scalar == nullptr) return refuse(ncclInvalidArgument, fn, "op or scalar is NULL");
+    if (op == nullptr || scalar == nullptr)
+      return refuse(ncclInvalidArgument, fn, "op or scalar is NULL");
     if (arithmeticBytes(datatype) == 0)
-      return refuse(ncclInvalidArgument, fn, "data type " + std::to_string(datatype) + " has no PreMulSum");
+      return refuse(ncclInvalidArgument, fn,
+                    "data type " + std::to_string(datatype) + " has no PreMulSum");
     if (residence != ncclScalarDevice && residence != ncclScalarHostImmediate)
       return refuse(ncclInvalidArgument, fn, "bad residence " + std::to_string(residence));
     int device = -1;
-    if (groveResult_t r = groveCommCuDevice(toGrove(comm), &device); r != groveSuccess) return toNccl(r);
+    if (groveResult_t r = groveCommCuDevice(toGrove(comm), &device); r != groveSuccess)
+      return toNccl(r);
     if (device >= 0)
       return refuse(ncclInvalidUsage, fn,
                     "PreMulSum ops on GPU memory are not supported by this grove release (use "
@@ -115,13 +119,15 @@ ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataTyp
 ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   return call("ncclRedOpDestroy", [&] {
     if (op < ncclNumOps)
-      return refuse(ncclInvalidArgument, "ncclRedOpDestroy", "op " + std::to_string(op) + " is built in");
+      return refuse(ncclInvalidArgument, "ncclRedOpDestroy",
+                    "op " + std::to_string(op) + " is built in");
     int n = 0;
     if (groveResult_t r = groveCommCount(toGrove(comm), &n); r != groveSuccess) return toNccl(r);
     const bool known = withState(toGrove(comm), [&](CommState& s) { return s.ops.erase(op) == 1; });
-    return known ? ncclSuccess
-                 : refuse(ncclInvalidArgument, "ncclRedOpDestroy",
-                          "op " + std::to_string(op) + " is not a PreMulSum op of this communicator");
+    return known
+               ? ncclSuccess
+               : refuse(ncclInvalidArgument, "ncclRedOpDestroy",
+                        "op " + std::to_string(op) + " is not a PreMulSum op of this communicator");
   });
 }
 
@@ -130,20 +136,23 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            cudaStream_t stream) {
   return call("ncclAllReduce", [&] {
     Reduction r;
-    if (ncclResult_t e = prepare("ncclAllReduce", toGrove(comm), sendbuff, count, false, datatype, op, &r))
+    if (ncclResult_t e =
+            prepare("ncclAllReduce", toGrove(comm), sendbuff, count, false, datatype, op, &r))
       return e;
-    return toNccl(groveAllReduce(r.send, recvbuff, count, r.type, r.op, toGrove(comm), toGrove(stream)));
+    return toNccl(
+        groveAllReduce(r.send, recvbuff, count, r.type, r.op, toGrove(comm), toGrove(stream)));
   });
 }
 
-ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
-                        ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
-                        cudaStream_t stream) {
+ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                        ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclReduce", [&] {
     Reduction r;
-    if (ncclResult_t e = prepare("ncclReduce", toGrove(comm), sendbuff, count, false, datatype, op, &r))
+    if (ncclResult_t e =
+            prepare("ncclReduce", toGrove(comm), sendbuff, count, false, datatype, op, &r))
       return e;
-    return toNccl(groveReduce(r.send, recvbuff, count, r.type, r.op, root, toGrove(comm), toGrove(stream)));
+    return toNccl(
+        groveReduce(r.send, recvbuff, count, r.type, r.op, root, toGrove(comm), toGrove(stream)));
   });
 }
 
@@ -165,13 +174,13 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            cudaStream_t stream) {
   return call("ncclBroadcast", [&] {
     if (ncclResult_t e = usable("ncclBroadcast", toGrove(comm))) return e;
-    return toNccl(groveBroadcast(sendbuff, recvbuff, count, moveType(datatype), root,
-                                 toGrove(comm), toGrove(stream)));
+    return toNccl(groveBroadcast(sendbuff, recvbuff, count, moveType(datatype), root, toGrove(comm),
+                                 toGrove(stream)));
   });
 }
 
-ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
-                       ncclComm_t comm, cudaStream_t stream) {
+ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                       cudaStream_t stream) {
   return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
 }
 
@@ -193,8 +202,8 @@ ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
   });
 }
 
-ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
-                        ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                        int root, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclGather", [&] {
     if (ncclResult_t e = usable("ncclGather", toGrove(comm))) return e;
     return toNccl(groveGather(sendbuff, recvbuff, count, moveType(datatype), root, toGrove(comm),
@@ -215,7 +224,8 @@ ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatyp
                       ncclComm_t comm, cudaStream_t stream) {
   return call("ncclSend", [&] {
     if (ncclResult_t e = usable("ncclSend", toGrove(comm))) return e;
-    return toNccl(groveSend(sendbuff, count, moveType(datatype), peer, toGrove(comm), toGrove(stream)));
+    return toNccl(
+        groveSend(sendbuff, count, moveType(datatype), peer, toGrove(comm), toGrove(stream)));
   });
 }
 
@@ -223,7 +233,8 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
                       ncclComm_t comm, cudaStream_t stream) {
   return call("ncclRecv", [&] {
     if (ncclResult_t e = usable("ncclRecv", toGrove(comm))) return e;
-    return toNccl(groveRecv(recvbuff, count, moveType(datatype), peer, toGrove(comm), toGrove(stream)));
+    return toNccl(
+        groveRecv(recvbuff, count, moveType(datatype), peer, toGrove(comm), toGrove(stream)));
   });
 }
 

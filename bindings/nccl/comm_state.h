@@ -20,8 +20,8 @@ namespace grove::nccl {
 struct PreMulSumOp {
   ncclDataType_t type;
   bool immediate;
-  unsigned char value[8];     ///< the scalar, if immediate
-  const void* where;          ///< the scalar's address, if not
+  unsigned char value[8];  ///< the scalar, if immediate
+  const void* where;       ///< the scalar's address, if not
 };
 
 /// A buffer registration: ncclCommRegister's handle, or an ncclWindow_t.

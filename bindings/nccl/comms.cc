@@ -44,7 +44,8 @@ ncclResult_t toGroveConfig(const ncclConfig_t* in, groveConfig_t* out, const cha
   // A config from an older nccl.h is shorter: read only the fields it has.
   auto has = [&](size_t offset, size_t bytes) { return in->size >= offset + bytes; };
   if (!has(offsetof(ncclConfig_t, blocking), sizeof(int)))
-    return refuse(ncclInvalidArgument, fn, "config.size " + std::to_string(in->size) + " is too small");
+    return refuse(ncclInvalidArgument, fn,
+                  "config.size " + std::to_string(in->size) + " is too small");
   if (in->blocking != NCCL_CONFIG_UNDEF_INT) {
     if (in->blocking != 0 && in->blocking != 1)
       return refuse(ncclInvalidArgument, fn,
@@ -94,9 +95,8 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
-  return call("ncclCommInitRank", [&] {
-    return initRank(comm, nranks, commId, rank, nullptr, "ncclCommInitRank");
-  });
+  return call("ncclCommInitRank",
+              [&] { return initRank(comm, nranks, commId, rank, nullptr, "ncclCommInitRank"); });
 }
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
@@ -113,7 +113,8 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
   return call("ncclCommInitRankScalable", [&] {
     const char* fn = "ncclCommInitRankScalable";
     if (commIds == nullptr || nId < 1)
-      return refuse(ncclInvalidArgument, fn, "needs nId >= 1 unique ids (got " + std::to_string(nId) + ")");
+      return refuse(ncclInvalidArgument, fn,
+                    "needs nId >= 1 unique ids (got " + std::to_string(nId) + ")");
     return initRank(newcomm, nranks, commIds[0], myrank, config, fn);
   });
 }

@@ -77,7 +77,8 @@ ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t, int, ncclLsaBarrierHand
 // No LL all-to-all buffers exist here: no slots.
 int ncclLLA2ACalcSlots(int, int) { return 0; }
 
-ncclResult_t ncclLLA2ACreateRequirement(int, int, ncclLLA2AHandle_t*, ncclDevResourceRequirements_t*) {
+ncclResult_t ncclLLA2ACreateRequirement(int, int, ncclLLA2AHandle_t*,
+                                        ncclDevResourceRequirements_t*) {
   return refuse(ncclInvalidUsage, "ncclLLA2ACreateRequirement", kNoDeviceApi);
 }
 

@@ -58,18 +58,21 @@ std::string debugLevel(const std::string& v, std::string* why) {
 // leading ^ (exclude) carries over.
 std::string debugSubsystems(const std::string& v, std::string* why) {
   static const std::map<std::string, std::string> names = {
-      {"INIT", "INIT"}, {"COLL", "COLL"}, {"P2P", "P2P"},   {"SHM", "SHM"},
-      {"NET", "NET"},   {"ALL", "ALL"},   {"GRAPH", "TOPO"}, {"TUNING", "PLAN"},
-      {"BOOTSTRAP", "BOOT"}};
+      {"INIT", "INIT"}, {"COLL", "COLL"},  {"P2P", "P2P"},     {"SHM", "SHM"},       {"NET", "NET"},
+      {"ALL", "ALL"},   {"GRAPH", "TOPO"}, {"TUNING", "PLAN"}, {"BOOTSTRAP", "BOOT"}};
   const bool exclude = !v.empty() && v[0] == '^';
   std::string out;
   for (std::string item : splitOn(exclude ? v.substr(1) : v, ',')) {
     for (char& c : item) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     auto it = names.find(item);
-    if (it == names.end()) continue;  // ENV, ALLOC, CALL, PROXY, NVLS, ...: no grove logs of that kind
+    if (it == names.end())
+      continue;  // ENV, ALLOC, CALL, PROXY, NVLS, ...: no grove logs of that kind
     out += (out.empty() ? "" : ",") + it->second;
   }
-  if (out.empty()) *why = "none of its subsystems exists in grove (INIT, COLL, P2P, SHM, NET, GRAPH, TUNING, BOOTSTRAP do)";
+  if (out.empty())
+    *why =
+        "none of its subsystems exists in grove (INIT, COLL, P2P, SHM, NET, GRAPH, TUNING, "
+        "BOOTSTRAP do)";
   return out.empty() ? "" : (exclude ? "^" : "") + out;
 }
 

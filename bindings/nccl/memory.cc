@@ -49,8 +49,10 @@ ncclResult_t registerBuffer(const char* fn, groveComm_t comm, void* buff, size_t
 ncclResult_t deregisterBuffer(const char* fn, groveComm_t comm, void* handle) {
   int n = 0;
   if (groveResult_t r = groveCommCount(comm, &n); r != groveSuccess) return toNccl(r);
-  const bool known = withState(comm, [&](CommState& s) { return s.registrations.erase(handle) == 1; });
-  if (!known) return refuse(ncclInvalidArgument, fn, "handle is not a registration of this communicator");
+  const bool known =
+      withState(comm, [&](CommState& s) { return s.registrations.erase(handle) == 1; });
+  if (!known)
+    return refuse(ncclInvalidArgument, fn, "handle is not a registration of this communicator");
   return ncclSuccess;
 }
 
@@ -77,7 +79,8 @@ ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
     }
 #if GROVE_HAVE_CUDA
     if (cudaError_t e = cudaMalloc(ptr, size); e != cudaSuccess)
-      return refuse(ncclUnhandledCudaError, fn, std::string("cudaMalloc: ") + cudaGetErrorString(e));
+      return refuse(ncclUnhandledCudaError, fn,
+                    std::string("cudaMalloc: ") + cudaGetErrorString(e));
     return ncclSuccess;
 #else
     return refuse(ncclInvalidUsage, fn, "this grove build has no CUDA (set GROVE_DEVICE_EMULATION=1 for host memory)");
@@ -97,7 +100,8 @@ ncclResult_t ncclMemFree(void* ptr) {
     }
 #if GROVE_HAVE_CUDA
     if (cudaError_t e = cudaFree(ptr); e != cudaSuccess)
-      return refuse(ncclUnhandledCudaError, "ncclMemFree", std::string("cudaFree: ") + cudaGetErrorString(e));
+      return refuse(ncclUnhandledCudaError, "ncclMemFree",
+                    std::string("cudaFree: ") + cudaGetErrorString(e));
     return ncclSuccess;
 #else
     return refuse(ncclInvalidArgument, "ncclMemFree", "ptr was not made by ncclMemAlloc");
@@ -110,7 +114,8 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, vo
     Registration* reg = nullptr;
     const ncclResult_t r = registerBuffer("ncclCommRegister", toGrove(comm), buff, size, &reg);
     if (handle != nullptr) *handle = reg;
-    return handle == nullptr ? refuse(ncclInvalidArgument, "ncclCommRegister", "handle is NULL") : r;
+    return handle == nullptr ? refuse(ncclInvalidArgument, "ncclCommRegister", "handle is NULL")
+                             : r;
   });
 }
 

@@ -37,7 +37,7 @@ uint16_t floatToHalf(float f) {
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000);
   const uint32_t abs = u & 0x7fffffff;
   if (abs >= 0x7f800000) return sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 : 0);  // inf, nan
-  if (abs >= 0x477ff000) return sign | 0x7c00;                                 // overflows to inf
+  if (abs >= 0x477ff000) return sign | 0x7c00;                                   // overflows to inf
   if (abs < 0x38800000) {  // a subnormal half (or zero): round abs * 2^24 to an integer
     const float scaled = bitsToFloat(abs) * 16777216.0f;
     uint32_t m = static_cast<uint32_t>(scaled);
@@ -90,10 +90,16 @@ void scaleNarrow(void* dst, const void* src, size_t n, const void* scalar) {
 
 size_t arithmeticBytes(ncclDataType_t type) {
   switch (type) {
-    case ncclInt8: case ncclUint8: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    case ncclInt8:
+    case ncclUint8: return 1;
+    case ncclFloat16:
+    case ncclBfloat16: return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32: return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64: return 8;
     default: return 0;
   }
 }

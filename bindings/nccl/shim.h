@@ -49,6 +49,6 @@ void forgetComm(groveComm_t comm);
 
 /// Exports pnccl<Name> as a second name of nccl<Name> (NCCL's profiling
 /// interface), in the file that defines nccl<Name>.
-#define GROVE_NCCL_PNAME(name)                                                  \
+#define GROVE_NCCL_PNAME(name)                                                         \
   extern "C" __attribute__((visibility("default"))) __typeof__(nccl##name) pnccl##name \
       __attribute__((alias("nccl" #name)))

@@ -25,10 +25,10 @@ namespace grove::examples {
 
 /// One bucket: a contiguous range of the gradient buffer.
 struct Bucket {
-  size_t offset = 0;   ///< first gradient element
-  size_t count = 0;    ///< number of elements
-  int lowestLayer = 0; ///< the bucket is ready once this layer's backward is done
-  int highestLayer = 0;///< the last layer it holds gradients of
+  size_t offset = 0;     ///< first gradient element
+  size_t count = 0;      ///< number of elements
+  int lowestLayer = 0;   ///< the bucket is ready once this layer's backward is done
+  int highestLayer = 0;  ///< the last layer it holds gradients of
 };
 
 /// DDP's bucket size for big models (25 MiB).

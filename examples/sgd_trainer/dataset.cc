@@ -29,8 +29,10 @@ namespace {
 
 void fillInputs(Rng& rng, DataKind kind, std::vector<float>* x) {
   for (float& v : *x) {
-    if (kind == DataKind::kReal) v = static_cast<float>(rng.normal());
-    else v = static_cast<float>(rng.below(3) - 1);
+    if (kind == DataKind::kReal)
+      v = static_cast<float>(rng.normal());
+    else
+      v = static_cast<float>(rng.below(3) - 1);
   }
 }
 
@@ -88,9 +90,9 @@ Dataset makeDataset(const DatasetSpec& spec) {
       spec.teacherWidth < 1)
     throw std::invalid_argument(
         "data set: need features >= 1, classes >= 2, train samples >= 1, test samples >= 0 "
-        "(got features " + std::to_string(spec.features) + ", classes " +
-        std::to_string(spec.classes) + ", train " + std::to_string(spec.trainSamples) +
-        ", test " + std::to_string(spec.testSamples) + ")");
+        "(got features " +
+        std::to_string(spec.features) + ", classes " + std::to_string(spec.classes) + ", train " +
+        std::to_string(spec.trainSamples) + ", test " + std::to_string(spec.testSamples) + ")");
   Dataset d;
   d.features = spec.features;
   d.classes = spec.classes;

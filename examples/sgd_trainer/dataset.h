@@ -49,23 +49,23 @@ enum class DataKind {
 
 /// What to generate.
 struct DatasetSpec {
-  int features = 64;         ///< input width
-  int classes = 10;          ///< number of labels
-  int trainSamples = 16384;  ///< size of the training set
-  int testSamples = 2048;    ///< size of the held-out set
-  int teacherWidth = 64;     ///< hidden width of the labelling teacher
+  int features = 64;                ///< input width
+  int classes = 10;                 ///< number of labels
+  int trainSamples = 16384;         ///< size of the training set
+  int testSamples = 2048;           ///< size of the held-out set
+  int teacherWidth = 64;            ///< hidden width of the labelling teacher
   DataKind kind = DataKind::kReal;  ///< input values
-  uint64_t seed = 1;         ///< everything follows from this
+  uint64_t seed = 1;                ///< everything follows from this
 };
 
 /// A generated data set: row-major inputs and their labels.
 struct Dataset {
-  int features = 0;            ///< input width
-  int classes = 0;             ///< number of labels
-  std::vector<float> trainX;   ///< trainSamples x features
-  std::vector<int> trainY;     ///< trainSamples labels in [0, classes)
-  std::vector<float> testX;    ///< testSamples x features
-  std::vector<int> testY;      ///< testSamples labels
+  int features = 0;           ///< input width
+  int classes = 0;            ///< number of labels
+  std::vector<float> trainX;  ///< trainSamples x features
+  std::vector<int> trainY;    ///< trainSamples labels in [0, classes)
+  std::vector<float> testX;   ///< testSamples x features
+  std::vector<int> testY;     ///< testSamples labels
   /// Number of training samples.
   int numTrain() const { return static_cast<int>(trainY.size()); }
   /// Number of held-out samples.

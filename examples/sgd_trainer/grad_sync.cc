@@ -13,14 +13,18 @@ void checkGrove(groveResult_t r, groveComm_t comm, const std::string& what) {
 }
 
 double nowSec() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 GradSync::GradSync(groveComm_t comm, float* grads, std::vector<Bucket> buckets, bool overlap,
                    double timeoutSec)
-    : comm_(comm), grads_(grads), buckets_(std::move(buckets)), overlap_(overlap),
-      timeoutSec_(timeoutSec), issueAt_(buckets_.size()), doneAt_(buckets_.size()) {
+    : comm_(comm),
+      grads_(grads),
+      buckets_(std::move(buckets)),
+      overlap_(overlap),
+      timeoutSec_(timeoutSec),
+      issueAt_(buckets_.size()),
+      doneAt_(buckets_.size()) {
   if (buckets_.empty()) throw TrainerError("GradSync: no buckets");
   checkGrove(groveHostStreamCreate(&stream_), nullptr, "groveHostStreamCreate");
   watcher_ = std::thread([this] { watcherLoop(); });
@@ -98,15 +102,15 @@ SyncTimes GradSync::finish() {
   for (; next < buckets_.size(); ++next) issue(next);  // no overlap, or buckets not reported
 
   std::unique_lock<std::mutex> lock(mu_);
-  const bool done =
-      cv_.wait_for(lock, std::chrono::duration<double>(timeoutSec_),
-                   [&] { return confirmed_ == buckets_.size() || error_ != groveSuccess; });
+  const bool done = cv_.wait_for(lock, std::chrono::duration<double>(timeoutSec_), [&] {
+    return confirmed_ == buckets_.size() || error_ != groveSuccess;
+  });
   if (error_ != groveSuccess)
-    throw TrainerError(std::string("gradient all-reduce failed: ") +
-                       groveGetErrorString(error_) + ": " + errorText_);
+    throw TrainerError(std::string("gradient all-reduce failed: ") + groveGetErrorString(error_) +
+                       ": " + errorText_);
   if (!done)
-    throw TrainerError("gradient all-reduce did not finish within " +
-                       std::to_string(timeoutSec_) + " s (" + std::to_string(confirmed_) + " of " +
+    throw TrainerError("gradient all-reduce did not finish within " + std::to_string(timeoutSec_) +
+                       " s (" + std::to_string(confirmed_) + " of " +
                        std::to_string(buckets_.size()) + " buckets done)");
   SyncTimes t;
   t.exposed = nowSec() - backwardEnd;

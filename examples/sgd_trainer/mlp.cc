@@ -7,11 +7,10 @@
 namespace grove::examples {
 
 Mlp::Mlp(std::vector<int> widths) : widths_(std::move(widths)) {
-  if (widths_.size() < 4)
-    throw std::invalid_argument("the model needs at least two hidden layers");
+  if (widths_.size() < 4) throw std::invalid_argument("the model needs at least two hidden layers");
   for (int w : widths_)
-    if (w < 1) throw std::invalid_argument("every layer width must be >= 1 (got " +
-                                           std::to_string(w) + ")");
+    if (w < 1)
+      throw std::invalid_argument("every layer width must be >= 1 (got " + std::to_string(w) + ")");
   size_t offset = 0;
   for (int l = 0; l < numLayers(); ++l) {
     const size_t in = static_cast<size_t>(widths_[l]), out = static_cast<size_t>(widths_[l + 1]);

@@ -38,10 +38,10 @@ enum class Loss {
 
 /// One parameter tensor inside the flat buffer.
 struct ParamRange {
-  std::string name;  ///< "W0", "b0", ...
-  int layer = 0;     ///< layer it belongs to
-  size_t offset = 0; ///< first element in the flat buffer
-  size_t count = 0;  ///< number of elements
+  std::string name;   ///< "W0", "b0", ...
+  int layer = 0;      ///< layer it belongs to
+  size_t offset = 0;  ///< first element in the flat buffer
+  size_t count = 0;   ///< number of elements
 };
 
 /// Loss and correct predictions summed over a batch.
@@ -94,8 +94,9 @@ class Mlp {
   std::vector<int> widths_;
   std::vector<ParamRange> ranges_;  // W0, b0, W1, b1, ...
   std::vector<float> params_, grads_;
-  std::vector<std::vector<float>> acts_;  // acts_[l]: input of layer l (m x widths_[l]); last: logits
-  std::vector<std::vector<float>> delta_; // delta_[l]: dLoss/dz of layer l (m x widths_[l+1])
+  std::vector<std::vector<float>>
+      acts_;  // acts_[l]: input of layer l (m x widths_[l]); last: logits
+  std::vector<std::vector<float>> delta_;  // delta_[l]: dLoss/dz of layer l (m x widths_[l+1])
 };
 
 /// SGD with momentum as PyTorch defines it: v = momentum * v + g; w -= lr * v.

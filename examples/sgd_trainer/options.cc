@@ -38,9 +38,8 @@ Setter intOpt(int TrainerOptions::*field, int lo) {
 }
 
 Setter dataInt(int DatasetSpec::*field, int lo) {
-  return [=](TrainerOptions* o, const std::string& v) {
-    return parseInt(v, lo, &(o->data.*field));
-  };
+  return
+      [=](TrainerOptions* o, const std::string& v) { return parseInt(v, lo, &(o->data.*field)); };
 }
 
 Setter floatOpt(float TrainerOptions::*field, double lo) {
@@ -65,31 +64,39 @@ const std::map<std::string, Setter>& valueOptions() {
       {"--test-samples", dataInt(&DatasetSpec::testSamples, 0)},
       {"--lr", floatOpt(&TrainerOptions::lr, 0)},
       {"--momentum", floatOpt(&TrainerOptions::momentum, 0)},
-      {"--seed", [](TrainerOptions* o, const std::string& v) {
+      {"--seed",
+       [](TrainerOptions* o, const std::string& v) {
          int s = 0;
          if (!parseInt(v, 0, &s)) return false;
          o->data.seed = static_cast<uint64_t>(s);
          return true;
        }},
-      {"--bucket-mb", [](TrainerOptions* o, const std::string& v) {
-         return parseDouble(v, 1e-6, &o->bucketMb);
-       }},
-      {"--timeout", [](TrainerOptions* o, const std::string& v) {
-         return parseDouble(v, 0.001, &o->timeoutSec);
-       }},
-      {"--loss", [](TrainerOptions* o, const std::string& v) {
-         if (v == "xent") o->loss = Loss::kCrossEntropy;
-         else if (v == "mse") o->loss = Loss::kMse;
-         else return false;
+      {"--bucket-mb",
+       [](TrainerOptions* o, const std::string& v) { return parseDouble(v, 1e-6, &o->bucketMb); }},
+      {"--timeout", [](TrainerOptions* o,
+                       const std::string& v) { return parseDouble(v, 0.001, &o->timeoutSec); }},
+      {"--loss",
+       [](TrainerOptions* o, const std::string& v) {
+         if (v == "xent")
+           o->loss = Loss::kCrossEntropy;
+         else if (v == "mse")
+           o->loss = Loss::kMse;
+         else
+           return false;
          return true;
        }},
-      {"--data", [](TrainerOptions* o, const std::string& v) {
-         if (v == "real") o->data.kind = DataKind::kReal;
-         else if (v == "integer") o->data.kind = DataKind::kInteger;
-         else return false;
+      {"--data",
+       [](TrainerOptions* o, const std::string& v) {
+         if (v == "real")
+           o->data.kind = DataKind::kReal;
+         else if (v == "integer")
+           o->data.kind = DataKind::kInteger;
+         else
+           return false;
          return true;
        }},
-      {"--save-weights", [](TrainerOptions* o, const std::string& v) {
+      {"--save-weights",
+       [](TrainerOptions* o, const std::string& v) {
          o->saveWeights = v;
          return !v.empty();
        }},
@@ -108,9 +115,12 @@ bool parseTrainerOptions(int argc, char** argv, TrainerOptions* opts, std::strin
       arg = arg.substr(0, eq);
       hasValue = true;
     }
-    if (arg == "-h" || arg == "--help") opts->help = true;
-    else if (arg == "--check") opts->check = true;
-    else if (arg == "--no-overlap") opts->overlap = false;
+    if (arg == "-h" || arg == "--help")
+      opts->help = true;
+    else if (arg == "--check")
+      opts->check = true;
+    else if (arg == "--no-overlap")
+      opts->overlap = false;
     else if (auto it = valueOptions().find(arg); it != valueOptions().end()) {
       if (!hasValue) {
         if (i + 1 >= argc) {
@@ -132,7 +142,8 @@ bool parseTrainerOptions(int argc, char** argv, TrainerOptions* opts, std::strin
 }
 
 std::string trainerUsage(const std::string& prog) {
-  return "usage: " + prog + " [options]   (run under grove-launch -n N, mpirun or torchrun)\n"
+  return "usage: " + prog +
+         " [options]   (run under grove-launch -n N, mpirun or torchrun)\n"
          "  --epochs E          passes over the training set (4)\n"
          "  --batch B           global batch, a multiple of the number of ranks (256)\n"
          "  --hidden W          width of each hidden layer (256)\n"

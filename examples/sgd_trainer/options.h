@@ -13,21 +13,21 @@ namespace grove::examples {
 
 /// Everything a training run depends on.
 struct TrainerOptions {
-  int epochs = 4;              ///< passes over the training set
-  int batch = 256;             ///< global batch (all ranks together)
-  int hidden = 256;            ///< width of each hidden layer
-  int hiddenLayers = 2;        ///< number of hidden layers (>= 2)
-  int maxSteps = 0;            ///< stop after this many steps in all (0: no limit)
-  float lr = 0.05f;            ///< learning rate
-  float momentum = 0.9f;       ///< SGD momentum
+  int epochs = 4;                   ///< passes over the training set
+  int batch = 256;                  ///< global batch (all ranks together)
+  int hidden = 256;                 ///< width of each hidden layer
+  int hiddenLayers = 2;             ///< number of hidden layers (>= 2)
+  int maxSteps = 0;                 ///< stop after this many steps in all (0: no limit)
+  float lr = 0.05f;                 ///< learning rate
+  float momentum = 0.9f;            ///< SGD momentum
   Loss loss = Loss::kCrossEntropy;  ///< training loss
-  DatasetSpec data;            ///< the generated task
-  double bucketMb = 0;         ///< bucket cap in MiB (0: scaled to the model)
-  bool overlap = true;         ///< reduce buckets during backward (false: after it)
-  bool check = false;          ///< verify that all ranks hold identical weights
-  std::string saveWeights;     ///< rank 0 writes the final weights here
-  double timeoutSec = 120;     ///< longest wait for a gradient reduction
-  bool help = false;           ///< --help was given
+  DatasetSpec data;                 ///< the generated task
+  double bucketMb = 0;              ///< bucket cap in MiB (0: scaled to the model)
+  bool overlap = true;              ///< reduce buckets during backward (false: after it)
+  bool check = false;               ///< verify that all ranks hold identical weights
+  std::string saveWeights;          ///< rank 0 writes the final weights here
+  double timeoutSec = 120;          ///< longest wait for a gradient reduction
+  bool help = false;                ///< --help was given
 };
 
 /// Parses argv; on a bad option returns false and sets *error.

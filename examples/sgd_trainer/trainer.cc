@@ -30,8 +30,18 @@ namespace grove::examples {
 namespace {
 
 // Per-epoch sums, all-reduced as doubles.
-enum Stat { kLoss, kCorrect, kSamples, kTestCorrect, kTestSamples, kCompute, kExposed, kInFlight,
-            kWall, kNumStats };
+enum Stat {
+  kLoss,
+  kCorrect,
+  kSamples,
+  kTestCorrect,
+  kTestSamples,
+  kCompute,
+  kExposed,
+  kInFlight,
+  kWall,
+  kNumStats
+};
 
 struct Run {
   TrainerOptions opts;
@@ -44,11 +54,12 @@ struct Run {
 void printHeader(const Run& run, const Mlp& model, const GradSync& sync, size_t capBytes) {
   std::string shape;
   for (int w : model.widths()) shape += (shape.empty() ? "" : "-") + std::to_string(w);
-  std::printf("# sgd_trainer: %d ranks (%s), model %s (%zu parameters, %.1f KiB), %s data, "
-              "%s loss\n", run.nranks, run.launcher.c_str(), shape.c_str(), model.numParams(),
-              model.numParams() * 4.0 / 1024, run.opts.data.kind == DataKind::kReal ? "real"
-                                                                                    : "integer",
-              run.opts.loss == Loss::kCrossEntropy ? "cross-entropy" : "squared-error");
+  std::printf(
+      "# sgd_trainer: %d ranks (%s), model %s (%zu parameters, %.1f KiB), %s data, "
+      "%s loss\n",
+      run.nranks, run.launcher.c_str(), shape.c_str(), model.numParams(),
+      model.numParams() * 4.0 / 1024, run.opts.data.kind == DataKind::kReal ? "real" : "integer",
+      run.opts.loss == Loss::kCrossEntropy ? "cross-entropy" : "squared-error");
   std::printf("# global batch %d (%d per rank), %d steps per epoch, lr %g, momentum %g\n",
               run.opts.batch, run.opts.batch / run.nranks, stepsPerEpoch(run.opts),
               static_cast<double>(run.opts.lr), static_cast<double>(run.opts.momentum));
@@ -92,9 +103,11 @@ void reportEpoch(Run& run, int epoch, std::vector<double> stats, int steps) {
               stats[kLoss] / stats[kSamples], 100.0 * stats[kCorrect] / stats[kSamples]);
   if (stats[kTestSamples] > 0)
     std::printf(" (held-out %.1f%%)", 100.0 * stats[kTestCorrect] / stats[kTestSamples]);
-  std::printf("  step %.2f ms = compute %.2f + exposed comm %.2f (comm in flight %.2f)"
-              "  %.0f samples/s\n", (compute + exposed) * ms, compute * ms, exposed * ms,
-              inFlight * ms, stats[kSamples] / (stats[kWall] / n));
+  std::printf(
+      "  step %.2f ms = compute %.2f + exposed comm %.2f (comm in flight %.2f)"
+      "  %.0f samples/s\n",
+      (compute + exposed) * ms, compute * ms, exposed * ms, inFlight * ms,
+      stats[kSamples] / (stats[kWall] / n));
   std::fflush(stdout);
 }
 
@@ -103,9 +116,8 @@ void trainStep(Mlp& model, GradSync& sync, SgdMomentum& opt, const std::vector<f
                const std::vector<int>& by, const Run& run, std::vector<double>* stats) {
   const double t0 = nowSec();
   sync.beginStep();
-  const BatchStats st =
-      model.trainBatch(bx.data(), by.data(), static_cast<int>(by.size()), run.opts.loss,
-                       [&](int layer) { sync.layerDone(layer); });
+  const BatchStats st = model.trainBatch(bx.data(), by.data(), static_cast<int>(by.size()),
+                                         run.opts.loss, [&](int layer) { sync.layerDone(layer); });
   const double tBackward = nowSec();
   const SyncTimes comm = sync.finish();
   const double tSynced = nowSec();
@@ -122,8 +134,8 @@ void trainStep(Mlp& model, GradSync& sync, SgdMomentum& opt, const std::vector<f
 // Every rank compares its weights with rank 0's, bit for bit.
 bool checkIdentical(const Run& run, const Mlp& model) {
   std::vector<float> ref = model.params();
-  checkGrove(groveBroadcast(ref.data(), ref.data(), ref.size(), groveFloat32, 0, run.comm,
-                            nullptr), run.comm, "groveBroadcast of rank 0's weights");
+  checkGrove(groveBroadcast(ref.data(), ref.data(), ref.size(), groveFloat32, 0, run.comm, nullptr),
+             run.comm, "groveBroadcast of rank 0's weights");
   int64_t diff[2] = {0, 0};  // differing parameters, ranks that differ
   for (size_t i = 0; i < ref.size(); ++i)
     diff[0] += std::memcmp(&ref[i], &model.params()[i], sizeof(float)) != 0;
@@ -132,11 +144,12 @@ bool checkIdentical(const Run& run, const Mlp& model) {
              "groveAllReduce of the check counts");
   if (run.rank == 0) {
     if (diff[0] == 0)
-      std::printf("# check: all %d ranks hold bit-identical weights (%zu parameters)\n",
-                  run.nranks, ref.size());
+      std::printf("# check: all %d ranks hold bit-identical weights (%zu parameters)\n", run.nranks,
+                  ref.size());
     else
       std::printf("# check FAILED: %" PRId64 " ranks differ from rank 0 in %" PRId64
-                  " parameter values\n", diff[1], diff[0]);
+                  " parameter values\n",
+                  diff[1], diff[0]);
   }
   return diff[0] == 0;
 }
@@ -150,10 +163,10 @@ int train(Run& run) {
                             groveFloat32, 0, run.comm, nullptr),
              run.comm, "groveBroadcast of the initial weights");  // ... until rank 0's win
   const size_t modelBytes = model.numParams() * sizeof(float);
-  const size_t cap = o.bucketMb > 0 ? static_cast<size_t>(o.bucketMb * (1 << 20))
-                                    : defaultBucketBytes(modelBytes);
-  GradSync sync(run.comm, model.grads().data(), planBuckets(model.ranges(), std::max<size_t>(cap, 4)),
-                o.overlap, o.timeoutSec);
+  const size_t cap =
+      o.bucketMb > 0 ? static_cast<size_t>(o.bucketMb * (1 << 20)) : defaultBucketBytes(modelBytes);
+  GradSync sync(run.comm, model.grads().data(),
+                planBuckets(model.ranges(), std::max<size_t>(cap, 4)), o.overlap, o.timeoutSec);
   SgdMomentum opt(model.numParams(), o.lr, o.momentum);
   if (run.rank == 0) printHeader(run, model, sync, cap);
   const int steps = stepsPerEpoch(o);
@@ -177,11 +190,12 @@ int train(Run& run) {
     reportEpoch(run, e, stats, s);
   }
   if (run.rank == 0) {
-    std::printf("# overlap: communication in flight %.1f ms, exposed %.1f ms (%.0f%% hidden "
-                "behind backward), compute %.1f ms\n", run.totalInFlight * 1e3,
-                run.totalExposed * 1e3,
-                run.totalInFlight > 0 ? 100.0 * (1.0 - run.totalExposed / run.totalInFlight) : 0.0,
-                run.totalCompute * 1e3);
+    std::printf(
+        "# overlap: communication in flight %.1f ms, exposed %.1f ms (%.0f%% hidden "
+        "behind backward), compute %.1f ms\n",
+        run.totalInFlight * 1e3, run.totalExposed * 1e3,
+        run.totalInFlight > 0 ? 100.0 * (1.0 - run.totalExposed / run.totalInFlight) : 0.0,
+        run.totalCompute * 1e3);
     if (!o.saveWeights.empty()) saveWeights(o.saveWeights, model.params());
   }
   return o.check && !checkIdentical(run, model) ? 1 : 0;
@@ -204,8 +218,10 @@ int runMain(int argc, char** argv) {
   run.nranks = env.nranks;
   run.launcher = env.source;
   if (run.opts.batch % env.nranks != 0) {
-    std::fprintf(stderr, "sgd_trainer: the global batch (%d) must be a multiple of the number of "
-                 "ranks (%d)\n", run.opts.batch, env.nranks);
+    std::fprintf(stderr,
+                 "sgd_trainer: the global batch (%d) must be a multiple of the number of "
+                 "ranks (%d)\n",
+                 run.opts.batch, env.nranks);
     return 2;
   }
   try {

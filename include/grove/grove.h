@@ -51,14 +51,14 @@ typedef struct {
 
 /// Result codes; values equal ncclResult_t's.
 typedef enum GROVE_ENUM_INT {
-  groveSuccess = 0,            ///< the call did what it was asked
-  groveUnhandledCudaError = 1, ///< a CUDA call failed
-  groveSystemError = 2,        ///< an operating-system call failed
-  groveInternalError = 3,      ///< a bug in Grove
-  groveInvalidArgument = 4,    ///< a bad argument (null pointer, bad type, ...)
-  groveInvalidUsage = 5,       ///< a call made in the wrong state (destroyed comm, ...)
-  groveRemoteError = 6,        ///< a peer failed, died, or did not answer in time
-  groveInProgress = 7,         ///< a non-blocking operation has not finished yet
+  groveSuccess = 0,             ///< the call did what it was asked
+  groveUnhandledCudaError = 1,  ///< a CUDA call failed
+  groveSystemError = 2,         ///< an operating-system call failed
+  groveInternalError = 3,       ///< a bug in Grove
+  groveInvalidArgument = 4,     ///< a bad argument (null pointer, bad type, ...)
+  groveInvalidUsage = 5,        ///< a call made in the wrong state (destroyed comm, ...)
+  groveRemoteError = 6,         ///< a peer failed, died, or did not answer in time
+  groveInProgress = 7,          ///< a non-blocking operation has not finished yet
   groveNumResults = 8
 } groveResult_t;
 
@@ -95,8 +95,8 @@ typedef enum GROVE_ENUM_INT {
 
 /// Where a communicator's buffers live.
 typedef enum GROVE_ENUM_INT {
-  groveDeviceHost = 0, ///< host memory, CPU kernels (the default)
-  groveDeviceCuda = 1  ///< CUDA device memory (needs a CUDA build and a GPU)
+  groveDeviceHost = 0,  ///< host memory, CPU kernels (the default)
+  groveDeviceCuda = 1   ///< CUDA device memory (needs a CUDA build and a GPU)
 } groveDeviceKind_t;
 
 /// Opaque communicator handle.
@@ -120,27 +120,27 @@ typedef void* groveStream_t;
 /// set only the fields you need. size/magic/version let the library accept
 /// configs from older headers.
 typedef struct groveConfig_v1 {
-  size_t size;          ///< sizeof(groveConfig_t); set by the initializer
-  unsigned int magic;   ///< GROVE_CONFIG_MAGIC; set by the initializer
-  unsigned int version; ///< GROVE_VERSION_CODE; set by the initializer
-  int deviceKind;       ///< groveDeviceHost (default) or groveDeviceCuda
-  int device;           ///< CUDA device ordinal; unset = the current device
-  int blocking;         ///< 1 (default): init and calls block; 0: they may return groveInProgress
-  int timeoutMs;        ///< how long a wait may last before it fails; unset = GROVE_TIMEOUT
-  int nChannels;        ///< parallel channels per collective; unset = GROVE_NCHANNELS
-  const char* transport;///< "auto" or transport names, comma-separated ("shm", "net", "socket"); unset = GROVE_TRANSPORT
-  const char* algo;     ///< algorithm override, e.g. "allreduce:ring"; unset = GROVE_ALGO
-  const char* commName; ///< a name used in logs; unset = none
+  size_t size;           ///< sizeof(groveConfig_t); set by the initializer
+  unsigned int magic;    ///< GROVE_CONFIG_MAGIC; set by the initializer
+  unsigned int version;  ///< GROVE_VERSION_CODE; set by the initializer
+  int deviceKind;        ///< groveDeviceHost (default) or groveDeviceCuda
+  int device;            ///< CUDA device ordinal; unset = the current device
+  int blocking;          ///< 1 (default): init and calls block; 0: they may return groveInProgress
+  int timeoutMs;         ///< how long a wait may last before it fails; unset = GROVE_TIMEOUT
+  int nChannels;         ///< parallel channels per collective; unset = GROVE_NCHANNELS
+  /// "auto" or transport names, comma-separated ("shm", "net", "socket"); unset = GROVE_TRANSPORT
+  const char* transport;
+  const char* algo;      ///< algorithm override, e.g. "allreduce:ring"; unset = GROVE_ALGO
+  const char* commName;  ///< a name used in logs; unset = none
 } groveConfig_t;
 
 /// Initializer for groveConfig_t: every user field unset.
-#define GROVE_CONFIG_INITIALIZER                                               \
-  {                                                                            \
-    sizeof(groveConfig_t), GROVE_CONFIG_MAGIC, GROVE_VERSION_CODE,             \
-        GROVE_CONFIG_UNDEF_INT, GROVE_CONFIG_UNDEF_INT,                        \
-        GROVE_CONFIG_UNDEF_INT, GROVE_CONFIG_UNDEF_INT,                        \
-        GROVE_CONFIG_UNDEF_INT, GROVE_CONFIG_UNDEF_PTR,                        \
-        GROVE_CONFIG_UNDEF_PTR, GROVE_CONFIG_UNDEF_PTR                         \
+#define GROVE_CONFIG_INITIALIZER                                                           \
+  {                                                                                        \
+    sizeof(groveConfig_t), GROVE_CONFIG_MAGIC, GROVE_VERSION_CODE, GROVE_CONFIG_UNDEF_INT, \
+        GROVE_CONFIG_UNDEF_INT, GROVE_CONFIG_UNDEF_INT, GROVE_CONFIG_UNDEF_INT,            \
+        GROVE_CONFIG_UNDEF_INT, GROVE_CONFIG_UNDEF_PTR, GROVE_CONFIG_UNDEF_PTR,            \
+        GROVE_CONFIG_UNDEF_PTR                                                             \
   }
 
 /// Writes the library's version code (GROVE_VERSION_CODE) to *version.
@@ -178,8 +178,8 @@ groveResult_t groveGetUniqueId(groveUniqueId* uniqueId);
 groveResult_t groveCommInitRank(groveComm_t* comm, int nranks, groveUniqueId commId, int rank);
 
 /// As groveCommInitRank, with a configuration (may be NULL).
-groveResult_t groveCommInitRankConfig(groveComm_t* comm, int nranks, groveUniqueId commId,
-                                      int rank, groveConfig_t* config);
+groveResult_t groveCommInitRankConfig(groveComm_t* comm, int nranks, groveUniqueId commId, int rank,
+                                      groveConfig_t* config);
 
 /// Creates ndev communicators in one process, one per thread or device.
 /// For host communicators devlist may be NULL; for CUDA ones it names the
@@ -230,21 +230,20 @@ groveResult_t groveBroadcast(const void* sendbuff, void* recvbuff, size_t count,
 /// Reduce: root's recvbuff[i] = op over ranks of sendbuff[i]. recvbuff is
 /// used on root only. In place when sendbuff == recvbuff.
 groveResult_t groveReduce(const void* sendbuff, void* recvbuff, size_t count,
-                          groveDataType_t datatype, groveRedOp_t op, int root,
-                          groveComm_t comm, groveStream_t stream);
+                          groveDataType_t datatype, groveRedOp_t op, int root, groveComm_t comm,
+                          groveStream_t stream);
 
 /// All-gather: recvbuff (nranks*sendcount elements) holds every rank's
 /// sendbuff in rank order. In place when sendbuff == recvbuff + rank*sendcount.
 groveResult_t groveAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                             groveDataType_t datatype, groveComm_t comm,
-                             groveStream_t stream);
+                             groveDataType_t datatype, groveComm_t comm, groveStream_t stream);
 
 /// Reduce-scatter: recvbuff (recvcount elements) on rank r holds block r of
 /// the reduction of every rank's sendbuff (nranks*recvcount elements).
 /// In place when recvbuff == sendbuff + rank*recvcount.
 groveResult_t groveReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                 groveDataType_t datatype, groveRedOp_t op,
-                                 groveComm_t comm, groveStream_t stream);
+                                 groveDataType_t datatype, groveRedOp_t op, groveComm_t comm,
+                                 groveStream_t stream);
 
 /// Gather: root's recvbuff (nranks*sendcount elements) holds every rank's
 /// sendbuff in rank order. In place on root when sendbuff == recvbuff + root*sendcount.

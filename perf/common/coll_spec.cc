@@ -19,9 +19,7 @@ CollCounts collCounts(CollKind kind, size_t count, int nranks) {
     case CollKind::kAllReduce:
     case CollKind::kBroadcast:
     case CollKind::kReduce:
-    case CollKind::kSendRecv:
-      c.sendCount = c.recvCount = c.paramCount = count;
-      break;
+    case CollKind::kSendRecv: c.sendCount = c.recvCount = c.paramCount = count; break;
     case CollKind::kAllGather:
     case CollKind::kGather:
       c.sendCount = perRank;
@@ -81,8 +79,8 @@ bool collHasOp(CollKind kind) {
 }
 
 bool collHasRoot(CollKind kind) {
-  return kind == CollKind::kBroadcast || kind == CollKind::kReduce ||
-         kind == CollKind::kGather || kind == CollKind::kScatter;
+  return kind == CollKind::kBroadcast || kind == CollKind::kReduce || kind == CollKind::kGather ||
+         kind == CollKind::kScatter;
 }
 
 bool collHasInPlace(CollKind kind) {

@@ -43,9 +43,8 @@ std::string groveVar(const char* name, bool* set) {
 
 }  // namespace
 
-std::optional<MemoryMode> resolveMemoryMode(const std::optional<std::string>& kind,
-                                            bool emulation, bool cudaBuild, int deviceCount,
-                                            std::string* error) {
+std::optional<MemoryMode> resolveMemoryMode(const std::optional<std::string>& kind, bool emulation,
+                                            bool cudaBuild, int deviceCount, std::string* error) {
   bool cuda = cudaBuild && deviceCount > 0;
   if (kind && !kind->empty()) {
     if (strcasecmp(kind->c_str(), "host") == 0) return MemoryMode::kHost;
@@ -55,13 +54,15 @@ std::optional<MemoryMode> resolveMemoryMode(const std::optional<std::string>& ki
     }
     if (emulation) return MemoryMode::kEmulated;
     if (!cudaBuild) {
-      *error = "GROVE_DEVICE_KIND=cuda but this build has no CUDA support "
-               "(GROVE_DEVICE_EMULATION=1 runs the device path on the host)";
+      *error =
+          "GROVE_DEVICE_KIND=cuda but this build has no CUDA support "
+          "(GROVE_DEVICE_EMULATION=1 runs the device path on the host)";
       return std::nullopt;
     }
     if (deviceCount <= 0) {
-      *error = "GROVE_DEVICE_KIND=cuda but no CUDA device is visible "
-               "(GROVE_DEVICE_EMULATION=1 runs the device path on the host)";
+      *error =
+          "GROVE_DEVICE_KIND=cuda but no CUDA device is visible "
+          "(GROVE_DEVICE_EMULATION=1 runs the device path on the host)";
       return std::nullopt;
     }
     cuda = true;
@@ -77,8 +78,8 @@ std::optional<MemoryMode> chooseMemoryMode(std::string* error) {
     if (!kindSet) kind.reset();
     const bool emulation = groveVar("GROVE_DEVICE_EMULATION", &emulationSet) == "1";
     // An explicit choice of host or emulation needs no CUDA runtime call.
-    const bool needCount = !(kind && strcasecmp(kind->c_str(), "host") == 0) &&
-                           !(kind && emulation);
+    const bool needCount =
+        !(kind && strcasecmp(kind->c_str(), "host") == 0) && !(kind && emulation);
     return resolveMemoryMode(kind, emulation, perfHasCuda(), needCount ? cudaDeviceCount() : 0,
                              error);
   } catch (const std::exception& e) {

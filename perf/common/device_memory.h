@@ -33,9 +33,8 @@ enum class MemoryMode {
 /// The mode for a GROVE_DEVICE_KIND value (nullopt = unset), the emulation
 /// flag, whether the build has CUDA and how many devices are visible. Pure;
 /// on a bad combination returns nullopt with the reason in *error.
-std::optional<MemoryMode> resolveMemoryMode(const std::optional<std::string>& kind,
-                                            bool emulation, bool cudaBuild, int deviceCount,
-                                            std::string* error);
+std::optional<MemoryMode> resolveMemoryMode(const std::optional<std::string>& kind, bool emulation,
+                                            bool cudaBuild, int deviceCount, std::string* error);
 
 /// resolveMemoryMode over this process's configuration and devices.
 std::optional<MemoryMode> chooseMemoryMode(std::string* error);

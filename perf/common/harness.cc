@@ -44,9 +44,9 @@ std::string hostName() {
                   what + ": '" + groveGetErrorString(r) + "' : " + groveGetLastError(comm));
 }
 
-#define PERF_CHECK(comm, call)                                    \
-  do {                                                            \
-    groveResult_t res_ = (call);                                  \
+#define PERF_CHECK(comm, call)                                         \
+  do {                                                                 \
+    groveResult_t res_ = (call);                                       \
     if (res_ != groveSuccess) throwGrove(res_, comm, #call, __LINE__); \
   } while (0)
 
@@ -86,9 +86,9 @@ struct Rank {
   bool printer = false;  ///< global rank 0: prints the report
   groveComm_t comm = nullptr;
   groveHostStream_t hostStream = nullptr;
-  Buffer send, recv, expected;  ///< the buffers; in kCuda mode the host staging of dev*
-  int cudaDevice = -1;          ///< kCuda: this rank's device
-  DeviceStream devStream;       ///< kCuda: this rank's stream
+  Buffer send, recv, expected;             ///< the buffers; in kCuda mode the host staging of dev*
+  int cudaDevice = -1;                     ///< kCuda: this rank's device
+  DeviceStream devStream;                  ///< kCuda: this rank's stream
   DeviceBuffer devSend, devRecv, scratch;  ///< kCuda: buffers and small-call scratch
   long errors = 0;
   double bwSum = 0;
@@ -109,7 +109,6 @@ struct Rank {
     std::fflush(stdout);
   }
 };
-
 
 double seconds() {
   using Clock = std::chrono::steady_clock;
@@ -286,8 +285,10 @@ void runTests(Rank& r) {
   std::vector<int> roots{-1};
   if (collHasRoot(sh.kind)) {
     roots.clear();
-    if (sh.args.root >= 0) roots.push_back(sh.args.root);
-    else for (int i = 0; i < sh.nranks; ++i) roots.push_back(i);
+    if (sh.args.root >= 0)
+      roots.push_back(sh.args.root);
+    else
+      for (int i = 0; i < sh.nranks; ++i) roots.push_back(i);
   }
   std::vector<groveRedOp_t> ops = collHasOp(sh.kind) ? sh.args.ops : std::vector{groveSum};
   for (groveDataType_t type : sh.args.types)
@@ -304,7 +305,9 @@ struct DeviceRecord {
 };
 
 // The slot of this rank among the ranks of its host (host memory's "device").
-int localSlot(const Rank& r) { return r.shared->env.localRank * r.shared->args.nThreads + r.thread; }
+int localSlot(const Rank& r) {
+  return r.shared->env.localRank * r.shared->args.nThreads + r.thread;
+}
 
 // Gathers (pid, host, device) of every rank and prints the "# Using devices" block.
 void printDevices(Rank& r) {
@@ -381,7 +384,7 @@ void rankMain(Rank& r) {
     if (r.onDevice()) releaseDevice(r);
   } catch (const std::exception& e) {
     r.failure = e.what();
-    if (!met) sh.setUpDone->arrive_and_drop();  // the others go on without this rank
+    if (!met) sh.setUpDone->arrive_and_drop();      // the others go on without this rank
     if (r.comm != nullptr) groveCommAbort(r.comm);  // peers fail fast instead of timing out
     r.comm = nullptr;
     if (r.onDevice()) releaseDevice(r);
@@ -466,8 +469,8 @@ int perfMain(int argc, char** argv, CollKind kind) {
   sh.env = tools::detectLaunchEnv();
   sh.nranks = sh.env.nranks * sh.args.nThreads;
   if (collHasRoot(kind) && sh.args.root >= sh.nranks) {
-    std::fprintf(stderr, "%s: invalid root %d (there are %d ranks)\n", prog.c_str(),
-                 sh.args.root, sh.nranks);
+    std::fprintf(stderr, "%s: invalid root %d (there are %d ranks)\n", prog.c_str(), sh.args.root,
+                 sh.nranks);
     return 1;
   }
   const bool mainProc = sh.env.rank == 0;

@@ -12,30 +12,29 @@
 namespace grove::perf {
 namespace {
 
-const option kLongOpts[] = {
-    {"nthreads", required_argument, nullptr, 't'},
-    {"ngpus", required_argument, nullptr, 'g'},
-    {"minbytes", required_argument, nullptr, 'b'},
-    {"maxbytes", required_argument, nullptr, 'e'},
-    {"stepbytes", required_argument, nullptr, 'i'},
-    {"stepfactor", required_argument, nullptr, 'f'},
-    {"iters", required_argument, nullptr, 'n'},
-    {"agg_iters", required_argument, nullptr, 'm'},
-    {"warmup_iters", required_argument, nullptr, 'w'},
-    {"parallel_init", required_argument, nullptr, 'p'},
-    {"check", required_argument, nullptr, 'c'},
-    {"op", required_argument, nullptr, 'o'},
-    {"datatype", required_argument, nullptr, 'd'},
-    {"root", required_argument, nullptr, 'r'},
-    {"blocking", required_argument, nullptr, 'z'},
-    {"stream_null", required_argument, nullptr, 'y'},
-    {"timeout", required_argument, nullptr, 'T'},
-    {"cudagraph", required_argument, nullptr, 'G'},
-    {"report_cputime", required_argument, nullptr, 'C'},
-    {"average", required_argument, nullptr, 'a'},
-    {"output_file", required_argument, nullptr, 'F'},
-    {"help", no_argument, nullptr, 'h'},
-    {nullptr, 0, nullptr, 0}};
+const option kLongOpts[] = {{"nthreads", required_argument, nullptr, 't'},
+                            {"ngpus", required_argument, nullptr, 'g'},
+                            {"minbytes", required_argument, nullptr, 'b'},
+                            {"maxbytes", required_argument, nullptr, 'e'},
+                            {"stepbytes", required_argument, nullptr, 'i'},
+                            {"stepfactor", required_argument, nullptr, 'f'},
+                            {"iters", required_argument, nullptr, 'n'},
+                            {"agg_iters", required_argument, nullptr, 'm'},
+                            {"warmup_iters", required_argument, nullptr, 'w'},
+                            {"parallel_init", required_argument, nullptr, 'p'},
+                            {"check", required_argument, nullptr, 'c'},
+                            {"op", required_argument, nullptr, 'o'},
+                            {"datatype", required_argument, nullptr, 'd'},
+                            {"root", required_argument, nullptr, 'r'},
+                            {"blocking", required_argument, nullptr, 'z'},
+                            {"stream_null", required_argument, nullptr, 'y'},
+                            {"timeout", required_argument, nullptr, 'T'},
+                            {"cudagraph", required_argument, nullptr, 'G'},
+                            {"report_cputime", required_argument, nullptr, 'C'},
+                            {"average", required_argument, nullptr, 'a'},
+                            {"output_file", required_argument, nullptr, 'F'},
+                            {"help", no_argument, nullptr, 'h'},
+                            {nullptr, 0, nullptr, 0}};
 
 // Parses a whole integer; false on trailing garbage or an empty string.
 bool parseLong(const char* text, long* out) {
@@ -160,9 +159,12 @@ double parsePerfSize(const char* text) {
   if (n < 1 || size < 0) return -1.0;
   if (n == 1) return size;
   switch (lit[0]) {
-    case 'G': case 'g': return size * 1024.0 * 1024.0 * 1024.0;
-    case 'M': case 'm': return size * 1024.0 * 1024.0;
-    case 'K': case 'k': return size * 1024.0;
+    case 'G':
+    case 'g': return size * 1024.0 * 1024.0 * 1024.0;
+    case 'M':
+    case 'm': return size * 1024.0 * 1024.0;
+    case 'K':
+    case 'k': return size * 1024.0;
     default: return -1.0;
   }
 }
@@ -178,8 +180,8 @@ ParseStatus parsePerfArgs(int argc, char* const* argv, PerfArgs* args, std::stri
     if (c == -1) break;
     if (c == 'h') return ParseStatus::kHelp;
     if (c == '?' || c == ':') {
-      std::string name = optopt ? std::string("-") + static_cast<char>(optopt)
-                                : std::string(argv[optind - 1]);
+      std::string name =
+          optopt ? std::string("-") + static_cast<char>(optopt) : std::string(argv[optind - 1]);
       *error = c == ':' ? "option " + name + " needs a value" : "invalid option " + name;
       return ParseStatus::kError;
     }

@@ -26,7 +26,8 @@ std::string formatParamHeader(const PerfArgs& a) {
       a.stepFactor > 1 ? "factor" : "bytes", a.warmupIters, a.iters, a.aggIters, a.check,
       a.cudaGraph);
   if (a.blocking) s += "# Blocking Enabled: NULL stream, each call waits for completion \n";
-  if (a.parallelInit) s += "# Parallel Init Enabled: threads call into groveCommInitRank concurrently \n";
+  if (a.parallelInit)
+    s += "# Parallel Init Enabled: threads call into groveCommInitRank concurrently \n";
   s += "#\n";
   return s;
 }
@@ -37,20 +38,21 @@ std::string formatDeviceLine(int rank, int pid, const std::string& host, int dev
 
 std::string formatDeviceLine(int rank, int pid, const std::string& host, int device,
                              const std::string& label) {
-  return format("#  Rank %2d Group %2d Pid %6d on %10s device %2d %s\n", rank, 0, pid,
-                host.c_str(), device, label.c_str());
+  return format("#  Rank %2d Group %2d Pid %6d on %10s device %2d %s\n", rank, 0, pid, host.c_str(),
+                device, label.c_str());
 }
 
 std::string formatColumnHeader(const char* timeName) {
   std::string s = format(
-      "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
+      "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          "
+      "\n",
       "", "", "", "", "");
   s += format("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size",
               "count", "type", "redop", "root", timeName, "algbw", "busbw", "#wrong", timeName,
               "algbw", "busbw", "#wrong");
   s += format("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)",
-              "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
-              "(GB/s)", "");
+              "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
+              "");
   return s;
 }
 

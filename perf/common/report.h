@@ -25,8 +25,8 @@ std::string formatDeviceLine(int rank, int pid, const std::string& host, int dev
 std::string formatColumnHeader(const char* timeName);
 
 /// The left part of a row: size, count, type, redop, root.
-std::string formatRowParams(size_t bytes, size_t count, const char* typeName,
-                            const char* opName, int root);
+std::string formatRowParams(size_t bytes, size_t count, const char* typeName, const char* opName,
+                            int root);
 
 /// Time in microseconds as nccl-tests prints it (%7.0f, %7.1f or %7.2f).
 std::string formatTime(double usec);

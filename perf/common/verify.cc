@@ -81,13 +81,40 @@ int64_t reducedValue(const DataSpec& spec, size_t index) {
 
 void storeValue(groveDataType_t type, void* buf, size_t index, int64_t v) {
   switch (type) {
-    case groveInt8: case groveUint8: { uint8_t b = static_cast<uint8_t>(v); storeBits(buf, index, &b, 1); break; }
-    case groveInt32: case groveUint32: { uint32_t b = static_cast<uint32_t>(v); storeBits(buf, index, &b, 4); break; }
-    case groveInt64: case groveUint64: storeBits(buf, index, &v, 8); break;
-    case groveFloat16: { uint16_t b = floatToHalfBits(static_cast<float>(v)); storeBits(buf, index, &b, 2); break; }
-    case groveBfloat16: { uint16_t b = floatToBf16Bits(static_cast<float>(v)); storeBits(buf, index, &b, 2); break; }
-    case groveFloat32: { float f = static_cast<float>(v); storeBits(buf, index, &f, 4); break; }
-    case groveFloat64: { double d = static_cast<double>(v); storeBits(buf, index, &d, 8); break; }
+    case groveInt8:
+    case groveUint8: {
+      uint8_t b = static_cast<uint8_t>(v);
+      storeBits(buf, index, &b, 1);
+      break;
+    }
+    case groveInt32:
+    case groveUint32: {
+      uint32_t b = static_cast<uint32_t>(v);
+      storeBits(buf, index, &b, 4);
+      break;
+    }
+    case groveInt64:
+    case groveUint64: storeBits(buf, index, &v, 8); break;
+    case groveFloat16: {
+      uint16_t b = floatToHalfBits(static_cast<float>(v));
+      storeBits(buf, index, &b, 2);
+      break;
+    }
+    case groveBfloat16: {
+      uint16_t b = floatToBf16Bits(static_cast<float>(v));
+      storeBits(buf, index, &b, 2);
+      break;
+    }
+    case groveFloat32: {
+      float f = static_cast<float>(v);
+      storeBits(buf, index, &f, 4);
+      break;
+    }
+    case groveFloat64: {
+      double d = static_cast<double>(v);
+      storeBits(buf, index, &d, 8);
+      break;
+    }
     default: break;
   }
 }
@@ -95,22 +122,61 @@ void storeValue(groveDataType_t type, void* buf, size_t index, int64_t v) {
 double loadValue(groveDataType_t type, const void* buf, size_t index) {
   const char* p = static_cast<const char*>(buf) + index * dtypeSize(type);
   switch (type) {
-    case groveInt8: { int8_t v; std::memcpy(&v, p, 1); return v; }
-    case groveUint8: { uint8_t v; std::memcpy(&v, p, 1); return v; }
-    case groveInt32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case groveUint32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
-    case groveInt64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
-    case groveUint64: { uint64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
-    case groveFloat16: { uint16_t v; std::memcpy(&v, p, 2); return halfBitsToFloat(v); }
-    case groveBfloat16: { uint16_t v; std::memcpy(&v, p, 2); return bf16BitsToFloat(v); }
-    case groveFloat32: { float v; std::memcpy(&v, p, 4); return v; }
-    case groveFloat64: { double v; std::memcpy(&v, p, 8); return v; }
+    case groveInt8: {
+      int8_t v;
+      std::memcpy(&v, p, 1);
+      return v;
+    }
+    case groveUint8: {
+      uint8_t v;
+      std::memcpy(&v, p, 1);
+      return v;
+    }
+    case groveInt32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case groveUint32: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case groveInt64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<double>(v);
+    }
+    case groveUint64: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<double>(v);
+    }
+    case groveFloat16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return halfBitsToFloat(v);
+    }
+    case groveBfloat16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return bf16BitsToFloat(v);
+    }
+    case groveFloat32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case groveFloat64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
     default: return 0;
   }
 }
 
-size_t checkedRegionOffset(const DataSpec& spec, int rank, const CollCounts& counts,
-                           bool inPlace) {
+size_t checkedRegionOffset(const DataSpec& spec, int rank, const CollCounts& counts, bool inPlace) {
   return inPlace ? counts.recvInplaceOffset * static_cast<size_t>(rank) * dtypeSize(spec.type) : 0;
 }
 
@@ -132,7 +198,8 @@ void prepareData(const DataSpec& spec, int rank, const CollCounts& c, bool inPla
                        : static_cast<char*>(send);
   const bool rootOnlyInput = spec.kind == CollKind::kBroadcast || spec.kind == CollKind::kScatter;
   if (!rootOnlyInput || rank == spec.root)
-    for (size_t i = 0; i < c.sendCount; ++i) storeValue(spec.type, data, i, inputValue(spec, rank, i));
+    for (size_t i = 0; i < c.sendCount; ++i)
+      storeValue(spec.type, data, i, inputValue(spec, rank, i));
 
   // Start from what the region holds now: rooted collectives leave it alone off the root.
   std::memcpy(expected, recvBytes + region, c.recvCount * es);
@@ -140,18 +207,21 @@ void prepareData(const DataSpec& spec, int rank, const CollCounts& c, bool inPla
   const size_t per = c.paramCount;
   switch (spec.kind) {
     case CollKind::kAllReduce:
-      for (size_t i = 0; i < c.recvCount; ++i) storeValue(spec.type, expected, i, reducedValue(spec, i));
+      for (size_t i = 0; i < c.recvCount; ++i)
+        storeValue(spec.type, expected, i, reducedValue(spec, i));
       break;
     case CollKind::kReduce:
       if (rank != spec.root) break;
-      for (size_t i = 0; i < c.recvCount; ++i) storeValue(spec.type, expected, i, reducedValue(spec, i));
+      for (size_t i = 0; i < c.recvCount; ++i)
+        storeValue(spec.type, expected, i, reducedValue(spec, i));
       break;
     case CollKind::kReduceScatter:
       for (size_t i = 0; i < c.recvCount; ++i)
         storeValue(spec.type, expected, i, reducedValue(spec, static_cast<size_t>(rank) * per + i));
       break;
     case CollKind::kBroadcast:
-      for (size_t i = 0; i < c.recvCount; ++i) storeValue(spec.type, expected, i, inputValue(spec, spec.root, i));
+      for (size_t i = 0; i < c.recvCount; ++i)
+        storeValue(spec.type, expected, i, inputValue(spec, spec.root, i));
       break;
     case CollKind::kGather:
       if (rank != spec.root) break;
@@ -163,7 +233,8 @@ void prepareData(const DataSpec& spec, int rank, const CollCounts& c, bool inPla
       break;
     case CollKind::kScatter:
       for (size_t i = 0; i < c.recvCount; ++i)
-        storeValue(spec.type, expected, i, inputValue(spec, spec.root, static_cast<size_t>(rank) * per + i));
+        storeValue(spec.type, expected, i,
+                   inputValue(spec, spec.root, static_cast<size_t>(rank) * per + i));
       break;
     case CollKind::kAlltoAll:
       for (int j = 0; j < n; ++j)
@@ -197,7 +268,7 @@ uint16_t floatToHalfBits(float f) {
   if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
   int32_t e = exp - 127 + 15;
   if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (e <= 0) {                                                  // subnormal or zero
+  if (e <= 0) {                                                 // subnormal or zero
     if (e < -10) return static_cast<uint16_t>(sign);
     mant |= 0x800000u;
     const int shift = 14 - e;
@@ -222,7 +293,10 @@ float halfBitsToFloat(uint16_t h) {
       x = sign;
     } else {  // normalise the subnormal
       int e = -1;
-      do { mant <<= 1; ++e; } while ((mant & 0x400u) == 0);
+      do {
+        mant <<= 1;
+        ++e;
+      } while ((mant & 0x400u) == 0);
       x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
     }
   } else {

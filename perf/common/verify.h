@@ -54,13 +54,12 @@ double loadValue(groveDataType_t type, const void* buf, size_t index);
 /// expected contents of the checked region (see checkedRegion) to expected.
 /// send and recv must hold sendCount and recvCount elements; expected
 /// recvCount elements.
-void prepareData(const DataSpec& spec, int rank, const CollCounts& counts, bool inPlace,
-                 void* send, void* recv, void* expected);
+void prepareData(const DataSpec& spec, int rank, const CollCounts& counts, bool inPlace, void* send,
+                 void* recv, void* expected);
 
 /// Byte offset in recv of the region compared with the expected buffer
 /// (recvCount elements from there).
-size_t checkedRegionOffset(const DataSpec& spec, int rank, const CollCounts& counts,
-                           bool inPlace);
+size_t checkedRegionOffset(const DataSpec& spec, int rank, const CollCounts& counts, bool inPlace);
 
 /// Bytes of recv, from its start, that prepareData writes: the checked
 /// region and, in place, this rank's input (a reduce-scatter's or scatter's

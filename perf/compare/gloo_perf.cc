@@ -92,8 +92,8 @@ class GlooBackend : public PeerBackend {
     if (rank_ < 0 || nranks_ < 1 || rank_ >= nranks_)
       throw std::runtime_error("no rank variables (start under grove-launch, mpirun or torchrun)");
     if (opts_.storeDir.empty())
-      opts_.storeDir = "/tmp/grove-gloo-" + std::to_string(getuid()) + "-" +
-                       std::to_string(getppid());
+      opts_.storeDir =
+          "/tmp/grove-gloo-" + std::to_string(getuid()) + "-" + std::to_string(getppid());
     std::filesystem::create_directories(opts_.storeDir);
     gloo::transport::tcp::attr attr;
     attr.iface = opts_.iface.empty() ? "lo" : opts_.iface;
@@ -116,9 +116,9 @@ class GlooBackend : public PeerBackend {
   int rank() const override { return rank_; }
   int nranks() const override { return nranks_; }
   std::string describe() const override {
-    return "Gloo " + std::to_string(GLOO_VERSION_MAJOR) + "." +
-           std::to_string(GLOO_VERSION_MINOR) + "." + std::to_string(GLOO_VERSION_PATCH) +
-           " (tcp device on " + (opts_.iface.empty() ? "lo" : opts_.iface) + ")";
+    return "Gloo " + std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) +
+           "." + std::to_string(GLOO_VERSION_PATCH) + " (tcp device on " +
+           (opts_.iface.empty() ? "lo" : opts_.iface) + ")";
   }
 
   std::string unsupported(CollKind kind, groveDataType_t type, groveRedOp_t op) const override {

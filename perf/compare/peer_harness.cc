@@ -64,7 +64,6 @@ struct Job {
   }
 };
 
-
 void startColl(Job& j, const Setting& s, bool inPlace, int iter) {
   const size_t total = std::max(s.counts.sendCount, s.counts.recvCount) * s.es;
   const size_t steps = total ? std::max<size_t>(1, j.args.maxBytes / total) : 1;
@@ -177,8 +176,10 @@ void runTests(Job& j) {
   std::vector<int> roots{-1};
   if (collHasRoot(j.kind)) {
     roots.clear();
-    if (j.args.root >= 0) roots.push_back(j.args.root);
-    else for (int i = 0; i < j.nranks; ++i) roots.push_back(i);
+    if (j.args.root >= 0)
+      roots.push_back(j.args.root);
+    else
+      for (int i = 0; i < j.nranks; ++i) roots.push_back(i);
   }
   std::vector<groveRedOp_t> ops = collHasOp(j.kind) ? j.args.ops : std::vector{groveSum};
   for (groveDataType_t type : j.args.types)
@@ -192,7 +193,11 @@ void runTests(Job& j) {
 
 // Gathers (pid, host) of every rank and prints the "# Using devices" block.
 void printDevices(Job& j) {
-  struct Record { int32_t pid; int32_t device; char host[56]; };
+  struct Record {
+    int32_t pid;
+    int32_t device;
+    char host[56];
+  };
   Record mine{static_cast<int32_t>(getpid()), 0, {}};
   std::snprintf(mine.host, sizeof(mine.host), "%s", hostName().c_str());
   std::vector<Record> all(static_cast<size_t>(j.nranks));
@@ -205,17 +210,23 @@ void printDevices(Job& j) {
 }
 
 // Splits argv into the collective name, the harness options and the rest.
-bool splitArgs(int argc, char** argv, CollKind* kind, PeerOptions* opts,
-               std::vector<char*>* rest, std::string* error) {
+bool splitArgs(int argc, char** argv, CollKind* kind, PeerOptions* opts, std::vector<char*>* rest,
+               std::string* error) {
   rest->push_back(argv[0]);
   bool haveKind = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--store" || a == "--iface") {
-      if (i + 1 >= argc) { *error = a + " needs a value"; return false; }
+      if (i + 1 >= argc) {
+        *error = a + " needs a value";
+        return false;
+      }
       (a == "--store" ? opts->storeDir : opts->iface) = argv[++i];
     } else if (i == 1 && a[0] != '-') {
-      if (!parseCollName(a, kind)) { *error = "unknown collective '" + a + "'"; return false; }
+      if (!parseCollName(a, kind)) {
+        *error = "unknown collective '" + a + "'";
+        return false;
+      }
       haveKind = true;
     } else {
       rest->push_back(argv[i]);
@@ -228,7 +239,8 @@ bool splitArgs(int argc, char** argv, CollKind* kind, PeerOptions* opts,
 std::string usage(const std::string& prog) {
   return "usage: " + prog +
          " <all_reduce|broadcast|all_gather|reduce|reduce_scatter> [--store DIR] [--iface IF]"
-         " [nccl-tests flags]\n" + perfUsage(prog);
+         " [nccl-tests flags]\n" +
+         perfUsage(prog);
 }
 
 // Runs the whole job on a started peer; returns the exit status.
@@ -260,12 +272,17 @@ bool parseCollName(const std::string& name, CollKind* kind) {
   for (char c : name)
     if (c != '_' && c != '-') n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (n.size() > 4 && n.compare(n.size() - 4, 4, "perf") == 0) n.resize(n.size() - 4);
-  static const struct { const char* name; CollKind kind; } kNames[] = {
-      {"allreduce", CollKind::kAllReduce},  {"broadcast", CollKind::kBroadcast},
-      {"bcast", CollKind::kBroadcast},      {"allgather", CollKind::kAllGather},
-      {"reduce", CollKind::kReduce},        {"reducescatter", CollKind::kReduceScatter}};
+  static const struct {
+    const char* name;
+    CollKind kind;
+  } kNames[] = {{"allreduce", CollKind::kAllReduce}, {"broadcast", CollKind::kBroadcast},
+                {"bcast", CollKind::kBroadcast},     {"allgather", CollKind::kAllGather},
+                {"reduce", CollKind::kReduce},       {"reducescatter", CollKind::kReduceScatter}};
   for (const auto& e : kNames)
-    if (n == e.name) { *kind = e.kind; return true; }
+    if (n == e.name) {
+      *kind = e.kind;
+      return true;
+    }
   return false;
 }
 

@@ -55,8 +55,8 @@ class PeerBackend {
   /// point into the same buffer at the offsets of coll_spec.h. count is the
   /// call's count (per rank for all-gather and reduce-scatter). Throws
   /// std::runtime_error on failure.
-  virtual void run(CollKind kind, const void* send, void* recv, size_t count,
-                   groveDataType_t type, groveRedOp_t op, int root, bool inPlace) = 0;
+  virtual void run(CollKind kind, const void* send, void* recv, size_t count, groveDataType_t type,
+                   groveRedOp_t op, int root, bool inPlace) = 0;
 };
 
 /// Options of a harness beyond nccl-tests' flags (`--name value` pairs that

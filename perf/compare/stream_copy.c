@@ -42,8 +42,11 @@ static double now(void) {
 
 static void* copyLoop(void* arg) {
   Slice* s = (Slice*)arg;
-  for (size_t i = 0; i < s->n; ++i) { s->a[i] = 1.0; s->c[i] = 0.0; }  /* first touch */
-  for (int t = 0; t < s->trials + 1; ++t) {  /* one warm-up trial */
+  for (size_t i = 0; i < s->n; ++i) {
+    s->a[i] = 1.0;
+    s->c[i] = 0.0;
+  }                                         /* first touch */
+  for (int t = 0; t < s->trials + 1; ++t) { /* one warm-up trial */
     pthread_barrier_wait(s->start);
     double* restrict c = s->c;
     const double* restrict a = s->a;
@@ -65,7 +68,10 @@ int main(int argc, char** argv) {
   double* a = aligned_alloc(64, n * sizeof(double));
   double* c = aligned_alloc(64, n * sizeof(double));
   double* times = calloc((size_t)trials, sizeof(double));
-  if (!a || !c || !times) { fprintf(stderr, "stream_copy: out of memory\n"); return 1; }
+  if (!a || !c || !times) {
+    fprintf(stderr, "stream_copy: out of memory\n");
+    return 1;
+  }
   pthread_barrier_t start, end;
   pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
   pthread_barrier_init(&end, NULL, (unsigned)threads + 1);
@@ -89,8 +95,9 @@ int main(int argc, char** argv) {
   }
   for (int t = 0; t < threads; ++t) pthread_join(tids[t], NULL);
   double bytes = 2.0 * (double)(per * (size_t)threads) * sizeof(double);
-  qsort(times, (size_t)trials, sizeof(double), byValue);  /* times[0] is the best trial */
-  double median = trials % 2 ? times[trials / 2] : 0.5 * (times[trials / 2 - 1] + times[trials / 2]);
+  qsort(times, (size_t)trials, sizeof(double), byValue); /* times[0] is the best trial */
+  double median =
+      trials % 2 ? times[trials / 2] : 0.5 * (times[trials / 2 - 1] + times[trials / 2]);
   printf("copy: threads %d array %zu MiB best %.3f GB/s median %.3f GB/s (avg %.3f GB/s)\n",
          threads, mib, bytes / times[0] / 1e9, bytes / median / 1e9, bytes / (sum / trials) / 1e9);
   free(a);

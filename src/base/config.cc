@@ -135,11 +135,16 @@ uint64_t parseSize(const std::string& text) {
     throwInvalidArgument("bad size '" + text + "'");
   std::string suffix(end);
   double mult = 1;
-  if (suffix == "" || suffix == "B") mult = 1;
-  else if (suffix == "K" || suffix == "k" || suffix == "KB" || suffix == "KiB") mult = 1024.0;
-  else if (suffix == "M" || suffix == "m" || suffix == "MB" || suffix == "MiB") mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g" || suffix == "GB" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
-  else throwInvalidArgument("bad size suffix in '" + text + "' (use K, M or G)");
+  if (suffix == "" || suffix == "B")
+    mult = 1;
+  else if (suffix == "K" || suffix == "k" || suffix == "KB" || suffix == "KiB")
+    mult = 1024.0;
+  else if (suffix == "M" || suffix == "m" || suffix == "MB" || suffix == "MiB")
+    mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g" || suffix == "GB" || suffix == "GiB")
+    mult = 1024.0 * 1024 * 1024;
+  else
+    throwInvalidArgument("bad size suffix in '" + text + "' (use K, M or G)");
   if (v * mult >= 9.2e18) throwInvalidArgument("size '" + text + "' is too large");
   return static_cast<uint64_t>(v * mult);
 }
@@ -193,8 +198,10 @@ void validateAll() {
 void setOverride(const std::string& name, std::optional<std::string> value) {
   find(name);
   std::lock_guard<std::mutex> lock(overrideMutex());
-  if (value) overrides()[name] = *value;
-  else overrides().erase(name);
+  if (value)
+    overrides()[name] = *value;
+  else
+    overrides().erase(name);
 }
 
 }  // namespace grove::config

@@ -22,13 +22,13 @@ enum class Type { kInt, kBool, kString, kSize, kDouble };
 /// text means the default) is refused with an error that names the
 /// variable, the value and what is allowed.
 struct Var {
-  const char* name;          ///< e.g. "GROVE_TIMEOUT"
-  Type type;                 ///< how the text is parsed
-  const char* defaultValue;  ///< text of the default
-  const char* help;          ///< one-line description
+  const char* name;               ///< e.g. "GROVE_TIMEOUT"
+  Type type;                      ///< how the text is parsed
+  const char* defaultValue;       ///< text of the default
+  const char* help;               ///< one-line description
   const char* choices = nullptr;  ///< allowed texts of a kString, or null for any
-  double min = -9.2e18;      ///< smallest value allowed (kInt, kSize, kDouble)
-  double max = 9.2e18;       ///< largest value allowed (kInt, kSize, kDouble)
+  double min = -9.2e18;           ///< smallest value allowed (kInt, kSize, kDouble)
+  double max = 9.2e18;            ///< largest value allowed (kInt, kSize, kDouble)
 };
 
 /// Every registered variable, in registration order.

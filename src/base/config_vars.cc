@@ -24,7 +24,8 @@ const std::vector<Var>& registeredVars() {
       {"GROVE_COMM_SECRET_FILE", Type::kString, "",
        "a file whose first line is the job's secret (instead of GROVE_COMM_SECRET)"},
       {"GROVE_SOCKET_IFNAME", Type::kString, "",
-       "network interfaces to use: prefix list, ^ to exclude, = for exact names (as NCCL_SOCKET_IFNAME)"},
+       "network interfaces to use: prefix list, ^ to exclude, = for exact names (as "
+       "NCCL_SOCKET_IFNAME)"},
       {"GROVE_SOCKET_FAMILY", Type::kString, "", "force AF_INET or AF_INET6 for sockets",
        "AF_INET|AF_INET6|inet|inet6|ipv4|ipv6|4|6"},
       {"GROVE_TIMEOUT", Type::kDouble, "30",
@@ -48,33 +49,34 @@ const std::vector<Var>& registeredVars() {
       {"GROVE_NCHANNELS", Type::kInt, "0",
        "channels (parallel connections) per collective; 0 = automatic", nullptr, 0, 32},
       {"GROVE_SOCKET_SNDBUF", Type::kSize, "512K",
-       "SO_SNDBUF of socket-transport connections (the kernel doubles it); 0 = autotuning",
-       nullptr, 0, 1024.0 * 1024 * 1024},
+       "SO_SNDBUF of socket-transport connections (the kernel doubles it); 0 = autotuning", nullptr,
+       0, 1024.0 * 1024 * 1024},
       {"GROVE_SOCKET_RCVBUF", Type::kSize, "4M",
-       "SO_RCVBUF of socket-transport connections (the kernel doubles it); 0 = autotuning",
-       nullptr, 0, 1024.0 * 1024 * 1024},
+       "SO_RCVBUF of socket-transport connections (the kernel doubles it); 0 = autotuning", nullptr,
+       0, 1024.0 * 1024 * 1024},
       {"GROVE_SHM_DIR", Type::kString, "/dev/shm", "where shared-memory segments are made"},
       // Algorithms
       {"GROVE_ALGO", Type::kString, "",
        "algorithm overrides, e.g. allreduce:ring;broadcast:direct or tree (grove-info --algos "
        "lists the algorithms; syntax in algorithms/select/selector.h)"},
       {"GROVE_CHUNKSIZE", Type::kSize, "0",
-       "bytes a pipelined step moves at most; 0 = half the connection buffer",
-       nullptr, 0, 512.0 * 1024 * 1024},
+       "bytes a pipelined step moves at most; 0 = half the connection buffer", nullptr, 0,
+       512.0 * 1024 * 1024},
       {"GROVE_TREE_JUDGE_BYTES", Type::kSize, "32M",
        "the message size at which the cost model chooses how many trees the tree plans keep "
        "(simulating each candidate once, on first use); 0 = the packer's rule (99% of the optimum, "
        "fewest trees)",
        nullptr, 0, 1024.0 * 1024 * 1024},
       {"GROVE_DIRECT_MAX_BYTES", Type::kSize, "0",
-       "messages up to this size use the latency (direct) algorithms; 0 = 16K over shm, 64K over sockets",
+       "messages up to this size use the latency (direct) algorithms; 0 = 16K over shm, 64K over "
+       "sockets",
        nullptr, 0, 1024.0 * 1024 * 1024 * 1024},
       {"GROVE_EAGER", Type::kBool, "1",
        "over shared memory, collectives with small per-rank blocks run eagerly over one-message "
        "slot links instead of an algorithm's program (see GROVE_EAGER_MAX_BYTES); 0 = never"},
       {"GROVE_EAGER_MAX_BYTES", Type::kSize, "0",
-       "largest per-rank block of an eager collective; 0 = min(8K, 16K / (nranks - 1))",
-       nullptr, 0, 1024.0 * 1024 * 1024},
+       "largest per-rank block of an eager collective; 0 = min(8K, 16K / (nranks - 1))", nullptr, 0,
+       1024.0 * 1024 * 1024},
       // Checking
       {"GROVE_CHECK", Type::kString, "tags",
        "how ranks check that they make the same calls (same value on every rank). tags: every "
@@ -87,7 +89,8 @@ const std::vector<Var>& registeredVars() {
        "none|tags|calls"},
       // Topology
       {"GROVE_TOPO_FILE", Type::kString, "",
-       "topology file (grove JSON or NCCL XML) that describes this machine, a cluster, or overrides part of the detected graph"},
+       "topology file (grove JSON or NCCL XML) that describes this machine, a cluster, or "
+       "overrides part of the detected graph"},
       {"GROVE_TOPO_DUMP_FILE", Type::kString, "",
        "write the detected (and file-adjusted) topology of this rank's machine to this JSON file"},
       {"GROVE_TOPO_RANKS", Type::kString, "",
@@ -101,12 +104,14 @@ const std::vector<Var>& registeredVars() {
        16777216},
       {"GROVE_NRANKS", Type::kInt, "0", "number of ranks (set by grove-launch)", nullptr, 0,
        16777216},
-      {"GROVE_LOCAL_RANK", Type::kInt, "-1", "rank among the ranks of this host (set by grove-launch)",
-       nullptr, -1, 16777216},
-      {"GROVE_DEVICE_KIND", Type::kString, "host", "default device kind: host or cuda", "host|cuda"},
+      {"GROVE_LOCAL_RANK", Type::kInt, "-1",
+       "rank among the ranks of this host (set by grove-launch)", nullptr, -1, 16777216},
+      {"GROVE_DEVICE_KIND", Type::kString, "host", "default device kind: host or cuda",
+       "host|cuda"},
       {"GROVE_DEVICE_EMULATION", Type::kBool, "0",
        "CUDA communicators run the device executor's interpreter on host threads over host "
-       "memory instead of a GPU (buffers are host memory; for testing the device path without one)"},
+       "memory instead of a GPU (buffers are host memory; for testing the device path without "
+       "one)"},
       {"GROVE_P2P_DISABLE", Type::kBool, "0",
        "CUDA communicators never map a peer GPU's memory (cuda_p2p): GPUs of one host talk through "
        "pinned shared host memory (host_staged), as NCCL_P2P_DISABLE"},

@@ -4,7 +4,12 @@
 
 namespace grove {
 namespace {
-struct TypeInfo { groveDataType_t t; size_t size; const char* name; bool isFloat; };
+struct TypeInfo {
+  groveDataType_t t;
+  size_t size;
+  const char* name;
+  bool isFloat;
+};
 const TypeInfo kTypes[] = {
     {groveInt8, 1, "int8", false},     {groveUint8, 1, "uint8", false},
     {groveInt32, 4, "int32", false},   {groveUint32, 4, "uint32", false},
@@ -23,8 +28,11 @@ const char* dtypeName(groveDataType_t t) { return dtypeValid(t) ? kTypes[t].name
 std::optional<groveDataType_t> parseDtype(const std::string& name) {
   for (const TypeInfo& ti : kTypes)
     if (strcasecmp(name.c_str(), ti.name) == 0) return ti.t;
-  struct Alias { const char* name; groveDataType_t t; };
-  static const Alias aliases[] = {{"char", groveInt8},      {"int", groveInt32},
+  struct Alias {
+    const char* name;
+    groveDataType_t t;
+  };
+  static const Alias aliases[] = {{"char", groveInt8},       {"int", groveInt32},
                                   {"float16", groveFloat16}, {"fp16", groveFloat16},
                                   {"float32", groveFloat32}, {"fp32", groveFloat32},
                                   {"float64", groveFloat64}, {"fp64", groveFloat64},

@@ -28,16 +28,20 @@ State& state() {
 }
 
 unsigned parseSubsys(const std::string& spec) {
-  struct Name { const char* name; unsigned bit; };
-  static const Name names[] = {{"INIT", kInit}, {"TOPO", kTopo}, {"PLAN", kPlan}, {"SHM", kShm},
-                               {"NET", kNet},   {"P2P", kP2p},   {"COLL", kColl}, {"BOOT", kBoot},
-                               {"ALL", kAll}};
+  struct Name {
+    const char* name;
+    unsigned bit;
+  };
+  static const Name names[] = {{"INIT", kInit}, {"TOPO", kTopo}, {"PLAN", kPlan},
+                               {"SHM", kShm},   {"NET", kNet},   {"P2P", kP2p},
+                               {"COLL", kColl}, {"BOOT", kBoot}, {"ALL", kAll}};
   bool exclude = !spec.empty() && spec[0] == '^';
   unsigned mask = 0;
   size_t pos = exclude ? 1 : 0;
   while (pos <= spec.size()) {
     size_t comma = spec.find(',', pos);
-    std::string tok = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::string tok =
+        spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     for (const Name& n : names)
       if (strcasecmp(tok.c_str(), n.name) == 0) mask |= n.bit;
     if (comma == std::string::npos) break;
@@ -51,7 +55,8 @@ std::string expandPath(std::string path) {
   char host[256] = "host";
   gethostname(host, sizeof(host) - 1);
   for (size_t i; (i = path.find("%h")) != std::string::npos;) path.replace(i, 2, host);
-  for (size_t i; (i = path.find("%p")) != std::string::npos;) path.replace(i, 2, std::to_string(getpid()));
+  for (size_t i; (i = path.find("%p")) != std::string::npos;)
+    path.replace(i, 2, std::to_string(getpid()));
   return path;
 }
 
@@ -66,9 +71,12 @@ void load(State& s) {
     badLevel = e.what();
   }
   int l = static_cast<int>(Level::kWarn);
-  if (lvl == "NONE") l = 0;
-  else if (lvl == "INFO") l = 2;
-  else if (lvl == "TRACE") l = 3;
+  if (lvl == "NONE")
+    l = 0;
+  else if (lvl == "INFO")
+    l = 2;
+  else if (lvl == "TRACE")
+    l = 3;
   s.subsys.store(parseSubsys(config::getString("GROVE_DEBUG_SUBSYS")));
   std::string file = config::getString("GROVE_DEBUG_FILE");
   std::lock_guard<std::mutex> lock(s.mu);
@@ -120,7 +128,8 @@ void print(Level lvl, unsigned subsys, const char* fmt, ...) {
   std::lock_guard<std::mutex> lock(s.mu);
   FILE* out = s.out != nullptr ? s.out : stderr;
   fprintf(out, "%s:%d:%ld [%s] grove %s %s %s\n", host, static_cast<int>(getpid()),
-          static_cast<long>(syscall(SYS_gettid)), rankText, lvlNames[static_cast<int>(lvl)], sub, msg);
+          static_cast<long>(syscall(SYS_gettid)), rankText, lvlNames[static_cast<int>(lvl)], sub,
+          msg);
   fflush(out);
 }
 

@@ -38,14 +38,15 @@ void reload();
 
 }  // namespace grove::log
 
-#define GROVE_WARN(subsys, ...) ::grove::log::print(::grove::log::Level::kWarn, (subsys), __VA_ARGS__)
-#define GROVE_INFO(subsys, ...)                                                    \
-  do {                                                                             \
-    if (::grove::log::enabled(::grove::log::Level::kInfo, (subsys)))               \
-      ::grove::log::print(::grove::log::Level::kInfo, (subsys), __VA_ARGS__);     \
+#define GROVE_WARN(subsys, ...) \
+  ::grove::log::print(::grove::log::Level::kWarn, (subsys), __VA_ARGS__)
+#define GROVE_INFO(subsys, ...)                                               \
+  do {                                                                        \
+    if (::grove::log::enabled(::grove::log::Level::kInfo, (subsys)))          \
+      ::grove::log::print(::grove::log::Level::kInfo, (subsys), __VA_ARGS__); \
   } while (0)
-#define GROVE_TRACE(subsys, ...)                                                   \
-  do {                                                                             \
-    if (::grove::log::enabled(::grove::log::Level::kTrace, (subsys)))              \
-      ::grove::log::print(::grove::log::Level::kTrace, (subsys), __VA_ARGS__);    \
+#define GROVE_TRACE(subsys, ...)                                               \
+  do {                                                                         \
+    if (::grove::log::enabled(::grove::log::Level::kTrace, (subsys)))          \
+      ::grove::log::print(::grove::log::Level::kTrace, (subsys), __VA_ARGS__); \
   } while (0)

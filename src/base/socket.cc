@@ -46,8 +46,8 @@ Deadline Deadline::in(double seconds) {
   Deadline d;
   if (seconds > 0 && seconds < 1e9) {
     d.infinite_ = false;
-    d.at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                               std::chrono::duration<double>(seconds));
+    d.at_ = Clock::now() +
+            std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   }
   return d;
 }
@@ -125,7 +125,10 @@ sockaddr_storage resolveAddress(const std::string& text, int defaultPort) {
   // Prefer IPv4 when the family is not forced (matches the interface default).
   const addrinfo* pick = res;
   for (const addrinfo* a = res; a != nullptr; a = a->ai_next)
-    if (a->ai_family == AF_INET) { pick = a; break; }
+    if (a->ai_family == AF_INET) {
+      pick = a;
+      break;
+    }
   std::memcpy(&out, pick->ai_addr, pick->ai_addrlen);
   freeaddrinfo(res);
   setAddressPort(out, port);
@@ -158,7 +161,8 @@ socklen_t addressLength(const sockaddr_storage& addr) {
 }
 
 int addressPort(const sockaddr_storage& addr) {
-  if (addr.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
+  if (addr.ss_family == AF_INET)
+    return ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
   if (addr.ss_family == AF_INET6)
     return ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);
   return 0;
@@ -196,17 +200,23 @@ int configuredFamily() {
 bool ifnameMatches(const std::string& specIn, const std::string& name) {
   std::string spec = specIn;
   bool exclude = false, exact = false;
-  if (!spec.empty() && spec[0] == '^') { exclude = true; spec.erase(0, 1); }
-  if (!spec.empty() && spec[0] == '=') { exact = true; spec.erase(0, 1); }
+  if (!spec.empty() && spec[0] == '^') {
+    exclude = true;
+    spec.erase(0, 1);
+  }
+  if (!spec.empty() && spec[0] == '=') {
+    exact = true;
+    spec.erase(0, 1);
+  }
   bool hit = false;
   size_t pos = 0;
   while (pos <= spec.size() && !hit) {
     size_t comma = spec.find(',', pos);
-    std::string item = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::string item =
+        spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     size_t colon = item.find(':');  // NCCL allows "eth0:port"; the port is ignored here
     if (colon != std::string::npos) item.resize(colon);
-    if (!item.empty())
-      hit = exact ? name == item : name.compare(0, item.size(), item) == 0;
+    if (!item.empty()) hit = exact ? name == item : name.compare(0, item.size(), item) == 0;
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
@@ -223,7 +233,8 @@ std::vector<Interface> listInterfaces() {
     if (fam != AF_INET && fam != AF_INET6) continue;
     Interface itf;
     itf.name = i->ifa_name;
-    std::memcpy(&itf.addr, i->ifa_addr, fam == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
+    std::memcpy(&itf.addr, i->ifa_addr,
+                fam == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
     if (isLinkLocal6(itf.addr)) continue;  // needs a scope id; NCCL skips these too
     out.push_back(itf);
   }
@@ -262,7 +273,8 @@ Interface pickInterface() {
   auto hits = selectInterfaces(listInterfaces(), spec, family);
   if (hits.empty())
     throw Error(groveSystemError, "no network interface matches GROVE_SOCKET_IFNAME='" + spec +
-                                      "'" + (family != AF_UNSPEC ? " and GROVE_SOCKET_FAMILY" : ""));
+                                      "'" +
+                                      (family != AF_UNSPEC ? " and GROVE_SOCKET_FAMILY" : ""));
   GROVE_INFO(log::kNet, "using interface %s %s", hits[0].name.c_str(),
              formatHost(hits[0].addr).c_str());
   return hits[0];

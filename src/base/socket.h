@@ -94,8 +94,8 @@ struct AbortView {
 
 /// "host" and "port" parts of "host:port", "[v6]:port" or "host".
 struct HostPort {
-  std::string host;   ///< without brackets
-  int port = -1;      ///< -1 when the text had no port
+  std::string host;  ///< without brackets
+  int port = -1;     ///< -1 when the text had no port
 };
 
 /// Splits "host:port", "[v6addr]:port", a bare v6 address or a bare host;
@@ -123,8 +123,8 @@ bool addressIsAny(const sockaddr_storage& addr);
 
 /// One network interface address.
 struct Interface {
-  std::string name;       ///< e.g. "eth0"
-  sockaddr_storage addr{};///< its address (port 0)
+  std::string name;         ///< e.g. "eth0"
+  sockaddr_storage addr{};  ///< its address (port 0)
 };
 
 /// AF_INET, AF_INET6, or AF_UNSPEC from GROVE_SOCKET_FAMILY (throws on bad text).
@@ -161,7 +161,8 @@ Fd acceptUntil(int listenFd, const Deadline& deadline, const AbortView& abort = 
 /// Connects to `addr`, retrying while refused/unreachable (the peer may not
 /// listen yet) until the deadline; throws Error(groveRemoteError) on timeout
 /// or abort. The returned socket is blocking.
-Fd connectUntil(const sockaddr_storage& addr, const Deadline& deadline, const AbortView& abort = {});
+Fd connectUntil(const sockaddr_storage& addr, const Deadline& deadline,
+                const AbortView& abort = {});
 
 /// Outcome of a blocking transfer.
 enum class IoResult { kOk, kClosed, kTimeout };

@@ -30,7 +30,8 @@ int defaultSpinUs() {
 }
 
 Waiter::Waiter(const WaitContext& ctx, const char* what)
-    : ctx_(ctx), what_(what),
+    : ctx_(ctx),
+      what_(what),
       spin_(std::chrono::microseconds(ctx.spinUs >= 0 ? ctx.spinUs : defaultSpinUs())) {
   spinning_ = spin_.count() > 0;
 }
@@ -97,8 +98,10 @@ void Waiter::wait(pollfd* fds, size_t nfds, bool fdsCoverAll) {
     // a peer that arrives during a nap waits at most one short nap.
     long ns = 20000L * static_cast<long>(past < 10 ? past + 1 : 10);
     timespec ts{0, ns};
-    if (nfds > 0) ppoll(fds, nfds, &ts, nullptr);
-    else nanosleep(&ts, nullptr);
+    if (nfds > 0)
+      ppoll(fds, nfds, &ts, nullptr);
+    else
+      nanosleep(&ts, nullptr);
   }
   if ((past & 15) == 0) {
     auto now = std::chrono::steady_clock::now();

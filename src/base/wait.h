@@ -44,10 +44,10 @@ class AbortSignal {
 
 /// Shared by everything that waits on behalf of one communicator.
 struct WaitContext {
-  std::atomic<bool>* abortFlag = nullptr;  ///< raised when the comm is aborted or a peer failed
-  const std::string* abortReason = nullptr;///< why (read only after abortFlag is seen true)
-  double timeoutSec = 30.0;                ///< time without progress before failing
-  int spinUs = -1;                         ///< busy-wait this long before yielding; -1 = GROVE_SPIN_US
+  std::atomic<bool>* abortFlag = nullptr;    ///< raised when the comm is aborted or a peer failed
+  const std::string* abortReason = nullptr;  ///< why (read only after abortFlag is seen true)
+  double timeoutSec = 30.0;                  ///< time without progress before failing
+  int spinUs = -1;  ///< busy-wait this long before yielding; -1 = GROVE_SPIN_US
   /// Where a blocked wait notes the peers it waits on (the hang doctor's
   /// reports, core/hang_doctor.h); null: not noted.
   std::atomic<int64_t>* blockedOn = nullptr;
@@ -56,9 +56,9 @@ struct WaitContext {
   /// to `sendPeer` (-1: none). One relaxed store; call only when blocked.
   void noteBlockedOn(int recvPeer, int sendPeer) const {
     if (blockedOn != nullptr)
-      blockedOn->store((static_cast<int64_t>(recvPeer + 1) << 32) |
-                           static_cast<uint32_t>(sendPeer + 1),
-                       std::memory_order_relaxed);
+      blockedOn->store(
+          (static_cast<int64_t>(recvPeer + 1) << 32) | static_cast<uint32_t>(sendPeer + 1),
+          std::memory_order_relaxed);
   }
   /// The receive peer of a noted word (-1: none).
   static int blockedRecvPeer(int64_t word) { return static_cast<int>(word >> 32) - 1; }
@@ -106,10 +106,10 @@ class Waiter {
   const WaitContext& ctx_;
   const char* what_;
   std::chrono::steady_clock::time_point lastProgress_{};  // zero: set at the next wait
-  uint32_t rounds_ = 0;     // backoff rounds past the spin stage
-  uint32_t calls_ = 0;      // wait() calls since the last progress
-  bool spinning_ = true;    // still in the spin stage
-  bool yielding_ = true;    // still in the yield stage (then naps)
+  uint32_t rounds_ = 0;                                   // backoff rounds past the spin stage
+  uint32_t calls_ = 0;                                    // wait() calls since the last progress
+  bool spinning_ = true;                                  // still in the spin stage
+  bool yielding_ = true;                                  // still in the yield stage (then naps)
   /// How long a wait yields before it naps.
   static constexpr std::chrono::microseconds kYieldFor{1000};
   /// How long the spin stage spins without yielding at all.

@@ -32,8 +32,10 @@ Call begin(groveComm_t comm, groveStream_t stream) {
   Call c;
   c.handle = comm;
   c.comm = &grove::capi::usableComm(comm);
-  if (c.comm->isDevice()) c.deviceStream = stream;
-  else c.stream = grove::capi::hostStreamOf(stream);
+  if (c.comm->isDevice())
+    c.deviceStream = stream;
+  else
+    c.stream = grove::capi::hostStreamOf(stream);
   return c;
 }
 
@@ -76,8 +78,8 @@ bool inPlaceAt(const void* outer, uint64_t outerBytes, const void* inner, uint64
                uint64_t offset, const char* form) {
   if (inner == static_cast<const char*>(outer) + offset) return true;
   if (overlaps(outer, outerBytes, inner, innerBytes))
-    grove::throwInvalidArgument(std::string("sendbuff and recvbuff overlap but not in the in-place form (") +
-                                form + ")");
+    grove::throwInvalidArgument(
+        std::string("sendbuff and recvbuff overlap but not in the in-place form (") + form + ")");
   return false;
 }
 
@@ -259,7 +261,8 @@ GROVE_API groveResult_t groveAlltoAll(const void* sendbuff, void* recvbuff, size
     a.inPlace = sendbuff == recvbuff;
     if (!a.inPlace && overlaps(sendbuff, total, recvbuff, total))
       grove::throwInvalidArgument(
-          "sendbuff and recvbuff of an all-to-all must be the same buffer (in place) or not overlap");
+          "sendbuff and recvbuff of an all-to-all must be the same buffer (in place) or not "
+          "overlap");
     run(c, a, sendbuff, recvbuff);
   });
 }

@@ -44,7 +44,8 @@ groveResult_t initRank(groveComm_t* comm, int nranks, const groveUniqueId& commI
   return apiCall(fn, nullptr, [&] {
     if (comm == nullptr) grove::throwInvalidArgument("comm (the output pointer) is NULL");
     *comm = nullptr;
-    if (nranks < 1) grove::throwInvalidArgument("nranks " + std::to_string(nranks) + " must be >= 1");
+    if (nranks < 1)
+      grove::throwInvalidArgument("nranks " + std::to_string(nranks) + " must be >= 1");
     if (rank < 0 || rank >= nranks)
       grove::throwInvalidArgument("rank " + std::to_string(rank) + " out of range [0," +
                                   std::to_string(nranks) + ")");
@@ -77,9 +78,11 @@ GROVE_API groveResult_t groveGetVersion(int* version) {
 GROVE_API const char* groveGetErrorString(groveResult_t result) {
   switch (result) {
     case groveSuccess: return "no error";
-    case groveUnhandledCudaError: return "unhandled cuda error (run with GROVE_DEBUG=INFO for details)";
+    case groveUnhandledCudaError:
+      return "unhandled cuda error (run with GROVE_DEBUG=INFO for details)";
     case groveSystemError: return "unhandled system error (run with GROVE_DEBUG=INFO for details)";
-    case groveInternalError: return "internal error - please report this issue to the grove developers";
+    case groveInternalError:
+      return "internal error - please report this issue to the grove developers";
     case groveInvalidArgument: return "invalid argument (run with GROVE_DEBUG=WARN for details)";
     case groveInvalidUsage: return "invalid usage (run with GROVE_DEBUG=WARN for details)";
     case groveRemoteError: return "remote process exited or there was a network error";
@@ -100,9 +103,8 @@ GROVE_API groveResult_t groveCommInitRank(groveComm_t* comm, int nranks, groveUn
   return initRank(comm, nranks, commId, rank, nullptr, "groveCommInitRank");
 }
 
-GROVE_API groveResult_t groveCommInitRankConfig(groveComm_t* comm, int nranks,
-                                                groveUniqueId commId, int rank,
-                                                groveConfig_t* config) {
+GROVE_API groveResult_t groveCommInitRankConfig(groveComm_t* comm, int nranks, groveUniqueId commId,
+                                                int rank, groveConfig_t* config) {
   return initRank(comm, nranks, commId, rank, config, "groveCommInitRankConfig");
 }
 
@@ -144,13 +146,15 @@ std::unique_ptr<core::Comm> retire(groveComm_t comm, const char* fn, bool cancel
   grove::capi::checkKnownComm(comm);
   if (core::heldByOpenGroup(comm) ||
       (comm->state.load() == CommState::kReady && core::heldByOpenGroup(comm->impl.get())))
-    grove::throwInvalidUsage(std::string(fn) + " inside a group that still holds this "
+    grove::throwInvalidUsage(std::string(fn) +
+                             " inside a group that still holds this "
                              "communicator's operations or init: call groveGroupEnd first");
   // From here this thread owns the handle; a racing destroy gets "destroyed".
   if (!grove::capi::unregisterComm(comm)) grove::capi::checkKnownComm(comm);
   // Abort ends a non-blocking init still under way; destroy lets it finish.
-  if (cancelInit) comm->initCancel.cancel("rank " + std::to_string(comm->rank) +
-                                          " called groveCommAbort during init");
+  if (cancelInit)
+    comm->initCancel.cancel("rank " + std::to_string(comm->rank) +
+                            " called groveCommAbort during init");
   grove::capi::joinInitThread(comm);
   std::unique_ptr<core::Comm> impl = std::move(comm->impl);
   delete comm;
@@ -237,12 +241,14 @@ GROVE_API groveResult_t groveHostStreamCreate(groveHostStream_t* stream) {
 namespace {
 groveResult_t streamResult(const char* fn, groveHostStream_t stream, bool wait) {
   if (stream == nullptr || !grove::capi::knownStream(stream)) {
-    grove::capi::setLastError(nullptr, std::string(fn) + ": stream is not a live groveHostStream_t");
+    grove::capi::setLastError(nullptr,
+                              std::string(fn) + ": stream is not a live groveHostStream_t");
     return groveInvalidArgument;
   }
   std::string text;
   groveResult_t r = wait ? stream->impl.synchronize(&text) : stream->impl.query(&text);
-  if (r != groveSuccess && r != groveInProgress) grove::capi::setLastError(nullptr, std::string(fn) + ": " + text);
+  if (r != groveSuccess && r != groveInProgress)
+    grove::capi::setLastError(nullptr, std::string(fn) + ": " + text);
   return r;
 }
 }  // namespace
@@ -260,8 +266,9 @@ GROVE_API groveResult_t groveHostStreamDestroy(groveHostStream_t stream) {
     if (stream == nullptr || !grove::capi::knownStream(stream))
       grove::throwInvalidArgument("stream is not a live groveHostStream_t");
     if (core::heldByOpenGroup(&stream->impl))
-      grove::throwInvalidUsage("groveHostStreamDestroy inside a group that still holds operations "
-                               "on this stream: call groveGroupEnd first");
+      grove::throwInvalidUsage(
+          "groveHostStreamDestroy inside a group that still holds operations "
+          "on this stream: call groveGroupEnd first");
     grove::capi::removeStream(stream);
     delete stream;  // drains the queue first
   });

@@ -129,8 +129,7 @@ bool knownStream(const groveHostStream* s) {
 core::HostStream* hostStreamOf(groveStream_t stream) {
   if (stream == nullptr) return nullptr;
   auto* s = static_cast<groveHostStream*>(stream);
-  if (!knownStream(s))
-    throwInvalidArgument("stream is neither NULL nor a live groveHostStream_t");
+  if (!knownStream(s)) throwInvalidArgument("stream is neither NULL nor a live groveHostStream_t");
   return &s->impl;
 }
 

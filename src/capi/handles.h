@@ -37,8 +37,8 @@ struct groveComm {
   int nranks = 0;
   groveResult_t initError = groveSuccess;
   std::string initErrorText;
-  std::mutex joinMu;       ///< serialises joining initThread
-  std::thread initThread;  ///< non-blocking init
+  std::mutex joinMu;                   ///< serialises joining initThread
+  std::thread initThread;              ///< non-blocking init
   std::atomic<bool> initJoined{true};  ///< false from starting initThread until it is joined
   grove::core::InitCancel initCancel;  ///< groveCommAbort ends a pending init through it
   std::string lastError;

@@ -55,7 +55,8 @@ std::vector<AgreedSetting> agreedSettings(const CommOptions& o) {
       {"version", std::to_string(GROVE_VERSION_CODE)},
       {"GROVE_BUFFSIZE", std::to_string(o.bufferBytes)},
       {"GROVE_CHUNKSIZE", std::to_string(o.chunkBytes)},
-      {"GROVE_TREE_JUDGE_BYTES", std::to_string(o.treeJudgeBytes)},  // every rank must keep the same trees
+      {"GROVE_TREE_JUDGE_BYTES",
+       std::to_string(o.treeJudgeBytes)},  // every rank must keep the same trees
       {"GROVE_NCHANNELS", std::to_string(o.nChannels)},
       {"GROVE_TRANSPORT", o.transport},
       {"GROVE_ALGO", o.algo},
@@ -72,7 +73,8 @@ std::vector<AgreedSetting> agreedSettings(const CommOptions& o) {
   return s;
 }
 
-void checkAgreement(const std::vector<AgreedSetting>& mine, int nranks, const AllGatherFn& allGather) {
+void checkAgreement(const std::vector<AgreedSetting>& mine, int nranks,
+                    const AllGatherFn& allGather) {
   std::string text = encode(mine);
   std::vector<uint8_t> record(kRecordBytes, 0);
   std::memcpy(record.data(), text.data(), text.size());
@@ -88,12 +90,13 @@ void checkAgreement(const std::vector<AgreedSetting>& mine, int nranks, const Al
       if (a && b && a->name == b->name && a->value == b->value) continue;
       std::string name = a ? a->name : b->name;
       if (name == "version" || !a || !b || a->name != b->name) {
-        std::string sa = a ? a->name + "=" + a->value : "-", sb = b ? b->name + "=" + b->value : "-";
-        throwInvalidUsage("ranks run different grove versions or builds (rank 0: " + sa + ", rank " +
-                          std::to_string(r) + ": " + sb + ")");
+        std::string sa = a ? a->name + "=" + a->value : "-",
+                    sb = b ? b->name + "=" + b->value : "-";
+        throwInvalidUsage("ranks run different grove versions or builds (rank 0: " + sa +
+                          ", rank " + std::to_string(r) + ": " + sb + ")");
       }
-      throwInvalidUsage("ranks disagree on " + name + ": rank 0 has " + shown(a->value) + ", rank " +
-                        std::to_string(r) + " has " + shown(b->value) +
+      throwInvalidUsage("ranks disagree on " + name + ": rank 0 has " + shown(a->value) +
+                        ", rank " + std::to_string(r) + " has " + shown(b->value) +
                         " (every rank of a communicator must use the same value)");
     }
   }

@@ -34,6 +34,7 @@ using AllGatherFn = std::function<std::vector<uint8_t>(const void*, size_t)>;
 
 /// Exchanges `mine` with the other ranks; throws grove::Error
 /// (groveInvalidUsage) naming the first setting on which ranks differ.
-void checkAgreement(const std::vector<AgreedSetting>& mine, int nranks, const AllGatherFn& allGather);
+void checkAgreement(const std::vector<AgreedSetting>& mine, int nranks,
+                    const AllGatherFn& allGather);
 
 }  // namespace grove::core

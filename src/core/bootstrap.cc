@@ -47,7 +47,10 @@ transport::PeerInfo localPeerInfo(int rank) {
 
 Bootstrap::Bootstrap(const UniqueIdData& id, int rank, int nranks, const transport::PeerInfo& self,
                      AbortSignal* abort, double timeoutSec)
-    : id_(id), rank_(rank), nranks_(nranks), abort_(abort != nullptr ? abort : &ownAbort_),
+    : id_(id),
+      rank_(rank),
+      nranks_(nranks),
+      abort_(abort != nullptr ? abort : &ownAbort_),
       timeoutSec_(timeoutSec) {
   if (nranks < 1 || rank < 0 || rank >= nranks)
     throwInvalidArgument("bootstrap: rank " + std::to_string(rank) + " out of range [0," +
@@ -63,8 +66,10 @@ Bootstrap::Bootstrap(const UniqueIdData& id, int rank, int nranks, const transpo
     if (me.hostHash == 0) me.hostHash = ident.hostHash;
     if (me.hostName[0] == '\0') std::memcpy(me.hostName, ident.hostName, sizeof(me.hostName));
   }
-  if (id.fromEnv && rank == 0) startLocalRootFromEnv();
-  else if (!id.fromEnv) localRoot_ = RootServer::findLocal(id.nonce);
+  if (id.fromEnv && rank == 0)
+    startLocalRootFromEnv();
+  else if (!id.fromEnv)
+    localRoot_ = RootServer::findLocal(id.nonce);
   if (!id.fromEnv && !localRoot_ && RootServer::endedLocally(id.nonce)) throwSpentId();
   join(me);
   watcher_ = std::thread([this] { watch(); });
@@ -80,7 +85,8 @@ Bootstrap::~Bootstrap() {
 
 void Bootstrap::startLocalRootFromEnv() {
   try {
-    localRoot_ = RootServer::start(id_.root, id_.secret, id_.nonce, /*closeListenerWhenComplete=*/true);
+    localRoot_ =
+        RootServer::start(id_.root, id_.secret, id_.nonce, /*closeListenerWhenComplete=*/true);
   } catch (const Error& e) {
     const bool inUse = std::string(e.what()).find("in use") != std::string::npos;
     throw Error(e.code(), "rank 0 cannot start the bootstrap root at " + rootText_ +
@@ -107,8 +113,10 @@ net::IoResult Bootstrap::sendMessage(uint32_t type, uint64_t seq, const void* da
 }
 
 void Bootstrap::throwSpentId() const {
-  throwInvalidUsage("rank " + std::to_string(rank_) + ": this unique id is spent: the bootstrap "
-                    "root this process started for it at " + rootText_ +
+  throwInvalidUsage("rank " + std::to_string(rank_) +
+                    ": this unique id is spent: the bootstrap "
+                    "root this process started for it at " +
+                    rootText_ +
                     " has ended (an init with it failed or its communicator is gone); make a "
                     "new one with groveGetUniqueId");
 }
@@ -169,11 +177,11 @@ void Bootstrap::join(const transport::PeerInfo& self) {
       throwRemoteError(who + ": timed out after " + std::to_string(timeoutSec_) +
                        " s waiting for all ranks to join the bootstrap root at " + rootText_ +
                        " (are all ranks started, with the same unique id? GROVE_TIMEOUT)");
-    if (r == net::IoResult::kClosed && localRoot_ && localRoot_->waitFinished(1.0))
-      throwSpentId();
+    if (r == net::IoResult::kClosed && localRoot_ && localRoot_->waitFinished(1.0)) throwSpentId();
     if (r == net::IoResult::kClosed)
-      throwRemoteError(who + ": the bootstrap root at " + rootText_ +
-                       " closed the connection while joining (wrong unique id or secret, or the root exited)");
+      throwRemoteError(
+          who + ": the bootstrap root at " + rootText_ +
+          " closed the connection while joining (wrong unique id or secret, or the root exited)");
     std::string text(payload.begin(), payload.end());
     switch (static_cast<MsgType>(h.type)) {
       case MsgType::kWelcome:
@@ -185,10 +193,8 @@ void Bootstrap::join(const transport::PeerInfo& self) {
         return;
       case MsgType::kRefuse:
         throwInvalidUsage(who + ": the bootstrap root at " + rootText_ + " refused it: " + text);
-      case MsgType::kAbort:
-        throwRemoteError(who + ": the job was aborted while joining: " + text);
-      default:
-        break;  // nothing else is expected before the welcome
+      case MsgType::kAbort: throwRemoteError(who + ": the job was aborted while joining: " + text);
+      default: break;  // nothing else is expected before the welcome
     }
   }
 }
@@ -198,7 +204,8 @@ void Bootstrap::watch() {
   try {
     for (;;) {
       MsgHeader h;
-      if (net::recvAll(fd_.get(), &h, sizeof(h), net::Deadline::never()) != net::IoResult::kOk) break;
+      if (net::recvAll(fd_.get(), &h, sizeof(h), net::Deadline::never()) != net::IoResult::kOk)
+        break;
       if (h.length > kMaxMsgBytes) {
         lost = "protocol error from the bootstrap root (message of " + std::to_string(h.length) +
                " bytes)";
@@ -243,8 +250,9 @@ void Bootstrap::watch() {
   watcherDone_ = true;
   if (!byeSent_.load()) {
     rootLost_ = true;
-    lostReason_ = "rank " + std::to_string(rank_) + " lost its connection to the bootstrap root at " +
-                  rootText_ + (lost.empty() ? "" : " (" + lost + ")") +
+    lostReason_ = "rank " + std::to_string(rank_) +
+                  " lost its connection to the bootstrap root at " + rootText_ +
+                  (lost.empty() ? "" : " (" + lost + ")") +
                   ": the process hosting the root exited or the network failed";
     GROVE_WARN(log::kBoot, "%s", lostReason_.c_str());
     abort_->raise(lostReason_);
@@ -336,8 +344,10 @@ void Bootstrap::close() {
                   net::Deadline::in(std::min(2.0, timeoutSec_)), false);
     // After an abort the job is over anyway: do not hold the caller up.
     if (localRoot_ && !abort_->raised() && !localRoot_->waitRemoteRanksGone(timeoutSec_))
-      GROVE_WARN(log::kBoot, "rank %d: the bootstrap root this process hosts still has ranks of "
-                 "other processes after %.0f s; leaving anyway", rank_, timeoutSec_);
+      GROVE_WARN(log::kBoot,
+                 "rank %d: the bootstrap root this process hosts still has ranks of "
+                 "other processes after %.0f s; leaving anyway",
+                 rank_, timeoutSec_);
     {
       std::unique_lock<std::mutex> lock(mu_);  // the root closes after BYE: the watcher sees EOF
       cv_.wait_for(lock, std::chrono::seconds(2), [&] { return watcherDone_; });

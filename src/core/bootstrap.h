@@ -103,10 +103,10 @@ class Bootstrap {
   UniqueIdData id_;
   int rank_;
   int nranks_;
-  AbortSignal ownAbort_;                   // used when the caller passes no signal
+  AbortSignal ownAbort_;  // used when the caller passes no signal
   AbortSignal* abort_;
   double timeoutSec_;
-  std::string rootText_;                   // root address, for messages
+  std::string rootText_;  // root address, for messages
   net::Fd fd_;
   std::vector<transport::PeerInfo> peers_;
   std::shared_ptr<RootServer> localRoot_;  // set when this process hosts the root
@@ -120,8 +120,8 @@ class Bootstrap {
   std::atomic<bool> byeSent_{false};
   bool closed_ = false;
   uint64_t nextSeq_ = 1;
-  std::shared_ptr<CallTracker> tracker_;   // guarded by mu_
-  uint64_t diagnosisSeq_ = 0;              // the last diagnosis received (guarded by mu_)
+  std::shared_ptr<CallTracker> tracker_;  // guarded by mu_
+  uint64_t diagnosisSeq_ = 0;             // the last diagnosis received (guarded by mu_)
   std::string diagnosis_;
   std::thread watcher_;
 };

@@ -64,8 +64,11 @@ class RootLoop {
  public:
   RootLoop(std::shared_ptr<RootServer> server, net::Fd listener, uint64_t secret, uint64_t nonce,
            bool closeWhenComplete)
-      : server_(std::move(server)), listener_(std::move(listener)), secret_(secret),
-        nonce_(nonce), closeWhenComplete_(closeWhenComplete) {}
+      : server_(std::move(server)),
+        listener_(std::move(listener)),
+        secret_(secret),
+        nonce_(nonce),
+        closeWhenComplete_(closeWhenComplete) {}
 
   /// Runs until the job is over; never throws.
   void run();
@@ -73,16 +76,16 @@ class RootLoop {
  private:
   struct Conn {
     net::Fd fd;
-    std::vector<uint8_t> in;      // received bytes not yet parsed
-    std::deque<Buffer> out;       // queued messages
-    size_t outOff = 0;            // bytes of out.front() already sent
-    int rank = -1;                // set by a valid hello
-    bool bye = false;             // sent BYE: its end is not a death
-    bool closing = false;         // close once `out` is flushed
-    bool gone = false;            // closed; erased at the end of the round
+    std::vector<uint8_t> in;  // received bytes not yet parsed
+    std::deque<Buffer> out;   // queued messages
+    size_t outOff = 0;        // bytes of out.front() already sent
+    int rank = -1;            // set by a valid hello
+    bool bye = false;         // sent BYE: its end is not a death
+    bool closing = false;     // close once `out` is flushed
+    bool gone = false;        // closed; erased at the end of the round
     net::Deadline helloBy;
-    std::string from;             // peer address text
-    uint64_t challenge = 0;       // what its hello's mac must cover
+    std::string from;        // peer address text
+    uint64_t challenge = 0;  // what its hello's mac must cover
   };
   enum class RankState { kAbsent, kJoined, kLeft, kDead };
   struct Gather {
@@ -127,7 +130,7 @@ class RootLoop {
   struct Diagnosis {
     uint64_t id = 0;
     bool active = false;
-    int waiting = 0;                  // reports still expected
+    int waiting = 0;  // reports still expected
     net::Deadline by;
     std::vector<RankReport> reports;
   } diag_;
@@ -172,7 +175,8 @@ void RootLoop::loop() {
       if (!c.gone && (ev & POLLOUT)) flush(c);
       if (!c.gone && (ev & (POLLIN | POLLHUP | POLLERR))) readConn(c);
       if (!c.gone && c.rank < 0 && c.helloBy.expired()) {
-        GROVE_WARN(log::kBoot, "bootstrap root: closing connection from %s: no valid hello within %.0f s",
+        GROVE_WARN(log::kBoot,
+                   "bootstrap root: closing connection from %s: no valid hello within %.0f s",
                    c.from.c_str(), kHelloTimeoutSec);
         close(c);
       }
@@ -259,8 +263,7 @@ void RootLoop::handle(Conn& c, const MsgHeader& h, const uint8_t* payload) {
     case MsgType::kHello:
       if (c.rank >= 0) return refuse(c, "second hello on one connection");
       return onHello(c, h, payload);
-    case MsgType::kGather:
-      return onGather(c, h.seq, payload, h.length);
+    case MsgType::kGather: return onGather(c, h.seq, payload, h.length);
     case MsgType::kAbort: {
       std::string why(reinterpret_cast<const char*>(payload), h.length);
       if (failed_) {  // every rank has been told already; the first reason stands
@@ -277,8 +280,7 @@ void RootLoop::handle(Conn& c, const MsgHeader& h, const uint8_t* payload) {
       if (c.rank < 0 || !complete_) return refuse(c, "diagnosis before the job was complete");
       if (!diag_.active) startDiagnosis();
       return;
-    case MsgType::kReport:
-      return onReport(c, h.seq, payload, h.length);
+    case MsgType::kReport: return onReport(c, h.seq, payload, h.length);
     case MsgType::kBye:
       c.bye = true;
       ranks_[c.rank] = RankState::kLeft;
@@ -300,7 +302,8 @@ void RootLoop::onHello(Conn& c, const MsgHeader& h, const uint8_t* payload) {
   if (m.magic != kHelloMagic || m.version != kProtocolVersion)
     return refuse(c, "hello with a wrong magic or protocol version (other grove version?)");
   if (m.nonce != nonce_ || m.mac != helloMac(m, c.challenge, secret_)) {
-    GROVE_WARN(log::kBoot, "bootstrap root %s: refusing rank %d from %s: wrong secret "
+    GROVE_WARN(log::kBoot,
+               "bootstrap root %s: refusing rank %d from %s: wrong secret "
                "(a rank of another job, or a stray connection)",
                net::formatAddress(server_->address()).c_str(), m.rank, c.from.c_str());
     return refuse(c, "wrong secret: this rank's unique id does not belong to this job");
@@ -314,23 +317,23 @@ void RootLoop::onHello(Conn& c, const MsgHeader& h, const uint8_t* payload) {
     return refuse(c, "nranks mismatch: this rank says " + std::to_string(m.nranks) +
                          ", the first rank to join said " + std::to_string(nranks_));
   if (m.rank < 0 || m.rank >= nranks_)
-    return refuse(c, "rank " + std::to_string(m.rank) + " out of range [0," +
-                         std::to_string(nranks_) + ")");
+    return refuse(
+        c, "rank " + std::to_string(m.rank) + " out of range [0," + std::to_string(nranks_) + ")");
   if (failed_) return refuse(c, "the job already failed (a rank died or aborted)");
   if (ranks_[m.rank] != RankState::kAbsent)
-    return refuse(c, "duplicate rank " + std::to_string(m.rank) + ": already joined as " +
-                         describe(m.rank));
+    return refuse(
+        c, "duplicate rank " + std::to_string(m.rank) + ": already joined as " + describe(m.rank));
   c.rank = m.rank;
   m.self.rank = m.rank;
   m.self.hostName[sizeof(m.self.hostName) - 1] = '\0';
   infos_[m.rank] = m.self;
   ranks_[m.rank] = RankState::kJoined;
-  GROVE_TRACE(log::kBoot, "bootstrap root: rank %d joined from %s (%d/%d)", m.rank,
-              c.from.c_str(), joined_ + 1, nranks_);
+  GROVE_TRACE(log::kBoot, "bootstrap root: rank %d joined from %s (%d/%d)", m.rank, c.from.c_str(),
+              joined_ + 1, nranks_);
   if (++joined_ < nranks_) return;
   complete_ = true;
-  Buffer welcome = makeMessage(MsgType::kWelcome, 0, infos_.data(),
-                               infos_.size() * sizeof(transport::PeerInfo));
+  Buffer welcome =
+      makeMessage(MsgType::kWelcome, 0, infos_.data(), infos_.size() * sizeof(transport::PeerInfo));
   for (auto& other : conns_)
     if (!other->gone && other->rank >= 0) send(*other, welcome);
   GROVE_INFO(log::kBoot, "bootstrap root %s: all %d ranks joined",

@@ -42,18 +42,18 @@ namespace grove::core {
 
 /// Message types of the bootstrap protocol.
 enum class MsgType : uint32_t {
-  kHello = 1,        ///< client -> root: HelloMsg, answering the challenge
-  kWelcome = 2,      ///< root -> client: nranks PeerInfos
-  kRefuse = 3,       ///< root -> client: text, then the root closes
-  kGather = 4,       ///< client -> root: this rank's part of all-gather `seq`
-  kGatherResult = 5, ///< root -> client: every part of all-gather `seq`
-  kAbort = 6,        ///< either way: text reason
-  kBye = 7,          ///< client -> root: graceful leave
-  kDoctor = 8,       ///< client -> root: diagnose the job (core/hang_doctor.h)
-  kReportAsk = 9,    ///< root -> client: report your Position for diagnosis `seq`
-  kReport = 10,      ///< client -> root: this rank's Position for diagnosis `seq`
-  kDiagnosis = 11,   ///< root -> client: the text of diagnosis `seq`
-  kChallenge = 12,   ///< root -> client, first: `seq` = 64 random bits the hello's mac covers
+  kHello = 1,         ///< client -> root: HelloMsg, answering the challenge
+  kWelcome = 2,       ///< root -> client: nranks PeerInfos
+  kRefuse = 3,        ///< root -> client: text, then the root closes
+  kGather = 4,        ///< client -> root: this rank's part of all-gather `seq`
+  kGatherResult = 5,  ///< root -> client: every part of all-gather `seq`
+  kAbort = 6,         ///< either way: text reason
+  kBye = 7,           ///< client -> root: graceful leave
+  kDoctor = 8,        ///< client -> root: diagnose the job (core/hang_doctor.h)
+  kReportAsk = 9,     ///< root -> client: report your Position for diagnosis `seq`
+  kReport = 10,       ///< client -> root: this rank's Position for diagnosis `seq`
+  kDiagnosis = 11,    ///< root -> client: the text of diagnosis `seq`
+  kChallenge = 12,    ///< root -> client, first: `seq` = 64 random bits the hello's mac covers
 };
 
 /// Header in front of every message (host byte order; one machine type per job).
@@ -70,7 +70,7 @@ struct HelloMsg {
   int32_t rank = -1;
   int32_t nranks = 0;
   uint32_t pad = 0;
-  uint64_t mac = 0;      ///< helloMac(this hello, the challenge, the job's secret)
+  uint64_t mac = 0;  ///< helloMac(this hello, the challenge, the job's secret)
   uint64_t nonce = 0;
   transport::PeerInfo self;
 };
@@ -110,12 +110,12 @@ class RootServer {
   RootServer() = default;
 
  private:
-  friend class RootLoop;          // the thread (bootstrap_root.cc)
+  friend class RootLoop;  // the thread (bootstrap_root.cc)
   sockaddr_storage addr_{};
   uint64_t nonce_ = 0;
-  std::mutex mu_;                 // guards the fields below
+  std::mutex mu_;  // guards the fields below
   std::condition_variable cv_;
-  std::vector<int> rankGone_;     // per rank: 1 when left/dead or in this process
+  std::vector<int> rankGone_;  // per rank: 1 when left/dead or in this process
   bool finished_ = false;
 };
 

@@ -15,8 +15,8 @@
 
 #include <cstdint>
 
-#include "ir/schedule.h"
 #include "core/agreement.h"
+#include "ir/schedule.h"
 
 namespace grove::core {
 

@@ -9,9 +9,9 @@
 
 #include "algorithms/builders/builders.h"
 #include "algorithms/cost/cost_model.h"
+#include "algorithms/planner/topo_plans.h"
 #include "algorithms/select/program_cache.h"
 #include "algorithms/select/selector.h"
-#include "algorithms/planner/topo_plans.h"
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -149,8 +149,8 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
 
   // Topology: each rank's local view, exchanged and merged identically on every rank.
   // (An emulated device is host memory: it is placed like a host rank.)
-  topology_ = std::make_unique<topo::CommTopology>(topo::exchangeCommTopology(
-      view, nranks, bootstrapAllGather()));
+  topology_ = std::make_unique<topo::CommTopology>(
+      topo::exchangeCommTopology(view, nranks, bootstrapAllGather()));
 
   // More ranks on this host than CPUs: spinning only steals the CPU from the
   // rank we wait for, so yield at once (as MPI libraries do when oversubscribed).
@@ -177,10 +177,11 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
     routes = [this](const plan::LinkRoute& lr) {
       return plans_ ? plannedRoute(plans_->graph(), topology_->graph, lr) : PlannedRoute{};
     };
-  connections_ = std::make_unique<Connections>(ctx, std::move(opened), options_.transport,
-                                               std::move(routes));
+  connections_ =
+      std::make_unique<Connections>(ctx, std::move(opened), options_.transport, std::move(routes));
 
-  plan::SelectorConfig sel = plan::SelectorConfig::fromRegistry(options_.algo.c_str(), options_.nChannels);
+  plan::SelectorConfig sel =
+      plan::SelectorConfig::fromRegistry(options_.algo.c_str(), options_.nChannels);
   sel.bufferBytes = options_.bufferBytes;
   sel.chunkBytes = options_.chunkBytes;
   sel.gpuLanes = cuda && !options_.emulateDevice;
@@ -201,7 +202,8 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   // reach closer to the optimum, fewer have less pipeline fill per tree).
   if (plans_ && options_.treeJudgeBytes > 0)
     plans_->setTreeJudge(plan::treeJudge(plans_->graph(), *selector_,
-                                         plan::simParamsFor(connections_->traits()), options_.treeJudgeBytes));
+                                         plan::simParamsFor(connections_->traits()),
+                                         options_.treeJudgeBytes));
   if (plans_ && linkAddresses && connections_->usesNetwork()) tuneForFabric();
   cache_ = std::make_unique<plan::ProgramCache>(256, plans_.get());
   if (cuda) initDevice();
@@ -218,8 +220,7 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
 // plans alike.
 void Comm::tuneForFabric() {
   try {
-    plan::tuneSelector(*selector_, *plans_, nranks_,
-                       plan::simParamsFor(connections_->traits()));
+    plan::tuneSelector(*selector_, *plans_, nranks_, plan::simParamsFor(connections_->traits()));
   } catch (const Error& e) {
     GROVE_WARN(log::kPlan, "cost-model tuning failed (%s): default algorithm thresholds stay",
                e.what());
@@ -323,9 +324,8 @@ void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* re
   const exec::CallTag tag = exec::callTagOf(args, rank_);
   Tracked tracked(tracker_.get(), tag);
   if (options_.checkCalls)
-    guarded(plan::collName(args.coll), [&] {
-      checkCollectiveCall(args, ++checkSeq_, nranks_, bootstrapAllGather());
-    });
+    guarded(plan::collName(args.coll),
+            [&] { checkCollectiveCall(args, ++checkSeq_, nranks_, bootstrapAllGather()); });
   if (device_) {
     deviceGroup({DeviceCollective{args, sendbuff, recvbuff}}, {}, stream);
     return;
@@ -404,7 +404,9 @@ void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype
 std::unique_ptr<Comm> Comm::split(int color, int key, const CommOptions& options) {
   std::unique_ptr<Comm> result;
   guarded("groveCommSplit", [&] {
-    struct Entry { int32_t color, key, rank; };
+    struct Entry {
+      int32_t color, key, rank;
+    };
     Entry mine{color < 0 ? -1 : color, key, rank_};
     std::vector<uint8_t> all = bootstrap_->allGather(&mine, sizeof(mine));
     std::vector<Entry> members;

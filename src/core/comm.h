@@ -19,12 +19,12 @@
 #include <vector>
 
 #include "algorithms/builders/builders.h"
-#include "ir/schedule.h"
 #include "base/wait.h"
 #include "core/options.h"
 #include "core/sequencer.h"
 #include "exec/call_tag.h"
 #include "grove/grove.h"
+#include "ir/schedule.h"
 
 namespace grove::plan {
 class Selector;
@@ -151,7 +151,7 @@ class Comm {
   CommOptions options_;
   AbortSignal abort_;
   std::shared_ptr<CallTracker> tracker_;  ///< where this rank is, for the hang doctor
-  uint64_t checkSeq_ = 0;    ///< collectives checked so far (GROVE_CHECK=calls)
+  uint64_t checkSeq_ = 0;                 ///< collectives checked so far (GROVE_CHECK=calls)
   WaitContext wait_;
   Sequencer sequencer_;
   std::unique_ptr<Bootstrap> bootstrap_;

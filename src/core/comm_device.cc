@@ -34,8 +34,9 @@ void Comm::initDevice() {
   ctx.rank = rank_;
   ctx.nranks = nranks_;
   ctx.jobId = jobId_;
-  ctx.peers = gatherDevicePeers(localDevicePeer(rank_, cudaDevice_), nranks_,
-                                [this](const void* d, size_t n) { return bootstrap_->allGather(d, n); });
+  ctx.peers =
+      gatherDevicePeers(localDevicePeer(rank_, cudaDevice_), nranks_,
+                        [this](const void* d, size_t n) { return bootstrap_->allGather(d, n); });
   DeviceLinkOptions opt;
   opt.emulate = options_.emulateDevice;
   opt.disableP2P = options_.disableP2P;
@@ -43,7 +44,8 @@ void Comm::initDevice() {
   HostLinks hostLinks = [this](const plan::Program& p) -> exec::LinkTable& {
     return connections_->ensure(p);
   };
-  auto links = std::make_unique<DeviceConnections>(std::move(ctx), std::move(hostLinks), wait_, opt);
+  auto links =
+      std::make_unique<DeviceConnections>(std::move(ctx), std::move(hostLinks), wait_, opt);
   device_ = std::make_unique<DevicePath>(
       nranks_, std::move(engine), std::move(links), abort_,
       [this](groveResult_t code, const std::string& text) { recordAsyncFailure(code, text); });
@@ -94,12 +96,11 @@ void Comm::deviceGroup(const std::vector<DeviceCollective>& colls, const std::ve
       op.op = c.args.op;
       op.input = c.sendbuff;
       op.output = c.recvbuff;
-      GROVE_INFO(log::kColl,
-                 "%s count %zu %s %s root %d bytes %zu in-place %d algo %s channels %d on %s",
-                 plan::collName(c.args.coll), static_cast<size_t>(c.args.count),
-                 dtypeName(c.args.dtype), opName(c.args.op), c.args.root,
-                 static_cast<size_t>(bytes), c.args.inPlace ? 1 : 0, op.program->algo.c_str(),
-                 sel.params.nChannels, device_->summary().c_str());
+      GROVE_INFO(
+          log::kColl, "%s count %zu %s %s root %d bytes %zu in-place %d algo %s channels %d on %s",
+          plan::collName(c.args.coll), static_cast<size_t>(c.args.count), dtypeName(c.args.dtype),
+          opName(c.args.op), c.args.root, static_cast<size_t>(bytes), c.args.inPlace ? 1 : 0,
+          op.program->algo.c_str(), sel.params.nChannels, device_->summary().c_str());
       ops.push_back(std::move(op));
     }
     if (!p2p.empty()) addDeviceP2P(p2p, groveUint8, ops);

@@ -34,13 +34,15 @@ bool enabled(const std::string& mode, const transport::TransportEntry& e) {
 std::string parseTransportMode(const std::string& text, const char* source) {
   std::string mode;
   for (char c : text)
-    if (c != ' ' && c != '\t') mode += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (c != ' ' && c != '\t')
+      mode += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (mode.empty() || mode == "auto") return "auto";
   if (mode == "tcp") mode = "socket";  // the older name
   for (const std::string& n : modeNames(mode))
     if (transport::findTransport(n) == nullptr)
-      throwInvalidArgument(std::string(source) + " '" + text + "' is not a transport (auto, or of " +
-                           transport::transportNames() + ", separated by commas)");
+      throwInvalidArgument(std::string(source) + " '" + text +
+                           "' is not a transport (auto, or of " + transport::transportNames() +
+                           ", separated by commas)");
   if (modeNames(mode).empty())
     throwInvalidArgument(std::string(source) + " '" + text + "' names no transport");
   return mode;
@@ -70,12 +72,16 @@ std::vector<OpenedTransport> openTransports(const std::string& mode,
 
 Connections::Connections(const transport::Context& ctx, std::vector<OpenedTransport> opened,
                          const std::string& mode, RouteResolver routes)
-    : byPeer_(ctx.nranks, nullptr), resolver_(std::move(routes)), rank_(ctx.rank), nranks_(ctx.nranks) {
+    : byPeer_(ctx.nranks, nullptr),
+      resolver_(std::move(routes)),
+      rank_(ctx.rank),
+      nranks_(ctx.nranks) {
   const auto& rows = transport::registry();
   std::vector<const transport::TransportEntry*> entries;
   for (OpenedTransport& o : opened) {
     entries.push_back(&rows.at(o.slot));
-    transports_.push_back(rows[o.slot].make(transport::contextForSlot(ctx, o.slot), std::move(o.endpoint)));
+    transports_.push_back(
+        rows[o.slot].make(transport::contextForSlot(ctx, o.slot), std::move(o.endpoint)));
   }
   std::vector<int> peersOf(transports_.size(), 0);
   const transport::PeerInfo& me = ctx.peers[ctx.rank];
@@ -99,13 +105,16 @@ Connections::Connections(const transport::Context& ctx, std::vector<OpenedTransp
                         std::to_string(peer) + " (host " + them.hostName + ") from rank " +
                         std::to_string(ctx.rank) + " (host " + me.hostName + ")");
   }
-  if (slowest != nullptr) traits_ = *slowest;
-  else traits_ = rows.front().traits;
+  if (slowest != nullptr)
+    traits_ = *slowest;
+  else
+    traits_ = rows.front().traits;
   std::string counts;
   for (size_t i = 0; i < transports_.size(); ++i) {
     if (peersOf[i] == 0) continue;
     summary_ += (summary_.empty() ? "" : "+") + std::string(entries[i]->name);
-    counts += (counts.empty() ? "" : ", ") + std::to_string(peersOf[i]) + " over " + entries[i]->name;
+    counts +=
+        (counts.empty() ? "" : ", ") + std::to_string(peersOf[i]) + " over " + entries[i]->name;
   }
   if (summary_.empty()) summary_ = "none";
   GROVE_INFO(log::kInit, "rank %d reaches its peers: %s", ctx.rank,
@@ -190,8 +199,8 @@ exec::EagerCollectives& Connections::openEager(size_t maxBytes, bool tags) {
       recvs[peers[i]] = std::move(r[i]);
     }
   }
-  eager_ = std::make_unique<exec::EagerCollectives>(rank_, nranks_, maxBytes, tags, std::move(sends),
-                                                    std::move(recvs));
+  eager_ = std::make_unique<exec::EagerCollectives>(rank_, nranks_, maxBytes, tags,
+                                                    std::move(sends), std::move(recvs));
   return *eager_;
 }
 

@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
-#include "ir/schedule.h"
 #include "core/options.h"
 #include "exec/eager.h"
 #include "exec/host_executor.h"
+#include "ir/schedule.h"
 #include "transports/registry.h"
 #include "transports/transport.h"
 

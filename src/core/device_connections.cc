@@ -9,8 +9,8 @@
 #include "base/log.h"
 #include "core/bootstrap.h"
 #include "core/device_proxy.h"
-#include "transports/host_staged/host_staged_transport.h"
 #include "grove_build_info.h"
+#include "transports/host_staged/host_staged_transport.h"
 
 #if GROVE_HAVE_CUDA
 #include "transports/cuda_p2p/cuda_p2p_transport.h"

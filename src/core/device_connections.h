@@ -64,7 +64,8 @@ using AllGatherFn = std::function<std::vector<uint8_t>(const void* data, size_t 
 struct DeviceLinkOptions {
   bool emulate = false;       ///< host_staged in emulation mode for every peer (no CUDA at all)
   uint64_t ringCapacity = 0;  ///< data bytes of each ring (see deviceRingCapacity)
-  bool disableP2P = false;    ///< never cuda_p2p: host_staged between GPUs of one host (GROVE_P2P_DISABLE)
+  bool disableP2P =
+      false;  ///< never cuda_p2p: host_staged between GPUs of one host (GROVE_P2P_DISABLE)
 };
 
 /// Ring capacity for a communicator: bufferBytes rounded up to

@@ -56,8 +56,10 @@ class CudaEngine : public DeviceEngine {
                                     const DeviceRingTables& rings, bool oneOff) override {
     auto up = std::make_unique<cu::ProgramUpload>(program, rings.sends, rings.recvs);
     exec::dev::DevProgramView view = up->view();
-    if (oneOff) pendingOneOff_.push_back(std::move(up));
-    else kept_.push_back(std::move(up));
+    if (oneOff)
+      pendingOneOff_.push_back(std::move(up));
+    else
+      kept_.push_back(std::move(up));
     return view;
   }
 

@@ -30,7 +30,8 @@ class EmulatedEngine : public DeviceEngine {
 
   exec::dev::DevProgramView install(const exec::dev::DevProgram& program,
                                     const DeviceRingTables& rings, bool oneOff) override {
-    if (oneOff) oneOff_.clear();  // the last one-off's launch has completed (launches are synchronous)
+    if (oneOff)
+      oneOff_.clear();  // the last one-off's launch has completed (launches are synchronous)
     auto p = std::make_unique<HostProgram>();
     p->phases = program.phases;
     p->lanes = program.lanes;

@@ -33,7 +33,10 @@ const char* statusText(uint32_t s) {
 DevicePath::DevicePath(int nranks, std::unique_ptr<DeviceEngine> engine,
                        std::unique_ptr<DeviceConnections> links, AbortSignal& abort,
                        DeviceFailureFn onFailure)
-    : nranks_(nranks), engine_(std::move(engine)), links_(std::move(links)), abort_(abort),
+    : nranks_(nranks),
+      engine_(std::move(engine)),
+      links_(std::move(links)),
+      abort_(abort),
       onFailure_(std::move(onFailure)) {
   watcher_ = std::thread([this] { watch(); });
 }
@@ -105,7 +108,8 @@ void DevicePath::watch() {
     const uint32_t s = loadWord(c.status);
     if (s != exec::dev::kDevOk && !reported_.exchange(true)) {
       const std::string text = describeFailure(c);
-      const groveResult_t code = s == exec::dev::kDevBadStep ? groveInternalError : groveRemoteError;
+      const groveResult_t code =
+          s == exec::dev::kDevBadStep ? groveInternalError : groveRemoteError;
       lock.unlock();
       if (onFailure_) onFailure_(code, text);
       lock.lock();

@@ -29,22 +29,22 @@
 #include <thread>
 #include <vector>
 
-#include "ir/schedule.h"
 #include "base/wait.h"
 #include "core/device_connections.h"
 #include "core/device_engine.h"
+#include "ir/schedule.h"
 
 namespace grove::core {
 
 /// One operation of a device launch.
 struct DeviceOp {
   std::shared_ptr<const plan::Program> program;  ///< cached (kept) or one-off
-  bool oneOff = false;           ///< built for this call only (send/recv groups)
+  bool oneOff = false;                           ///< built for this call only (send/recv groups)
   groveDataType_t dtype = groveFloat32;
   groveRedOp_t op = groveSum;
   const void* input = nullptr;
   void* output = nullptr;
-  std::vector<void*> extra;      ///< Buf::kExtra buffers
+  std::vector<void*> extra;  ///< Buf::kExtra buffers
 };
 
 /// Reports a device failure to the communicator (code, text).

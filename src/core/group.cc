@@ -84,16 +84,20 @@ std::function<void()> commWork(Comm* comm, std::vector<GroupOp> ops) {
       std::vector<Comm::DeviceCollective> colls;
       std::vector<P2PCall> p2p;
       for (const GroupOp& op : ops) {
-        if (op.isP2P) p2p.push_back(op.p2p);
-        else colls.push_back({op.args, op.sendbuff, op.recvbuff});
+        if (op.isP2P)
+          p2p.push_back(op.p2p);
+        else
+          colls.push_back({op.args, op.sendbuff, op.recvbuff});
       }
       comm->deviceGroup(colls, p2p, ops.front().deviceStream);
     };
   return [comm, ops = std::move(ops)] {
     std::vector<P2PCall> p2p;
     for (const GroupOp& op : ops) {
-      if (op.isP2P) p2p.push_back(op.p2p);
-      else comm->collective(op.args, op.sendbuff, op.recvbuff);
+      if (op.isP2P)
+        p2p.push_back(op.p2p);
+      else
+        comm->collective(op.args, op.sendbuff, op.recvbuff);
     }
     if (!p2p.empty()) comm->pointToPoint(p2p, groveUint8);
   };

@@ -16,9 +16,9 @@
 
 #include <functional>
 
-#include "ir/schedule.h"
 #include "core/comm.h"
 #include "core/host_stream.h"
+#include "ir/schedule.h"
 
 namespace grove::core {
 
@@ -28,10 +28,10 @@ struct GroupOp {
   HostStream* stream = nullptr;  ///< null = blocking (host communicators)
   void* deviceStream = nullptr;  ///< cudaStream_t of a CUDA communicator's operation
   bool isP2P = false;
-  plan::CollArgs args;           ///< collectives
+  plan::CollArgs args;  ///< collectives
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
-  P2PCall p2p;                   ///< sends and receives
+  P2PCall p2p;  ///< sends and receives
 };
 
 /// True between the outermost groveGroupStart and its groveGroupEnd on this thread.

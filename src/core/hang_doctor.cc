@@ -7,8 +7,7 @@ namespace grove::core {
 namespace {
 
 double nowSec() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // "allreduce(count 64, float, sum) #12" or "send/recv batch #3".
@@ -79,7 +78,8 @@ std::string diagnose(const std::vector<RankReport>& reports) {
   // Ranks that cannot answer come first: they are the likeliest cause.
   for (int r = 0; r < n; ++r)
     if (!reports[r].gone && !reports[r].answered)
-      culprits.push_back(reports[r].name + " stopped answering: its process is alive (its "
+      culprits.push_back(reports[r].name +
+                         " stopped answering: its process is alive (its "
                          "bootstrap connection is open) but did not report within 1 s -- stopped "
                          "(SIGSTOP, a debugger) or stuck outside grove");
   for (int r = 0; r < n; ++r) {
@@ -90,8 +90,8 @@ std::string diagnose(const std::vector<RankReport>& reports) {
     for (int peer : {p.recvPeer, p.sendPeer}) {
       if (peer < 0 || peer >= n) continue;
       const char* verb = peer == p.recvPeer ? "waiting for data from" : "waiting to send to";
-      std::string line = me.name + " is in " + callText(p) + " " + verb + " " +
-                         reports[peer].name + ", which " + doing(reports[peer]);
+      std::string line = me.name + " is in " + callText(p) + " " + verb + " " + reports[peer].name +
+                         ", which " + doing(reports[peer]);
       if (ok(peer) && inStep(p, reports[peer].pos))
         details.push_back(line);  // a link in a chain: the cause is elsewhere
       else
@@ -104,8 +104,8 @@ std::string diagnose(const std::vector<RankReport>& reports) {
   if (culprits.empty()) {
     for (int r = 1; r < n; ++r) {
       if (!ok(r) || !ok(0) || inStep(reports[0].pos, reports[r].pos)) continue;
-      culprits.push_back(reports[0].name + " " + doing(reports[0]) + "; " + reports[r].name +
-                         " " + doing(reports[r]));
+      culprits.push_back(reports[0].name + " " + doing(reports[0]) + "; " + reports[r].name + " " +
+                         doing(reports[r]));
       break;
     }
   }

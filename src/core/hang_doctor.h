@@ -30,13 +30,13 @@ namespace grove::core {
 /// What a rank reports about itself (fixed size; host byte order).
 struct Position {
   int32_t rank = -1;
-  uint32_t state = 0;         ///< kIdle, kInCollective or kInSendRecv
-  uint64_t collectives = 0;   ///< collectives begun (the current one's number while in one)
-  uint64_t p2pBatches = 0;    ///< send/recv batches begun
-  exec::CallTag call;         ///< the current call, or the last one when idle
-  int32_t recvPeer = -1;      ///< the peer it waits to receive from (-1: none known)
-  int32_t sendPeer = -1;      ///< the peer it waits to send to (-1: none known)
-  double inCallSec = 0;       ///< seconds in the current call
+  uint32_t state = 0;        ///< kIdle, kInCollective or kInSendRecv
+  uint64_t collectives = 0;  ///< collectives begun (the current one's number while in one)
+  uint64_t p2pBatches = 0;   ///< send/recv batches begun
+  exec::CallTag call;        ///< the current call, or the last one when idle
+  int32_t recvPeer = -1;     ///< the peer it waits to receive from (-1: none known)
+  int32_t sendPeer = -1;     ///< the peer it waits to send to (-1: none known)
+  double inCallSec = 0;      ///< seconds in the current call
 };
 
 enum PositionState : uint32_t { kIdle = 0, kInCollective = 1, kInSendRecv = 2 };
@@ -67,8 +67,8 @@ class CallTracker {
 /// A rank's answer, as the root holds it.
 struct RankReport {
   bool answered = false;
-  bool gone = false;          ///< left or died before the question
-  std::string name;           ///< "rank 3 (host h pid 123)"
+  bool gone = false;  ///< left or died before the question
+  std::string name;   ///< "rank 3 (host h pid 123)"
   Position pos;
 };
 

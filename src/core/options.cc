@@ -66,7 +66,8 @@ CommOptions resolveOptions(const groveConfig_t* cfg) {
         throwInvalidArgument("config.nChannels must be in [0, 32]");
       o.nChannels = cfg->nChannels;
     }
-    if (cfg->transport != nullptr) o.transport = parseTransportMode(cfg->transport, "config.transport");
+    if (cfg->transport != nullptr)
+      o.transport = parseTransportMode(cfg->transport, "config.transport");
     if (cfg->algo != nullptr) o.algo = cfg->algo;
     if (cfg->commName != nullptr) o.name = cfg->commName;
   }

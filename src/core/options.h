@@ -11,21 +11,22 @@ namespace grove::core {
 /// Resolved settings of one communicator.
 struct CommOptions {
   groveDeviceKind_t deviceKind = groveDeviceHost;
-  int device = -1;               ///< CUDA device; -1 = the calling thread's current device
-  bool emulateDevice = false;    ///< CUDA comms run on the host emulation (GROVE_DEVICE_EMULATION)
-  bool disableP2P = false;       ///< CUDA comms link GPUs over host_staged only (GROVE_P2P_DISABLE)
+  int device = -1;             ///< CUDA device; -1 = the calling thread's current device
+  bool emulateDevice = false;  ///< CUDA comms run on the host emulation (GROVE_DEVICE_EMULATION)
+  bool disableP2P = false;     ///< CUDA comms link GPUs over host_staged only (GROVE_P2P_DISABLE)
   bool blocking = true;
   double timeoutSec = 30.0;
-  int nChannels = 0;            ///< 0 = automatic per transport
+  int nChannels = 0;  ///< 0 = automatic per transport
   /// GROVE_TRANSPORT: "auto" or registered transport names, comma-separated.
   std::string transport = "auto";
-  std::string algo;             ///< override text in GROVE_ALGO syntax
-  std::string name;             ///< for logs
-  size_t bufferBytes = 1 << 20; ///< per link half
-  size_t chunkBytes = 0;        ///< 0 = bufferBytes / 2
-  uint64_t treeJudgeBytes = 0;  ///< message size the cost model picks tree counts at; 0 = the packer's rule
-  bool tagCalls = true;         ///< GROVE_CHECK=tags or calls (exec/call_tag.h)
-  bool checkCalls = false;      ///< GROVE_CHECK=calls (core/call_check.h)
+  std::string algo;              ///< override text in GROVE_ALGO syntax
+  std::string name;              ///< for logs
+  size_t bufferBytes = 1 << 20;  ///< per link half
+  size_t chunkBytes = 0;         ///< 0 = bufferBytes / 2
+  uint64_t treeJudgeBytes =
+      0;  ///< message size the cost model picks tree counts at; 0 = the packer's rule
+  bool tagCalls = true;     ///< GROVE_CHECK=tags or calls (exec/call_tag.h)
+  bool checkCalls = false;  ///< GROVE_CHECK=calls (core/call_check.h)
 };
 
 /// Resolves options; `config` may be null. Throws grove::Error

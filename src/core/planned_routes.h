@@ -14,9 +14,9 @@
 #include <cstdint>
 #include <string>
 
-#include "ir/schedule.h"
 #include "algorithms/planner/topo_plans.h"
 #include "core/connections.h"
+#include "ir/schedule.h"
 #include "topology/graph.h"
 
 namespace grove::core {

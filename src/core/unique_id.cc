@@ -48,14 +48,15 @@ std::string commSecret(const std::string& commId) {
     while (!text.empty() && (text.back() == '\r' || text.back() == ' ')) text.pop_back();
   }
   if (text.empty())
-    throwInvalidUsage("GROVE_COMM_ID=" + commId + " needs the job's secret: set "
+    throwInvalidUsage("GROVE_COMM_ID=" + commId +
+                      " needs the job's secret: set "
                       "GROVE_COMM_SECRET (or GROVE_COMM_SECRET_FILE) to the same random text on "
                       "every rank, e.g. export GROVE_COMM_SECRET=$(od -An -N16 -tx1 /dev/urandom "
                       "| tr -d ' \\n'); grove-launch does this for you");
   if (text.size() < kMinSecretChars)
-    throwInvalidArgument("the job's secret (GROVE_COMM_SECRET) has " +
-                         std::to_string(text.size()) + " characters; use at least " +
-                         std::to_string(kMinSecretChars) + " random ones");
+    throwInvalidArgument("the job's secret (GROVE_COMM_SECRET) has " + std::to_string(text.size()) +
+                         " characters; use at least " + std::to_string(kMinSecretChars) +
+                         " random ones");
   return text;
 }
 

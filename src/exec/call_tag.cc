@@ -79,8 +79,8 @@ std::string describeCall(const CallTag& tag) {
   if (!validColl(tag.coll)) return "an unknown call";
   const auto c = static_cast<Coll>(tag.coll);
   if (c == Coll::kSendRecv) return "send/recv";
-  std::string text = std::string(plan::collName(c)) + "(count " + std::to_string(tag.count) +
-                     ", " + dtypeName(static_cast<groveDataType_t>(tag.dtype));
+  std::string text = std::string(plan::collName(c)) + "(count " + std::to_string(tag.count) + ", " +
+                     dtypeName(static_cast<groveDataType_t>(tag.dtype));
   if (usesOp(c)) text += std::string(", ") + opName(static_cast<groveRedOp_t>(tag.op));
   if (usesRoot(c)) text += ", root " + std::to_string(tag.root);
   return text + ")";
@@ -89,8 +89,9 @@ std::string describeCall(const CallTag& tag) {
 void checkCallTag(const CallTag& got, const CallTag& mine) {
   const std::string me = "rank " + std::to_string(mine.rank);
   if (got.magic != kCallTagMagic || !validColl(got.coll))
-    throwInvalidUsage(me + " read no call tag where a call of its peer begins: the ranks' streams "
-                           "are out of step (do the ranks use the same GROVE_CHECK?)");
+    throwInvalidUsage(me +
+                      " read no call tag where a call of its peer begins: the ranks' streams "
+                      "are out of step (do the ranks use the same GROVE_CHECK?)");
   const std::string peer = "rank " + std::to_string(got.rank);
   if (!sameCall(got, mine))
     throwInvalidUsage("call mismatch: " + peer + " runs " + describeCall(got) + " while " + me +

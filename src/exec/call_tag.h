@@ -28,14 +28,14 @@ namespace grove::exec {
 
 /// What one rank's call puts on one link, first (host byte order).
 struct CallTag {
-  uint32_t magic = 0;    ///< kCallTagMagic
-  uint8_t coll = 0;      ///< plan::Coll
-  uint8_t dtype = 0;     ///< groveDataType_t
-  uint8_t op = 0;        ///< groveRedOp_t
+  uint32_t magic = 0;  ///< kCallTagMagic
+  uint8_t coll = 0;    ///< plan::Coll
+  uint8_t dtype = 0;   ///< groveDataType_t
+  uint8_t op = 0;      ///< groveRedOp_t
   uint8_t pad = 0;
   int32_t root = 0;
-  int32_t rank = 0;      ///< the sender
-  uint64_t count = 0;    ///< elements, as the caller gave them (0 for send/recv)
+  int32_t rank = 0;        ///< the sender
+  uint64_t count = 0;      ///< elements, as the caller gave them (0 for send/recv)
   uint64_t linkBytes = 0;  ///< bytes of this call on this link, after the tag
 };
 static_assert(sizeof(CallTag) == 32, "the tag keeps streams 16-byte aligned");

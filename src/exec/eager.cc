@@ -210,8 +210,7 @@ void EagerCollectives::run(const plan::CollArgs& args, const void* input, void* 
       awaitOthers(nullptr, bytes, waiter);
       placeArrived(out, bytes);
       break;
-    case Coll::kSendRecv:
-      throwInternalError("send/recv does not run eagerly");
+    case Coll::kSendRecv: throwInternalError("send/recv does not run eagerly");
   }
   releaseAll();
 }

@@ -39,9 +39,9 @@
 #include <memory>
 #include <vector>
 
-#include "ir/schedule.h"
 #include "base/wait.h"
 #include "exec/call_tag.h"
+#include "ir/schedule.h"
 #include "transports/transport.h"
 
 namespace grove::exec {
@@ -92,7 +92,7 @@ class EagerCollectives {
   int nranks_;
   size_t maxBytes_;
   bool tags_;
-  EagerTag tag_;                     // the running call's tag
+  EagerTag tag_;  // the running call's tag
   std::vector<std::unique_ptr<transport::SlotSender>> sends_;
   std::vector<std::unique_ptr<transport::SlotReceiver>> recvs_;
   std::vector<const void*> source_;  // by rank: the block a step reads (a slot, or local)

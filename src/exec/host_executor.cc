@@ -73,10 +73,10 @@
 #include <algorithm>
 #include <string>
 
-#include "ir/step_traits.h"
 #include "base/dtype.h"
 #include "base/error.h"
 #include "exec/runner.h"
+#include "ir/step_traits.h"
 
 namespace grove::exec {
 namespace detail {
@@ -163,9 +163,10 @@ void Runner::resolve() {
         r.index = i;
         bool reduces = plan::stepReduces(s.kind);
         if (reduces && s.bytes % esz_ != 0) {
-          throwInternalError(std::string("host executor: ") + plan::stepKindName(s.kind) + " step of " +
-                             std::to_string(s.bytes) + " bytes is not a whole number of " +
-                             std::to_string(esz_) + "-byte elements");
+          throwInternalError(std::string("host executor: ") + plan::stepKindName(s.kind) +
+                             " step of " + std::to_string(s.bytes) +
+                             " bytes is not a whole number of " + std::to_string(esz_) +
+                             "-byte elements");
         }
         r.gran = static_cast<uint32_t>(s.bytes % esz_ == 0 ? esz_ : 1);
         if (plan::stepSends(s.kind)) r.out = &links_.sendLink(LinkKey{s.sendPeer, s.channel});
@@ -237,8 +238,8 @@ void Runner::checkPhaseLinks(size_t begin, size_t end) {
           if (u.second != l) {
             throwInternalError("host executor: phase " + std::to_string(r.phase) +
                                " uses one stream in two lanes (lanes " +
-                               std::to_string(steps_[laneRanges_[u.second].first].lane) +
-                               " and " + std::to_string(r.lane) + ")");
+                               std::to_string(steps_[laneRanges_[u.second].first].lane) + " and " +
+                               std::to_string(r.lane) + ")");
           }
           known = true;
         }
@@ -256,9 +257,9 @@ void Runner::checkPhaseLinks(size_t begin, size_t end) {
   for (const LaneState& lane : lanes_) {
     if (lane.cur == lane.end) continue;
     const Resolved& r = *lane.cur;
-    msg += "; lane " + std::to_string(r.lane) + " step " +
-           std::to_string(r.index) + " " + plan::stepKindName(r.kind) + " " + std::to_string(lane.done) +
-           "/" + std::to_string(r.bytes) + " B";
+    msg += "; lane " + std::to_string(r.lane) + " step " + std::to_string(r.index) + " " +
+           plan::stepKindName(r.kind) + " " + std::to_string(lane.done) + "/" +
+           std::to_string(r.bytes) + " B";
     if (r.in != nullptr) {
       msg += " from rank";
       plan::forEachRecvPeer(*r.step, [&](int peer) { msg += " " + std::to_string(peer); });

@@ -16,9 +16,9 @@
 #include <memory>
 #include <vector>
 
-#include "ir/schedule.h"
 #include "base/wait.h"
 #include "exec/call_tag.h"
+#include "ir/schedule.h"
 #include "transports/transport.h"
 
 namespace grove::exec {
@@ -29,16 +29,16 @@ struct SendLink {
   uint64_t position = 0;
   // Call tags (call_tag.h): set when a tagged call starts, cleared when its tag is out.
   bool tagPending = false;
-  uint32_t tagDone = 0;    ///< tag bytes committed so far
-  uint64_t tagBytes = 0;   ///< the call's bytes on this link
+  uint32_t tagDone = 0;   ///< tag bytes committed so far
+  uint64_t tagBytes = 0;  ///< the call's bytes on this link
 };
 /// A receiving half plus this side's stream position.
 struct RecvLink {
   std::unique_ptr<transport::RecvHalf> half;
   uint64_t position = 0;
   bool tagPending = false;
-  uint32_t tagDone = 0;    ///< tag bytes received so far (into tagIn)
-  uint64_t tagBytes = 0;   ///< the call's bytes expected on this link
+  uint32_t tagDone = 0;   ///< tag bytes received so far (into tagIn)
+  uint64_t tagBytes = 0;  ///< the call's bytes expected on this link
   CallTag tagIn;
 };
 
@@ -61,7 +61,10 @@ class MapLinkTable : public LinkTable {
   bool hasRecv(const transport::LinkKey& key) const { return recvs_.count(key) != 0; }
   void addSend(const transport::LinkKey& key, std::unique_ptr<transport::SendHalf> half);
   void addRecv(const transport::LinkKey& key, std::unique_ptr<transport::RecvHalf> half);
-  void clear() { sends_.clear(); recvs_.clear(); }
+  void clear() {
+    sends_.clear();
+    recvs_.clear();
+  }
 
  private:
   std::map<transport::LinkKey, SendLink> sends_;
@@ -72,8 +75,8 @@ class MapLinkTable : public LinkTable {
 struct Buffers {
   const void* input = nullptr;
   void* output = nullptr;
-  void* scratch = nullptr;  ///< at least Program::scratchBytes bytes
-  std::vector<void*> extra; ///< Buf::kExtra buffers, by BufRef::index
+  void* scratch = nullptr;   ///< at least Program::scratchBytes bytes
+  std::vector<void*> extra;  ///< Buf::kExtra buffers, by BufRef::index
 };
 
 /// Element type and reduction of a call.

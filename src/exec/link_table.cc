@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <string>
 
-#include "ir/step_traits.h"
 #include "base/error.h"
 #include "exec/host_executor.h"
+#include "ir/step_traits.h"
 
 namespace grove::exec {
 

@@ -24,14 +24,14 @@ constexpr uint64_t kVisitBytes = 1 << 20;
 struct Resolved {
   StepKind kind;
   bool final;
-  bool overlap;         // kCopy whose src and dst overlap: one memmove
-  uint32_t gran;        // piece granularity in bytes
-  SendLink* out;        // null unless the kind sends (a fan-out step: its first destination)
+  bool overlap;   // kCopy whose src and dst overlap: one memmove
+  uint32_t gran;  // piece granularity in bytes
+  SendLink* out;  // null unless the kind sends (a fan-out step: its first destination)
   SendLink* more[plan::kMaxMoreSendPeers];  // a fan-out step's other destinations
-  uint32_t nMore;       // used entries of `more`; > 0 disables the direct path
-  RecvLink* in;         // null unless the kind receives (a fan-in step: its first source)
+  uint32_t nMore;                           // used entries of `more`; > 0 disables the direct path
+  RecvLink* in;  // null unless the kind receives (a fan-in step: its first source)
   RecvLink* moreIn[plan::kMaxMoreRecvPeers];  // a fan-in step's other sources, in reduction order
-  uint32_t nMoreIn;     // used entries of `moreIn`
+  uint32_t nMoreIn;                           // used entries of `moreIn`
   const uint8_t* src;
   uint8_t* dst;
   uint64_t bytes;
@@ -90,7 +90,7 @@ struct WorkLists {
   std::vector<SendLink*> phaseSends;
   std::vector<SendLink*> allSends;
   std::vector<pollfd> pollFds;
-  std::vector<std::pair<const void*, size_t>> linkUsers;  // checkPhaseLinks' (link, lane) pairs
+  std::vector<std::pair<const void*, size_t>> linkUsers;   // checkPhaseLinks' (link, lane) pairs
   std::vector<std::pair<SendLink*, uint64_t>> sendTotals;  // bytes of the program per send link
   std::vector<std::pair<RecvLink*, uint64_t>> recvTotals;  // and per receive link
 };
@@ -123,8 +123,12 @@ class Runner {
  public:
   Runner(const plan::Program& program, const Buffers& buffers, const ReduceSpec& spec,
          LinkTable& links, const WaitContext& wait, LoweredProgram* lowered, const CallTag* tag)
-      : program_(program), buffers_(buffers), spec_(spec), links_(links),
-        lowered_(lowered != nullptr ? lowered->impl_.get() : nullptr), tag_(tag),
+      : program_(program),
+        buffers_(buffers),
+        spec_(spec),
+        links_(links),
+        lowered_(lowered != nullptr ? lowered->impl_.get() : nullptr),
+        tag_(tag),
         waiter_(wait, "waiting for peers in a host program") {}
 
   void run();
@@ -167,9 +171,11 @@ class Runner {
   // small collective allocates nothing.
   WorkLists& work_ = workLists();
   std::vector<Resolved>& steps_ = work_.steps;  // all non-empty steps, phase by phase, lane by lane
-  std::vector<size_t>& phaseBegin_ = work_.phaseBegin;  // index into laneRanges_ of each phase's first lane
-  std::vector<std::pair<size_t, size_t>>& laneRanges_ = work_.laneRanges;  // [begin, end) into steps_
-  std::vector<LaneState>& lanes_ = work_.lanes;          // the current phase's lanes
+  std::vector<size_t>& phaseBegin_ =
+      work_.phaseBegin;  // index into laneRanges_ of each phase's first lane
+  std::vector<std::pair<size_t, size_t>>& laneRanges_ =
+      work_.laneRanges;                                    // [begin, end) into steps_
+  std::vector<LaneState>& lanes_ = work_.lanes;            // the current phase's lanes
   std::vector<SendLink*>& phaseSends_ = work_.phaseSends;  // send links of the current phase
   std::vector<SendLink*>& allSends_ = work_.allSends;      // every send link used
   std::vector<pollfd>& pollFds_ = work_.pollFds;           // what a wait sleeps on (sockets)

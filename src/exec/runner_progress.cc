@@ -114,7 +114,7 @@ void Runner::reducePiece(const Resolved& r, uint64_t done, uint8_t* out, const v
 // bytes moved, or -1 when the halves cannot (shared memory, bytes already
 // staged): the caller then uses the buffered path.
 ptrdiff_t Runner::moveDirect(const Resolved& r, LaneState& lane) {
-  if (r.nMore != 0) return -1;  // fan-out: the buffered path commits to every destination
+  if (r.nMore != 0) return -1;    // fan-out: the buffered path commits to every destination
   if (r.nMoreIn != 0) return -1;  // fan-in: the buffered path reduces every source
   switch (r.kind) {
     case StepKind::kSend: {
@@ -325,13 +325,15 @@ void Runner::waitForPeers() {
     for (RecvLink* in : recvsOf(r)) {
       const void* p;
       int fd = in->half->pollFd();
-      if (fd < 0) coverAll = false;
+      if (fd < 0)
+        coverAll = false;
       else if (awaitingInput || (!pureSend && in->half->peek(&p) == 0))
         pollFds_.push_back(pollfd{fd, POLLIN, 0});
     }
     for (SendLink* out : sendsOf(r)) {
       int fd = out->half->pollFd();
-      if (fd < 0) coverAll = false;
+      if (fd < 0)
+        coverAll = false;
       else if (pureSend || (!awaitingInput && !out->half->flush()))
         pollFds_.push_back(pollfd{fd, POLLOUT, 0});
     }
@@ -348,8 +350,10 @@ void Runner::finalFlush() {
       if (s->half->flush()) continue;
       flushed = false;
       int fd = s->half->pollFd();
-      if (fd < 0) coverAll = false;
-      else pollFds_.push_back(pollfd{fd, POLLOUT, 0});
+      if (fd < 0)
+        coverAll = false;
+      else
+        pollFds_.push_back(pollfd{fd, POLLOUT, 0});
     }
     if (flushed) return;
     waiter_.wait(pollFds_.data(), pollFds_.size(), coverAll);

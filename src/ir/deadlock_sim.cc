@@ -20,15 +20,13 @@
 #include <map>
 #include <tuple>
 
+#include "base/error.h"
 #include "ir/step_traits.h"
 #include "ir/validate.h"
-#include "base/error.h"
 
 namespace grove::plan {
 
 namespace {
-
-
 
 struct LinkState {
   int src = 0, dst = 0, channel = 0;
@@ -155,8 +153,10 @@ class Simulator {
         continue;
       }
       if (!ls.started) {
-        for (int i = 0; i < sl.nSend; ++i) ls.sendStart[i] = wireAlignUp(links_[sl.send[i]].written);
-        for (int i = 0; i < sl.nRecv; ++i) ls.recvStart[i] = wireAlignUp(links_[sl.recv[i]].consumed);
+        for (int i = 0; i < sl.nSend; ++i)
+          ls.sendStart[i] = wireAlignUp(links_[sl.send[i]].written);
+        for (int i = 0; i < sl.nRecv; ++i)
+          ls.recvStart[i] = wireAlignUp(links_[sl.recv[i]].consumed);
         ls.started = true;
       }
       const uint64_t remaining = s.bytes - ls.done;
@@ -173,7 +173,8 @@ class Simulator {
       if (can == 0) break;
       for (int i = 0; i < sl.nRecv; ++i)
         links_[sl.recv[i]].consumed = ls.recvStart[i] + ls.done + can;
-      for (int i = 0; i < sl.nSend; ++i) links_[sl.send[i]].written = ls.sendStart[i] + ls.done + can;
+      for (int i = 0; i < sl.nSend; ++i)
+        links_[sl.send[i]].written = ls.sendStart[i] + ls.done + can;
       ls.done += can;
       moved = true;
       if (ls.done < s.bytes) break;
@@ -190,8 +191,9 @@ class Simulator {
 
   std::string linkText(int id) const {
     const LinkState& k = links_[id];
-    return std::to_string(k.src) + "->" + std::to_string(k.dst) + " ch" + std::to_string(k.channel) +
-           " (holds " + std::to_string(k.written - std::min(k.written, k.consumed)) + " B)";
+    return std::to_string(k.src) + "->" + std::to_string(k.dst) + " ch" +
+           std::to_string(k.channel) + " (holds " +
+           std::to_string(k.written - std::min(k.written, k.consumed)) + " B)";
   }
 
   std::string blockedText() const {
@@ -206,8 +208,8 @@ class Simulator {
         const Step& s = phase.lanes[l].steps[ls.step];
         const StepLinks& sl = stepLinks_[r][phase_[r]][l][ls.step];
         out += "  rank " + std::to_string(r) + " phase " + std::to_string(phase_[r]) + " lane " +
-               std::to_string(l) + " step " + std::to_string(ls.step) + " " + describe(s) +
-               ": " + std::to_string(ls.done) + "/" + std::to_string(s.bytes) + " B";
+               std::to_string(l) + " step " + std::to_string(ls.step) + " " + describe(s) + ": " +
+               std::to_string(ls.done) + "/" + std::to_string(s.bytes) + " B";
         for (int i = 0; i < sl.nRecv; ++i) out += "; in " + linkText(sl.recv[i]);
         for (int i = 0; i < sl.nSend; ++i) out += "; out " + linkText(sl.send[i]);
         out += "\n";
@@ -220,7 +222,8 @@ class Simulator {
   const std::vector<Program>& progs_;
   const SimOptions& opt_;
   std::vector<LinkState> links_;
-  std::vector<std::vector<std::vector<std::vector<StepLinks>>>> stepLinks_;  // [rank][phase][lane][step]
+  std::vector<std::vector<std::vector<std::vector<StepLinks>>>>
+      stepLinks_;  // [rank][phase][lane][step]
   std::vector<size_t> phase_;
   std::vector<std::vector<LaneState>> lanes_;
 };

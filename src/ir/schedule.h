@@ -36,7 +36,7 @@ enum class Buf : uint8_t { kInput, kOutput, kScratch, kExtra };
 /// A byte offset into one of the local buffers.
 struct BufRef {
   Buf buf = Buf::kInput;
-  uint32_t index = 0;   ///< which extra buffer (Buf::kExtra only)
+  uint32_t index = 0;  ///< which extra buffer (Buf::kExtra only)
   uint64_t offset = 0;
 };
 
@@ -94,10 +94,10 @@ struct Step {
   /// recvPeer, then these). Used entries come first; -1 marks the unused ones.
   /// Each source is its own stream; `final` applies once, after the last.
   std::array<int32_t, kMaxMoreRecvPeers> moreRecvPeers{-1, -1, -1};
-  int32_t channel = 0;    ///< connection namespace of the streams used
-  BufRef src;             ///< local operand: what is sent, or the local side of a reduction
-  BufRef dst;             ///< where the result lands
-  uint64_t bytes = 0;     ///< bytes moved (a multiple of the element size)
+  int32_t channel = 0;  ///< connection namespace of the streams used
+  BufRef src;           ///< local operand: what is sent, or the local side of a reduction
+  BufRef dst;           ///< where the result lands
+  uint64_t bytes = 0;   ///< bytes moved (a multiple of the element size)
 };
 
 /// Steps run in order.
@@ -136,7 +136,14 @@ struct Program {
 
 /// The collectives.
 enum class Coll : uint8_t {
-  kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kGather, kScatter, kAlltoAll,
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kGather,
+  kScatter,
+  kAlltoAll,
   kSendRecv
 };
 /// Name of a collective ("allreduce", "broadcast", ...). Inline: the executors
@@ -170,8 +177,8 @@ struct CollArgs {
 
 /// Knobs of the builders.
 struct PlanParams {
-  int nChannels = 1;               ///< channels to spread data over
-  uint64_t chunkBytes = 512 << 10; ///< most bytes a cyclically dependent step moves
+  int nChannels = 1;                ///< channels to spread data over
+  uint64_t chunkBytes = 512 << 10;  ///< most bytes a cyclically dependent step moves
 };
 
 /// How a send/recv group spreads a long op over channels (see p2p.cc): an op

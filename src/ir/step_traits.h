@@ -27,9 +27,8 @@ constexpr bool stepReadsSrc(StepKind k) {
 
 /// True if the step writes Step::dst (kReduce also reads it).
 constexpr bool stepWritesDst(StepKind k) {
-  return k == StepKind::kRecv || k == StepKind::kRecvReduce ||
-         k == StepKind::kRecvReduceCopySend || k == StepKind::kRecvCopySend ||
-         k == StepKind::kCopy || k == StepKind::kReduce;
+  return k == StepKind::kRecv || k == StepKind::kRecvReduce || k == StepKind::kRecvReduceCopySend ||
+         k == StepKind::kRecvCopySend || k == StepKind::kCopy || k == StepKind::kReduce;
 }
 
 /// True if the step applies the reduction operator (so `final` matters).

@@ -5,9 +5,9 @@
 #include <map>
 #include <tuple>
 
-#include "ir/step_traits.h"
 #include "base/dtype.h"
 #include "base/error.h"
+#include "ir/step_traits.h"
 
 namespace grove::plan {
 
@@ -17,14 +17,38 @@ BufferSizes bufferSizesFor(const CollArgs& a) {
   const bool root = a.rank == a.root;
   BufferSizes s;
   switch (a.coll) {
-    case Coll::kAllReduce: s.input = b; s.output = b; break;
-    case Coll::kBroadcast: s.input = root ? b : 0; s.output = b; break;
-    case Coll::kReduce: s.input = b; s.output = root ? b : 0; break;
-    case Coll::kAllGather: s.input = b; s.output = all; break;
-    case Coll::kReduceScatter: s.input = all; s.output = b; break;
-    case Coll::kGather: s.input = b; s.output = root ? all : 0; break;
-    case Coll::kScatter: s.input = root ? all : 0; s.output = b; break;
-    case Coll::kAlltoAll: s.input = all; s.output = all; break;
+    case Coll::kAllReduce:
+      s.input = b;
+      s.output = b;
+      break;
+    case Coll::kBroadcast:
+      s.input = root ? b : 0;
+      s.output = b;
+      break;
+    case Coll::kReduce:
+      s.input = b;
+      s.output = root ? b : 0;
+      break;
+    case Coll::kAllGather:
+      s.input = b;
+      s.output = all;
+      break;
+    case Coll::kReduceScatter:
+      s.input = all;
+      s.output = b;
+      break;
+    case Coll::kGather:
+      s.input = b;
+      s.output = root ? all : 0;
+      break;
+    case Coll::kScatter:
+      s.input = root ? all : 0;
+      s.output = b;
+      break;
+    case Coll::kAlltoAll:
+      s.input = all;
+      s.output = all;
+      break;
     case Coll::kSendRecv: break;
   }
   return s;
@@ -134,8 +158,8 @@ void checkStep(const Site& w, int nranks, const ValidateOptions& opt, uint64_t s
   checkFanIn(w, nranks);
   if (!stepIsLocal(s.kind) && s.channel < 0) fail(siteText(w) + ": negative channel");
   if (s.bytes % opt.elemSize != 0)
-    fail(siteText(w) + ": " + std::to_string(s.bytes) + " B is not a multiple of the element size " +
-         std::to_string(opt.elemSize));
+    fail(siteText(w) + ": " + std::to_string(s.bytes) +
+         " B is not a multiple of the element size " + std::to_string(opt.elemSize));
   if (stepReadsSrc(s.kind)) checkRef(w, "src", s.src, s.bytes, opt, scratchBytes);
   if (stepWritesDst(s.kind)) {
     if (s.dst.buf == Buf::kInput) fail(siteText(w) + ": writes the input buffer");
@@ -175,7 +199,8 @@ void validatePrograms(const std::vector<Program>& perRank, const ValidateOptions
   const int n = static_cast<int>(perRank.size());
   if (opt.elemSize == 0) fail("element size 0");
   if (!opt.sizes.empty() && opt.sizes.size() != perRank.size())
-    fail(std::to_string(opt.sizes.size()) + " buffer size sets for " + std::to_string(n) + " ranks");
+    fail(std::to_string(opt.sizes.size()) + " buffer size sets for " + std::to_string(n) +
+         " ranks");
   std::map<LinkId, std::vector<Site>> sent, recvd;
   for (int r = 0; r < n; ++r) {
     const Program& prog = perRank[r];

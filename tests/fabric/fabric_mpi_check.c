@@ -17,7 +17,9 @@
 #include <stdlib.h>
 
 /* The value rank r contributes at index i in iteration it (small, so sums never overflow). */
-static int32_t valueOf(int r, long i, int it) { return (int32_t)((r * 7 + i * 13 + it * 5) % 1021); }
+static int32_t valueOf(int r, long i, int it) {
+  return (int32_t)((r * 7 + i * 13 + it * 5) % 1021);
+}
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -46,7 +48,9 @@ int main(int argc, char** argv) {
   }
   long totalBad = 0;
   MPI_Reduce(&bad, &totalBad, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (bad) fprintf(stderr, "fabric_mpi_check: rank %d: %ld wrong values, first at index %ld\n", rank, bad, firstBad);
+  if (bad)
+    fprintf(stderr, "fabric_mpi_check: rank %d: %ld wrong values, first at index %ld\n", rank, bad,
+            firstBad);
   if (rank == 0 && totalBad == 0)
     printf("fabric_mpi_check: OK %d all-reduces of %ld bytes on %d ranks\n", iters,
            count * (long)sizeof(int32_t), size);

@@ -12,7 +12,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     grove::topo::Graph g = grove::topo::fromNcclXml(text, "fuzz.xml", "host");
     (void)grove::topo::toJson(g);
-  } catch (const grove::Error&) {
-  }
+  } catch (const grove::Error&) {}
   return 0;
 }

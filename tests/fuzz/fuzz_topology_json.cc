@@ -17,14 +17,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     grove::topo::Graph g = grove::topo::fromJson(text, "fuzz.json");
     grove::topo::Graph again = grove::topo::fromJson(grove::topo::toJson(g), "roundtrip.json");
     if (again.nodes().size() != g.nodes().size()) __builtin_trap();  // the round trip lost nodes
-  } catch (const grove::Error&) {
-  }
+  } catch (const grove::Error&) {}
   try {
-    grove::topo::Graph g = grove::topo::fromJson("{\"machines\": [{\"name\": \"m\", \"nodes\": "
-                                                 "[{\"name\": \"cpu0\", \"kind\": \"cpu\"}]}]}",
-                                                 "base.json");
+    grove::topo::Graph g = grove::topo::fromJson(
+        "{\"machines\": [{\"name\": \"m\", \"nodes\": "
+        "[{\"name\": \"cpu0\", \"kind\": \"cpu\"}]}]}",
+        "base.json");
     grove::topo::applyJson(g, text, "fuzz-override.json");
-  } catch (const grove::Error&) {
-  }
+  } catch (const grove::Error&) {}
   return 0;
 }

@@ -32,7 +32,8 @@ __global__ void scaleKernel(float* dst, const float* src, size_t n, float k) {
 
 void checkLaunch(const char* what) {
   const cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
+  if (err != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
 }
 
 }  // namespace

@@ -57,8 +57,7 @@ bool isNan(groveDataType_t t, const unsigned char* p) {
       std::memcpy(&b, p, 8);
       return (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 

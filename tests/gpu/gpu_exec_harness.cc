@@ -7,10 +7,10 @@
 #include <chrono>
 #include <thread>
 
-#include "ir/validate.h"
 #include "base/dtype.h"
 #include "exec/host_executor.h"
 #include "gpu_check.h"
+#include "ir/validate.h"
 #include "unit/harness/thread_ranks.h"
 
 namespace grove::gputest {
@@ -61,8 +61,8 @@ void layOut(const ExecCase& c, int r, RankCall& rc, uint64_t& sizeA, uint64_t& s
   const uint64_t blk = c.count * dtypeSize(c.dtype), all = blk * c.nranks;
   const bool root = r == c.root;
   sizeB = 0;
-  if (c.inPlace && (c.coll == Coll::kAllReduce || c.coll == Coll::kBroadcast || c.coll == Coll::kReduce ||
-                    c.coll == Coll::kAlltoAll)) {
+  if (c.inPlace && (c.coll == Coll::kAllReduce || c.coll == Coll::kBroadcast ||
+                    c.coll == Coll::kReduce || c.coll == Coll::kAlltoAll)) {
     sizeA = std::max(sz.input, sz.output);
   } else if (c.inPlace && (c.coll == Coll::kAllGather || (c.coll == Coll::kGather && root))) {
     sizeA = all;
@@ -80,7 +80,8 @@ void layOut(const ExecCase& c, int r, RankCall& rc, uint64_t& sizeA, uint64_t& s
 void upload(xc::DeviceBuffer& dev, const std::vector<uint8_t>& host) {
   dev = xc::DeviceBuffer(host.size());
   if (!host.empty()) {  // a pageable copy may return before its DMA lands
-    cudaOk(cudaMemcpy(dev.get(), host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy up");
+    cudaOk(cudaMemcpy(dev.get(), host.data(), host.size(), cudaMemcpyHostToDevice),
+           "cudaMemcpy up");
     cudaOk(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
   }
 }
@@ -88,7 +89,8 @@ void upload(xc::DeviceBuffer& dev, const std::vector<uint8_t>& host) {
 std::vector<uint8_t> download(const xc::DeviceBuffer& dev) {
   std::vector<uint8_t> out(dev.size());
   if (!out.empty())
-    cudaOk(cudaMemcpy(out.data(), dev.get(), out.size(), cudaMemcpyDeviceToHost), "cudaMemcpy down");
+    cudaOk(cudaMemcpy(out.data(), dev.get(), out.size(), cudaMemcpyDeviceToHost),
+           "cudaMemcpy down");
   return out;
 }
 
@@ -150,8 +152,8 @@ bool waitStream(void* stream, double seconds) {
 }
 
 std::string launchAndWait(const std::vector<std::vector<dv::DevCall>>& perRank,
-                          std::vector<std::unique_ptr<RankLaunch>>& launches,
-                          xc::LaunchMode mode, double seconds) {
+                          std::vector<std::unique_ptr<RankLaunch>>& launches, xc::LaunchMode mode,
+                          double seconds) {
   while (launches.size() < perRank.size()) launches.push_back(std::make_unique<RankLaunch>());
   for (size_t r = 0; r < perRank.size(); ++r) {
     launches[r]->ctl.reset(uint64_t{30} * 1000000000ull);
@@ -171,8 +173,8 @@ std::string launchAndWait(const std::vector<std::vector<dv::DevCall>>& perRank,
     const uint32_t st = launches[r]->ctl.status();
     if (st != dv::kDevOk) {
       msg += " rank " + std::to_string(r) + " status " + std::to_string(st) + " at call " +
-             std::to_string(h->failedCall) + " phase " + std::to_string(h->failedPhase) +
-             " lane " + std::to_string(h->failedLane) + " step " + std::to_string(h->failedStep) + ";";
+             std::to_string(h->failedCall) + " phase " + std::to_string(h->failedPhase) + " lane " +
+             std::to_string(h->failedLane) + " step " + std::to_string(h->failedStep) + ";";
     }
   }
   return msg;
@@ -180,8 +182,8 @@ std::string launchAndWait(const std::vector<std::vector<dv::DevCall>>& perRank,
 
 std::string compareWithHost(const ExecCase& c, const std::vector<RankCall>& calls) {
   const size_t es = dtypeSize(c.dtype);
-  const bool reduces = c.coll == Coll::kAllReduce || c.coll == Coll::kReduce ||
-                       c.coll == Coll::kReduceScatter;
+  const bool reduces =
+      c.coll == Coll::kAllReduce || c.coll == Coll::kReduce || c.coll == Coll::kReduceScatter;
   const groveRedOp_t cmpOp = reduces ? c.op : groveMax;  // copies: every bit must match
   std::string msg;
   for (size_t r = 0; r < calls.size(); ++r) {

@@ -17,9 +17,9 @@
 #include <tuple>
 #include <vector>
 
-#include "ir/schedule.h"
 #include "algorithms/select/selector.h"
 #include "exec/cuda/cuda_executor.h"
+#include "ir/schedule.h"
 
 namespace grove::gputest {
 
@@ -33,8 +33,8 @@ struct ExecCase {
   groveRedOp_t op = groveSum;
   bool inPlace = false;
   int root = 0;
-  plan::PlanParams params{2, 2048};   ///< channels, chunk bytes
-  uint64_t ringBytes = 4096;          ///< capacity of every ring (host links too)
+  plan::PlanParams params{2, 2048};  ///< channels, chunk bytes
+  uint64_t ringBytes = 4096;         ///< capacity of every ring (host links too)
   exec::cuda::LaunchMode mode = exec::cuda::LaunchMode::kAuto;
 };
 
@@ -66,9 +66,9 @@ struct RankCall {
   std::unique_ptr<exec::cuda::ProgramUpload> upload;
   exec::cuda::DeviceBuffer devA, devB, devScratch;  ///< device allocations
   std::vector<uint8_t> hostA, hostB, hostScratch;   ///< the host reference's copies
-  size_t inOff = 0, outOff = 0;   ///< offsets of input and output in A (or B: outInB)
+  size_t inOff = 0, outOff = 0;  ///< offsets of input and output in A (or B: outInB)
   bool outInB = false;
-  exec::dev::DevCall call;        ///< the device call (program + buffers)
+  exec::dev::DevCall call;  ///< the device call (program + buffers)
 };
 
 /// One call prepared on every rank: programs, buffers with their initial

@@ -78,7 +78,8 @@ TEST_P(GpuExecCollectives, LargeSizes) {
     groveDataType_t dt;
     groveRedOp_t op;
   };
-  const Pick picks[] = {{groveFloat32, groveSum}, {groveBfloat16, groveAvg}, {groveFloat64, groveMax}};
+  const Pick picks[] = {
+      {groveFloat32, groveSum}, {groveBfloat16, groveAvg}, {groveFloat64, groveMax}};
   uint64_t seed = 1000;
   for (int n = 2; n <= 4; ++n) {
     for (const Pick& p : picks) {
@@ -150,15 +151,16 @@ TEST(GpuExecStream, CollectiveOrderedBetweenKernelsOnTheUserStream) {
         xc::launchCalls(&calls[r].call, 1, launches[r]->ctl.device(), user,
                         xc::LaunchOptions{launches[r]->ctl.barrier(), mode});
         launchScale(reinterpret_cast<float*>(checks[r].get()),
-                    reinterpret_cast<const float*>(calls[r].call.bufs[dv::kSlotOutput]), count, 2.0f,
-                    user);
+                    reinterpret_cast<const float*>(calls[r].call.bufs[dv::kSlotOutput]), count,
+                    2.0f, user);
       }
       for (int r = 0; r < n; ++r) {
         ASSERT_TRUE(waitStream(launches[r]->stream.get(), 60.0)) << "rank " << r << ", " << combo;
         ASSERT_EQ(launches[r]->ctl.status(), dv::kDevOk) << "rank " << r << ", " << combo;
         std::vector<float> got(count);
-        cudaOk(cudaMemcpy(got.data(), checks[r].get(), count * sizeof(float), cudaMemcpyDeviceToHost),
-               "cudaMemcpy");
+        cudaOk(
+            cudaMemcpy(got.data(), checks[r].get(), count * sizeof(float), cudaMemcpyDeviceToHost),
+            "cudaMemcpy");
         for (uint64_t i = 0; i < count; ++i) {
           const float want = 2.0f * (30.0f + 3.0f * static_cast<float>(i % 97));
           ASSERT_EQ(got[i], want) << "rank " << r << " element " << i << " event " << viaEvent;

@@ -56,8 +56,8 @@ void fatalCall(Job& j, const char* what, groveResult_t r) {
 
 namespace {
 
-const char* const kDtypeNames[] = {"int8",    "uint8",   "int32",   "uint32",  "int64",
-                                   "uint64",  "float16", "float32", "float64", "bfloat16"};
+const char* const kDtypeNames[] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
+                                   "uint64", "float16", "float32", "float64", "bfloat16"};
 const char* const kOpNames[] = {"sum", "prod", "max", "min", "avg"};
 
 void usage() {
@@ -66,7 +66,8 @@ void usage() {
           "  [--transport shm|socket|auto] [--timeout-ms MS] [--sizes 0,1,7,1021,large]\n"
           "  [--dtypes int8,...|all] [--ops sum,...|all] [--large-dtypes L] [--large-ops L]\n"
           "  [--part K/M] [--large-part K/M] [--roots all|ends] [--seed S] [--verbose]\n"
-          "  [--loop-seconds S [--loop-count N] [--die-rank R --die-after T] [--sleep-rank R --sleep-seconds T]\n"
+          "  [--loop-seconds S [--loop-count N] [--die-rank R --die-after T] [--sleep-rank R "
+          "--sleep-seconds T]\n"
           "   [--ready-dir D]] [--bad-nranks R:V] [--inject-fault result|guard|send]\n"
           "collectives: allreduce broadcast reduce allgather reducescatter gather scatter\n"
           "  alltoall sendrecv_ring sendrecv_pair sendrecv_allpairs (sendrecv = all three)\n"
@@ -121,9 +122,12 @@ Options parseArgs(int argc, char** argv) {
       if (i + 1 >= argc) bad("option " + a + " needs a value");
       return argv[++i];
     };
-    if (a == "--quick") o.quick = true;
-    else if (a == "--async") o.async = true;
-    else if (a == "--verbose") o.verbose = true;
+    if (a == "--quick")
+      o.quick = true;
+    else if (a == "--async")
+      o.async = true;
+    else if (a == "--verbose")
+      o.verbose = true;
     else if (a == "--filter") {
       for (auto& f : splitList(next())) {
         bool ok = f == "sendrecv";
@@ -131,33 +135,51 @@ Options parseArgs(int argc, char** argv) {
         if (!ok) bad("unknown collective '" + f + "'");
         o.filter.insert(f);
       }
-    } else if (a == "--nchannels") o.nChannels = atoi(next());
-    else if (a == "--timeout-ms") o.timeoutMs = atoi(next());
-    else if (a == "--transport") o.transport = next();
+    } else if (a == "--nchannels")
+      o.nChannels = atoi(next());
+    else if (a == "--timeout-ms")
+      o.timeoutMs = atoi(next());
+    else if (a == "--transport")
+      o.transport = next();
     else if (a == "--sizes") {
       o.sizes.clear();
       for (auto& s : splitList(next())) o.sizes.push_back(s == "large" ? kLarge : atoi(s.c_str()));
-    } else if (a == "--dtypes") o.dtypes = parseNames(next(), kDtypeNames, 10);
-    else if (a == "--ops") o.ops = parseNames(next(), kOpNames, 5);
-    else if (a == "--large-dtypes") o.largeDtypes = parseNames(next(), kDtypeNames, 10);
-    else if (a == "--large-ops") o.largeOps = parseNames(next(), kOpNames, 5);
-    else if (a == "--part") parsePart(next(), &o.partK, &o.partM);
-    else if (a == "--large-part") parsePart(next(), &o.largePartK, &o.largePartM);
-    else if (a == "--roots") o.roots = next();
-    else if (a == "--seed") o.seed = strtoull(next(), nullptr, 0);
-    else if (a == "--max-print") o.maxPrint = atoi(next());
+    } else if (a == "--dtypes")
+      o.dtypes = parseNames(next(), kDtypeNames, 10);
+    else if (a == "--ops")
+      o.ops = parseNames(next(), kOpNames, 5);
+    else if (a == "--large-dtypes")
+      o.largeDtypes = parseNames(next(), kDtypeNames, 10);
+    else if (a == "--large-ops")
+      o.largeOps = parseNames(next(), kOpNames, 5);
+    else if (a == "--part")
+      parsePart(next(), &o.partK, &o.partM);
+    else if (a == "--large-part")
+      parsePart(next(), &o.largePartK, &o.largePartM);
+    else if (a == "--roots")
+      o.roots = next();
+    else if (a == "--seed")
+      o.seed = strtoull(next(), nullptr, 0);
+    else if (a == "--max-print")
+      o.maxPrint = atoi(next());
     else if (a == "--inject-fault") {
       o.injectFault = next();
       if (o.injectFault != "result" && o.injectFault != "guard" && o.injectFault != "send")
         bad("--inject-fault wants result, guard or send");
-    }
-    else if (a == "--loop-seconds") o.loopSeconds = atof(next());
-    else if (a == "--loop-count") o.loopCount = strtoull(next(), nullptr, 0);
-    else if (a == "--die-rank") o.dieRank = atoi(next());
-    else if (a == "--die-after") o.dieAfter = atof(next());
-    else if (a == "--sleep-rank") o.sleepRank = atoi(next());
-    else if (a == "--sleep-seconds") o.sleepSeconds = atof(next());
-    else if (a == "--ready-dir") o.readyDir = next();
+    } else if (a == "--loop-seconds")
+      o.loopSeconds = atof(next());
+    else if (a == "--loop-count")
+      o.loopCount = strtoull(next(), nullptr, 0);
+    else if (a == "--die-rank")
+      o.dieRank = atoi(next());
+    else if (a == "--die-after")
+      o.dieAfter = atof(next());
+    else if (a == "--sleep-rank")
+      o.sleepRank = atoi(next());
+    else if (a == "--sleep-seconds")
+      o.sleepSeconds = atof(next());
+    else if (a == "--ready-dir")
+      o.readyDir = next();
     else if (a == "--bad-nranks") {
       if (sscanf(next(), "%d:%d", &o.badNranksRank, &o.badNranksValue) != 2)
         bad("--bad-nranks wants R:V");
@@ -196,7 +218,8 @@ void initComm(Job& j) {
   }
   const bool launched = getenv("GROVE_COMM_ID") != nullptr;
   if (!launched && j.n > 1) {
-    fprintf(stderr, "grove_mp_check: GROVE_NRANKS=%d needs GROVE_COMM_ID (use grove-launch)\n", j.n);
+    fprintf(stderr, "grove_mp_check: GROVE_NRANKS=%d needs GROVE_COMM_ID (use grove-launch)\n",
+            j.n);
     exit(64);
   }
   groveUniqueId id;
@@ -245,8 +268,8 @@ int runLoop(Job& j) {
       fflush(stderr);
       raise(SIGKILL);
     }
-    groveResult_t r = groveAllReduce(send.data(), recv.data(), count, groveFloat32, groveSum,
-                                     j.comm, j.hs);
+    groveResult_t r =
+        groveAllReduce(send.data(), recv.data(), count, groveFloat32, groveSum, j.comm, j.hs);
     if (r == groveSuccess && j.hs) r = groveHostStreamSynchronize(j.hs);
     if (r != groveSuccess) {
       fprintf(stderr,
@@ -284,8 +307,9 @@ int runChecks(Job& j) {
   printf("grove_mp_check[rank %d]: %ld cases, %ld failures, %.1f s\n", j.rank, j.cases, j.failures,
          elapsed);
   if (!j.opt.injectFault.empty())
-    printf("grove_mp_check[rank %d]: injected %ld '%s' faults, all caught unless FAIL lines say so\n",
-           j.rank, j.injected, j.opt.injectFault.c_str());
+    printf(
+        "grove_mp_check[rank %d]: injected %ld '%s' faults, all caught unless FAIL lines say so\n",
+        j.rank, j.injected, j.opt.injectFault.c_str());
   if (j.rank == 0) {
     std::string per;
     for (int c = 0; c < kNumColl; ++c) {

@@ -73,10 +73,12 @@ TEST(MpApiDevice, GroupOfCollectives) {
     std::vector<float> b(kCount, 2.0f * r), bOut(kCount, -1);
     std::vector<int32_t> c(kCount, r == 1 ? 42 : -5);
     ASSERT_EQ(groveGroupStart(), groveSuccess);
-    EXPECT_EQ(groveAllReduce(a.data(), aOut.data(), kCount, groveInt32, groveSum, comms[r], nullptr),
-              groveSuccess);
-    EXPECT_EQ(groveAllReduce(b.data(), bOut.data(), kCount, groveFloat32, groveMax, comms[r], nullptr),
-              groveSuccess);
+    EXPECT_EQ(
+        groveAllReduce(a.data(), aOut.data(), kCount, groveInt32, groveSum, comms[r], nullptr),
+        groveSuccess);
+    EXPECT_EQ(
+        groveAllReduce(b.data(), bOut.data(), kCount, groveFloat32, groveMax, comms[r], nullptr),
+        groveSuccess);
     EXPECT_EQ(groveBroadcast(c.data(), c.data(), kCount, groveInt32, 1, comms[r], nullptr),
               groveSuccess);
     ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(comms[r]);
@@ -118,7 +120,8 @@ TEST(MpApiDevice, AbortWhileALaunchWaits) {
   groveResult_t res = groveSuccess;
   double returnedAt = 0;
   std::thread caller([&] {
-    res = groveAllReduce(in.data(), out.data(), in.size(), groveFloat32, groveSum, comms[0], nullptr);
+    res =
+        groveAllReduce(in.data(), out.data(), in.size(), groveFloat32, groveSum, comms[0], nullptr);
     returnedAt = now();
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));

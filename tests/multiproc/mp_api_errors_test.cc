@@ -74,7 +74,8 @@ TEST(MpApiErrors, Config) {
 
 TEST(MpApiErrors, NullComm) {
   float a[4] = {}, b[4] = {};
-  EXPECT_EQ(groveAllReduce(a, b, 4, groveFloat32, groveSum, nullptr, nullptr), groveInvalidArgument);
+  EXPECT_EQ(groveAllReduce(a, b, 4, groveFloat32, groveSum, nullptr, nullptr),
+            groveInvalidArgument);
   EXPECT_TRUE(lastErrorNames(nullptr, "comm"));
   EXPECT_EQ(groveBroadcast(a, b, 4, groveFloat32, 0, nullptr, nullptr), groveInvalidArgument);
   EXPECT_EQ(groveSend(a, 4, groveFloat32, 0, nullptr, nullptr), groveInvalidArgument);
@@ -104,13 +105,16 @@ class BadInput : public ::testing::Test {
 TEST_F(BadInput, NullBuffers) {
   ASSERT_TRUE(comms_.ok());
   groveComm_t c = comms_[0];
-  EXPECT_EQ(groveAllReduce(nullptr, b_, 4, groveFloat32, groveSum, c, nullptr), groveInvalidArgument);
+  EXPECT_EQ(groveAllReduce(nullptr, b_, 4, groveFloat32, groveSum, c, nullptr),
+            groveInvalidArgument);
   EXPECT_TRUE(lastErrorNames(c, "sendbuff"));
-  EXPECT_EQ(groveAllReduce(a_, nullptr, 4, groveFloat32, groveSum, c, nullptr), groveInvalidArgument);
+  EXPECT_EQ(groveAllReduce(a_, nullptr, 4, groveFloat32, groveSum, c, nullptr),
+            groveInvalidArgument);
   EXPECT_TRUE(lastErrorNames(c, "recvbuff"));
   EXPECT_EQ(groveAllGather(a_, nullptr, 4, groveFloat32, c, nullptr), groveInvalidArgument);
   EXPECT_TRUE(lastErrorNames(c, "recvbuff"));
-  EXPECT_EQ(groveReduceScatter(nullptr, b_, 4, groveFloat32, groveSum, c, nullptr), groveInvalidArgument);
+  EXPECT_EQ(groveReduceScatter(nullptr, b_, 4, groveFloat32, groveSum, c, nullptr),
+            groveInvalidArgument);
   EXPECT_TRUE(lastErrorNames(c, "sendbuff"));
   EXPECT_EQ(groveAlltoAll(a_, nullptr, 4, groveFloat32, c, nullptr), groveInvalidArgument);
   EXPECT_EQ(groveSend(nullptr, 4, groveFloat32, 1, c, nullptr), groveInvalidArgument);
@@ -120,7 +124,8 @@ TEST_F(BadInput, NullBuffers) {
   // Rank 0 is root: its broadcast sendbuff and reduce/gather recvbuff are needed.
   EXPECT_EQ(groveBroadcast(nullptr, b_, 4, groveFloat32, 0, c, nullptr), groveInvalidArgument);
   EXPECT_TRUE(lastErrorNames(c, "sendbuff"));
-  EXPECT_EQ(groveReduce(a_, nullptr, 4, groveFloat32, groveSum, 0, c, nullptr), groveInvalidArgument);
+  EXPECT_EQ(groveReduce(a_, nullptr, 4, groveFloat32, groveSum, 0, c, nullptr),
+            groveInvalidArgument);
   EXPECT_TRUE(lastErrorNames(c, "recvbuff"));
   EXPECT_EQ(groveGather(a_, nullptr, 4, groveFloat32, 0, c, nullptr), groveInvalidArgument);
   EXPECT_EQ(groveScatter(nullptr, b_, 4, groveFloat32, 0, c, nullptr), groveInvalidArgument);
@@ -179,7 +184,8 @@ TEST_F(BadInput, RootAndPeerOutOfRange) {
 TEST_F(BadInput, CountOverflow) {
   ASSERT_TRUE(comms_.ok());
   groveComm_t c = comms_[0];
-  EXPECT_EQ(groveAllReduce(a_, b_, SIZE_MAX, groveFloat32, groveSum, c, nullptr), groveInvalidArgument);
+  EXPECT_EQ(groveAllReduce(a_, b_, SIZE_MAX, groveFloat32, groveSum, c, nullptr),
+            groveInvalidArgument);
   EXPECT_TRUE(lastErrorNames(c, "count"));
   EXPECT_EQ(groveAllReduce(a_, b_, SIZE_MAX / 4 + 1, groveFloat32, groveSum, c, nullptr),
             groveInvalidArgument);
@@ -197,7 +203,8 @@ TEST_F(BadInput, OverlapNotInPlaceForm) {
   ASSERT_TRUE(comms_.ok());
   groveComm_t c0 = comms_[0], c1 = comms_[1];
   // All-reduce: recvbuff one element after sendbuff.
-  EXPECT_EQ(groveAllReduce(a_, a_ + 1, 8, groveFloat32, groveSum, c0, nullptr), groveInvalidArgument);
+  EXPECT_EQ(groveAllReduce(a_, a_ + 1, 8, groveFloat32, groveSum, c0, nullptr),
+            groveInvalidArgument);
   EXPECT_TRUE(lastErrorNames(c0, "overlap"));
   // All-gather on rank 1: the in-place form is sendbuff == recvbuff + 1*count.
   EXPECT_EQ(groveAllGather(a_, a_, 8, groveFloat32, c1, nullptr), groveInvalidArgument);
@@ -264,7 +271,9 @@ TEST(MpApiErrors, UseAfterAbort) {
 
 class BadInit : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_EQ(groveGetUniqueId(&id_), groveSuccess) << groveGetLastError(nullptr); }
+  void SetUp() override {
+    ASSERT_EQ(groveGetUniqueId(&id_), groveSuccess) << groveGetLastError(nullptr);
+  }
   // Inits with cfg and expects `want` plus a text naming `word`; no comm made.
   void expectRefused(groveConfig_t* cfg, int nranks, int rank, groveResult_t want,
                      const std::string& word) {

@@ -111,11 +111,15 @@ TEST(MpApi, GroupOfSendsAndRecvs) {
       recvb[p].assign(kCount, -1);
       // Receives first on even ranks, sends first on odd ones: a group must not care.
       if (r % 2 == 0) {
-        ASSERT_EQ(groveRecv(recvb[p].data(), kCount, groveFloat64, p, comms[r], nullptr), groveSuccess);
-        ASSERT_EQ(groveSend(sendb[p].data(), kCount, groveFloat64, p, comms[r], nullptr), groveSuccess);
+        ASSERT_EQ(groveRecv(recvb[p].data(), kCount, groveFloat64, p, comms[r], nullptr),
+                  groveSuccess);
+        ASSERT_EQ(groveSend(sendb[p].data(), kCount, groveFloat64, p, comms[r], nullptr),
+                  groveSuccess);
       } else {
-        ASSERT_EQ(groveSend(sendb[p].data(), kCount, groveFloat64, p, comms[r], nullptr), groveSuccess);
-        ASSERT_EQ(groveRecv(recvb[p].data(), kCount, groveFloat64, p, comms[r], nullptr), groveSuccess);
+        ASSERT_EQ(groveSend(sendb[p].data(), kCount, groveFloat64, p, comms[r], nullptr),
+                  groveSuccess);
+        ASSERT_EQ(groveRecv(recvb[p].data(), kCount, groveFloat64, p, comms[r], nullptr),
+                  groveSuccess);
       }
     }
     ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(nullptr);
@@ -161,8 +165,9 @@ TEST(MpApi, OneThreadDrivesAllRanksInAGroup) {
     ASSERT_EQ(groveAllReduce(in[r].data(), out[r].data(), kCount, groveFloat32, groveSum, comms[r],
                              nullptr),
               groveSuccess);
-    ASSERT_EQ(groveBroadcast(bc[r].data(), bc[r].data(), kCount, groveFloat32, 2, comms[r], nullptr),
-              groveSuccess);
+    ASSERT_EQ(
+        groveBroadcast(bc[r].data(), bc[r].data(), kCount, groveFloat32, 2, comms[r], nullptr),
+        groveSuccess);
   }
   ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(nullptr);
   for (int r = 0; r < kRanks; ++r) {

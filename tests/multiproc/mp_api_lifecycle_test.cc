@@ -94,8 +94,8 @@ TEST(MpApiLifecycle, InitDestroyCyclesLeaveMemoryFlat) {
     seen += " " + std::to_string(grown);
     if (least < 0 || grown < least) least = grown;
   }
-  EXPECT_LT(least * 1024.0 / cycles, 50.0) << "RSS grew by" << seen << " KiB in three windows of "
-                                           << cycles << " init/destroy cycles";
+  EXPECT_LT(least * 1024.0 / cycles, 50.0)
+      << "RSS grew by" << seen << " KiB in three windows of " << cycles << " init/destroy cycles";
 }
 
 TEST(MpApiLifecycle, StaleAndForeignHandlesGetClearErrors) {
@@ -217,19 +217,22 @@ TEST(MpApiLifecycle, CheckedCallsNameTheMismatch) {
     groveResult_t (*call)(groveComm_t, int rank, float* buf);
   };
   const Case cases[] = {
-      {"max", [](groveComm_t c, int r, float* b) {
+      {"max",
+       [](groveComm_t c, int r, float* b) {
          return groveAllReduce(b, b, 64, groveFloat32, r == 0 ? groveSum : groveMax, c, nullptr);
        }},
-      {"count 32", [](groveComm_t c, int r, float* b) {
+      {"count 32",
+       [](groveComm_t c, int r, float* b) {
          return groveAllReduce(b, b, r == 0 ? 64 : 32, groveFloat32, groveSum, c, nullptr);
        }},
-      {"int32", [](groveComm_t c, int r, float* b) {
+      {"int32",
+       [](groveComm_t c, int r, float* b) {
          return groveAllReduce(b, b, 64, r == 0 ? groveFloat32 : groveInt32, groveSum, c, nullptr);
        }},
-      {"root 1", [](groveComm_t c, int r, float* b) {
-         return groveBroadcast(b, b, 64, groveFloat32, r, c, nullptr);
-       }},
-      {"broadcast", [](groveComm_t c, int r, float* b) {
+      {"root 1", [](groveComm_t c, int r,
+                    float* b) { return groveBroadcast(b, b, 64, groveFloat32, r, c, nullptr); }},
+      {"broadcast",
+       [](groveComm_t c, int r, float* b) {
          return r == 0 ? groveAllReduce(b, b, 64, groveFloat32, groveSum, c, nullptr)
                        : groveBroadcast(b, b, 64, groveFloat32, 0, c, nullptr);
        }},
@@ -243,8 +246,10 @@ TEST(MpApiLifecycle, CheckedCallsNameTheMismatch) {
     onRanks(2, [&](int r) {
       std::vector<float> buf(64, static_cast<float>(r + 1));
       // A matching call first: checked, and it runs.
-      ASSERT_EQ(groveAllReduce(buf.data(), buf.data(), 64, groveFloat32, groveSum, comms[r],
-                               nullptr), groveSuccess) << groveGetLastError(comms[r]);
+      ASSERT_EQ(
+          groveAllReduce(buf.data(), buf.data(), 64, groveFloat32, groveSum, comms[r], nullptr),
+          groveSuccess)
+          << groveGetLastError(comms[r]);
       before[r] = buf[0];
       got[r] = k.call(comms[r], r, buf.data());
       text[r] = groveGetLastError(comms[r]);
@@ -253,7 +258,8 @@ TEST(MpApiLifecycle, CheckedCallsNameTheMismatch) {
       EXPECT_EQ(before[r], 3.f);
       EXPECT_NE(got[r], groveSuccess) << k.word;
       EXPECT_NE(text[r].find("GROVE_CHECK: the ranks' collective #2 do not match"),
-                std::string::npos) << text[r];
+                std::string::npos)
+          << text[r];
       EXPECT_NE(text[r].find(k.word), std::string::npos) << k.word << ": " << text[r];
     }
   }

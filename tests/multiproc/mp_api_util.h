@@ -57,11 +57,11 @@ inline ::testing::AssertionResult lastErrorNames(groveComm_t comm, const std::st
   std::string t = groveGetLastError(nullptr);
   std::string c = comm ? groveGetLastError(comm) : t;
   if (t.find(word) == std::string::npos)
-    return ::testing::AssertionFailure() << "thread's last error \"" << t << "\" does not name \""
-                                         << word << "\"";
+    return ::testing::AssertionFailure()
+           << "thread's last error \"" << t << "\" does not name \"" << word << "\"";
   if (c.find(word) == std::string::npos)
-    return ::testing::AssertionFailure() << "comm's last error \"" << c << "\" does not name \""
-                                         << word << "\"";
+    return ::testing::AssertionFailure()
+           << "comm's last error \"" << c << "\" does not name \"" << word << "\"";
   return ::testing::AssertionSuccess();
 }
 
@@ -72,8 +72,8 @@ inline bool allReduceWorks(const Comms& comms, size_t count = 1000) {
   std::vector<int> good(n, 0);
   onRanks(n, [&](int r) {
     std::vector<float> in(count, static_cast<float>(r + 1)), out(count, -1.f);
-    groveResult_t res = groveAllReduce(in.data(), out.data(), count, groveFloat32, groveSum,
-                                       comms[r], nullptr);
+    groveResult_t res =
+        groveAllReduce(in.data(), out.data(), count, groveFloat32, groveSum, comms[r], nullptr);
     EXPECT_EQ(res, groveSuccess) << "rank " << r << ": " << groveGetLastError(comms[r]);
     bool ok = res == groveSuccess;
     for (float v : out) ok = ok && v == static_cast<float>(n * (n + 1) / 2);

@@ -27,16 +27,20 @@ struct Case {
 };
 
 const Case kCases[] = {
-    {"op", "max", [](groveComm_t c, int r, float* b, size_t n) {
+    {"op", "max",
+     [](groveComm_t c, int r, float* b, size_t n) {
        return groveAllReduce(b, b, n, groveFloat32, r == 0 ? groveSum : groveMax, c, nullptr);
      }},
-    {"type of the same size", "int32", [](groveComm_t c, int r, float* b, size_t n) {
+    {"type of the same size", "int32",
+     [](groveComm_t c, int r, float* b, size_t n) {
        return groveAllReduce(b, b, n, r == 0 ? groveFloat32 : groveInt32, groveSum, c, nullptr);
      }},
-    {"count", "count", [](groveComm_t c, int r, float* b, size_t n) {
+    {"count", "count",
+     [](groveComm_t c, int r, float* b, size_t n) {
        return groveAllReduce(b, b, r == 0 ? n : n / 2, groveFloat32, groveSum, c, nullptr);
      }},
-    {"collective", "broadcast", [](groveComm_t c, int r, float* b, size_t n) {
+    {"collective", "broadcast",
+     [](groveComm_t c, int r, float* b, size_t n) {
        return r == 0 ? groveAllReduce(b, b, n, groveFloat32, groveSum, c, nullptr)
                      : groveBroadcast(b, b, n, groveFloat32, 0, c, nullptr);
      }},
@@ -82,16 +86,18 @@ TEST_P(CallTags, MismatchesFailEveryRankNamingTheCalls) {
     onRanks(2, [&](int r) {
       std::vector<float> buf(n, static_cast<float>(r + 1));
       // A matching call first: tagged, and it runs.
-      ASSERT_EQ(groveAllReduce(buf.data(), buf.data(), n, groveFloat32, groveSum, comms[r],
-                               nullptr), groveSuccess) << groveGetLastError(comms[r]);
+      ASSERT_EQ(
+          groveAllReduce(buf.data(), buf.data(), n, groveFloat32, groveSum, comms[r], nullptr),
+          groveSuccess)
+          << groveGetLastError(comms[r]);
       before[r] = buf[0];
       got[r] = k.call(comms[r], r, buf.data(), n);
       // A sender whose bytes left before its peer saw the mismatch returns
       // success, as MPI_Send does; the communicator is aborted, so its next
       // call fails with the peer's reason.
       if (got[r] == groveSuccess)
-        got[r] = groveAllReduce(buf.data(), buf.data(), n, groveFloat32, groveSum, comms[r],
-                                nullptr);
+        got[r] =
+            groveAllReduce(buf.data(), buf.data(), n, groveFloat32, groveSum, comms[r], nullptr);
       text[r] = groveGetLastError(comms[r]);
     });
     EXPECT_LT(mptest::now() - start, 5.0) << "a mismatch waited for the timeout";
@@ -117,7 +123,8 @@ TEST_P(CallTags, MatchingCallsRunWithTags) {
     std::vector<float> a(2 * n, static_cast<float>(r + 1)), b(2 * n, 0.f);
     for (int i = 0; i < 20; ++i) {
       ASSERT_EQ(groveAllReduce(a.data(), b.data(), n, groveFloat32, groveSum, c, nullptr),
-                groveSuccess) << groveGetLastError(c);
+                groveSuccess)
+          << groveGetLastError(c);
       ASSERT_EQ(b[0], 3.f);
       ASSERT_EQ(groveBroadcast(a.data(), b.data(), n, groveFloat32, 1, c, nullptr), groveSuccess);
       ASSERT_EQ(b[n - 1], 2.f);

@@ -44,7 +44,8 @@ struct Inputs {
     for (int r = 0; r < n; ++r) {
       rows[r].resize(rowLen * es);
       for (size_t j = 0; j < rowLen; ++j)
-        makeInput(dt, kind, r, n, hash3(seed, static_cast<uint64_t>(r), j), rows[r].data() + j * es);
+        makeInput(dt, kind, r, n, hash3(seed, static_cast<uint64_t>(r), j),
+                  rows[r].data() + j * es);
     }
     if (!reducing) return;
     red.assign(rowLen * es, 0);
@@ -123,10 +124,11 @@ void verify(Job& j, const CaseDesc& c, Buf& b, bool valueCompare) {
   for (size_t i = 0; i < kGuard; ++i) {
     if (g0[i] == kGuardByte && g1[i] == kGuardByte) continue;
     bool before = g0[i] != kGuardByte;
-    long off = before ? static_cast<long>(i) - static_cast<long>(kGuard)
-                      : static_cast<long>(b.bytes + i);
-    reportFail(j, c, std::string("guard bytes ") + (before ? "before " : "after ") + b.name +
-                         " overwritten (byte offset " + std::to_string(off) + ")");
+    long off =
+        before ? static_cast<long>(i) - static_cast<long>(kGuard) : static_cast<long>(b.bytes + i);
+    reportFail(j, c,
+               std::string("guard bytes ") + (before ? "before " : "after ") + b.name +
+                   " overwritten (byte offset " + std::to_string(off) + ")");
     return;
   }
   if (b.hi <= b.lo) return;
@@ -143,9 +145,8 @@ void verify(Job& j, const CaseDesc& c, Buf& b, bool valueCompare) {
   if (bad == 0) return;  // only -0 against +0
   reportFail(j, c,
              std::string(b.name) + ": first bad index " + std::to_string(first / es) + " (" +
-                 std::to_string(bad) + " bad of " + std::to_string((b.hi - b.lo) / es) +
-                 "): got " + formatElem(c.dt, b.base + first) + " expected " +
-                 formatElem(c.dt, exp + first));
+                 std::to_string(bad) + " bad of " + std::to_string((b.hi - b.lo) / es) + "): got " +
+                 formatElem(c.dt, b.base + first) + " expected " + formatElem(c.dt, exp + first));
 }
 
 struct P2P {
@@ -240,8 +241,10 @@ void runCase(Job& j, const CaseDesc& c) {
       } else {
         inplaceBuf(blk);
         in.fill(S.base, me, 0, cnt);
-        if (me == root) in.fill(S.e(), -1, 0, cnt);
-        else S.hi = 0;  // a non-root's buffer is not specified afterwards
+        if (me == root)
+          in.fill(S.e(), -1, 0, cnt);
+        else
+          S.hi = 0;  // a non-root's buffer is not specified afterwards
         res = groveReduce(S.base, S.base, cnt, dt, op, root, j.comm, j.hs);
       }
       break;
@@ -271,8 +274,10 @@ void runCase(Job& j, const CaseDesc& c) {
       } else {
         inplaceBuf(blk);
         in.fill(S.e(), root, 0, cnt);
-        if (me == root) std::memcpy(S.base, S.e(), blk);
-        else poison(S, 0, blk);
+        if (me == root)
+          std::memcpy(S.base, S.e(), blk);
+        else
+          poison(S, 0, blk);
         res = groveBroadcast(S.base, S.base, cnt, dt, root, j.comm, j.hs);
       }
       break;
@@ -379,7 +384,8 @@ void runCase(Job& j, const CaseDesc& c) {
     bool caught = j.failures > before;
     j.failures = before;
     ++j.injected;
-    if (!caught) reportFail(j, c, "the checker missed an injected '" + j.opt.injectFault + "' fault");
+    if (!caught)
+      reportFail(j, c, "the checker missed an injected '" + j.opt.injectFault + "' fault");
   }
 }
 
@@ -415,8 +421,10 @@ void runCases(Job& j) {
           for (int ip = 0; ip < (hasInPlace(coll) ? 2 : 1); ++ip) {
             std::vector<int> roots = {0};
             if (isRooted(coll)) {
-              if (large) roots = {(largeRootTurn++ % 2) ? n - 1 : 0};
-              else if (o.roots == "ends") roots = n > 1 ? std::vector<int>{0, n - 1} : roots;
+              if (large)
+                roots = {(largeRootTurn++ % 2) ? n - 1 : 0};
+              else if (o.roots == "ends")
+                roots = n > 1 ? std::vector<int>{0, n - 1} : roots;
               else {
                 roots.clear();
                 for (int r = 0; r < n; ++r) roots.push_back(r);

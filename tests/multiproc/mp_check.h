@@ -11,14 +11,26 @@
 namespace mp {
 
 enum Coll {
-  kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kGather, kScatter, kAlltoAll,
-  kRing, kPair, kAllPairs, kNumColl
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kGather,
+  kScatter,
+  kAlltoAll,
+  kRing,
+  kPair,
+  kAllPairs,
+  kNumColl
 };
 inline const char* const kCollNames[kNumColl] = {
     "allreduce", "broadcast", "reduce",        "allgather",     "reducescatter",    "gather",
     "scatter",   "alltoall",  "sendrecv_ring", "sendrecv_pair", "sendrecv_allpairs"};
 inline bool isReducing(int c) { return c == kAllReduce || c == kReduce || c == kReduceScatter; }
-inline bool isRooted(int c) { return c == kBroadcast || c == kReduce || c == kGather || c == kScatter; }
+inline bool isRooted(int c) {
+  return c == kBroadcast || c == kReduce || c == kGather || c == kScatter;
+}
 inline bool hasInPlace(int c) { return c < kAlltoAll; }
 
 constexpr int kLarge = -1;  ///< size code of (1 MiB)/elemsize + 3 elements

@@ -20,19 +20,20 @@ namespace {
 struct DeviceRun {
   int n;
   std::string transport;
-  std::string algo;                  // GROVE_ALGO ("" = automatic)
-  std::vector<std::string> args;     // extra grove_mp_check arguments
+  std::string algo;               // GROVE_ALGO ("" = automatic)
+  std::vector<std::string> args;  // extra grove_mp_check arguments
 };
 
 void runDevice(const DeviceRun& d) {
   const std::string dir = mptest::makeTempDir("device");
-  std::vector<std::string> argv = {GROVE_LAUNCH_PATH, "-n", std::to_string(d.n), "--timeout",
-                                   "280", "--", GROVE_MP_CHECK_PATH};
+  std::vector<std::string> argv = {
+      GROVE_LAUNCH_PATH, "-n", std::to_string(d.n), "--timeout", "280", "--", GROVE_MP_CHECK_PATH};
   argv.insert(argv.end(), d.args.begin(), d.args.end());
-  const std::vector<std::string> env = {"GROVE_DEVICE_KIND=cuda", "GROVE_DEVICE_EMULATION=1",
-                                        "GROVE_TRANSPORT=" + d.transport, "GROVE_TIMEOUT=30",
-                                        "GROVE_ALGO=" + d.algo, "GROVE_DEBUG=INFO",
-                                        "GROVE_DEBUG_SUBSYS=INIT,COLL"};
+  const std::vector<std::string> env = {
+      "GROVE_DEVICE_KIND=cuda",         "GROVE_DEVICE_EMULATION=1",
+      "GROVE_TRANSPORT=" + d.transport, "GROVE_TIMEOUT=30",
+      "GROVE_ALGO=" + d.algo,           "GROVE_DEBUG=INFO",
+      "GROVE_DEBUG_SUBSYS=INIT,COLL"};
   const std::string what = "n=" + std::to_string(d.n) + " " + d.transport +
                            (d.algo.empty() ? "" : " GROVE_ALGO=" + d.algo);
   const mptest::RunResult r = mptest::runCommand(argv, env, 290, dir + "/out.txt");

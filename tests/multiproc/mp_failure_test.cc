@@ -13,8 +13,8 @@
 //       moment, over every path (below).
 //   (c) a rank with the wrong secret (GROVE_COMM_SECRET) or the wrong nranks
 //       is refused with a clear error, and nobody hangs.
-#include <gtest/gtest.h>
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -22,8 +22,8 @@
 #include <cctype>
 #include <functional>
 #include <iterator>
-#include <random>
 #include <ostream>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,13 +58,14 @@ struct Job {
     startedAt = mptest::now();
     ranks.resize(n);
     for (int r = 0; r < n; ++r) {
-      std::vector<std::string> env = {"GROVE_COMM_ID=127.0.0.1:" + std::to_string(port),
-                                      "GROVE_COMM_SECRET=failure-test-" + std::to_string(port) +
-                                          "-" + std::to_string(getpid()),
-                                      "GROVE_RANK=" + std::to_string(r),
-                                      "GROVE_NRANKS=" + std::to_string(n),
-                                      "GROVE_LOCAL_RANK=" + std::to_string(r),
-                                      "GROVE_TRANSPORT=" + transport, "GROVE_TIMEOUT=" + timeout};
+      std::vector<std::string> env = {
+          "GROVE_COMM_ID=127.0.0.1:" + std::to_string(port),
+          "GROVE_COMM_SECRET=failure-test-" + std::to_string(port) + "-" + std::to_string(getpid()),
+          "GROVE_RANK=" + std::to_string(r),
+          "GROVE_NRANKS=" + std::to_string(n),
+          "GROVE_LOCAL_RANK=" + std::to_string(r),
+          "GROVE_TRANSPORT=" + transport,
+          "GROVE_TIMEOUT=" + timeout};
       if (extraEnv) {
         auto more = extraEnv(r);
         env.insert(env.end(), more.begin(), more.end());
@@ -185,7 +186,8 @@ TEST_P(KillRank, OthersFailFastWithAClearError) {
     printf("rank %d: %s after %.2f s: %s\n", r, mptest::describeStatus(k.status).c_str(),
            k.endedAt - killedAt, err.c_str());
     EXPECT_TRUE(exitedNonZero(k)) << "rank " << r << ": " << mptest::describeStatus(k.status)
-                                  << " (want a non-zero exit, no crash)\n" << job.allOutput();
+                                  << " (want a non-zero exit, no crash)\n"
+                                  << job.allOutput();
     EXPECT_LT(k.endedAt - killedAt, 20.0);
     EXPECT_FALSE(err.empty()) << "rank " << r << " printed no library error text\n"
                               << job.allOutput();
@@ -220,15 +222,29 @@ INSTANTIATE_TEST_SUITE_P(Mp, KillRank,
 // end them.
 TEST(MpFailure, LaunchPropagatesARankDeath) {
   std::string dir = mptest::makeTempDir("launch");
-  std::vector<std::string> argv = {GROVE_LAUNCH_PATH, "-n", "4", "--tag-output", "--grace", "40",
-                                   "--timeout", "90", "--", GROVE_MP_CHECK_PATH,
-                                   "--loop-seconds", "60", "--die-rank", "2", "--die-after", "2"};
-  mptest::RunResult r = mptest::runCommand(argv, {"GROVE_TRANSPORT=shm", "GROVE_TIMEOUT=30"}, 100,
-                                           dir + "/out.txt");
+  std::vector<std::string> argv = {GROVE_LAUNCH_PATH,
+                                   "-n",
+                                   "4",
+                                   "--tag-output",
+                                   "--grace",
+                                   "40",
+                                   "--timeout",
+                                   "90",
+                                   "--",
+                                   GROVE_MP_CHECK_PATH,
+                                   "--loop-seconds",
+                                   "60",
+                                   "--die-rank",
+                                   "2",
+                                   "--die-after",
+                                   "2"};
+  mptest::RunResult r =
+      mptest::runCommand(argv, {"GROVE_TRANSPORT=shm", "GROVE_TIMEOUT=30"}, 100, dir + "/out.txt");
   printf("grove-launch: %s after %.1f s\n", mptest::describeStatus(r.status).c_str(), r.seconds);
   ASSERT_TRUE(r.finished) << mptest::tail(r.output);
   EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0)
-      << mptest::describeStatus(r.status) << "\n" << mptest::tail(r.output);
+      << mptest::describeStatus(r.status) << "\n"
+      << mptest::tail(r.output);
   // 2 s of loop, then the survivors fail; well under the 40 s grace.
   EXPECT_LT(r.seconds, 25.0) << mptest::tail(r.output);
   EXPECT_NE(r.output.find("groveAllReduce failed"), std::string::npos) << mptest::tail(r.output);
@@ -239,12 +255,14 @@ TEST(MpFailure, LaunchPropagatesARankDeath) {
 void silentRankCase(const char* transport, bool device) {
   constexpr int kRanks = 4, kSilent = 1;
   Job job;
-  job.start(kRanks, transport, "3",
-            {"--loop-seconds", "60", "--sleep-rank", std::to_string(kSilent), "--sleep-seconds", "60"},
-            device ? emulatedDeviceEnv : nullptr);
+  job.start(
+      kRanks, transport, "3",
+      {"--loop-seconds", "60", "--sleep-rank", std::to_string(kSilent), "--sleep-seconds", "60"},
+      device ? emulatedDeviceEnv : nullptr);
   std::vector<int> others = {0, 2, 3};
   bool all = job.waitRanks(others, 20);
-  EXPECT_TRUE(all) << "ranks still waiting 20 s after start with GROVE_TIMEOUT=3\n" << job.allOutput();
+  EXPECT_TRUE(all) << "ranks still waiting 20 s after start with GROVE_TIMEOUT=3\n"
+                   << job.allOutput();
   int mentionsTimeout = 0;
   for (int r : others) {
     const Rank& k = job.ranks[r];
@@ -252,7 +270,8 @@ void silentRankCase(const char* transport, bool device) {
     std::string err = libraryError(job.output(r));
     printf("rank %d: %s after %.2f s: %s\n", r, mptest::describeStatus(k.status).c_str(),
            k.endedAt - job.startedAt, err.c_str());
-    EXPECT_TRUE(exitedNonZero(k)) << "rank " << r << ": " << mptest::describeStatus(k.status) << "\n"
+    EXPECT_TRUE(exitedNonZero(k)) << "rank " << r << ": " << mptest::describeStatus(k.status)
+                                  << "\n"
                                   << job.allOutput();
     EXPECT_FALSE(err.empty()) << "rank " << r << " printed no library error\n" << job.allOutput();
     std::string l = lower(err);
@@ -270,7 +289,8 @@ void silentRankCase(const char* transport, bool device) {
                               err.find("rank 1 (host") != std::string::npos &&
                               err.find("is not in a call") != std::string::npos);
   }
-  EXPECT_TRUE(diagnosed) << "no survivor's error names rank 1 as not in a call\n" << job.allOutput();
+  EXPECT_TRUE(diagnosed) << "no survivor's error names rank 1 as not in a call\n"
+                         << job.allOutput();
 }
 
 // A rank stopped by SIGSTOP in the middle of the loop: the survivors time
@@ -325,7 +345,8 @@ TEST(MpFailure, WrongSecretIsRefused) {
   std::string err = lower(libraryError(job.output(kBad)));
   printf("refused rank: %s\n", err.c_str());
   EXPECT_NE(err.find("secret"), std::string::npos)
-      << "the refused rank's error does not say why: \"" << err << "\"\n" << job.allOutput();
+      << "the refused rank's error does not say why: \"" << err << "\"\n"
+      << job.allOutput();
   for (int r = 0; r < kRanks; ++r)
     if (r != kBad) {
       EXPECT_TRUE(exitedNonZero(job.ranks[r])) << "rank " << r << "\n" << job.allOutput();
@@ -388,7 +409,8 @@ int envInt(const char* name, int fallback) {
 
 TEST(MpFailure, RandomFaultsNeverHang) {
   const int trials = envInt("GROVE_FAULT_TRIALS", 8);
-  const unsigned seed = static_cast<unsigned>(envInt("GROVE_FAULT_SEED", static_cast<int>(time(nullptr))));
+  const unsigned seed =
+      static_cast<unsigned>(envInt("GROVE_FAULT_SEED", static_cast<int>(time(nullptr))));
   printf("random faults: %d trials, GROVE_FAULT_SEED=%u\n", trials, seed);
   std::mt19937 rng(seed);
   const char* kPaths[] = {"shm", "socket", "eager", "device"};
@@ -403,8 +425,8 @@ TEST(MpFailure, RandomFaultsNeverHang) {
     const std::vector<std::string> before = groveShmFiles();
     SCOPED_TRACE("trial " + std::to_string(t) + ": " + path + ", " + std::to_string(n) +
                  " ranks, " + (stop ? "SIGSTOP" : "SIGKILL") + " rank " + std::to_string(victim) +
-                 " after " + std::to_string(delay) + " s (GROVE_FAULT_SEED=" +
-                 std::to_string(seed) + ")");
+                 " after " + std::to_string(delay) +
+                 " s (GROVE_FAULT_SEED=" + std::to_string(seed) + ")");
     Job job;
     std::vector<std::string> args = {"--loop-seconds", "60", "--ready-dir", job.dir};
     if (path == "eager") args.insert(args.end(), {"--loop-count", "16"});
@@ -431,7 +453,8 @@ TEST(MpFailure, RandomFaultsNeverHang) {
       }
       EXPECT_TRUE(exitedNonZero(k)) << "rank " << r << "\n" << job.allOutput();
       EXPECT_FALSE(libraryError(job.output(r)).empty())
-          << "rank " << r << " printed no library error\n" << job.allOutput();
+          << "rank " << r << " printed no library error\n"
+          << job.allOutput();
     }
     // The victim: a stopped one ends by itself once continued (its peers are
     // gone); a killed one is reaped. Then nothing of the job is left.
@@ -450,7 +473,8 @@ TEST(MpFailure, RandomFaultsNeverHang) {
       unlink(("/dev/shm/" + f).c_str());
     }
   }
-  printf("random faults: %d trials (%d SIGKILL, %d SIGSTOP, %d during init); slowest survivor "
-         "exit %.2f s after the fault (trial %d)\n",
-         trials, kills, stops, duringInit, worst, slowest);
+  printf(
+      "random faults: %d trials (%d SIGKILL, %d SIGSTOP, %d during init); slowest survivor "
+      "exit %.2f s after the fault (trial %d)\n",
+      trials, kills, stops, duringInit, worst, slowest);
 }

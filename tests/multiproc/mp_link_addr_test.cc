@@ -18,10 +18,13 @@ namespace {
 using mptest::RunResult;
 
 RunResult runK4(const std::string& dir) {
-  const std::vector<std::string> argv = {GROVE_LAUNCH_PATH, "-n", "4", "--timeout", "240", "--",
+  const std::vector<std::string> argv = {GROVE_LAUNCH_PATH,   "-n",       "4",
+                                         "--timeout",         "240",      "--",
                                          GROVE_MP_CHECK_PATH, "--filter", "allreduce"};
   const std::vector<std::string> env = {
-      "GROVE_TRANSPORT=socket", "GROVE_TIMEOUT=30", "GROVE_DEBUG=TRACE",
+      "GROVE_TRANSPORT=socket",
+      "GROVE_TIMEOUT=30",
+      "GROVE_DEBUG=TRACE",
       "GROVE_DEBUG_SUBSYS=NET,TOPO",
       "GROVE_TOPO_FILE=" + std::string(GROVE_TOPO_FIXTURES) + "/k4_addr.json",
       "GROVE_TOPO_RANKS=gpu2,gpu0,gpu3,gpu1"};

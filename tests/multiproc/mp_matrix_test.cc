@@ -37,9 +37,14 @@ using mptest::RunResult;
 void runMatrix(int n, const std::string& transport, std::vector<std::string> args,
                double timeoutSec = 240) {
   std::string dir = mptest::makeTempDir("matrix");
-  std::vector<std::string> argv = {GROVE_LAUNCH_PATH, "-n", std::to_string(n), "--tag-output",
-                                   "--timeout", std::to_string(static_cast<int>(timeoutSec)),
-                                   "--", GROVE_MP_CHECK_PATH};
+  std::vector<std::string> argv = {GROVE_LAUNCH_PATH,
+                                   "-n",
+                                   std::to_string(n),
+                                   "--tag-output",
+                                   "--timeout",
+                                   std::to_string(static_cast<int>(timeoutSec)),
+                                   "--",
+                                   GROVE_MP_CHECK_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> env = {"GROVE_TRANSPORT=" + transport, "GROVE_TIMEOUT=30"};
   std::string cmd;

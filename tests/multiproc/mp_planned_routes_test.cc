@@ -33,12 +33,16 @@ std::string loopbackDgx1(const std::string& dir) {
 
 TEST(MpPlannedRoutes, TreeAllReduceOpensItsPlannedRoutes) {
   const std::string dir = mptest::makeTempDir("routes");
-  const std::vector<std::string> argv = {GROVE_LAUNCH_PATH, "-n", "4", "--timeout", "240", "--",
-                                         GROVE_MP_CHECK_PATH, "--filter", "allreduce", "--quick"};
-  const std::vector<std::string> env = {
-      "GROVE_TRANSPORT=socket", "GROVE_TIMEOUT=30", "GROVE_ALGO=allreduce:tree",
-      "GROVE_DEBUG=TRACE", "GROVE_DEBUG_SUBSYS=NET",
-      "GROVE_TOPO_FILE=" + loopbackDgx1(dir), "GROVE_TOPO_RANKS=gpu0,gpu3,gpu4,gpu7"};
+  const std::vector<std::string> argv = {
+      GROVE_LAUNCH_PATH,   "-n",       "4",         "--timeout", "240", "--",
+      GROVE_MP_CHECK_PATH, "--filter", "allreduce", "--quick"};
+  const std::vector<std::string> env = {"GROVE_TRANSPORT=socket",
+                                        "GROVE_TIMEOUT=30",
+                                        "GROVE_ALGO=allreduce:tree",
+                                        "GROVE_DEBUG=TRACE",
+                                        "GROVE_DEBUG_SUBSYS=NET",
+                                        "GROVE_TOPO_FILE=" + loopbackDgx1(dir),
+                                        "GROVE_TOPO_RANKS=gpu0,gpu3,gpu4,gpu7"};
   const RunResult r = mptest::runCommand(argv, env, 255, dir + "/out.txt");
   mptest::expectCheckRun(r, 4, "tree all-reduce over planned routes");
   if (HasFatalFailure()) return;

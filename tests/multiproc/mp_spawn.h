@@ -63,8 +63,10 @@ inline pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::
   for (const std::string& kv : env) {
     size_t eq = kv.find('=');
     std::string name = kv.substr(0, eq);
-    if (eq == std::string::npos) unsetenv(name.c_str());
-    else setenv(name.c_str(), kv.c_str() + eq + 1, 1);
+    if (eq == std::string::npos)
+      unsetenv(name.c_str());
+    else
+      setenv(name.c_str(), kv.c_str() + eq + 1, 1);
   }
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -106,7 +108,7 @@ struct RunResult {
   bool finished = false;  ///< false: killed at the deadline
   int status = 0;         ///< waitpid status
   double seconds = 0;
-  std::string output;     ///< stdout + stderr
+  std::string output;  ///< stdout + stderr
   bool ok() const { return finished && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 };
 

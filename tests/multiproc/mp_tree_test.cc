@@ -31,10 +31,12 @@ struct TreeRun {
 
 void runTrees(const TreeRun& t) {
   const std::string dir = mptest::makeTempDir("trees");
-  const std::vector<std::string> argv = {GROVE_LAUNCH_PATH, "-n", std::to_string(t.n), "--timeout", "240",
-                                         "--", GROVE_MP_CHECK_PATH, "--filter", t.filter};
+  const std::vector<std::string> argv = {GROVE_LAUNCH_PATH,   "-n",       std::to_string(t.n),
+                                         "--timeout",         "240",      "--",
+                                         GROVE_MP_CHECK_PATH, "--filter", t.filter};
   std::vector<std::string> env = {"GROVE_TRANSPORT=" + t.transport, "GROVE_TIMEOUT=30",
-                                  "GROVE_ALGO=" + t.algo, "GROVE_DEBUG=INFO", "GROVE_DEBUG_SUBSYS=COLL"};
+                                  "GROVE_ALGO=" + t.algo, "GROVE_DEBUG=INFO",
+                                  "GROVE_DEBUG_SUBSYS=COLL"};
   if (!t.topoFile.empty())
     env.push_back("GROVE_TOPO_FILE=" + std::string(GROVE_TOPO_FIXTURES) + "/" + t.topoFile);
   std::string what = "n=" + std::to_string(t.n) + " " + t.transport + " GROVE_ALGO=" + t.algo +
@@ -56,11 +58,19 @@ TEST(MpTrees, N4ShmDgx1) { runTrees({4, "shm", "trees", "dgx1_v100.json", "tree"
 TEST(MpTrees, N3SocketCluster) { runTrees({3, "socket", "tree", "cluster_2x4nic.json", "tree"}); }
 
 TEST(MpHier, N4ShmOneMachine) { runTrees({4, "shm", "allreduce:hier", "", "hier"}); }
-TEST(MpHier, N4SocketCluster) { runTrees({4, "socket", "allreduce:hier", "cluster_2x4nic.json", "hier"}); }
-TEST(MpHier, N3ShmCluster) { runTrees({3, "shm", "allreduce:hier", "cluster_2x4nic.json", "hier"}); }
+TEST(MpHier, N4SocketCluster) {
+  runTrees({4, "socket", "allreduce:hier", "cluster_2x4nic.json", "hier"});
+}
+TEST(MpHier, N3ShmCluster) {
+  runTrees({3, "shm", "allreduce:hier", "cluster_2x4nic.json", "hier"});
+}
 
 const char* const kRingColls = "allreduce,allgather,reducescatter";
-TEST(MpPlannedRings, N8ShmDgx1) { runTrees({8, "shm", "ring", "dgx1_v100.json", "ring", kRingColls}); }
-TEST(MpPlannedRings, N4SocketCluster) { runTrees({4, "socket", "ring", "cluster_2x4nic.json", "ring", kRingColls}); }
+TEST(MpPlannedRings, N8ShmDgx1) {
+  runTrees({8, "shm", "ring", "dgx1_v100.json", "ring", kRingColls});
+}
+TEST(MpPlannedRings, N4SocketCluster) {
+  runTrees({4, "socket", "ring", "cluster_2x4nic.json", "ring", kRingColls});
+}
 
 }  // namespace

@@ -64,8 +64,10 @@ inline float halfToFloat(uint16_t h) {
     float f = std::ldexp(static_cast<float>(mant), -24);
     return sign ? -f : f;
   }
-  if (exp == 31) x = sign | 0x7f800000u | (mant << 13);
-  else x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+  if (exp == 31)
+    x = sign | 0x7f800000u | (mant << 13);
+  else
+    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
   float f;
   std::memcpy(&f, &x, 4);
   return f;
@@ -85,22 +87,26 @@ inline float bf16ToFloat(uint16_t b) {
 }
 
 // ------------------------------------------------------------ dtype table
-inline const int kAllDtypes[] = {groveInt8,    groveUint8,  groveInt32,   groveUint32,
-                                 groveInt64,   groveUint64, groveFloat16, groveFloat32,
+inline const int kAllDtypes[] = {groveInt8,    groveUint8,   groveInt32,   groveUint32,
+                                 groveInt64,   groveUint64,  groveFloat16, groveFloat32,
                                  groveFloat64, groveBfloat16};
 inline const int kAllOps[] = {groveSum, groveProd, groveMax, groveMin, groveAvg};
 
 inline size_t dtypeSize(int dt) {
   switch (dt) {
-    case groveInt8: case groveUint8: return 1;
-    case groveFloat16: case groveBfloat16: return 2;
-    case groveInt32: case groveUint32: case groveFloat32: return 4;
+    case groveInt8:
+    case groveUint8: return 1;
+    case groveFloat16:
+    case groveBfloat16: return 2;
+    case groveInt32:
+    case groveUint32:
+    case groveFloat32: return 4;
     default: return 8;
   }
 }
 inline const char* dtypeName(int dt) {
-  static const char* names[] = {"int8",    "uint8",   "int32",   "uint32",  "int64",
-                                "uint64",  "float16", "float32", "float64", "bfloat16"};
+  static const char* names[] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
+                                "uint64", "float16", "float32", "float64", "bfloat16"};
   return dt >= 0 && dt < 10 ? names[dt] : "?";
 }
 inline const char* opName(int op) {
@@ -119,14 +125,46 @@ inline double toDouble(int dt, const uint8_t* p) {
   switch (dt) {
     case groveInt8: return static_cast<int8_t>(*p);
     case groveUint8: return *p;
-    case groveInt32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case groveUint32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
-    case groveInt64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
-    case groveUint64: { uint64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
-    case groveFloat16: { uint16_t v; std::memcpy(&v, p, 2); return halfToFloat(v); }
-    case groveFloat32: { float v; std::memcpy(&v, p, 4); return v; }
-    case groveFloat64: { double v; std::memcpy(&v, p, 8); return v; }
-    case groveBfloat16: { uint16_t v; std::memcpy(&v, p, 2); return bf16ToFloat(v); }
+    case groveInt32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case groveUint32: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case groveInt64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<double>(v);
+    }
+    case groveUint64: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<double>(v);
+    }
+    case groveFloat16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return halfToFloat(v);
+    }
+    case groveFloat32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case groveFloat64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case groveBfloat16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return bf16ToFloat(v);
+    }
   }
   return 0;
 }
@@ -137,7 +175,8 @@ inline std::string formatElem(int dt, const uint8_t* p) {
   uint64_t bits = 0;
   std::memcpy(&bits, p, dtypeSize(dt));
   if (dt == groveInt64) {
-    int64_t v; std::memcpy(&v, p, 8);
+    int64_t v;
+    std::memcpy(&v, p, 8);
     snprintf(buf, sizeof buf, "%lld (0x%llx)", (long long)v, (unsigned long long)bits);
   } else if (dt == groveUint64) {
     snprintf(buf, sizeof buf, "%llu (0x%llx)", (unsigned long long)bits, (unsigned long long)bits);
@@ -150,16 +189,52 @@ inline std::string formatElem(int dt, const uint8_t* p) {
 // Integer-valued storage of a double v for every type (v exact in the type).
 inline void storeValue(int dt, double v, uint8_t* p) {
   switch (dt) {
-    case groveInt8: { int8_t x = static_cast<int8_t>(v); std::memcpy(p, &x, 1); break; }
-    case groveUint8: { uint8_t x = static_cast<uint8_t>(v); std::memcpy(p, &x, 1); break; }
-    case groveInt32: { int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); break; }
-    case groveUint32: { uint32_t x = static_cast<uint32_t>(v); std::memcpy(p, &x, 4); break; }
-    case groveInt64: { int64_t x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); break; }
-    case groveUint64: { uint64_t x = static_cast<uint64_t>(v); std::memcpy(p, &x, 8); break; }
-    case groveFloat16: { uint16_t x = floatToHalf(static_cast<float>(v)); std::memcpy(p, &x, 2); break; }
-    case groveFloat32: { float x = static_cast<float>(v); std::memcpy(p, &x, 4); break; }
+    case groveInt8: {
+      int8_t x = static_cast<int8_t>(v);
+      std::memcpy(p, &x, 1);
+      break;
+    }
+    case groveUint8: {
+      uint8_t x = static_cast<uint8_t>(v);
+      std::memcpy(p, &x, 1);
+      break;
+    }
+    case groveInt32: {
+      int32_t x = static_cast<int32_t>(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case groveUint32: {
+      uint32_t x = static_cast<uint32_t>(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case groveInt64: {
+      int64_t x = static_cast<int64_t>(v);
+      std::memcpy(p, &x, 8);
+      break;
+    }
+    case groveUint64: {
+      uint64_t x = static_cast<uint64_t>(v);
+      std::memcpy(p, &x, 8);
+      break;
+    }
+    case groveFloat16: {
+      uint16_t x = floatToHalf(static_cast<float>(v));
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case groveFloat32: {
+      float x = static_cast<float>(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
     case groveFloat64: std::memcpy(p, &v, 8); break;
-    case groveBfloat16: { uint16_t x = floatToBf16(static_cast<float>(v)); std::memcpy(p, &x, 2); break; }
+    case groveBfloat16: {
+      uint16_t x = floatToBf16(static_cast<float>(v));
+      std::memcpy(p, &x, 2);
+      break;
+    }
   }
 }
 
@@ -189,7 +264,8 @@ inline void makeInput(int dt, Kind kind, int rank, int nranks, uint64_t h, uint8
       storeValue(dt, sgn ? static_cast<double>(h % 8) - 4.0 : static_cast<double>(h % 8), p);
       return;
     case Kind::kAvg:
-      storeValue(dt, flt ? (static_cast<double>(h % 8) - 4.0) * nranks : static_cast<double>(h % 8), p);
+      storeValue(dt, flt ? (static_cast<double>(h % 8) - 4.0) * nranks : static_cast<double>(h % 8),
+                 p);
       return;
     case Kind::kProd: {
       double v = (rank < 6 && h % 3 == 0) ? 2.0 : 1.0;
@@ -221,7 +297,8 @@ inline void referenceReduce(int dt, int op, const uint8_t* const* ins, int n, ui
     for (int r = 1; r < n; ++r) {
       double v = toDouble(dt, ins[r]);
       switch (op) {
-        case groveSum: case groveAvg: acc += v; break;
+        case groveSum:
+        case groveAvg: acc += v; break;
         case groveProd: acc *= v; break;
         case groveMax: acc = v > acc ? v : acc; break;
         case groveMin: acc = v < acc ? v : acc; break;
@@ -236,8 +313,18 @@ inline void referenceReduce(int dt, int op, const uint8_t* const* ins, int n, ui
     switch (dt) {
       case groveInt8: *s = static_cast<int8_t>(*p); break;
       case groveUint8: *u = *p; break;
-      case groveInt32: { int32_t v; std::memcpy(&v, p, 4); *s = v; break; }
-      case groveUint32: { uint32_t v; std::memcpy(&v, p, 4); *u = v; break; }
+      case groveInt32: {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        *s = v;
+        break;
+      }
+      case groveUint32: {
+        uint32_t v;
+        std::memcpy(&v, p, 4);
+        *u = v;
+        break;
+      }
       case groveInt64: std::memcpy(s, p, 8); break;
       case groveUint64: std::memcpy(u, p, 8); break;
     }
@@ -249,7 +336,8 @@ inline void referenceReduce(int dt, int op, const uint8_t* const* ins, int n, ui
     for (int r = 1; r < n; ++r) {
       load(ins[r], &v, &dummy);
       switch (op) {
-        case groveSum: case groveAvg: acc += v; break;
+        case groveSum:
+        case groveAvg: acc += v; break;
         case groveProd: acc *= v; break;
         case groveMax: acc = v > acc ? v : acc; break;
         case groveMin: acc = v < acc ? v : acc; break;
@@ -264,7 +352,8 @@ inline void referenceReduce(int dt, int op, const uint8_t* const* ins, int n, ui
     for (int r = 1; r < n; ++r) {
       load(ins[r], &dummy, &v);
       switch (op) {
-        case groveSum: case groveAvg: acc += v; break;
+        case groveSum:
+        case groveAvg: acc += v; break;
         case groveProd: acc *= v; break;
         case groveMax: acc = v > acc ? v : acc; break;
         case groveMin: acc = v < acc ? v : acc; break;

@@ -35,16 +35,17 @@ TrainerOptions parse(const std::vector<std::string>& args) {
   for (std::string& w : words) argv.push_back(w.data());
   TrainerOptions o;
   std::string error;
-  EXPECT_TRUE(grove::examples::parseTrainerOptions(static_cast<int>(argv.size()), argv.data(), &o,
-                                                   &error)) << error;
+  EXPECT_TRUE(
+      grove::examples::parseTrainerOptions(static_cast<int>(argv.size()), argv.data(), &o, &error))
+      << error;
   return o;
 }
 
 // grove-launch -n n sgd_trainer args...
 RunResult launch(int n, std::vector<std::string> args, const std::string& dir,
                  std::vector<std::string> env = {}) {
-  std::vector<std::string> argv = {GROVE_LAUNCH_PATH, "-n", std::to_string(n), "--timeout", "100",
-                                   "--", SGD_TRAINER_PATH};
+  std::vector<std::string> argv = {
+      GROVE_LAUNCH_PATH, "-n", std::to_string(n), "--timeout", "100", "--", SGD_TRAINER_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   env.push_back("GROVE_TIMEOUT=30");
   return mptest::runCommand(argv, env, 120, dir + "/out.txt");
@@ -59,7 +60,8 @@ std::vector<float> trainOnRanks(int n, std::vector<std::string> args, std::strin
   EXPECT_TRUE(r.ok()) << mptest::describeStatus(r.status) << "\n" << mptest::tail(r.output);
   if (!r.ok()) return {};
   EXPECT_NE(r.output.find("# check: all " + std::to_string(n) + " ranks hold bit-identical"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   return grove::examples::loadWeights(dir + "/w.bin");
 }
 
@@ -88,9 +90,10 @@ std::pair<double, double> overlapTimes(const std::string& out) {
 // loss, power-of-two batch and learning rate: every product and sum of the
 // first step is exact in float.
 const std::vector<std::string> kIntegerArgs = {
-    "--data", "integer", "--loss", "mse", "--features", "8", "--hidden", "8", "--classes", "4",
-    "--batch", "16", "--train-samples", "64", "--test-samples", "0", "--lr", "0.0078125",
-    "--momentum", "0.5", "--max-steps", "1", "--bucket-mb", "0.0001"};
+    "--data",          "integer", "--loss",         "mse", "--features",  "8",
+    "--hidden",        "8",       "--classes",      "4",   "--batch",     "16",
+    "--train-samples", "64",      "--test-samples", "0",   "--lr",        "0.0078125",
+    "--momentum",      "0.5",     "--max-steps",    "1",   "--bucket-mb", "0.0001"};
 
 TEST(SgdTrainer, IntegerDataMatchesOneRankBitForBit) {
   const TrainerOptions o = parse(kIntegerArgs);
@@ -112,10 +115,9 @@ TEST(SgdTrainer, IntegerDataMatchesOneRankBitForBit) {
 }
 
 TEST(SgdTrainer, RealDataMatchesOneRankWithinTolerance) {
-  const std::vector<std::string> args = {"--features", "16", "--hidden", "32", "--layers", "3",
-                                         "--batch", "48", "--train-samples", "960",
-                                         "--test-samples", "96", "--epochs", "3",
-                                         "--bucket-mb", "0.002"};
+  const std::vector<std::string> args = {
+      "--features",      "16",  "--hidden",       "32", "--layers", "3", "--batch",     "48",
+      "--train-samples", "960", "--test-samples", "96", "--epochs", "3", "--bucket-mb", "0.002"};
   const std::vector<float> ref = grove::examples::trainReference(parse(args));
   for (int n : {1, 2, 3, 4}) {
     std::string out;
@@ -139,9 +141,9 @@ TEST(SgdTrainer, LossFallsAndRanksAgree) {
 }
 
 TEST(SgdTrainer, OverlapHidesCommunication) {
-  const std::vector<std::string> args = {"--epochs", "2", "--train-samples", "4096",
-                                         "--features", "64", "--hidden", "128", "--layers", "3",
-                                         "--bucket-mb", "0.02"};
+  const std::vector<std::string> args = {"--epochs",   "2",  "--train-samples", "4096",
+                                         "--features", "64", "--hidden",        "128",
+                                         "--layers",   "3",  "--bucket-mb",     "0.02"};
   std::string out;
   trainOnRanks(4, args, &out);
   const auto [inFlight, exposed] = overlapTimes(out);
@@ -162,13 +164,20 @@ TEST(SgdTrainer, RunsUnderTorchrunVariables) {
   std::vector<pid_t> pids;
   for (int r = 0; r < 2; ++r) {
     const std::vector<std::string> env = {
-        "GROVE_RANK", "GROVE_NRANKS", "GROVE_LOCAL_RANK", "GROVE_COMM_ID",
-        "RANK=" + std::to_string(r), "WORLD_SIZE=2", "LOCAL_RANK=" + std::to_string(r),
-        "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port), "GROVE_TIMEOUT=30",
+        "GROVE_RANK",
+        "GROVE_NRANKS",
+        "GROVE_LOCAL_RANK",
+        "GROVE_COMM_ID",
+        "RANK=" + std::to_string(r),
+        "WORLD_SIZE=2",
+        "LOCAL_RANK=" + std::to_string(r),
+        "MASTER_ADDR=127.0.0.1",
+        "MASTER_PORT=" + std::to_string(port),
+        "GROVE_TIMEOUT=30",
         "GROVE_COMM_SECRET=sgd-trainer-test-" + std::to_string(port)};
-    pids.push_back(mptest::spawn({SGD_TRAINER_PATH, "--epochs", "1", "--train-samples", "1024",
-                                  "--hidden", "32", "--check"},
-                                 env, dir + "/out" + std::to_string(r) + ".txt"));
+    pids.push_back(mptest::spawn(
+        {SGD_TRAINER_PATH, "--epochs", "1", "--train-samples", "1024", "--hidden", "32", "--check"},
+        env, dir + "/out" + std::to_string(r) + ".txt"));
   }
   for (int r = 0; r < 2; ++r) {
     int status = 0;
@@ -176,8 +185,9 @@ TEST(SgdTrainer, RunsUnderTorchrunVariables) {
     if (!ended) mptest::killGroup(pids[r]);
     const std::string out = mptest::readFile(dir + "/out" + std::to_string(r) + ".txt");
     ASSERT_TRUE(ended) << "rank " << r << " hung\n" << out;
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << mptest::describeStatus(status)
-                                                                << "\n" << out;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << mptest::describeStatus(status) << "\n"
+        << out;
   }
   const std::string out0 = mptest::readFile(dir + "/out0.txt");
   EXPECT_NE(out0.find("2 ranks (torchrun)"), std::string::npos) << out0;
@@ -189,7 +199,8 @@ TEST(SgdTrainer, BadInputGetsAClearError) {
   RunResult r = launch(3, {"--batch", "16"}, dir);
   EXPECT_EQ(WEXITSTATUS(r.status), 2) << r.output;
   EXPECT_NE(r.output.find("global batch (16) must be a multiple of the number of ranks (3)"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   r = launch(1, {"--layers", "1"}, dir);
   EXPECT_EQ(WEXITSTATUS(r.status), 2) << r.output;
   EXPECT_NE(r.output.find("bad value '1' for --layers"), std::string::npos) << r.output;

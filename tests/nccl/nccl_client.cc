@@ -55,21 +55,27 @@ void expect(bool ok, const std::string& what) {
 
 // Asserts a call's result; on an error, names it with ncclGetLastError.
 bool ok(ncclResult_t r, const char* what, ncclComm_t comm = nullptr) {
-  expect(r == ncclSuccess, std::string(what) + " returned " + std::to_string(r) + ": " +
-                               ncclGetLastError(comm));
+  expect(r == ncclSuccess,
+         std::string(what) + " returned " + std::to_string(r) + ": " + ncclGetLastError(comm));
   return r == ncclSuccess;
 }
 
 const ncclDataType_t kTypes[] = {ncclInt8,   ncclUint8,   ncclInt32,   ncclUint32,  ncclInt64,
                                  ncclUint64, ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16};
-const char* const kTypeNames[] = {"int8",  "uint8", "int32", "uint32", "int64",
-                                  "uint64", "half", "float", "double", "bfloat16"};
+const char* const kTypeNames[] = {"int8",   "uint8", "int32", "uint32", "int64",
+                                  "uint64", "half",  "float", "double", "bfloat16"};
 
 size_t bytesOf(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2: return 1;
+    case ncclFloat16:
+    case ncclBfloat16: return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32: return 4;
     default: return 8;
   }
 }
@@ -81,14 +87,35 @@ void put(void* base, size_t i, ncclDataType_t t, double v) {
   uint32_t fb;
   std::memcpy(&fb, &f, 4);
   switch (t) {
-    case ncclInt8: case ncclUint8: { uint8_t x = static_cast<uint8_t>(v); std::memcpy(p, &x, 1); break; }
-    case ncclInt32: case ncclUint32: { uint32_t x = static_cast<uint32_t>(v); std::memcpy(p, &x, 4); break; }
-    case ncclInt64: case ncclUint64: { uint64_t x = static_cast<uint64_t>(v); std::memcpy(p, &x, 8); break; }
+    case ncclInt8:
+    case ncclUint8: {
+      uint8_t x = static_cast<uint8_t>(v);
+      std::memcpy(p, &x, 1);
+      break;
+    }
+    case ncclInt32:
+    case ncclUint32: {
+      uint32_t x = static_cast<uint32_t>(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case ncclInt64:
+    case ncclUint64: {
+      uint64_t x = static_cast<uint64_t>(v);
+      std::memcpy(p, &x, 8);
+      break;
+    }
     case ncclFloat32: std::memcpy(p, &f, 4); break;
     case ncclFloat64: std::memcpy(p, &v, 8); break;
-    case ncclBfloat16: { uint16_t x = static_cast<uint16_t>(fb >> 16); std::memcpy(p, &x, 2); break; }
+    case ncclBfloat16: {
+      uint16_t x = static_cast<uint16_t>(fb >> 16);
+      std::memcpy(p, &x, 2);
+      break;
+    }
     case ncclFloat16: {  // exact for small integers: rebias the exponent, drop 13 zero bits
-      uint16_t x = v == 0 ? 0 : static_cast<uint16_t>((((fb >> 23) & 0xff) - 112) << 10 | (fb & 0x7fffff) >> 13);
+      uint16_t x =
+          v == 0 ? 0
+                 : static_cast<uint16_t>((((fb >> 23) & 0xff) - 112) << 10 | (fb & 0x7fffff) >> 13);
       std::memcpy(p, &x, 2);
       break;
     }
@@ -98,7 +125,8 @@ void put(void* base, size_t i, ncclDataType_t t, double v) {
 
 bool same(const void* a, size_t ai, const void* b, size_t bi, ncclDataType_t t) {
   const size_t s = bytesOf(t);
-  return std::memcmp(static_cast<const char*>(a) + ai * s, static_cast<const char*>(b) + bi * s, s) == 0;
+  return std::memcmp(static_cast<const char*>(a) + ai * s, static_cast<const char*>(b) + bi * s,
+                     s) == 0;
 }
 
 // The value rank r contributes at index i: 1..3 on ranks 1.., and on rank
@@ -135,7 +163,8 @@ void allReduces(ncclComm_t comm, size_t count) {
       for (size_t i = 0; i < count; ++i) put(want.data(), i, t, reduceOf(ops[oi], i));
       const std::string what = std::string("allreduce ") + kTypeNames[ti] + " " + opNames[oi] +
                                " count " + std::to_string(count);
-      if (!ok(ncclAllReduce(in.data(), out.data(), count, t, ops[oi], comm, nullptr), what.c_str(), comm))
+      if (!ok(ncclAllReduce(in.data(), out.data(), count, t, ops[oi], comm, nullptr), what.c_str(),
+              comm))
         continue;
       size_t bad = 0;
       for (size_t i = 0; i < count; ++i) bad += !same(out.data(), i, want.data(), i, t);
@@ -201,7 +230,8 @@ void dataMovement(ncclComm_t comm, size_t count) {
   // reduce-scatter: block r of the sum of every rank's `all`-shaped input
   for (int r = 0; r < nranks; ++r)
     for (size_t i = 0; i < count; ++i) all[r * count + i] = static_cast<float>(rank + r + i % 7);
-  ok(ncclReduceScatter(all.data(), part.data(), count, t, ncclSum, comm, nullptr), "reducescatter", comm);
+  ok(ncclReduceScatter(all.data(), part.data(), count, t, ncclSum, comm, nullptr), "reducescatter",
+     comm);
   good = true;
   for (size_t i = 0; i < count; ++i) {
     float want = 0;
@@ -211,7 +241,8 @@ void dataMovement(ncclComm_t comm, size_t count) {
   expect(good, "reducescatter" + size);
 
   std::vector<int32_t> rin(count, rank + 1), rout(count, -1);
-  ok(ncclReduce(rin.data(), rout.data(), count, ncclInt32, ncclMax, groot, comm, nullptr), "reduce", comm);
+  ok(ncclReduce(rin.data(), rout.data(), count, ncclInt32, ncclMax, groot, comm, nullptr), "reduce",
+     comm);
   if (rank == groot) {
     good = true;
     for (size_t i = 0; i < count; ++i) good &= rout[i] == nranks;
@@ -234,12 +265,15 @@ void dataMovement(ncclComm_t comm, size_t count) {
   // fp8 moves as bytes and refuses to reduce
   std::vector<uint8_t> f8(count), f8all(count * nranks);
   for (size_t i = 0; i < count; ++i) f8[i] = static_cast<uint8_t>(rank * 31 + i);
-  ok(ncclAllGather(f8.data(), f8all.data(), count, ncclFloat8e4m3, comm, nullptr), "fp8 allgather", comm);
+  ok(ncclAllGather(f8.data(), f8all.data(), count, ncclFloat8e4m3, comm, nullptr), "fp8 allgather",
+     comm);
   good = true;
   for (int r = 0; r < nranks; ++r)
-    for (size_t i = 0; i < count; ++i) good &= f8all[r * count + i] == static_cast<uint8_t>(r * 31 + i);
+    for (size_t i = 0; i < count; ++i)
+      good &= f8all[r * count + i] == static_cast<uint8_t>(r * 31 + i);
   expect(good, "fp8 allgather" + size);
-  expect(ncclAllReduce(f8.data(), f8.data(), count, ncclFloat8e5m2, ncclSum, comm, nullptr) == ncclInvalidUsage,
+  expect(ncclAllReduce(f8.data(), f8.data(), count, ncclFloat8e5m2, ncclSum, comm, nullptr) ==
+             ncclInvalidUsage,
          "an fp8 all-reduce is refused");
   expect(std::strstr(ncclGetLastError(comm), "fp8") != nullptr, "the refusal names fp8");
 }
@@ -259,14 +293,16 @@ void preMulSums(ncclComm_t comm, size_t count) {
       ncclRedOp_t op;
       const std::string what = std::string("premulsum type ") + std::to_string(t) +
                                (where == ncclScalarDevice ? " device scalar" : " host scalar");
-      if (!ok(ncclRedOpCreatePreMulSum(&op, scalar.data(), t, where, comm), what.c_str(), comm)) continue;
+      if (!ok(ncclRedOpCreatePreMulSum(&op, scalar.data(), t, where, comm), what.c_str(), comm))
+        continue;
       expect(op >= ncclNumOps, what + ": the op is a new value");
       ok(ncclAllReduce(in.data(), out.data(), count, t, op, comm, nullptr), what.c_str(), comm);
       size_t bad = 0;
       for (size_t i = 0; i < count; ++i) bad += !same(out.data(), i, want.data(), i, t);
       expect(bad == 0, what + ": " + std::to_string(bad) + " wrong elements");
       ok(ncclRedOpDestroy(op, comm), "redop destroy", comm);
-      expect(ncclRedOpDestroy(op, comm) == ncclInvalidArgument, what + ": a destroyed op is refused");
+      expect(ncclRedOpDestroy(op, comm) == ncclInvalidArgument,
+             what + ": a destroyed op is refused");
     }
   }
 }
@@ -286,7 +322,8 @@ void lifecycle(ncclComm_t comm) {
   void* mem = nullptr;
   ok(ncclMemAlloc(&mem, 1 << 20), "mem alloc");
   ncclWindow_t win = nullptr;
-  ok(ncclCommWindowRegister(comm, mem, 1 << 20, &win, NCCL_WIN_COLL_SYMMETRIC), "window register", comm);
+  ok(ncclCommWindowRegister(comm, mem, 1 << 20, &win, NCCL_WIN_COLL_SYMMETRIC), "window register",
+     comm);
   ok(ncclCommWindowDeregister(comm, win), "window deregister", comm);
   ok(ncclMemFree(mem), "mem free");
 
@@ -306,13 +343,15 @@ void lifecycle(ncclComm_t comm) {
 
   // a bad type and a bad root: clear errors, never a crash
   int32_t x = 1;
-  expect(ncclAllReduce(&x, &x, 1, static_cast<ncclDataType_t>(99), ncclSum, comm, nullptr) == ncclInvalidArgument,
+  expect(ncclAllReduce(&x, &x, 1, static_cast<ncclDataType_t>(99), ncclSum, comm, nullptr) ==
+             ncclInvalidArgument,
          "a bad type is an invalid argument");
   expect(ncclBroadcast(&x, &x, 1, ncclInt32, nranks + 3, comm, nullptr) == ncclInvalidArgument,
          "a bad root is an invalid argument");
   expect(std::strlen(ncclGetLastError(comm)) > 0, "the last error says why");
-  expect(std::string(ncclGetErrorString(ncclInvalidUsage)).find("invalid usage") != std::string::npos,
-         "error strings");
+  expect(
+      std::string(ncclGetErrorString(ncclInvalidUsage)).find("invalid usage") != std::string::npos,
+      "error strings");
   ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
   ok(ncclGroupStart(), "group start");
   expect(ncclGroupSimulateEnd(&sim) == ncclInvalidUsage, "group simulate end is refused");
@@ -320,9 +359,11 @@ void lifecycle(ncclComm_t comm) {
   // the device API is linked by clients that do not use it: present,
   // refusing what needs device resources, answering team queries
   alignas(64) char devComm[4096] = {};
-  expect(ncclDevCommCreate(comm, nullptr, reinterpret_cast<ClientDevComm*>(devComm)) == ncclInvalidUsage,
+  expect(ncclDevCommCreate(comm, nullptr, reinterpret_cast<ClientDevComm*>(devComm)) ==
+             ncclInvalidUsage,
          "device communicators are refused");
-  expect(std::strstr(ncclGetLastError(comm), "device API") != nullptr, "the refusal names the device API");
+  expect(std::strstr(ncclGetLastError(comm), "device API") != nullptr,
+         "the refusal names the device API");
   ClientTeam world = ncclTeamWorld(comm);
   expect(world.nRanks == nranks && world.rank == rank && world.stride == 1, "the world team");
   expect(ncclTeamRankToWorld(comm, world, nranks - 1) == nranks - 1, "team rank to world rank");
@@ -349,11 +390,13 @@ int main(int argc, char** argv) {
   rank = std::atoi(std::getenv("GROVE_RANK") ? std::getenv("GROVE_RANK") : "0");
   nranks = std::atoi(std::getenv("GROVE_NRANKS") ? std::getenv("GROVE_NRANKS") : "1");
   ncclUniqueId id;
-  if (!ok(ncclGetUniqueId(&id), "get unique id")) return 1;  // GROVE_COMM_ID: the same id on every rank
+  if (!ok(ncclGetUniqueId(&id), "get unique id"))
+    return 1;  // GROVE_COMM_ID: the same id on every rank
   if (argc > 1 && std::strcmp(argv[1], "--env") == 0) {
-    for (const char* name : {"GROVE_DEBUG", "GROVE_DEBUG_SUBSYS", "GROVE_ALGO", "GROVE_SOCKET_IFNAME",
-                             "GROVE_TRANSPORT", "GROVE_P2P_DISABLE"})
-      std::printf("rank %d: %s=%s\n", rank, name, std::getenv(name) ? std::getenv(name) : "(unset)");
+    for (const char* name : {"GROVE_DEBUG", "GROVE_DEBUG_SUBSYS", "GROVE_ALGO",
+                             "GROVE_SOCKET_IFNAME", "GROVE_TRANSPORT", "GROVE_P2P_DISABLE"})
+      std::printf("rank %d: %s=%s\n", rank, name,
+                  std::getenv(name) ? std::getenv(name) : "(unset)");
     return 0;
   }
   Dl_info info{};

@@ -52,7 +52,8 @@ TEST(NcclShim, Symbols) {
     if (name.rfind("nccl", 0) != 0 && name.rfind("pnccl", 0) != 0) continue;
     if (!ours.count(name)) unexpected += " " + name;
   }
-  EXPECT_TRUE(unexpected.empty()) << "NCCL exports these and grove's libnccl.so.2 does not:" << unexpected;
+  EXPECT_TRUE(unexpected.empty()) << "NCCL exports these and grove's libnccl.so.2 does not:"
+                                  << unexpected;
   for (const std::string& name : ours)
     EXPECT_TRUE(name.rfind("nccl", 0) == 0 || name.rfind("pnccl", 0) == 0)
         << "grove's libnccl.so.2 exports " << name;
@@ -61,8 +62,8 @@ TEST(NcclShim, Symbols) {
 mptest::RunResult runClient(int n, const std::vector<std::string>& extraEnv,
                             const std::vector<std::string>& args = {}) {
   const std::string dir = mptest::makeTempDir("nccl");
-  std::vector<std::string> argv = {GROVE_LAUNCH_PATH, "-n", std::to_string(n), "--timeout", "200",
-                                   "--", GROVE_NCCL_CLIENT_PATH};
+  std::vector<std::string> argv = {
+      GROVE_LAUNCH_PATH, "-n", std::to_string(n), "--timeout", "200", "--", GROVE_NCCL_CLIENT_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> env = {"GROVE_DEVICE_EMULATION=1", "GROVE_TIMEOUT=30",
                                   std::string("LD_LIBRARY_PATH=") + GROVE_NCCL_SHIM_DIR};
@@ -75,7 +76,8 @@ void expectClientPasses(int n, const std::string& transport) {
   printf("[ n=%d %s ] %.1f s\n", n, transport.c_str(), r.seconds);
   EXPECT_TRUE(r.ok()) << r.output;
   for (int rank = 0; rank < n; ++rank) {
-    const std::string head = "nccl_client: rank " + std::to_string(rank) + " of " + std::to_string(n) + " on ";
+    const std::string head =
+        "nccl_client: rank " + std::to_string(rank) + " of " + std::to_string(n) + " on ";
     const size_t at = r.output.find(head);
     ASSERT_NE(at, std::string::npos) << "rank " << rank << " did not finish:\n" << r.output;
     const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
@@ -105,7 +107,8 @@ TEST(NcclShim, EnvNames) {
 
   const mptest::RunResult nvls = runClient(1, {"NCCL_ALGO=NVLS", "NCCL_DEBUG=VERSION"}, {"--env"});
   ASSERT_TRUE(nvls.ok()) << nvls.output;
-  EXPECT_NE(nvls.output.find("NCCL_ALGO=NVLS has no grove equivalent"), std::string::npos) << nvls.output;
+  EXPECT_NE(nvls.output.find("NCCL_ALGO=NVLS has no grove equivalent"), std::string::npos)
+      << nvls.output;
   EXPECT_NE(nvls.output.find("GROVE_ALGO=(unset)"), std::string::npos) << nvls.output;
   EXPECT_NE(nvls.output.find("GROVE_DEBUG=WARN"), std::string::npos) << nvls.output;
 }

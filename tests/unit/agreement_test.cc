@@ -55,10 +55,10 @@ TEST(Agreement, EveryRankNamesTheSettingAndBothValues) {
   EXPECT_NE(why.find("ranks disagree on GROVE_BUFFSIZE: rank 0 has 1048576, rank 2 has 65536"),
             std::string::npos)
       << why;
-  for (auto set : {+[](CommOptions& o) { o.chunkBytes = 4096; },
-                   +[](CommOptions& o) { o.nChannels = 4; },
-                   +[](CommOptions& o) { o.algo = "allreduce:tree"; },
-                   +[](CommOptions& o) { o.transport = "socket"; }}) {
+  for (auto set :
+       {+[](CommOptions& o) { o.chunkBytes = 4096; }, +[](CommOptions& o) { o.nChannels = 4; },
+        +[](CommOptions& o) { o.algo = "allreduce:tree"; },
+        +[](CommOptions& o) { o.transport = "socket"; }}) {
     CommOptions c;
     set(c);
     EXPECT_NE(check({agreedSettings(a), agreedSettings(c)}).find("ranks disagree on GROVE_"),

@@ -13,9 +13,9 @@
 #include "algorithms/builders/builders.h"
 #include "algorithms/select/program_cache.h"
 #include "algorithms/select/selector.h"
-#include "ir/validate.h"
 #include "base/dtype.h"
 #include "exec_check.h"
+#include "ir/validate.h"
 #include "unit/harness/thread_ranks.h"
 
 namespace grove::plan {
@@ -42,22 +42,25 @@ void execute(const ExecRun& x) {
   SCOPED_TRACE(std::string(algoName(x.algo)) + " ch=" + std::to_string(x.params.nChannels) +
                " chunk=" + std::to_string(x.params.chunkBytes));
   const size_t linkBytes = (x.params.chunkBytes + 15) / 16 * 16 + 64;
-  executeCall(CallRun{x.coll, x.nranks, x.count, x.dtype, x.op, x.inPlace, x.root},
-              [&](const CollArgs& args) { return build(x.algo, args, x.params); }, linkBytes);
+  executeCall(
+      CallRun{x.coll, x.nranks, x.count, x.dtype, x.op, x.inPlace, x.root},
+      [&](const CollArgs& args) { return build(x.algo, args, x.params); }, linkBytes);
 }
 
 // ------------------------------------------------------------------ sweeps
 
 using testing::Combo;
 
-bool reduces(Coll c) { return c == Coll::kAllReduce || c == Coll::kReduce || c == Coll::kReduceScatter; }
+bool reduces(Coll c) {
+  return c == Coll::kAllReduce || c == Coll::kReduce || c == Coll::kReduceScatter;
+}
 
 class ExecTest : public ::testing::TestWithParam<Combo> {};
 
 TEST_P(ExecTest, AllTypesOpsSizesAndRankCounts) {
   const Combo combo = GetParam();
-  const groveDataType_t dtypes[] = {groveInt8,   groveUint8,  groveInt32,   groveUint32,
-                                    groveInt64,  groveUint64, groveFloat16, groveFloat32,
+  const groveDataType_t dtypes[] = {groveInt8,    groveUint8,   groveInt32,   groveUint32,
+                                    groveInt64,   groveUint64,  groveFloat16, groveFloat32,
                                     groveFloat64, groveBfloat16};
   std::vector<groveRedOp_t> ops = {groveSum};
   if (reduces(combo.coll)) ops = {groveSum, groveProd, groveMax, groveMin, groveAvg};
@@ -91,7 +94,8 @@ TEST_P(ExecTest, LargerMessagesAndEdgeRankCounts) {
         // slice: keep the largest messages to 4 ranks so the binary stays fast.
         if (n == 8 && count > 10000) continue;
         ++variant;
-        ExecRun x{combo.coll, combo.algo, n, count, groveFloat32, groveSum, inPlace, variant % n, PlanParams{}};
+        ExecRun x{combo.coll, combo.algo, n,           count,       groveFloat32,
+                  groveSum,   inPlace,    variant % n, PlanParams{}};
         x.params.nChannels = 1 + variant % 3;
         x.params.chunkBytes = count > 10000 ? 16384 : 1024;
         execute(x);
@@ -111,7 +115,8 @@ TEST(ExecAllReduce, BitwiseIdenticalOnEveryRank) {
       PlanParams p;
       p.chunkBytes = 256;
       p.nChannels = 2;
-      testing::expectBitwiseIdenticalAllReduce(5, dt, [&](const CollArgs& a) { return build(algo, a, p); });
+      testing::expectBitwiseIdenticalAllReduce(
+          5, dt, [&](const CollArgs& a) { return build(algo, a, p); });
     }
   }
 }
@@ -124,8 +129,8 @@ TEST(ExecHalving, FoldsInExtraRanksAndSplitsAnyCount) {
     for (uint64_t count : {uint64_t{3}, uint64_t{13}, uint64_t{4099}}) {
       for (groveRedOp_t op : {groveSum, groveProd, groveMax, groveMin, groveAvg}) {
         ++variant;
-        ExecRun x{Coll::kAllReduce, Algo::kHalving, n, count, groveFloat32, op,
-                  variant % 2 == 0, 0, PlanParams{}};
+        ExecRun x{Coll::kAllReduce, Algo::kHalving, n, count, groveFloat32, op, variant % 2 == 0, 0,
+                  PlanParams{}};
         x.params.nChannels = 1 + variant % 3;
         x.params.chunkBytes = 256;
         execute(x);
@@ -145,11 +150,15 @@ TEST(ExecP2P, GroupExchange) {
   for (int r = 0; r < n; ++r) {
     // extra[0]: to r+1, extra[1]: from r-1, extra[2]: to r-1, extra[3]: from r+1, extra[4..5]: self
     extra[r].assign(6, std::vector<uint8_t>(bytes, 0));
-    for (int k : {0, 2, 4}) std::fill(extra[r][k].begin(), extra[r][k].end(), static_cast<uint8_t>(r * 10 + k));
+    for (int k : {0, 2, 4})
+      std::fill(extra[r][k].begin(), extra[r][k].end(), static_cast<uint8_t>(r * 10 + k));
     auto buf = [](uint32_t i) { return BufRef{Buf::kExtra, i, 0}; };
-    std::vector<P2POp> ops = {{true, (r + 1) % n, bytes, buf(0)}, {false, (r + n - 1) % n, bytes, buf(1)},
-                              {true, (r + n - 1) % n, bytes, buf(2)}, {false, (r + 1) % n, bytes, buf(3)},
-                              {true, r, bytes, buf(4)}, {false, r, bytes, buf(5)}};
+    std::vector<P2POp> ops = {{true, (r + 1) % n, bytes, buf(0)},
+                              {false, (r + n - 1) % n, bytes, buf(1)},
+                              {true, (r + n - 1) % n, bytes, buf(2)},
+                              {false, (r + 1) % n, bytes, buf(3)},
+                              {true, r, bytes, buf(4)},
+                              {false, r, bytes, buf(5)}};
     progs.push_back(buildP2P(ops, r, n));
     for (auto& e : extra[r]) bufs[r].extra.push_back(e.data());
   }
@@ -174,7 +183,8 @@ TEST(ExecSelector, SelectedAndCachedProgramsRun) {
       const Selection s = sel.select(base);
       EXPECT_EQ(s.algo, count == 100 ? Algo::kDirect : Algo::kRing);
       std::vector<Program> progs;
-      std::vector<std::vector<int32_t>> in(n, std::vector<int32_t>(count)), out(n, std::vector<int32_t>(count));
+      std::vector<std::vector<int32_t>> in(n, std::vector<int32_t>(count)),
+          out(n, std::vector<int32_t>(count));
       std::vector<std::vector<uint8_t>> scratch(n);
       std::vector<exec::Buffers> bufs(n);
       for (int r = 0; r < n; ++r) {
@@ -184,9 +194,11 @@ TEST(ExecSelector, SelectedAndCachedProgramsRun) {
         scratch[r].resize(progs[r].scratchBytes);
         bufs[r] = exec::Buffers{in[r].data(), out[r].data(), scratch[r].data(), {}};
       }
-      harness::runProgramsOnThreads(progs, bufs, exec::ReduceSpec{groveInt32, groveSum, n}, cfg.bufferBytes);
+      harness::runProgramsOnThreads(progs, bufs, exec::ReduceSpec{groveInt32, groveSum, n},
+                                    cfg.bufferBytes);
       for (int r = 0; r < n; ++r)
-        for (uint64_t i = 0; i < count; i += 97) ASSERT_EQ(out[r][i], static_cast<int32_t>(3 * (i % 100) + 3));
+        for (uint64_t i = 0; i < count; i += 97)
+          ASSERT_EQ(out[r][i], static_cast<int32_t>(3 * (i % 100) + 3));
     }
   }
   EXPECT_EQ(cache.hits(), 2u * n);

@@ -9,9 +9,9 @@
 #include "algorithms/builders/builders.h"
 #include "algorithms/select/program_cache.h"
 #include "algorithms/select/selector.h"
-#include "ir/validate.h"
 #include "algorithms_interp.h"
 #include "base/error.h"
+#include "ir/validate.h"
 
 namespace grove::plan {
 namespace {
@@ -145,10 +145,12 @@ TEST(P2P, SameDirectionSamePeerSharesALaneInOrder) {
 
 TEST(P2P, SelfMismatchAndBadPeerAreErrors) {
   EXPECT_THROW(buildP2P({{true, 0, 8, {Buf::kExtra, 0, 0}}}, 0, 2), Error);
-  EXPECT_THROW(buildP2P({{true, 0, 8, {Buf::kExtra, 0, 0}}, {false, 0, 4, {Buf::kExtra, 1, 0}}}, 0, 2),
-               Error);
+  EXPECT_THROW(
+      buildP2P({{true, 0, 8, {Buf::kExtra, 0, 0}}, {false, 0, 4, {Buf::kExtra, 1, 0}}}, 0, 2),
+      Error);
   EXPECT_THROW(buildP2P({{true, 2, 8, {Buf::kExtra, 0, 0}}}, 0, 2), Error);
-  EXPECT_NO_THROW(buildP2P({{true, 0, 8, {Buf::kExtra, 0, 0}}, {false, 0, 8, {Buf::kExtra, 1, 0}}}, 0, 2));
+  EXPECT_NO_THROW(
+      buildP2P({{true, 0, 8, {Buf::kExtra, 0, 0}}, {false, 0, 8, {Buf::kExtra, 1, 0}}}, 0, 2));
 }
 
 // ------------------------------------------------------------------ validator
@@ -209,8 +211,8 @@ TEST(Validate, CatchesStructuralErrors) {
   expectInvalid({prog({{send(1, 8)}}), prog({{bad}})}, "writes the input", vo);
   // Different channels are different links.
   expectInvalid({prog({{send(1, 16, 0)}}), prog({{recv(0, 16, 1)}})}, "channel");
-  EXPECT_NO_THROW(validatePrograms({prog({{send(1, 16)}, {recv(1, 8)}}),
-                                    prog({{recv(0, 16)}, {send(0, 8)}})}));
+  EXPECT_NO_THROW(
+      validatePrograms({prog({{send(1, 16)}, {recv(1, 8)}}), prog({{recv(0, 16)}, {send(0, 8)}})}));
 }
 
 TEST(Simulate, FindsDeadlockAndRespectsCapacity) {

@@ -11,10 +11,10 @@
 #include "algorithm_combos.h"
 #include "algorithms/builders/builders.h"
 #include "algorithms/select/selector.h"
-#include "ir/validate.h"
 #include "algorithms_interp.h"
 #include "base/dtype.h"
 #include "base/error.h"
+#include "ir/validate.h"
 
 namespace grove::plan {
 namespace {
@@ -96,7 +96,8 @@ RankMemory makeMemory(const Case& c, int r, uint64_t es) {
     m.in = m.arenaIn.data();
     m.out = m.arenaOut.data();
   }
-  for (uint64_t i = 0; i < sz.input / es; ++i) storeValue(m.in + i * es, inputValue(r, i, c.nranks), es);
+  for (uint64_t i = 0; i < sz.input / es; ++i)
+    storeValue(m.in + i * es, inputValue(r, i, c.nranks), es);
   return m;
 }
 
@@ -117,7 +118,8 @@ uint64_t expected(const Case& c, int r, uint64_t i, uint64_t es) {
     case Coll::kAllGather:
     case Coll::kGather: return inputValue(static_cast<int>(i / c.count), i % c.count, n);
     case Coll::kScatter: return inputValue(c.root, r * c.count + i, n);
-    case Coll::kAlltoAll: return inputValue(static_cast<int>(i / c.count), r * c.count + i % c.count, n);
+    case Coll::kAlltoAll:
+      return inputValue(static_cast<int>(i / c.count), r * c.count + i % c.count, n);
     case Coll::kSendRecv: break;
   }
   return 0;
@@ -172,8 +174,8 @@ TEST_P(BuilderTest, ValidatesSimulatesAndComputes) {
   for (int n : {1, 2, 3, 4, 5, 8}) {
     for (groveDataType_t dt : dtypes) {
       const uint64_t es = dtypeSize(dt);
-      for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{1021},
-                             (uint64_t{1} << 20) / es + 3}) {
+      for (uint64_t count :
+           {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{1021}, (uint64_t{1} << 20) / es + 3}) {
         for (bool inPlace : {false, true}) {
           // in place too: all-to-all stages the leaving blocks in scratch
           for (int nch : {1, 2, 3}) {
@@ -193,13 +195,15 @@ TEST_P(BuilderTest, ValidatesSimulatesAndComputes) {
 // A 1 MiB case is also run through the interpreter once per combination.
 TEST_P(BuilderTest, LargeMessageComputes) {
   const Combo combo = GetParam();
-  Case c{combo.coll, combo.algo, 5, (uint64_t{1} << 20) / 4 + 3, groveInt32, false, PlanParams{}, 3};
+  Case c{combo.coll, combo.algo,   5, (uint64_t{1} << 20) / 4 + 3, groveInt32,
+         false,      PlanParams{}, 3};
   c.params.nChannels = 2;
   c.params.chunkBytes = 16 << 10;
   checkCase(c, /*forceInterpret=*/true);
 }
 
-INSTANTIATE_TEST_SUITE_P(All, BuilderTest, ::testing::ValuesIn(testing::kCombos), testing::comboName);
+INSTANTIATE_TEST_SUITE_P(All, BuilderTest, ::testing::ValuesIn(testing::kCombos),
+                         testing::comboName);
 
 // ------------------------------------------------------------------ structure
 
@@ -223,18 +227,22 @@ TEST(RingAllReduce, FollowsNcclStepStructure) {
   ASSERT_EQ(prog.phases.size(), 1u);
   ASSERT_EQ(prog.phases[0].lanes.size(), 1u);
   const auto& steps = prog.phases[0].lanes[0].steps;
-  const StepKind want[] = {StepKind::kSend, StepKind::kRecvReduceSend, StepKind::kRecvReduceSend,
-                           StepKind::kRecvReduceCopySend, StepKind::kRecvCopySend,
-                           StepKind::kRecvCopySend, StepKind::kRecv};
+  const StepKind want[] = {StepKind::kSend,
+                           StepKind::kRecvReduceSend,
+                           StepKind::kRecvReduceSend,
+                           StepKind::kRecvReduceCopySend,
+                           StepKind::kRecvCopySend,
+                           StepKind::kRecvCopySend,
+                           StepKind::kRecv};
   ASSERT_EQ(steps.size(), 7u) << describe(prog);
   for (size_t i = 0; i < 7; ++i) {
     EXPECT_EQ(steps[i].kind, want[i]) << i;
     EXPECT_EQ(steps[i].bytes, 64u);
     EXPECT_EQ(steps[i].final, want[i] == StepKind::kRecvReduceCopySend);
   }
-  EXPECT_EQ(steps[0].src.offset, 0u);          // chunk r-1 = 0
-  EXPECT_EQ(steps[3].dst.offset, 64u);         // chunk r = 1 completes here
-  EXPECT_EQ(steps[6].dst.offset, 2u * 64u);    // chunk r+1 arrives last
+  EXPECT_EQ(steps[0].src.offset, 0u);        // chunk r-1 = 0
+  EXPECT_EQ(steps[3].dst.offset, 64u);       // chunk r = 1 completes here
+  EXPECT_EQ(steps[6].dst.offset, 2u * 64u);  // chunk r+1 arrives last
   EXPECT_EQ(steps[0].sendPeer, 2);
   EXPECT_EQ(steps[1].recvPeer, 0);
 }

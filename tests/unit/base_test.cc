@@ -69,22 +69,29 @@ std::string errorOf(Fn fn) {
 // "the default" are refused, each with the variable, the value and what is
 // allowed; validateAll() (run by communicator creation) finds them all.
 TEST(Config, OutOfRangeAndGarbageValuesAreRefused) {
-  const std::pair<const char*, const char*> bad[] = {
-      {"GROVE_TIMEOUT", "nan"},       {"GROVE_TIMEOUT", "0"},
-      {"GROVE_TIMEOUT", "-1"},        {"GROVE_TIMEOUT", "inf"},
-      {"GROVE_TIMEOUT", "1e300"},     {"GROVE_NCHANNELS", "4294967298"},
-      {"GROVE_NCHANNELS", "33"},      {"GROVE_NCHANNELS", "-1"},
-      {"GROVE_NCHANNELS", "99999999999999999999999"},
-      {"GROVE_DEBUG", "garbage"},     {"GROVE_DEVICE_KIND", "tpu"},
-      {"GROVE_BUFFSIZE", "1K"},       {"GROVE_BUFFSIZE", "nanK"},
-      {"GROVE_BUFFSIZE", "1e30G"},    {"GROVE_SPIN_US", "-5"},
-      {"GROVE_EAGER", "maybe"},       {"GROVE_DEVICE_KIND", "tpu"},
-      {"GROVE_SOCKET_FAMILY", "AF_UNIX"}};
+  const std::pair<const char*, const char*> bad[] = {{"GROVE_TIMEOUT", "nan"},
+                                                     {"GROVE_TIMEOUT", "0"},
+                                                     {"GROVE_TIMEOUT", "-1"},
+                                                     {"GROVE_TIMEOUT", "inf"},
+                                                     {"GROVE_TIMEOUT", "1e300"},
+                                                     {"GROVE_NCHANNELS", "4294967298"},
+                                                     {"GROVE_NCHANNELS", "33"},
+                                                     {"GROVE_NCHANNELS", "-1"},
+                                                     {"GROVE_NCHANNELS", "99999999999999999999999"},
+                                                     {"GROVE_DEBUG", "garbage"},
+                                                     {"GROVE_DEVICE_KIND", "tpu"},
+                                                     {"GROVE_BUFFSIZE", "1K"},
+                                                     {"GROVE_BUFFSIZE", "nanK"},
+                                                     {"GROVE_BUFFSIZE", "1e30G"},
+                                                     {"GROVE_SPIN_US", "-5"},
+                                                     {"GROVE_EAGER", "maybe"},
+                                                     {"GROVE_DEVICE_KIND", "tpu"},
+                                                     {"GROVE_SOCKET_FAMILY", "AF_UNIX"}};
   for (const auto& [name, value] : bad) {
     ScopedVar set(name, value);
     std::string why = errorOf([] { config::validateAll(); });
-    EXPECT_NE(why.find(std::string(name) + "=" + value), std::string::npos) << name << "=" << value
-                                                                             << ": " << why;
+    EXPECT_NE(why.find(std::string(name) + "=" + value), std::string::npos)
+        << name << "=" << value << ": " << why;
     EXPECT_NE(why.find("must be"), std::string::npos) << why;
   }
   ScopedVar timeout("GROVE_TIMEOUT", "nan");
@@ -125,7 +132,11 @@ TEST(Waiter, TimesOutWithoutProgressAndSeesAbort) {
   WaitContext ctx;
   ctx.timeoutSec = 0.05;
   Waiter w(ctx, "testing");
-  EXPECT_THROW({ for (;;) w.wait(); }, Error);
+  EXPECT_THROW(
+      {
+        for (;;) w.wait();
+      },
+      Error);
 
   std::atomic<bool> flag{true};
   std::string reason = "rank 3 died";

@@ -139,7 +139,8 @@ TEST(Bootstrap, ManySequentialAllGathers) {
       auto all = b.allGather(mine.data(), bytes);
       ASSERT_EQ(all.size(), bytes * n);
       for (int p = 0; p < n; ++p)
-        ASSERT_EQ(all[p * bytes + bytes - 1], static_cast<uint8_t>(p * 31 + it)) << "iteration " << it;
+        ASSERT_EQ(all[p * bytes + bytes - 1], static_cast<uint8_t>(p * 31 + it))
+            << "iteration " << it;
       if (it % 50 == 0) b.barrier();
     }
   });
@@ -248,7 +249,8 @@ void deathTest(bool sigkill) {
       b.barrier();
       char one = 1;
       if (write(pipeFd[1], &one, 1) != 1) _exit(3);
-      if (sigkill) for (;;) pause();
+      if (sigkill)
+        for (;;) pause();
       _exit(0);
     } catch (...) {
       _exit(2);
@@ -272,7 +274,8 @@ void deathTest(bool sigkill) {
     Bootstrap b(id, r, n, selfInfo(), &sig, kTimeout);
     b.barrier();
     ASSERT_GE(waitRaised(sig, 10), 0) << "rank " << r << " did not notice the death";
-    while (deathAt.load() == Clock::time_point{}) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (deathAt.load() == Clock::time_point{})
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     double after = std::chrono::duration<double>(Clock::now() - deathAt.load()).count();
     EXPECT_LT(after, 2.0) << "noticed only after " << after << " s";
     EXPECT_NE(sig.reason().find("rank 3"), std::string::npos) << sig.reason();
@@ -307,8 +310,10 @@ TEST(Bootstrap, CommIdFromEnvironment) {
     std::vector<std::string> jobIds(n);
     std::vector<groveUniqueId> ids(n);
     runRanks(n, [&](int r) {
-      if (r != 0) std::this_thread::sleep_for(std::chrono::milliseconds(10 * r));
-      else std::this_thread::sleep_for(std::chrono::milliseconds(150));  // others connect first
+      if (r != 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10 * r));
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));  // others connect first
       UniqueIdData id = makeUniqueId();
       EXPECT_TRUE(id.fromEnv);
       encodeUniqueId(id, &ids[r]);

@@ -110,7 +110,8 @@ TEST(FlowSim, ALaneOfSendsPaysTheLatencyOnce) {
   p.stepOverheadUs = 1;
   const uint64_t b = 64 << 10;
   Lane sends, recvs;
-  for (int i = 0; i < 8; ++i) sends.steps.push_back(sendStep(1, b)), recvs.steps.push_back(recvStep(0, b));
+  for (int i = 0; i < 8; ++i)
+    sends.steps.push_back(sendStep(1, b)), recvs.steps.push_back(recvStep(0, b));
   Program sender, receiver;
   sender.phases.push_back(Phase{{sends}});
   receiver.phases.push_back(Phase{{recvs}});
@@ -130,7 +131,8 @@ TEST(FlowSim, TwoFlowsSharingALinkTakeTwiceAsLong) {
   const uint64_t bytes = 8 << 20;
   Program sink;
   sink.phases.push_back(Phase{{Lane{{recvStep(0, bytes)}}, Lane{{recvStep(1, bytes)}}}});
-  const auto both = simulate(net, {phases({sendStep(2, bytes)}), phases({sendStep(2, bytes)}), sink}, p);
+  const auto both =
+      simulate(net, {phases({sendStep(2, bytes)}), phases({sendStep(2, bytes)}), sink}, p);
   EXPECT_NEAR(both.seconds, 2.0 * bytes / (10 * kGB), 1e-12);
   EXPECT_DOUBLE_EQ(both.linkBytes[shared], 2.0 * bytes);
 
@@ -236,7 +238,8 @@ TEST(FlowSim, FanOutSendsToEveryDestinationConcurrently) {
   EXPECT_EQ(fan.transfers, 2);
   Program serial;
   serial.phases.push_back(Phase{{Lane{{sendStep(1, bytes), sendStep(2, bytes)}}}});
-  const auto seq = simulate(net, {serial, phases({recvStep(0, bytes)}), phases({recvStep(0, bytes)})}, p);
+  const auto seq =
+      simulate(net, {serial, phases({recvStep(0, bytes)}), phases({recvStep(0, bytes)})}, p);
   EXPECT_NEAR(seq.seconds, 2 * (one + 1e-6), 1e-9);
 }
 
@@ -264,10 +267,11 @@ TEST(FlowSim, FanOutForwardIsCappedByItsInputAndEndsWithItsSlowestFlow) {
   u.routes[{0, 2}] = {u.addLink(5, 0)};
   const FlowNet net2 = u.finish();
   Program root;
-  root.phases.push_back(Phase{{Lane{{fanOutStep(StepKind::kSend, -1, {1, 2}, bytes), sendStep(1, bytes)}}}});
-  const auto res2 = simulate(net2, {root, phases({recvStep(0, bytes), recvStep(0, bytes)}),
-                                    phases({recvStep(0, bytes)})},
-                             p);
+  root.phases.push_back(
+      Phase{{Lane{{fanOutStep(StepKind::kSend, -1, {1, 2}, bytes), sendStep(1, bytes)}}}});
+  const auto res2 = simulate(
+      net2, {root, phases({recvStep(0, bytes), recvStep(0, bytes)}), phases({recvStep(0, bytes)})},
+      p);
   EXPECT_NEAR(res2.seconds, bytes / (5 * kGB) + bytes / (10 * kGB), 2e-9);
   EXPECT_NEAR(res2.rankSeconds[2], bytes / (5 * kGB), 2e-9);
 }
@@ -298,7 +302,8 @@ TEST(FlowSim, FanInReceivesFromEverySourceConcurrently) {
   Program serial;
   serial.phases.push_back(Phase{{Lane{{fanInStep(StepKind::kRecvReduce, {1}, -1, bytes),
                                        fanInStep(StepKind::kRecvReduce, {2}, -1, bytes)}}}});
-  const auto seq = simulate(net, {serial, phases({sendStep(0, bytes)}), phases({sendStep(0, bytes)})}, p);
+  const auto seq =
+      simulate(net, {serial, phases({sendStep(0, bytes)}), phases({sendStep(0, bytes)})}, p);
   // The second source's bytes wait in its connection: its step ends when it starts.
   EXPECT_NEAR(seq.seconds, one + 1e-6, 1e-9);
   EXPECT_GT(fan.rankSeconds[0], 0);
@@ -315,11 +320,11 @@ TEST(FlowSim, FanInForwardIsCappedByItsSlowestInput) {
   SimParams p;
   p.stepOverheadUs = 0;
   const uint64_t bytes = 4 << 20;
-  const auto res = simulate(net,
-                            {phases({fanInStep(StepKind::kRecvReduceSend, {1, 2}, 3, bytes)}),
-                             phases({sendStep(0, bytes)}), phases({sendStep(0, bytes)}),
-                             phases({recvStep(0, bytes)})},
-                            p);
+  const auto res = simulate(
+      net,
+      {phases({fanInStep(StepKind::kRecvReduceSend, {1, 2}, 3, bytes)}),
+       phases({sendStep(0, bytes)}), phases({sendStep(0, bytes)}), phases({recvStep(0, bytes)})},
+      p);
   EXPECT_NEAR(res.seconds, bytes / (2 * kGB), 2e-9);
   EXPECT_EQ(res.transfers, 3);
   EXPECT_NEAR(res.rankSeconds[2], bytes / (10 * kGB), 2e-9);
@@ -330,10 +335,9 @@ TEST(FlowSim, PhasesAddUp) {
   SimParams p;
   p.stepOverheadUs = 1;
   const uint64_t b1 = 1 << 20, b2 = 3 << 20;
-  const auto res = simulate(net,
-                            {phases({sendStep(1, b1), recvStep(1, b2)}),
-                             phases({recvStep(0, b1), sendStep(0, b2)})},
-                            p);
+  const auto res = simulate(
+      net, {phases({sendStep(1, b1), recvStep(1, b2)}), phases({recvStep(0, b1), sendStep(0, b2)})},
+      p);
   EXPECT_NEAR(res.seconds, (b1 + b2) / (5 * kGB) + 2 * 2e-6, 1e-12);
 }
 
@@ -371,13 +375,15 @@ TEST(FlowSim, RingAllReduceNearItsBandwidthFormula) {
   SimParams p;
   const auto t0 = std::chrono::steady_clock::now();
   const auto res = simulate(net, progs, p);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const double ideal = 2.0 * (n - 1) / n * (a.count * 4) / (20 * kGB);
   EXPECT_GT(res.seconds, ideal);
   EXPECT_LT(res.seconds, 1.25 * ideal);
-  std::printf("ring all-reduce, %d ranks x %zu steps: %d transfers, %d events, %.2f ms to simulate; "
-              "predicted %.3f ms (ideal %.3f ms)\n",
-              n, steps, res.transfers, res.events, ms, res.seconds * 1e3, ideal * 1e3);
+  std::printf(
+      "ring all-reduce, %d ranks x %zu steps: %d transfers, %d events, %.2f ms to simulate; "
+      "predicted %.3f ms (ideal %.3f ms)\n",
+      n, steps, res.transfers, res.events, ms, res.seconds * 1e3, ideal * 1e3);
 }
 
 TEST(FlowSim, BadProgramsFailClearly) {
@@ -387,31 +393,38 @@ TEST(FlowSim, BadProgramsFailClearly) {
     simulate(net, {phases({sendStep(1, 64)}), Program{}}, p);
     FAIL() << "unmatched send accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("1 sending steps but 0 receiving"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("1 sending steps but 0 receiving"), std::string::npos)
+        << e.what();
   }
   try {
     simulate(net, {phases({sendStep(1, 64)}), phases({recvStep(0, 32)})}, p);
     FAIL() << "size mismatch accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("64 B sent but 32 B received"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("64 B sent but 32 B received"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(simulate(net, {phases({sendStep(5, 64)}), Program{}}, p), Error);
   // Both ranks receive first: a stall.
   try {
-    simulate(net, {phases({recvStep(1, 64), sendStep(1, 64)}), phases({recvStep(0, 64), sendStep(0, 64)})}, p);
+    simulate(
+        net,
+        {phases({recvStep(1, 64), sendStep(1, 64)}), phases({recvStep(0, 64), sendStep(0, 64)})},
+        p);
     FAIL() << "stall not found";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("stall"), std::string::npos) << e.what();
   }
   TestNet noRoute;
   noRoute.addLink(1, 0);
-  EXPECT_THROW(simulate(noRoute.finish(), {phases({sendStep(1, 64)}), phases({recvStep(0, 64)})}, p),
-               Error);
+  EXPECT_THROW(
+      simulate(noRoute.finish(), {phases({sendStep(1, 64)}), phases({recvStep(0, 64)})}, p), Error);
 }
 
 // ---------------------------------------------------------------- model
 
-Selector cudaSelector(int nranks) { return Selector(nranks, TransportKind::kCuda, SelectorConfig{}); }
+Selector cudaSelector(int nranks) {
+  return Selector(nranks, TransportKind::kCuda, SelectorConfig{});
+}
 
 /// Every size maps to an allowed algorithm, rules ascend and end open.
 void expectCoversAllSizes(const Selector& sel, Coll coll) {
@@ -422,7 +435,8 @@ void expectCoversAllSizes(const Selector& sel, Coll coll) {
     EXPECT_LT(rules[i - 1].maxBytes, rules[i].maxBytes);
     EXPECT_NE(rules[i - 1].algo, rules[i].algo) << "runs of one winner must merge";
   }
-  for (uint64_t b : {uint64_t{1}, uint64_t{1000}, uint64_t{1} << 20, uint64_t{3} << 29, UINT64_MAX / 2}) {
+  for (uint64_t b :
+       {uint64_t{1}, uint64_t{1000}, uint64_t{1} << 20, uint64_t{3} << 29, UINT64_MAX / 2}) {
     const Algo a = sel.select(coll, b).algo;
     EXPECT_TRUE(algoSupports(a, coll)) << collName(coll) << " " << b;
     EXPECT_TRUE(sel.allowedMask(coll) & (1u << static_cast<unsigned>(a)));
@@ -520,7 +534,8 @@ TEST(CostModel, TuneRespectsOverrides) {
 }
 
 TEST(CostModel, Dgx1V100AllGpusRingsVersusTrees) {
-  const topo::CommTopology t = fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), {0, 1, 2, 3, 4, 5, 6, 7});
+  const topo::CommTopology t =
+      fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), {0, 1, 2, 3, 4, 5, 6, 7});
   TopoPlans plans(PlanGraph::fromTopology(t));
   Selector sel = cudaSelector(8);
   const auto t0 = std::chrono::steady_clock::now();
@@ -539,7 +554,8 @@ TEST(CostModel, TheJudgeChoosesHowManyTrees) {
   // DGX-1 V100 GPUs 0-5: the fewest trees keeping 99% of the optimum are
   // not the fastest at 64 MiB; the cost model's choice is never slower than
   // the packer's rule (that set is one of its candidates) and here faster.
-  const topo::CommTopology t = fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), {0, 1, 2, 3, 4, 5});
+  const topo::CommTopology t =
+      fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), {0, 1, 2, 3, 4, 5});
   Selector sel = cudaSelector(6);
   TopoPlans rule(PlanGraph::fromTopology(t)), judged(PlanGraph::fromTopology(t));
   const TreeJudge judge = treeJudge(judged.graph(), sel, SimParams{}, 64ull << 20);
@@ -551,8 +567,10 @@ TEST(CostModel, TheJudgeChoosesHowManyTrees) {
   const double ta = judge(a.trees, true, 0), tb = judge(b.trees, true, 0);
   EXPECT_LE(tb, ta * (1 + 1e-9));
   EXPECT_LT(b.trees.size(), a.trees.size());
-  std::printf("0-5 all-reduce at 64 MiB: %zu trees (%.1f GB/s) %.3f ms, judged %zu trees (%.1f GB/s) %.3f ms\n",
-              a.trees.size(), a.rate, ta * 1e3, b.trees.size(), b.rate, tb * 1e3);
+  std::printf(
+      "0-5 all-reduce at 64 MiB: %zu trees (%.1f GB/s) %.3f ms, judged %zu trees (%.1f GB/s) %.3f "
+      "ms\n",
+      a.trees.size(), a.rate, ta * 1e3, b.trees.size(), b.rate, tb * 1e3);
   const TreePlan& c = judged.rootedTrees(0);
   EXPECT_GT(c.judged, 0);
   EXPECT_LE(judge(c.trees, false, 0), judge(rule.rootedTrees(0).trees, false, 0) * (1 + 1e-9));

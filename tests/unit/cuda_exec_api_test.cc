@@ -50,10 +50,11 @@ TEST(CudaExecApi, BadLaunchArgumentsThrowBeforeAnyCudaCall) {
   DevControl fake;  // never dereferenced: the checks fire first
   EXPECT_EQ(codeOf([&] { launchCalls(nullptr, 1, &fake, nullptr); }), groveInvalidArgument);
   EXPECT_EQ(codeOf([&] { launchCalls(&call, 1, nullptr, nullptr); }), groveInvalidArgument);
-  EXPECT_EQ(codeOf([&] {
-              launchCalls(&call, 1, &fake, nullptr, LaunchOptions{nullptr, LaunchMode::kPersistent});
-            }),
-            groveInvalidArgument);
+  EXPECT_EQ(
+      codeOf([&] {
+        launchCalls(&call, 1, &fake, nullptr, LaunchOptions{nullptr, LaunchMode::kPersistent});
+      }),
+      groveInvalidArgument);
   call.program.nPhases = 2;  // phases but no upload
   EXPECT_EQ(codeOf([&] { launchCalls(&call, 1, &fake, nullptr); }), groveInvalidArgument);
   // Nothing to launch: no CUDA call at all.

@@ -71,12 +71,14 @@ inline void bindCall(EmuCall& c, const plan::Program& p, int rank, EmuFabric& fa
   v.nPhases = static_cast<uint32_t>(c.program.phases.size());
   v.maxLanes = c.program.maxLanes;
   c.call.reduce = reduce;
-  for (size_t i = 0; i < bufs.size() && i < static_cast<size_t>(kMaxSlots); ++i) c.call.bufs[i] = bufs[i];
+  for (size_t i = 0; i < bufs.size() && i < static_cast<size_t>(kMaxSlots); ++i)
+    c.call.bufs[i] = bufs[i];
 }
 
 /// Runs calls[r] (rank r's launch) on one thread per rank; returns each
 /// rank's DevControl (deadline timeoutNs).
-inline std::vector<DevControl> runRanks(std::vector<std::vector<EmuCall>>& calls, uint64_t timeoutNs) {
+inline std::vector<DevControl> runRanks(std::vector<std::vector<EmuCall>>& calls,
+                                        uint64_t timeoutNs) {
   std::vector<DevControl> ctl(calls.size());
   std::vector<std::thread> threads;
   for (size_t r = 0; r < calls.size(); ++r) {
@@ -133,7 +135,7 @@ inline void compareGroup(const std::vector<CallRun>& xs, const std::vector<Build
   SCOPED_TRACE(text);
   const int n = xs[0].nranks;
   const size_t k = xs.size();
-  std::vector<std::vector<plan::Program>> progs(k);      // [call][rank]
+  std::vector<std::vector<plan::Program>> progs(k);  // [call][rank]
   std::vector<std::vector<Memory>> host(k, std::vector<Memory>(n)), dev = host;
   for (size_t c = 0; c < k; ++c)
     for (int r = 0; r < n; ++r) {
@@ -175,8 +177,10 @@ inline void compareGroup(const std::vector<CallRun>& xs, const std::vector<Build
                                      << ctl[r].failedLane << " step " << ctl[r].failedStep << "\n"
                                      << describe(calls[r][ctl[r].failedCall].program);
     for (size_t c = 0; c < k; ++c) {
-      ASSERT_EQ(firstDiff(dev[c][r].a, host[c][r].a), -1) << "call " << c << " rank " << r << " buffer a";
-      ASSERT_EQ(firstDiff(dev[c][r].b, host[c][r].b), -1) << "call " << c << " rank " << r << " buffer b";
+      ASSERT_EQ(firstDiff(dev[c][r].a, host[c][r].a), -1)
+          << "call " << c << " rank " << r << " buffer a";
+      ASSERT_EQ(firstDiff(dev[c][r].b, host[c][r].b), -1)
+          << "call " << c << " rank " << r << " buffer b";
     }
   }
 }

@@ -10,8 +10,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <cstddef>
+#include <cstring>
 #include <thread>
 
 #include "algorithms/select/selector.h"
@@ -179,8 +179,8 @@ TEST(DevEmulationSemantics, OverlappingCopyIsMemmove) {
       uint8_t* dst = mem.data() + (down ? 0 : shift);
       std::memmove(want.data() + (dst - mem.data()), want.data() + (src - mem.data()), 1000);
       EmuCall c;
-      testing::bindCall(c, program({{step(StepKind::kCopy, -1, -1, in(0), out(0), 1000)}}), 0, fabric,
-                        DevReduce{groveFloat32, groveSum, 1}, {src, dst, nullptr});
+      testing::bindCall(c, program({{step(StepKind::kCopy, -1, -1, in(0), out(0), 1000)}}), 0,
+                        fabric, DevReduce{groveFloat32, groveSum, 1}, {src, dst, nullptr});
       DevControl ctl;
       runEmulated(&c.call, 1, ctl);
       ASSERT_EQ(ctl.status, kDevOk);
@@ -224,14 +224,16 @@ class RingRecv : public transport::RecvHalf {
 TEST(DevEmulationInterop, HostAndDeviceRanksShareRings) {
   using plan::testing::CallRun;
   const int n = 3;
-  const std::vector<CallRun> xs = {{plan::Coll::kAllReduce, n, 7, groveFloat16, groveSum, false, 0},
-                                   {plan::Coll::kAllGather, n, 1001, groveFloat32, groveSum, true, 0},
-                                   {plan::Coll::kReduce, n, 3001, groveInt32, groveMax, false, 1}};
+  const std::vector<CallRun> xs = {
+      {plan::Coll::kAllReduce, n, 7, groveFloat16, groveSum, false, 0},
+      {plan::Coll::kAllGather, n, 1001, groveFloat32, groveSum, true, 0},
+      {plan::Coll::kReduce, n, 3001, groveInt32, groveMax, false, 1}};
   plan::PlanParams params;
   params.chunkBytes = 1024;
   EmuFabric fabric(kRing);
   std::vector<std::vector<plan::Program>> progs(xs.size());
-  std::vector<std::vector<plan::testing::Memory>> mem(xs.size(), std::vector<plan::testing::Memory>(n));
+  std::vector<std::vector<plan::testing::Memory>> mem(xs.size(),
+                                                      std::vector<plan::testing::Memory>(n));
   for (size_t c = 0; c < xs.size(); ++c)
     for (int r = 0; r < n; ++r) {
       progs[c].push_back(plan::build(plan::Algo::kRing, plan::testing::argsOf(xs[c], r), params));
@@ -250,9 +252,11 @@ TEST(DevEmulationInterop, HostAndDeviceRanksShareRings) {
       std::vector<transport::LinkKey> sends, recvs;
       collectLinks(ps[r], sends, recvs);
       for (const auto& k : sends)
-        if (!tables[r].hasSend(k)) tables[r].addSend(k, std::make_unique<RingSend>(fabric.ring(r, k.peer, k.channel, 0)));
+        if (!tables[r].hasSend(k))
+          tables[r].addSend(k, std::make_unique<RingSend>(fabric.ring(r, k.peer, k.channel, 0)));
       for (const auto& k : recvs)
-        if (!tables[r].hasRecv(k)) tables[r].addRecv(k, std::make_unique<RingRecv>(fabric.ring(k.peer, r, k.channel, 0)));
+        if (!tables[r].hasRecv(k))
+          tables[r].addRecv(k, std::make_unique<RingRecv>(fabric.ring(k.peer, r, k.channel, 0)));
     }
   AbortSignal abort;
   const WaitContext wait = WaitContext::of(abort, 30.0);
@@ -289,7 +293,8 @@ TEST(DevEmulationInterop, HostAndDeviceRanksShareRings) {
       const uint64_t elems =
           plan::bufferSizesFor(plan::testing::argsOf(xs[c], r)).output / dtypeSize(xs[c].dtype);
       for (uint64_t i = 0; i < elems; ++i)
-        ASSERT_EQ(plan::testing::getElem(xs[c].dtype, mem[c][r].out, i), plan::testing::expectedAt(xs[c], r, i))
+        ASSERT_EQ(plan::testing::getElem(xs[c].dtype, mem[c][r].out, i),
+                  plan::testing::expectedAt(xs[c], r, i))
             << "element " << i;
     }
 }

@@ -16,8 +16,8 @@
 
 #include "algorithm_combos.h"
 #include "algorithms/builders/builders.h"
-#include "algorithms/select/selector.h"
 #include "algorithms/planner/topo_plans.h"
+#include "algorithms/select/selector.h"
 #include "base/error.h"
 #include "dev_emu.h"
 #include "topology/comm_topology.h"
@@ -32,12 +32,14 @@ using plan::CollArgs;
 using plan::PlanParams;
 using testing::compareCall;
 
-constexpr uint64_t kSmallRing = 4096;      // with chunkBytes 1 KiB: wraps many times
-constexpr uint64_t kDefaultRing = 1 << 20; // the transports' default buffer
-const groveDataType_t kTypes[] = {groveFloat32, groveInt32, groveFloat16, groveBfloat16, groveFloat64};
+constexpr uint64_t kSmallRing = 4096;       // with chunkBytes 1 KiB: wraps many times
+constexpr uint64_t kDefaultRing = 1 << 20;  // the transports' default buffer
+const groveDataType_t kTypes[] = {groveFloat32, groveInt32, groveFloat16, groveBfloat16,
+                                  groveFloat64};
 const groveRedOp_t kOps[] = {groveSum, groveProd, groveMax, groveMin, groveAvg};
 
-plan::testing::BuildFn builder(plan::Algo algo, const PlanParams& p, plan::TopoPlans* plans = nullptr) {
+plan::testing::BuildFn builder(plan::Algo algo, const PlanParams& p,
+                               plan::TopoPlans* plans = nullptr) {
   return [algo, p, plans](const CollArgs& a) { return plan::build(algo, a, p, plans); };
 }
 
@@ -56,8 +58,13 @@ TEST(DevEmulation, EveryCollectiveSmallRings) {
     for (int n : {2, 3, 4, 5, 8})
       for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{1000}}) {
         ++v;
-        const plan::testing::CallRun x{combo.coll, n, count, kTypes[v % 5], kOps[(v / 5) % 5],
-                                       combo.coll != Coll::kAlltoAll && v % 2 == 0, v % n};
+        const plan::testing::CallRun x{combo.coll,
+                                       n,
+                                       count,
+                                       kTypes[v % 5],
+                                       kOps[(v / 5) % 5],
+                                       combo.coll != Coll::kAlltoAll && v % 2 == 0,
+                                       v % n};
         compareCall(x, builder(combo.algo, smallChunks(1 + v % 2)), kSmallRing);
         if (HasFatalFailure()) return;
       }
@@ -74,8 +81,8 @@ TEST(DevEmulation, EveryTypeAndOp) {
                                 std::pair{Coll::kReduce, plan::Algo::kRing}}) {
         ++v;
         const int n = 3 + v % 2;
-        compareCall({coll, n, 1000, dt, op, v % 3 == 0, v % n}, builder(algo, smallChunks(1 + v % 2)),
-                    kSmallRing);
+        compareCall({coll, n, 1000, dt, op, v % 3 == 0, v % n},
+                    builder(algo, smallChunks(1 + v % 2)), kSmallRing);
         if (HasFatalFailure()) return;
       }
 }
@@ -110,8 +117,8 @@ TEST(DevEmulation, LongLocalStepsCutIntoLanes) {
       for (bool inPlace : {false, true}) {
         // in place too: all-to-all stages the leaving blocks in scratch
         ++v;
-        const plan::testing::CallRun x{combo.coll, n, 20000 + 3, kTypes[v % 5], kOps[(v / 5) % 5],
-                                       inPlace, v % n};
+        const plan::testing::CallRun x{combo.coll,        n,       20000 + 3, kTypes[v % 5],
+                                       kOps[(v / 5) % 5], inPlace, v % n};
         compareCall(x, builder(combo.algo, smallChunks(1 + v % 2)), kSmallRing, cut);
         if (HasFatalFailure()) return;
       }
@@ -153,21 +160,24 @@ TEST(DevEmulation, WideTreesFanInAndFanOut) {
   wide[0] = -1;
   wide[1] = 0;
   const std::vector<std::vector<plan::Tree>> shapes = {{plan::testing::starTree(5, 2)},
-                                                      {plan::testing::treeOf(0, wide)}};
+                                                       {plan::testing::treeOf(0, wide)}};
   for (const auto& trees : shapes) {
     const int n = static_cast<int>(trees[0].parent.size()), root = trees[0].root;
     for (groveDataType_t dt : {groveFloat16, groveBfloat16, groveFloat32})
       for (groveRedOp_t op : kOps) {
         const PlanParams p = smallChunks(1);
-        compareCall({Coll::kReduce, n, 3001, dt, op, false, root},
-                    [&](const CollArgs& a) { return plan::buildTreeReduce(a, p, trees); }, kSmallRing);
-        compareCall({Coll::kAllReduce, n, 3001, dt, op, true, 0},
-                    [&](const CollArgs& a) { return plan::buildTreeAllReduce(a, p, trees); }, kSmallRing);
+        compareCall(
+            {Coll::kReduce, n, 3001, dt, op, false, root},
+            [&](const CollArgs& a) { return plan::buildTreeReduce(a, p, trees); }, kSmallRing);
+        compareCall(
+            {Coll::kAllReduce, n, 3001, dt, op, true, 0},
+            [&](const CollArgs& a) { return plan::buildTreeAllReduce(a, p, trees); }, kSmallRing);
         if (HasFatalFailure()) return;
       }
-    compareCall({Coll::kBroadcast, n, 70001, groveInt32, groveSum, false, root},
-                [&](const CollArgs& a) { return plan::buildTreeBroadcast(a, smallChunks(2), trees); },
-                kSmallRing);
+    compareCall(
+        {Coll::kBroadcast, n, 70001, groveInt32, groveSum, false, root},
+        [&](const CollArgs& a) { return plan::buildTreeBroadcast(a, smallChunks(2), trees); },
+        kSmallRing);
   }
 }
 
@@ -178,11 +188,15 @@ TEST(DevEmulation, GroupOfCallsSharesRings) {
   const plan::testing::CallRun a{Coll::kAllReduce, 3, 7, groveFloat16, groveSum, false, 0};
   const plan::testing::CallRun b{Coll::kAllGather, 3, 1001, groveFloat32, groveSum, true, 0};
   const plan::testing::CallRun c{Coll::kBroadcast, 3, 333, groveInt32, groveSum, false, 2};
-  testing::compareGroup({a, b}, {builder(plan::Algo::kRing, smallChunks(1)),
-                                 builder(plan::Algo::kRing, smallChunks(1))}, kSmallRing);
-  testing::compareGroup({c, a, b}, {builder(plan::Algo::kDirect, smallChunks(2)),
-                                    builder(plan::Algo::kDirect, smallChunks(2)),
-                                    builder(plan::Algo::kRing, smallChunks(2))}, kSmallRing);
+  testing::compareGroup(
+      {a, b},
+      {builder(plan::Algo::kRing, smallChunks(1)), builder(plan::Algo::kRing, smallChunks(1))},
+      kSmallRing);
+  testing::compareGroup(
+      {c, a, b},
+      {builder(plan::Algo::kDirect, smallChunks(2)), builder(plan::Algo::kDirect, smallChunks(2)),
+       builder(plan::Algo::kRing, smallChunks(2))},
+      kSmallRing);
 }
 
 }  // namespace

@@ -9,9 +9,9 @@
 
 #include "algorithm_combos.h"
 #include "algorithms/select/selector.h"
-#include "ir/step_traits.h"
 #include "base/error.h"
 #include "exec/device/dev_program.h"
+#include "ir/step_traits.h"
 #include "ir_steps.h"
 
 namespace grove::exec::dev {
@@ -63,7 +63,7 @@ TEST(DevLower, TablesSlotsAndDroppedSteps) {
   ASSERT_EQ(d.lanes.size(), 3u);   // phase 1's lane 1 had no bytes
   ASSERT_EQ(d.steps.size(), 5u);   // the zero-byte send is gone
   EXPECT_EQ(d.maxLanes, 2u);
-  EXPECT_EQ(d.nSlots, 5u);         // extra 1 -> slot 4
+  EXPECT_EQ(d.nSlots, 5u);  // extra 1 -> slot 4
   EXPECT_EQ(d.phases[0].begin, 0u);
   EXPECT_EQ(d.phases[0].end, 2u);
   EXPECT_EQ(d.phases[1].begin, 2u);
@@ -112,9 +112,8 @@ TEST(DevLower, RoutesMakeSeparateRings) {
                                 step(StepKind::kSend, 1, -1, 1, in(0), {}, 16)};
   p.phases[1].lanes.resize(1);
   p.phases[1].lanes[0].steps = {step(StepKind::kRecv, -1, 1, 1, {}, out(0), 16)};
-  const DevProgram d = lowerProgram(p, [](int peer, int channel, bool send) {
-    return channel == 1 && send ? 7u : 0u;
-  });
+  const DevProgram d = lowerProgram(
+      p, [](int peer, int channel, bool send) { return channel == 1 && send ? 7u : 0u; });
   const std::vector<LinkKey> sends = {{1, 0, 0}, {1, 1, 7}};
   const std::vector<LinkKey> recvs = {{1, 1, 0}};
   EXPECT_EQ(d.sendKeys, sends);
@@ -146,7 +145,8 @@ TEST(DevLower, RejectsWhatTheDeviceCannotRun) {
   expectRejected(oneLane({step(StepKind::kCopy, -1, -1, 0, in(0), scratch(16), 32)}),
                  "past the scratch buffer");
   expectRejected(oneLane({step(StepKind::kSend, -1, -1, 0, in(0), {}, 16)}), "sends to no rank");
-  expectRejected(oneLane({step(StepKind::kRecv, -1, -1, 0, {}, out(0), 16)}), "receives from no rank");
+  expectRejected(oneLane({step(StepKind::kRecv, -1, -1, 0, {}, out(0), 16)}),
+                 "receives from no rank");
   expectRejected(oneLane({step(StepKind::kCopy, -1, -1, 0, extra(kMaxSlots, 0), out(0), 16)}),
                  "extra buffer");
   plan::Program two = oneLane({step(StepKind::kSend, 3, -1, 2, in(0), {}, 16)});
@@ -182,7 +182,7 @@ TEST(DevLower, CutsLongLocalStepsIntoLanes) {
     if (l < 3) {
       EXPECT_EQ(s.dstOff, srcOff[l] - 64);
     }
-    EXPECT_EQ(s.kind, static_cast<uint8_t>(l < 3 ? StepKind::kCopy
+    EXPECT_EQ(s.kind, static_cast<uint8_t>(l < 3    ? StepKind::kCopy
                                            : l == 3 ? StepKind::kSend
                                                     : StepKind::kReduce));
   }
@@ -198,8 +198,10 @@ TEST(DevLower, CutsLongLocalStepsIntoLanes) {
   for (const std::vector<Step>& steps : kept)
     EXPECT_EQ(lowerProgram(oneLane(steps), {}, cut).lanes.size(), 1u) << steps[0].bytes;
   // Same buffer, apart: cut.
-  EXPECT_EQ(lowerProgram(oneLane({step(StepKind::kCopy, -1, -1, 0, out(0), out(30000), 30000)}),
-                         {}, cut).lanes.size(), 3u);
+  EXPECT_EQ(
+      lowerProgram(oneLane({step(StepKind::kCopy, -1, -1, 0, out(0), out(30000), 30000)}), {}, cut)
+          .lanes.size(),
+      3u);
   // At most maxSplitLanes pieces.
   d = lowerProgram(oneLane({step(StepKind::kCopy, -1, -1, 0, in(0), out(0), 1 << 20)}), {}, cut);
   EXPECT_EQ(d.lanes.size(), 4u);
@@ -209,8 +211,9 @@ TEST(DevLower, Describe) {
   const std::string text = describe(lowerProgram(sample()));
   for (const char* want :
        {"device program 'sample': 2 phases, 3 lanes (at most 2 at once), 5 steps, 5 slots",
-        "sends: s0=rank 1 ch 0, s1=rank 2 ch 1, s2=rank 3 ch 1", "recvs: r0=rank 2 ch 0, r1=rank 1 ch 0",
-        "phase 1", "send to s1(rank 2) s2(rank 3) src=extra1+8 32B",
+        "sends: s0=rank 1 ch 0, s1=rank 2 ch 1, s2=rank 3 ch 1",
+        "recvs: r0=rank 2 ch 0, r1=rank 1 ch 0", "phase 1",
+        "send to s1(rank 2) s2(rank 3) src=extra1+8 32B",
         "recvReduce from r1(rank 1) r0(rank 2) src=out+0 dst=out+0 40B final",
         "copy src=in+0 dst=scratch+0 64B"}) {
     EXPECT_NE(text.find(want), std::string::npos) << "missing '" << want << "' in\n" << text;

@@ -56,12 +56,35 @@ void writeValue(groveDataType_t dtype, int r, size_t i, uint8_t* dst) {
   const int64_t k = static_cast<int64_t>(r * 5 + i % 13) - 6;
   switch (dtype) {
     case groveFloat32: std::memcpy(dst, &f, 4); break;
-    case groveFloat64: { double d = f / 3.0; std::memcpy(dst, &d, 8); break; }
-    case groveFloat16: { uint16_t h = kernels::floatToHalf(f); std::memcpy(dst, &h, 2); break; }
-    case groveBfloat16: { uint16_t b = kernels::floatToBf16(f); std::memcpy(dst, &b, 2); break; }
-    case groveInt32: { int32_t v = static_cast<int32_t>(k); std::memcpy(dst, &v, 4); break; }
-    case groveInt8: { int8_t v = static_cast<int8_t>(k); std::memcpy(dst, &v, 1); break; }
-    default: { uint64_t v = static_cast<uint64_t>(k); std::memcpy(dst, &v, dtypeSize(dtype)); }
+    case groveFloat64: {
+      double d = f / 3.0;
+      std::memcpy(dst, &d, 8);
+      break;
+    }
+    case groveFloat16: {
+      uint16_t h = kernels::floatToHalf(f);
+      std::memcpy(dst, &h, 2);
+      break;
+    }
+    case groveBfloat16: {
+      uint16_t b = kernels::floatToBf16(f);
+      std::memcpy(dst, &b, 2);
+      break;
+    }
+    case groveInt32: {
+      int32_t v = static_cast<int32_t>(k);
+      std::memcpy(dst, &v, 4);
+      break;
+    }
+    case groveInt8: {
+      int8_t v = static_cast<int8_t>(k);
+      std::memcpy(dst, &v, 1);
+      break;
+    }
+    default: {
+      uint64_t v = static_cast<uint64_t>(k);
+      std::memcpy(dst, &v, dtypeSize(dtype));
+    }
   }
 }
 
@@ -69,7 +92,8 @@ void writeValue(groveDataType_t dtype, int r, size_t i, uint8_t* dst) {
 std::vector<uint8_t> inputOf(const plan::CollArgs& a, int r, int blocks) {
   const size_t es = dtypeSize(a.dtype);
   std::vector<uint8_t> v(a.count * blocks * es);
-  for (size_t i = 0; i < a.count * blocks; ++i) writeValue(a.dtype, r * 3 + static_cast<int>(i / a.count), i, &v[i * es]);
+  for (size_t i = 0; i < a.count * blocks; ++i)
+    writeValue(a.dtype, r * 3 + static_cast<int>(i / a.count), i, &v[i * es]);
   return v;
 }
 
@@ -179,8 +203,8 @@ class EagerTest : public ::testing::Test {
 };
 
 TEST_F(EagerTest, EveryCollectiveInPlaceAndNotMatchesTheReference) {
-  const Coll colls[] = {Coll::kAllReduce, Coll::kReduce,  Coll::kReduceScatter, Coll::kBroadcast,
-                        Coll::kAllGather, Coll::kGather,  Coll::kScatter,       Coll::kAlltoAll};
+  const Coll colls[] = {Coll::kAllReduce, Coll::kReduce, Coll::kReduceScatter, Coll::kBroadcast,
+                        Coll::kAllGather, Coll::kGather, Coll::kScatter,       Coll::kAlltoAll};
   for (int n : {2, 3, 5}) {
     auto ranks = eagerRanks(n, 512, 4, wc_);
     for (Coll c : colls)

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "base/dtype.h"
 #include "ir/schedule.h"
 #include "ir/validate.h"
-#include "base/dtype.h"
 #include "kernels/cpu/reduce.h"
 #include "unit/harness/thread_ranks.h"
 
@@ -32,10 +32,14 @@ inline void setElem(groveDataType_t t, uint8_t* base, uint64_t i, double v) {
     case groveUint32: reinterpret_cast<uint32_t*>(base)[i] = static_cast<uint32_t>(v); break;
     case groveInt64: reinterpret_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
     case groveUint64: reinterpret_cast<uint64_t*>(base)[i] = static_cast<uint64_t>(v); break;
-    case groveFloat16: reinterpret_cast<uint16_t*>(base)[i] = kernels::floatToHalf(static_cast<float>(v)); break;
+    case groveFloat16:
+      reinterpret_cast<uint16_t*>(base)[i] = kernels::floatToHalf(static_cast<float>(v));
+      break;
     case groveFloat32: reinterpret_cast<float*>(base)[i] = static_cast<float>(v); break;
     case groveFloat64: reinterpret_cast<double*>(base)[i] = v; break;
-    case groveBfloat16: reinterpret_cast<uint16_t*>(base)[i] = kernels::floatToBf16(static_cast<float>(v)); break;
+    case groveBfloat16:
+      reinterpret_cast<uint16_t*>(base)[i] = kernels::floatToBf16(static_cast<float>(v));
+      break;
     default: break;
   }
 }
@@ -87,7 +91,8 @@ inline double reduceRef(groveDataType_t t, groveRedOp_t op, uint64_t i, int n) {
   for (int q = 1; q < n; ++q) {
     const double v = inputValue(t, op, q, i, n);
     switch (op) {
-      case groveSum: case groveAvg: acc += v; break;
+      case groveSum:
+      case groveAvg: acc += v; break;
       case groveProd: acc *= v; break;
       case groveMax: acc = std::max(acc, v); break;
       case groveMin: acc = std::min(acc, v); break;
@@ -114,8 +119,8 @@ struct CallRun {
 using BuildFn = std::function<Program(const CollArgs&)>;
 
 inline std::string runText(const CallRun& x) {
-  return std::string(collName(x.coll)) + " n=" + std::to_string(x.nranks) + " count=" +
-         std::to_string(x.count) + " " + dtypeName(x.dtype) + " " + opName(x.op) +
+  return std::string(collName(x.coll)) + " n=" + std::to_string(x.nranks) +
+         " count=" + std::to_string(x.count) + " " + dtypeName(x.dtype) + " " + opName(x.op) +
          (x.inPlace ? " inplace" : "") + " root=" + std::to_string(x.root);
 }
 
@@ -136,8 +141,8 @@ inline void layout(const CallRun& x, int r, Memory& m) {
   const uint64_t es = dtypeSize(x.dtype), blk = x.count * es, all = blk * x.nranks;
   const BufferSizes sz = bufferSizesFor(argsOf(x, r));
   const bool root = r == x.root;
-  if (x.inPlace && (x.coll == Coll::kAllReduce || x.coll == Coll::kBroadcast || x.coll == Coll::kReduce ||
-                    x.coll == Coll::kAlltoAll)) {
+  if (x.inPlace && (x.coll == Coll::kAllReduce || x.coll == Coll::kBroadcast ||
+                    x.coll == Coll::kReduce || x.coll == Coll::kAlltoAll)) {
     m.a.assign(std::max(sz.input, sz.output) + 1, 0xCD);
     m.in = m.out = m.a.data();
   } else if (x.inPlace && (x.coll == Coll::kAllGather || (x.coll == Coll::kGather && root))) {
@@ -154,7 +159,8 @@ inline void layout(const CallRun& x, int r, Memory& m) {
     m.in = m.a.data();
     m.out = m.b.data();
   }
-  for (uint64_t i = 0; i < sz.input / es; ++i) setElem(x.dtype, m.in, i, inputValue(x.dtype, x.op, r, i, x.nranks));
+  for (uint64_t i = 0; i < sz.input / es; ++i)
+    setElem(x.dtype, m.in, i, inputValue(x.dtype, x.op, r, i, x.nranks));
 }
 
 /// Expected output element i of rank r.
@@ -162,13 +168,15 @@ inline double expectedAt(const CallRun& x, int r, uint64_t i) {
   const int n = x.nranks;
   const uint64_t c = x.count;
   switch (x.coll) {
-    case Coll::kAllReduce: case Coll::kReduce: return reduceRef(x.dtype, x.op, i, n);
+    case Coll::kAllReduce:
+    case Coll::kReduce: return reduceRef(x.dtype, x.op, i, n);
     case Coll::kReduceScatter: return reduceRef(x.dtype, x.op, r * c + i, n);
     case Coll::kBroadcast: return inputValue(x.dtype, x.op, x.root, i, n);
-    case Coll::kAllGather: case Coll::kGather:
-      return inputValue(x.dtype, x.op, static_cast<int>(i / c), i % c, n);
+    case Coll::kAllGather:
+    case Coll::kGather: return inputValue(x.dtype, x.op, static_cast<int>(i / c), i % c, n);
     case Coll::kScatter: return inputValue(x.dtype, x.op, x.root, r * c + i, n);
-    case Coll::kAlltoAll: return inputValue(x.dtype, x.op, static_cast<int>(i / c), r * c + i % c, n);
+    case Coll::kAlltoAll:
+      return inputValue(x.dtype, x.op, static_cast<int>(i / c), r * c + i % c, n);
     default: return NAN;
   }
 }
@@ -193,7 +201,8 @@ inline void executeCall(const CallRun& x, const BuildFn& build, size_t linkBytes
   for (int r = 0; r < x.nranks; ++r) {
     const uint64_t outElems = bufferSizesFor(argsOf(x, r)).output / dtypeSize(x.dtype);
     for (uint64_t i = 0; i < outElems; ++i)
-      ASSERT_EQ(getElem(x.dtype, mem[r].out, i), expectedAt(x, r, i)) << "rank " << r << " element " << i;
+      ASSERT_EQ(getElem(x.dtype, mem[r].out, i), expectedAt(x, r, i))
+          << "rank " << r << " element " << i;
   }
 }
 

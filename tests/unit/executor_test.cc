@@ -539,23 +539,24 @@ TEST(Executor, RejectsBadPrograms) {
   EXPECT_EQ(code(program({{{local(StepKind::kCopy, in(), scratch(), 8)}}}, 8), b),
             groveInvalidArgument);  // scratch pointer not bound
   // Two lanes of one phase on one stream.
-  EXPECT_THROW(runOnThreadRanks(2, {}, [&](ThreadRank& rank) {
-                 Buffers bb;
-                 bb.input = buf.data();
-                 bb.output = buf.data();
-                 if (rank.rank() == 0) {
-                   rank.run(program({{{send(1, in(), 8)}, {send(1, in(), 8)}}}), bb,
-                            ReduceSpec{groveInt8, groveSum, 2});
-                 }
-               }),
+  EXPECT_THROW(runOnThreadRanks(2, {},
+                                [&](ThreadRank& rank) {
+                                  Buffers bb;
+                                  bb.input = buf.data();
+                                  bb.output = buf.data();
+                                  if (rank.rank() == 0) {
+                                    rank.run(program({{{send(1, in(), 8)}, {send(1, in(), 8)}}}),
+                                             bb, ReduceSpec{groveInt8, groveSum, 2});
+                                  }
+                                }),
                Error);
 }
 
 TEST(Executor, CollectLinksSortsAndDeduplicates) {
-  Program p = program({{{send(3, in(), 8), send(1, in(), 8, 1), fanOut(send(1, in(), 8), {5, 3})},
-                        {fused(StepKind::kRecvReduceSend, 2, 3, in(), {}, 8)}},
-                       {{recv(2, out(), 8), recv(0, out(), 0, 2), local(StepKind::kCopy, in(),
-                                                                        out(), 8)}}});
+  Program p = program(
+      {{{send(3, in(), 8), send(1, in(), 8, 1), fanOut(send(1, in(), 8), {5, 3})},
+        {fused(StepKind::kRecvReduceSend, 2, 3, in(), {}, 8)}},
+       {{recv(2, out(), 8), recv(0, out(), 0, 2), local(StepKind::kCopy, in(), out(), 8)}}});
   std::vector<transport::LinkKey> sends, recvs;
   exec::collectLinks(p, sends, recvs);
   std::vector<transport::LinkKey> wantSends = {{1, 0}, {1, 1}, {3, 0}, {5, 0}};

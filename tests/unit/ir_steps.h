@@ -24,7 +24,8 @@ inline Step step(StepKind kind, int sendPeer, int recvPeer, int channel, BufRef 
 }
 
 /// A step on channel 0.
-inline Step step(StepKind kind, int sendPeer, int recvPeer, BufRef src, BufRef dst, uint64_t bytes) {
+inline Step step(StepKind kind, int sendPeer, int recvPeer, BufRef src, BufRef dst,
+                 uint64_t bytes) {
   return step(kind, sendPeer, recvPeer, 0, src, dst, bytes);
 }
 

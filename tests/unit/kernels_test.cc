@@ -79,8 +79,10 @@ T refOp(groveRedOp_t op, bool final, int n, T a, T b) {
       case groveMin: return std::min(a, b);
       case groveAvg:
         if (!final) return sum;
-        if constexpr (std::is_signed_v<T>) return static_cast<T>(int64_t(sum) / n);
-        else return static_cast<T>(uint64_t(sum) / uint64_t(n));
+        if constexpr (std::is_signed_v<T>)
+          return static_cast<T>(int64_t(sum) / n);
+        else
+          return static_cast<T>(uint64_t(sum) / uint64_t(n));
       default: return 0;
     }
   } else {
@@ -99,8 +101,8 @@ T refOp(groveRedOp_t op, bool final, int n, T a, T b) {
 }
 
 // Reference result of one element (bytes in, bytes out).
-void refElement(groveDataType_t t, groveRedOp_t op, bool final, int n, const void* a,
-                const void* b, void* out) {
+void refElement(groveDataType_t t, groveRedOp_t op, bool final, int n, const void* a, const void* b,
+                void* out) {
   auto run = [&](auto tag) {
     using T = decltype(tag);
     T x, y;
@@ -139,8 +141,16 @@ void refElement(groveDataType_t t, groveRedOp_t op, bool final, int n, const voi
 bool isNanElement(groveDataType_t t, const uint8_t* p) {
   uint16_t h;
   switch (t) {
-    case groveFloat32: { float f; std::memcpy(&f, p, 4); return std::isnan(f); }
-    case groveFloat64: { double d; std::memcpy(&d, p, 8); return std::isnan(d); }
+    case groveFloat32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return std::isnan(f);
+    }
+    case groveFloat64: {
+      double d;
+      std::memcpy(&d, p, 8);
+      return std::isnan(d);
+    }
     case groveFloat16: std::memcpy(&h, p, 2); return (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
     case groveBfloat16: std::memcpy(&h, p, 2); return (h & 0x7f80) == 0x7f80 && (h & 0x7f);
     default: return false;
@@ -165,22 +175,28 @@ void fillRandom(groveDataType_t t, uint8_t* p, size_t count, std::mt19937_64& rn
     switch (t) {
       case groveFloat32: std::memcpy(e, &f, 4); break;
       case groveFloat64: std::memcpy(e, &v, 8); break;
-      case groveFloat16: h = refFloatToHalf(f); std::memcpy(e, &h, 2); break;
-      case groveBfloat16: h = refFloatToBf16(f); std::memcpy(e, &h, 2); break;
+      case groveFloat16:
+        h = refFloatToHalf(f);
+        std::memcpy(e, &h, 2);
+        break;
+      case groveBfloat16:
+        h = refFloatToBf16(f);
+        std::memcpy(e, &h, 2);
+        break;
       default: break;
     }
   }
 }
 
-const groveDataType_t kTypes[] = {groveInt8,   groveUint8,   groveInt32,   groveUint32,
-                                  groveInt64,  groveUint64,  groveFloat16, groveFloat32,
+const groveDataType_t kTypes[] = {groveInt8,    groveUint8,   groveInt32,   groveUint32,
+                                  groveInt64,   groveUint64,  groveFloat16, groveFloat32,
                                   groveFloat64, groveBfloat16};
 const groveRedOp_t kOps[] = {groveSum, groveProd, groveMax, groveMin, groveAvg};
 
 // Checks out[0..count) against the reference of a, b.
-::testing::AssertionResult matchesReference(groveDataType_t t, groveRedOp_t op, bool final,
-                                            int n, const uint8_t* a, const uint8_t* b,
-                                            const uint8_t* out, size_t count) {
+::testing::AssertionResult matchesReference(groveDataType_t t, groveRedOp_t op, bool final, int n,
+                                            const uint8_t* a, const uint8_t* b, const uint8_t* out,
+                                            size_t count) {
   size_t esz = dtypeSize(t);
   uint8_t want[8];
   for (size_t i = 0; i < count; ++i) {
@@ -249,8 +265,8 @@ TEST(Reduce, MisalignedPointersHeadsAndTails) {
       for (size_t offA : {0, 1, 3, 8}) {
         for (size_t offB : {0, 2, 4}) {
           for (size_t offD : {0, 1, 6}) {
-            std::vector<uint8_t> ab(count * esz + 16), bb(count * esz + 16),
-                ob(count * esz + 16), o2(count * esz + 16);
+            std::vector<uint8_t> ab(count * esz + 16), bb(count * esz + 16), ob(count * esz + 16),
+                o2(count * esz + 16);
             uint8_t* a = ab.data() + offA;
             uint8_t* b = bb.data() + offB;
             uint8_t* d = ob.data() + offD;
@@ -310,7 +326,7 @@ TEST(Reduce, AvgDividesOnlyWhenFinal) {
   EXPECT_EQ(out[2], 25);
   uint8_t ua[1] = {250}, ub[1] = {10}, uo[1];
   reduce(groveUint8, groveAvg, uo, nullptr, ua, ub, 1, true, 300);  // nranks > 255
-  EXPECT_EQ(uo[0], 4 / 300);                                         // (250+10) wraps to 4
+  EXPECT_EQ(uo[0], 4 / 300);                                        // (250+10) wraps to 4
   float fa[2] = {1.0f, 3.0f}, fb[2] = {2.0f, 4.0f}, fo[2];
   reduce(groveFloat32, groveAvg, fo, nullptr, fa, fb, 2, true, 3);
   EXPECT_EQ(fo[0], 1.0f);
@@ -360,8 +376,8 @@ TEST(Reduce, Float16PathsAgreeBitForBit) {
     a.push_back(static_cast<uint16_t>(h));
     b.push_back(static_cast<uint16_t>(rng()));
   }
-  for (uint16_t s : {0x0000, 0x8000, 0x0001, 0x03ff, 0x0400, 0x7bff, 0x7c00, 0xfc00, 0x7c01,
-                     0x7e00, 0xfd55, 0x3c00, 0xbc00}) {
+  for (uint16_t s : {0x0000, 0x8000, 0x0001, 0x03ff, 0x0400, 0x7bff, 0x7c00, 0xfc00, 0x7c01, 0x7e00,
+                     0xfd55, 0x3c00, 0xbc00}) {
     std::vector<uint16_t> sv(a.size(), s);
     b.insert(b.end(), sv.begin(), sv.end());
     a.insert(a.end(), a.begin(), a.begin() + 65536);
@@ -442,10 +458,10 @@ TEST(Convert, FloatToHalfRoundsToNearestEven) {
   EXPECT_EQ(floatToHalf(65520.0f), 0x7c00);
   EXPECT_EQ(floatToHalf(-INFINITY), 0xfc00);
   EXPECT_EQ(floatToHalf(-0.0f), 0x8000);
-  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000);               // tie to even (0)
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000);  // tie to even (0)
   EXPECT_EQ(floatToHalf(std::nextafter(std::ldexp(1.0f, -25), 1.0f)), 0x0001);
-  EXPECT_EQ(floatToHalf(std::ldexp(3.0f, -25)), 0x0002);               // 1.5 ulp -> 2
-  EXPECT_EQ(floatToHalf(bitsF(1)), 0x0000);                            // float denormal
+  EXPECT_EQ(floatToHalf(std::ldexp(3.0f, -25)), 0x0002);  // 1.5 ulp -> 2
+  EXPECT_EQ(floatToHalf(bitsF(1)), 0x0000);               // float denormal
   uint16_t qnan = floatToHalf(std::numeric_limits<float>::quiet_NaN());
   EXPECT_EQ(qnan & 0x7e00, 0x7e00);
   uint16_t snan = floatToHalf(bitsF(0x7f800001u));

@@ -92,7 +92,8 @@ TEST(LinkAddressFiles, OneWayLinksAndIpv6) {
 TEST(LinkAddressFiles, MalformedAddressesAreRejected) {
   std::string e = errorOf(oneLink(R"("a": "g0", "b": "g1", "addr_a": "10.50.3.x")"));
   EXPECT_NE(e.find("link g0 <-> g1"), std::string::npos) << e;
-  EXPECT_NE(e.find("\"addr_a\" '10.50.3.x' is not an IPv4 or IPv6 address"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"addr_a\" '10.50.3.x' is not an IPv4 or IPv6 address"), std::string::npos)
+      << e;
   e = errorOf(oneLink(R"("a": "g0", "b": "g1", "addr_b": "host.example")"));
   EXPECT_NE(e.find("'host.example' is not an IPv4 or IPv6 address"), std::string::npos) << e;
   e = errorOf(oneLink(R"("a": "g0", "b": "g1", "addr_b": 7)"));
@@ -221,7 +222,7 @@ TEST(LinkAddressResolver, RingNonNeighboursGoToAnAddressOfThePeer) {
   EXPECT_EQ(a[1].remote, "10.60.1.2");
   EXPECT_EQ(a[3].local, "10.60.4.2");  // gpu3-gpu0 is written from gpu3's side
   EXPECT_EQ(a[3].remote, "10.60.4.1");
-  EXPECT_EQ(a[2].local, "");           // no route that does not relay through a GPU
+  EXPECT_EQ(a[2].local, "");            // no route that does not relay through a GPU
   EXPECT_EQ(a[2].remote, "10.60.3.1");  // gpu2's end of its widest link (gpu2-gpu3, 50 GB/s)
   EXPECT_NE(a[2].path.find("forwarded"), std::string::npos) << a[2].path;
   std::vector<PeerLinkAddress> c = resolvePeerLinkAddresses(t, 2);

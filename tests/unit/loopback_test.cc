@@ -20,8 +20,8 @@ TEST(Loopback, RingsMeetCloseAndFree) {
   c1.rank = 1;
   c0.nranks = c1.nranks = 2;
   c0.jobId = c1.jobId = harness::newJobId();
-  c0.bufferBytes = 100;  // rounded up to 128
-  c1.bufferBytes = 4096; // the first side decides the capacity
+  c0.bufferBytes = 100;   // rounded up to 128
+  c1.bufferBytes = 4096;  // the first side decides the capacity
   transport::LoopbackTransport t0(c0), t1(c1);
   EXPECT_STREQ(t0.name(), "loopback");
   EXPECT_TRUE(t0.canConnect(1));

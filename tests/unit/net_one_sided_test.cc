@@ -90,7 +90,8 @@ TEST(NetOneSided, PutsLandWithTheirSignalsInOrder) {
   const size_t before = b->registrations();
   for (uint32_t i = 0; i < 4; ++i) {
     uint64_t op = 0;
-    until([&] { return (op = b->put(src.data(), src.size(), r, i * src.size(), i + 1)) != 0; }, p.signals[1]);
+    until([&] { return (op = b->put(src.data(), src.size(), r, i * src.size(), i + 1)) != 0; },
+          p.signals[1]);
     until([&] { return b->done(op); }, p.signals[1]);
   }
   // One registration of the source however often it is put from.

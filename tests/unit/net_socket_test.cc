@@ -58,14 +58,16 @@ TEST(SocketIfname, DefaultPreferenceAndFamily) {
                                 itf("virbr0", "192.168.122.1")};
   EXPECT_EQ(names(selectInterfaces(all, "", AF_UNSPEC)), std::vector<std::string>{"eth0/10.0.0.1"});
   EXPECT_EQ(names(selectInterfaces(all, "", AF_INET6)), std::vector<std::string>{"eth0/fd00::2"});
-  EXPECT_EQ(names(selectInterfaces(all, "=lo", AF_UNSPEC)), std::vector<std::string>{"lo/127.0.0.1"});
+  EXPECT_EQ(names(selectInterfaces(all, "=lo", AF_UNSPEC)),
+            std::vector<std::string>{"lo/127.0.0.1"});
   EXPECT_EQ(names(selectInterfaces(all, "^eth,lo", AF_UNSPEC)),
             (std::vector<std::string>{"docker0/172.17.0.1", "virbr0/192.168.122.1"}));
   std::vector<Interface> dockerOnly = {itf("lo", "127.0.0.1"), itf("docker0", "172.17.0.1")};
   EXPECT_EQ(names(selectInterfaces(dockerOnly, "", AF_UNSPEC)),
             std::vector<std::string>{"docker0/172.17.0.1"});
   std::vector<Interface> loOnly = {itf("lo", "127.0.0.1")};
-  EXPECT_EQ(names(selectInterfaces(loOnly, "", AF_UNSPEC)), std::vector<std::string>{"lo/127.0.0.1"});
+  EXPECT_EQ(names(selectInterfaces(loOnly, "", AF_UNSPEC)),
+            std::vector<std::string>{"lo/127.0.0.1"});
   all.push_back(itf("ib0", "10.1.0.1"));
   EXPECT_EQ(names(selectInterfaces(all, "", AF_UNSPEC)), std::vector<std::string>{"ib0/10.1.0.1"});
   EXPECT_TRUE(selectInterfaces(all, "nosuch", AF_UNSPEC).empty());
@@ -104,7 +106,8 @@ TEST(SocketAddress, ResolveAndFormat) {
     freeaddrinfo(found);
     EXPECT_EQ(addressPort(resolveAddress("localhost:5")), 5);
   } else {
-    std::printf("this machine cannot resolve localhost (no /etc/hosts?): name lookup not checked\n");
+    std::printf(
+        "this machine cannot resolve localhost (no /etc/hosts?): name lookup not checked\n");
   }
   EXPECT_EQ(addressPort(resolveAddress("127.0.0.1", 9)), 9);
   EXPECT_THROW(resolveAddress("127.0.0.1"), Error);  // no port

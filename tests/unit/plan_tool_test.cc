@@ -27,7 +27,9 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
-std::string fixture(const std::string& name) { return std::string(GROVE_TOPO_FIXTURES) + "/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(GROVE_TOPO_FIXTURES) + "/" + name;
+}
 
 ToolRun plan(const std::string& args) {
   // One file per process: ctest runs the PlanTool tests in parallel processes.
@@ -50,16 +52,17 @@ ToolRun plan(const std::string& args) {
 TEST(PlanTool, TextReportOnDgx1V100) {
   const ToolRun r = plan("--file " + fixture("dgx1_v100.json"));
   ASSERT_EQ(r.rc, 0) << r.err;
-  for (const char* want : {"allreduce of 256 MiB over 8 rank(s)", "planning time:", "best rings:",
-                           "NCCL-like rings:", "all-reduce trees:", "link utilisation", "nccl-rings",
-                           "selected (", "upper bound"})
+  for (const char* want :
+       {"allreduce of 256 MiB over 8 rank(s)", "planning time:", "best rings:", "NCCL-like rings:",
+        "all-reduce trees:", "link utilisation", "nccl-rings", "selected (", "upper bound"})
     EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
   const size_t at = r.out.find("planning time:");
   std::printf("dgx1_v100, 8 GPUs: %s\n", r.out.substr(at, r.out.find('\n', at) - at).c_str());
 }
 
 TEST(PlanTool, JsonHasThePlansAndPredictions) {
-  const ToolRun r = plan("--file " + fixture("dgx1_v100.json") + " --gpus 0,3,4,7 --coll broadcast --root 1 --size 64M --json");
+  const ToolRun r = plan("--file " + fixture("dgx1_v100.json") +
+                         " --gpus 0,3,4,7 --coll broadcast --root 1 --size 64M --json");
   ASSERT_EQ(r.rc, 0) << r.err;
   const json::Value v = json::parse(r.out, "grove-plan --json");
   ASSERT_TRUE(v.isObject());
@@ -117,7 +120,8 @@ TEST(PlanTool, ClusterXmlAndReduce) {
   ASSERT_EQ(c.rc, 0) << c.err;
   EXPECT_NE(c.out.find("on 2 machine(s)"), std::string::npos) << c.out;
   EXPECT_NE(c.out.find("hierarchical:"), std::string::npos);
-  const ToolRun x = plan("--file " + fixture("dgx1_v100_nccl.xml") + " --coll reduce --root 3 --size 4M");
+  const ToolRun x =
+      plan("--file " + fixture("dgx1_v100_nccl.xml") + " --coll reduce --root 3 --size 4M");
   ASSERT_EQ(x.rc, 0) << x.err;
   EXPECT_NE(x.out.find("reduce of 4 MiB over 8 rank(s)"), std::string::npos) << x.out;
 }
@@ -136,7 +140,8 @@ TEST(PlanTool, BadInputFailsClearly) {
       {dgx + " --root 8", "root 8 out of range"},
       {dgx + " --gpus 0 ", "at least 2 ranks"},
       {"--file /nonexistent/topo.json", "/nonexistent/topo.json"},
-      {" --file " + fixture("cluster_2x4nic.json") + " --gpus 0,1", "--gpus needs a single-machine topology"},
+      {" --file " + fixture("cluster_2x4nic.json") + " --gpus 0,1",
+       "--gpus needs a single-machine topology"},
       {dgx + " --size", "--size needs a value"},
   };
   for (const auto& c : cases) {

@@ -115,7 +115,8 @@ TEST(PlannerMaxFlow, NicsAndNetworkRules) {
   // a.gpu0 -> b.gpu0: via nic0 (12.5) and via the CPU to nic1 (2); b's NIC takes 20.
   EXPECT_DOUBLE_EQ(maxFlow(p, 0, 2), 14.5);
   EXPECT_DOUBLE_EQ(maxFlow(p, 2, 0), 14.5);
-  EXPECT_DOUBLE_EQ(broadcastBound(p, 2), 14.5);  // b -> a.gpu1: 12.5 via nic1 + 2 via nic0 and the CPU
+  EXPECT_DOUBLE_EQ(broadcastBound(p, 2),
+                   14.5);  // b -> a.gpu1: 12.5 via nic1 + 2 via nic0 and the CPU
   HierPlan h = planHierarchical(p);
   ASSERT_EQ(h.machines.size(), 2u);
   EXPECT_EQ(h.leaders.size(), 2u);  // one channel per NIC of machine a
@@ -145,7 +146,8 @@ TEST(PlannerOracles, ArborescenceAndLp) {
 Graph cluster(int machines) {
   Graph a = topo::loadTopologyFile(std::string(GROVE_TOPO_FIXTURES) + "/dgx_a100.json");
   Graph c;
-  for (int i = 0; i < machines; ++i) c.appendMachine(a, a.machines()[0], "node" + std::to_string(i));
+  for (int i = 0; i < machines; ++i)
+    c.appendMachine(a, a.machines()[0], "node" + std::to_string(i));
   return c;
 }
 
@@ -164,8 +166,9 @@ TEST(PlannerPerformance, EightAndSixtyFourRanks) {
     double targetMs;
   };
   Graph v = topo::loadTopologyFile(std::string(GROVE_TOPO_FIXTURES) + "/dgx1_v100.json");
-  std::vector<Setup> setups = {{"dgx1_v100 x8", topo::placeRanks(v, 8, 0, DeviceKind::kCuda), 100},
-                               {"8 x dgx_a100 (64)", topo::placeRanks(cluster(8), 64, 8, DeviceKind::kCuda), 2000}};
+  std::vector<Setup> setups = {
+      {"dgx1_v100 x8", topo::placeRanks(v, 8, 0, DeviceKind::kCuda), 100},
+      {"8 x dgx_a100 (64)", topo::placeRanks(cluster(8), 64, 8, DeviceKind::kCuda), 2000}};
   for (const Setup& s : setups) {
     PlanGraph g = PlanGraph::fromTopology(s.topo);
     RingPlan rings, nccl;
@@ -177,13 +180,17 @@ TEST(PlannerPerformance, EightAndSixtyFourRanks) {
     double tt = timeMs([&] { rooted = packTrees(g, 0); });
     double ta = timeMs([&] { allred = packAllReduceTrees(g); });
     double th = timeMs([&] { hier = planHierarchical(g); });
-    std::printf("\n%s: graph %.1f ms, rings %.1f ms (%.1f GB/s, %zu rings), nccl-like %.1f ms (%.1f GB/s %s),\n"
-                "  broadcast trees %.1f ms (%.1f of %.1f GB/s, %zu trees, %d rounds),\n"
-                "  all-reduce trees %.1f ms (%.1f of %.1f GB/s, %zu trees, %d rounds), hierarchical %.1f ms "
-                "(%.1f GB/s, %zu channels)\n",
-                s.name.c_str(), tg, tr, rings.rate, rings.rings.size(), tn, nccl.rate, nccl.linkClass.c_str(), tt,
-                rooted.rate, rooted.bound, rooted.trees.size(), rooted.rounds, ta, allred.rate, allred.bound,
-                allred.trees.size(), allred.rounds, th, hier.rate, hier.leaders.size());
+    std::printf(
+        "\n%s: graph %.1f ms, rings %.1f ms (%.1f GB/s, %zu rings), nccl-like %.1f ms (%.1f GB/s "
+        "%s),\n"
+        "  broadcast trees %.1f ms (%.1f of %.1f GB/s, %zu trees, %d rounds),\n"
+        "  all-reduce trees %.1f ms (%.1f of %.1f GB/s, %zu trees, %d rounds), hierarchical %.1f "
+        "ms "
+        "(%.1f GB/s, %zu channels)\n",
+        s.name.c_str(), tg, tr, rings.rate, rings.rings.size(), tn, nccl.rate,
+        nccl.linkClass.c_str(), tt, rooted.rate, rooted.bound, rooted.trees.size(), rooted.rounds,
+        ta, allred.rate, allred.bound, allred.trees.size(), allred.rounds, th, hier.rate,
+        hier.leaders.size());
     for (double t : {tg, tr, tn, tt, ta, th}) EXPECT_LT(t, 10 * s.targetMs) << s.name;
     std::vector<double> lr = linkLoad(g, rooted.trees, false), la = linkLoad(g, allred.trees, true);
     for (size_t l = 0; l < g.links().size(); ++l) {

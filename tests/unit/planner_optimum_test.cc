@@ -51,7 +51,8 @@ std::vector<std::vector<int>> allTrees(int n) {
       int u = stack.back();
       stack.pop_back();
       for (int w : adj[static_cast<size_t>(u)])
-        if (parent[static_cast<size_t>(w)] == -2) parent[static_cast<size_t>(w)] = u, stack.push_back(w);
+        if (parent[static_cast<size_t>(w)] == -2)
+          parent[static_cast<size_t>(w)] = u, stack.push_back(w);
     }
     out.push_back(parent);
     size_t i = 0;  // next code
@@ -140,7 +141,8 @@ TEST(PlannerOptimum, ColumnGenerationMatchesTheLpOverEveryTree) {
       double rate = 0;
       for (const Tree& t : opt.trees) rate += t.rate;
       EXPECT_NEAR(rate, opt.value, 1e-9 * rate);
-      for (size_t l = 0; l < cap.size(); ++l) EXPECT_LE(load[l], cap[l] * (1 + 1e-9)) << "link " << l;
+      for (size_t l = 0; l < cap.size(); ++l)
+        EXPECT_LE(load[l], cap[l] * (1 + 1e-9)) << "link " << l;
     }
   }
 }
@@ -172,8 +174,8 @@ TEST(PlannerOptimum, TreePairsWhereLinksAreOneWay) {
   EXPECT_TRUE(pair);
   const std::vector<double> load = linkLoad(pg, plan.trees, true);
   for (size_t l = 0; l < load.size(); ++l) EXPECT_LE(load[l], pg.links()[l].cap * (1 + 1e-9));
-  std::printf("one-way ring: pairs %.2f GB/s (optimum %.2f, reduce-scatter + all-gather %.2f)\n", plan.rate,
-              plan.optimum, rsag);
+  std::printf("one-way ring: pairs %.2f GB/s (optimum %.2f, reduce-scatter + all-gather %.2f)\n",
+              plan.rate, plan.optimum, rsag);
 }
 
 TEST(PlannerOptimum, ShardCutsWithSharedPorts) {
@@ -189,7 +191,8 @@ TEST(PlannerOptimum, ShardCutsWithSharedPorts) {
   g.addNode(cpu);
   PlanGraphOptions o;
   o.sharedPortBw = 10;
-  const PlanGraph pg = PlanGraph::fromTopology(topo::placeRanks(g, 4, 0, topo::DeviceKind::kHost), o);
+  const PlanGraph pg =
+      PlanGraph::fromTopology(topo::placeRanks(g, 4, 0, topo::DeviceKind::kHost), o);
   const CutBound ag = allGatherBound(pg), rs = reduceScatterBound(pg);
   EXPECT_NEAR(ag.rate, 40.0 / 3, 1e-9);
   EXPECT_NEAR(rs.rate, 40.0 / 3, 1e-9);
@@ -212,13 +215,14 @@ TEST(PlannerOptimum, CertificatesOnTheFixtures) {
   // ring4 (links 25, 25, 50, 25): the trees' optimum 37.5 is above
   // reduce-scatter + all-gather and below every two-way cut; whatever
   // partition the dual gives is a bound, so never below the optimum.
-  const PlanGraph ring = PlanGraph::fromTopology(
-      topo::placeRanksOn(topo::loadTopologyFile(dir + "/ring4_addr.json"), {"gpu0", "gpu1", "gpu2", "gpu3"}));
+  const PlanGraph ring = PlanGraph::fromTopology(topo::placeRanksOn(
+      topo::loadTopologyFile(dir + "/ring4_addr.json"), {"gpu0", "gpu1", "gpu2", "gpu3"}));
   EXPECT_NEAR(allReduceBound(ring), 37.5, 1e-6);
   const PartitionBound part = allReducePartition(ring);
   EXPECT_GE(part.rate, 37.5 * (1 - 1e-9));
   EXPECT_GE(part.parts.size(), 2u);
-  EXPECT_NEAR(1 / (1 / allGatherBound(ring).rate + 1 / reduceScatterBound(ring).rate), 100.0 / 3, 1e-6);
+  EXPECT_NEAR(1 / (1 / allGatherBound(ring).rate + 1 / reduceScatterBound(ring).rate), 100.0 / 3,
+              1e-6);
 }
 
 TEST(PlannerOptimum, PackingsWithinOnePercentOfTheStoredOptimum) {
@@ -234,7 +238,8 @@ TEST(PlannerOptimum, PackingsWithinOnePercentOfTheStoredOptimum) {
   double worstAr = 1, worstBc = 1;
   for (const topo::json::Value& row : rows->items) {
     const std::string name = row.get("topology")->text;
-    if (!graphs.count(name)) graphs.emplace(name, topo::loadTopologyFile(dir + "/" + name + ".json"));
+    if (!graphs.count(name))
+      graphs.emplace(name, topo::loadTopologyFile(dir + "/" + name + ".json"));
     std::vector<std::string> nodes;
     for (const topo::json::Value& v : row.get("nodes")->items) nodes.push_back(v.text);
     SCOPED_TRACE(name + " " + row.get("gpus")->text);
@@ -252,8 +257,8 @@ TEST(PlannerOptimum, PackingsWithinOnePercentOfTheStoredOptimum) {
     worstAr = std::min(worstAr, art.rate / ar);
     worstBc = std::min(worstBc, bct.rate / bc);
   }
-  std::printf("worst packed / optimum: all-reduce %.4f, broadcast %.4f over %zu rows\n", worstAr, worstBc,
-              rows->items.size());
+  std::printf("worst packed / optimum: all-reduce %.4f, broadcast %.4f over %zu rows\n", worstAr,
+              worstBc, rows->items.size());
 }
 
 }  // namespace

@@ -33,8 +33,8 @@ struct Case {
 
 std::vector<Case> allCases() {
   std::vector<Case> cases;
-  for (const char* f : {"dgx1_p100.json", "dgx1_v100.json", "dgx2.json", "dgx_a100.json", "dgx_h100.json",
-                        "pcie_8gpu_2socket.json", "dgx1_v100_nccl.xml"}) {
+  for (const char* f : {"dgx1_p100.json", "dgx1_v100.json", "dgx2.json", "dgx_a100.json",
+                        "dgx_h100.json", "pcie_8gpu_2socket.json", "dgx1_v100_nccl.xml"}) {
     Graph g = fixture(f);
     int gpus = static_cast<int>(g.nodesOfKind(NodeKind::kGpu).size());
     cases.push_back({f, topo::placeRanks(g, gpus, 0, DeviceKind::kCuda)});
@@ -46,7 +46,8 @@ std::vector<Case> allCases() {
   cases.push_back({"dgx1_v100{0,1,5}", onGpus(v, {0, 1, 5})});
   cases.push_back({"dgx1_v100{0,1,4}", onGpus(v, {0, 1, 4})});
   cases.push_back({"dgx1_v100{1,2,5,6}", onGpus(v, {1, 2, 5, 6})});
-  cases.push_back({"cpu_host x4", topo::placeRanks(fixture("cpu_host.json"), 4, 0, DeviceKind::kHost)});
+  cases.push_back(
+      {"cpu_host x4", topo::placeRanks(fixture("cpu_host.json"), 4, 0, DeviceKind::kHost)});
   return cases;
 }
 
@@ -65,10 +66,12 @@ void expectSpanning(const Tree& t, int n, const std::string& what) {
   }
 }
 
-void expectWithinCapacity(const PlanGraph& g, const std::vector<double>& load, const std::string& what) {
+void expectWithinCapacity(const PlanGraph& g, const std::vector<double>& load,
+                          const std::string& what) {
   for (size_t l = 0; l < load.size(); ++l)
     EXPECT_LE(load[l], g.links()[l].cap * (1 + 1e-9))
-        << what << ": link " << g.vertexName(g.links()[l].from) << "->" << g.vertexName(g.links()[l].to);
+        << what << ": link " << g.vertexName(g.links()[l].from) << "->"
+        << g.vertexName(g.links()[l].to);
 }
 
 void expectHamiltonian(const Ring& r, int n, const std::string& what) {
@@ -79,9 +82,9 @@ void expectHamiltonian(const Ring& r, int n, const std::string& what) {
 }
 
 TEST(PlannerFixtures, TreesRingsAndBounds) {
-  std::printf("\n%-22s %5s %8s %8s %6s %8s %8s %8s %6s %8s %8s %8s %-10s %8s %-10s\n", "fixture", "ranks",
-              "bcast", "bcastUB", "trees", "hetero", "allred", "arUB", "trees", "arHet", "rings", "ringsGB", "class",
-              "ncclGB", "ncclClass");
+  std::printf("\n%-22s %5s %8s %8s %6s %8s %8s %8s %6s %8s %8s %8s %-10s %8s %-10s\n", "fixture",
+              "ranks", "bcast", "bcastUB", "trees", "hetero", "allred", "arUB", "trees", "arHet",
+              "rings", "ringsGB", "class", "ncclGB", "ncclClass");
   for (const Case& c : allCases()) {
     SCOPED_TRACE(c.name);
     PlanGraph g = PlanGraph::fromTopology(c.topo);
@@ -119,13 +122,17 @@ TEST(PlannerFixtures, TreesRingsAndBounds) {
     RingPlan nccl = ncclLikeRings(g);
     for (const Ring& r : nccl.rings) expectHamiltonian(r, n, c.name + " nccl rings");
     expectWithinCapacity(g, linkLoad(g, nccl.rings), c.name + " nccl rings");
-    EXPECT_LE(nccl.rate, rings.rate * 1.03 + 1e-9) << "the ring search should not lose to the greedy one";
-    std::printf("%-22s %5d %8.2f %8.2f %6zu %8.2f %8.2f %8.2f %6zu %8.2f %8.2f %8zu %-10s %8.2f %-10s\n",
-                c.name.c_str(), n, bt.rate, bt.bound, bt.trees.size(), ht.rate, at.rate, at.bound, at.trees.size(),
-                ah.rate, rings.rate, rings.rings.size(), rings.linkClass.c_str(), nccl.rate, nccl.linkClass.c_str());
+    EXPECT_LE(nccl.rate, rings.rate * 1.03 + 1e-9)
+        << "the ring search should not lose to the greedy one";
+    std::printf(
+        "%-22s %5d %8.2f %8.2f %6zu %8.2f %8.2f %8.2f %6zu %8.2f %8.2f %8zu %-10s %8.2f %-10s\n",
+        c.name.c_str(), n, bt.rate, bt.bound, bt.trees.size(), ht.rate, at.rate, at.bound,
+        at.trees.size(), ah.rate, rings.rate, rings.rings.size(), rings.linkClass.c_str(),
+        nccl.rate, nccl.linkClass.c_str());
   }
-  std::printf("(GB/s. bcast: broadcast trees from rank 0; allred: all-reduce trees (each edge both ways);\n"
-              " rings: per-link rate of the ring set; UB: max-flow bounds)\n");
+  std::printf(
+      "(GB/s. bcast: broadcast trees from rank 0; allred: all-reduce trees (each edge both ways);\n"
+      " rings: per-link rate of the ring set; UB: max-flow bounds)\n");
 }
 
 TEST(PlannerFixtures, NcclLikeRingsPickOneClass) {
@@ -150,11 +157,13 @@ TEST(PlannerFixtures, NcclLikeRingsPickOneClass) {
   EXPECT_EQ(nr.linkClass, "nvlink");
   EXPECT_NEAR(nr.rate, 50, 1e-6);  // 0->3->7->4 both ways, 3-7 is one NVLink (25 GB/s)
   const double ringAr = sr.rate * 4 / (2.0 * 3);
-  std::printf("\nDGX-1V GPUs {0,3,4,7}: NCCL-like rings %.2f GB/s (%s), searched rings %.2f GB/s (%s),\n"
-              "  broadcast trees %.2f GB/s (bound %.2f) = %.2fx the searched rings;\n"
-              "  all-reduce: trees %.2f GB/s vs searched rings %.2f GB/s algbw (ring rate * n / 2(n-1)) = %.2fx\n",
-              nr.rate, nr.linkClass.c_str(), sr.rate, sr.linkClass.c_str(), bt.rate, bt.bound, bt.rate / sr.rate,
-              at.rate, ringAr, at.rate / ringAr);
+  std::printf(
+      "\nDGX-1V GPUs {0,3,4,7}: NCCL-like rings %.2f GB/s (%s), searched rings %.2f GB/s (%s),\n"
+      "  broadcast trees %.2f GB/s (bound %.2f) = %.2fx the searched rings;\n"
+      "  all-reduce: trees %.2f GB/s vs searched rings %.2f GB/s algbw (ring rate * n / 2(n-1)) = "
+      "%.2fx\n",
+      nr.rate, nr.linkClass.c_str(), sr.rate, sr.linkClass.c_str(), bt.rate, bt.bound,
+      bt.rate / sr.rate, at.rate, ringAr, at.rate / ringAr);
   EXPECT_GT(bt.rate, 1.4 * nr.rate);
 }
 

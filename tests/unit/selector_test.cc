@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/select/algorithm_table.h"
 #include "algorithms/builders/builders.h"
+#include "algorithms/select/algorithm_table.h"
 #include "algorithms/select/selector.h"
 #include "base/config.h"
 #include "base/error.h"
@@ -95,18 +95,25 @@ TEST(Selector, LatencyAlgorithmByTransportAndRanks) {
   Selector sock4(4, TransportKind::kSocket, cfg());
   EXPECT_EQ(sock4.select(Coll::kAllGather, 64 << 10).algo, Algo::kDoubling);
   EXPECT_EQ(sock4.select(Coll::kBroadcast, 8).algo, Algo::kRing) << "the chain pipelines";
-  EXPECT_EQ(Selector(2, TransportKind::kSocket, cfg()).select(Coll::kBroadcast, 8).algo, Algo::kDirect);
+  EXPECT_EQ(Selector(2, TransportKind::kSocket, cfg()).select(Coll::kBroadcast, 8).algo,
+            Algo::kDirect);
   Selector sock8(8, TransportKind::kSocket, cfg());
   EXPECT_EQ(sock8.select(Coll::kBroadcast, 64 << 10).algo, Algo::kDoubling) << "the binomial tree";
   EXPECT_EQ(sock8.select(Coll::kBroadcast, (64 << 10) + 1).algo, Algo::kRing);
-  EXPECT_EQ(Selector(4, TransportKind::kSocket, cfg("broadcast:^ring")).select(Coll::kBroadcast, 8).algo,
-            Algo::kDoubling);
+  EXPECT_EQ(
+      Selector(4, TransportKind::kSocket, cfg("broadcast:^ring")).select(Coll::kBroadcast, 8).algo,
+      Algo::kDoubling);
   EXPECT_EQ(shm8.select(Coll::kBroadcast, 8).algo, Algo::kDirect);
-  EXPECT_EQ(Selector(4, TransportKind::kCuda, cfg()).select(Coll::kAllReduce, 8).algo, Algo::kDirect);
-  // Excluding doubling leaves direct below the threshold; naming it alone keeps it at every size.
-  EXPECT_EQ(Selector(4, TransportKind::kSocket, cfg("allreduce:^doubling")).select(Coll::kAllReduce, 8).algo,
+  EXPECT_EQ(Selector(4, TransportKind::kCuda, cfg()).select(Coll::kAllReduce, 8).algo,
             Algo::kDirect);
-  EXPECT_EQ(Selector(4, TransportKind::kShm, cfg("allgather:doubling")).select(Coll::kAllGather, 1 << 30).algo,
+  // Excluding doubling leaves direct below the threshold; naming it alone keeps it at every size.
+  EXPECT_EQ(Selector(4, TransportKind::kSocket, cfg("allreduce:^doubling"))
+                .select(Coll::kAllReduce, 8)
+                .algo,
+            Algo::kDirect);
+  EXPECT_EQ(Selector(4, TransportKind::kShm, cfg("allgather:doubling"))
+                .select(Coll::kAllGather, 1 << 30)
+                .algo,
             Algo::kDoubling);
   // Halving-doubling over sockets: a power-of-two count of at least 4 ranks, 256 KiB..16 MiB.
   EXPECT_EQ(sock4.select(Coll::kAllReduce, 256 << 10).algo, Algo::kRing);
@@ -121,18 +128,21 @@ TEST(Selector, LatencyAlgorithmByTransportAndRanks) {
   EXPECT_EQ(Selector(4, TransportKind::kShm, cfg()).select(Coll::kAllReduce, 2 << 20).algo,
             Algo::kRing);
   EXPECT_EQ(Selector(4, TransportKind::kSocket, cfg("allreduce:ring,doubling"))
-                .select(Coll::kAllReduce, 2 << 20).algo,
+                .select(Coll::kAllReduce, 2 << 20)
+                .algo,
             Algo::kRing);
-  EXPECT_EQ(Selector(4, TransportKind::kShm, cfg("allreduce:halving")).select(Coll::kAllReduce, 8).algo,
-            Algo::kHalving);
+  EXPECT_EQ(
+      Selector(4, TransportKind::kShm, cfg("allreduce:halving")).select(Coll::kAllReduce, 8).algo,
+      Algo::kHalving);
   bool listed = false;
   for (const std::string& line : sock4.describeTable())
     listed |= line.find("allgather      doubling <= 65536 B < ring") != std::string::npos;
   EXPECT_TRUE(listed);
   bool band = false;
   for (const std::string& line : sock4.describeTable())
-    band |= line.find("allreduce      doubling <= 65536 B < ring <= 262144 B < halving <= "
-                      "16777216 B < ring") != std::string::npos;
+    band |= line.find(
+                "allreduce      doubling <= 65536 B < ring <= 262144 B < halving <= "
+                "16777216 B < ring") != std::string::npos;
   EXPECT_TRUE(band);
   bool chain = false;
   for (const std::string& line : sock4.describeTable())
@@ -293,8 +303,6 @@ TEST(Selector, EagerOnlyOverSharedMemoryForSmallBlocks) {
   EXPECT_EQ(lines[1].find("eager"), std::string::npos) << lines[1];
   EXPECT_NE(lines[2].find("eager <= 8192 B/block < direct"), std::string::npos) << lines[2];
 }
-
-
 
 // The algorithm table is what every reader iterates: rows in Algo order,
 // names that parse back, builders only where the row says it runs.

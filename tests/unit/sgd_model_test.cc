@@ -143,7 +143,9 @@ TEST(SgdOptions, ParsesAndRejects) {
   TrainerOptions o;
   std::string err;
   ASSERT_TRUE(parse({"--batch", "64", "--lr=0.5", "--loss", "mse", "--data", "integer",
-                     "--no-overlap", "--check", "--layers", "3"}, &o, &err)) << err;
+                     "--no-overlap", "--check", "--layers", "3"},
+                    &o, &err))
+      << err;
   EXPECT_EQ(o.batch, 64);
   EXPECT_EQ(o.lr, 0.5f);
   EXPECT_EQ(o.loss, Loss::kMse);

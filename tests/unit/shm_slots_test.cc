@@ -216,11 +216,13 @@ TEST_F(ShmSlotsTest, KilledPeerEndsAcquireAndPollWithRemoteError) {
   };
   size_t n = 0;
   expectDeath([&] { return sr.from[0]->poll(&n) != nullptr; }, "poll");
-  expectDeath([&] {  // two slots fill; the third message waits for a dead reader
-    void* p = sr.to[0]->acquire();
-    if (p != nullptr) sr.to[0]->post(1);
-    return false;
-  }, "acquire");
+  expectDeath(
+      [&] {  // two slots fill; the third message waits for a dead reader
+        void* p = sr.to[0]->acquire();
+        if (p != nullptr) sr.to[0]->post(1);
+        return false;
+      },
+      "acquire");
   EXPECT_EQ(harness::waitExit(child), 128 + SIGKILL);
 }
 

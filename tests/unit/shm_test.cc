@@ -85,8 +85,10 @@ void pump(std::vector<Stream>& streams, const WaitContext& wc) {
       moved = true;
     }
     if (!left) return;
-    if (moved) w.progressed();
-    else w.wait();
+    if (moved)
+      w.progressed();
+    else
+      w.wait();
   }
 }
 
@@ -139,9 +141,11 @@ std::vector<RankLinks> mesh(int n, int nch, size_t buf, const std::string& job,
 std::vector<Stream> streamsOf(RankLinks& rl, int rank, uint64_t bytes) {
   std::vector<Stream> s;
   for (size_t i = 0; i < rl.sends.size(); ++i)
-    s.push_back({rl.sends[i].get(), nullptr, rank, rl.sendKeys[i].peer, rl.sendKeys[i].channel, bytes});
+    s.push_back(
+        {rl.sends[i].get(), nullptr, rank, rl.sendKeys[i].peer, rl.sendKeys[i].channel, bytes});
   for (size_t i = 0; i < rl.recvs.size(); ++i)
-    s.push_back({nullptr, rl.recvs[i].get(), rl.recvKeys[i].peer, rank, rl.recvKeys[i].channel, bytes});
+    s.push_back(
+        {nullptr, rl.recvs[i].get(), rl.recvKeys[i].peer, rank, rl.recvKeys[i].channel, bytes});
   return s;
 }
 
@@ -149,7 +153,8 @@ void exchange(std::vector<RankLinks>& ranks, uint64_t bytes, const WaitContext& 
   onRanks(static_cast<int>(ranks.size()), [&](int r) {
     auto s = streamsOf(ranks[r], r, bytes);
     pump(s, wc);
-    for (const Stream& st : s) EXPECT_EQ(st.wrong, 0u) << st.src << "->" << st.dst << " ch " << st.ch;
+    for (const Stream& st : s)
+      EXPECT_EQ(st.wrong, 0u) << st.src << "->" << st.dst << " ch " << st.ch;
   });
 }
 
@@ -282,13 +287,20 @@ TEST_F(ShmTest, StaleSegmentsOfACrashedJobAreReplaced) {
   std::string p1 = dir_ + "/" + ShmTransport::segmentName(job, 0, 1, 1);
   // A ready-looking segment made by another (dead) process, and pure junk.
   writeFakeSegment(p0, shm::kShmDataOffset + 4096, goodHeader(0, 1, 0, 4096, 0x7ffffff0), true);
-  { std::string junk(100, 'x'); FILE* f = fopen(p1.c_str(), "w"); fwrite(junk.data(), 1, 100, f); fclose(f); }
+  {
+    std::string junk(100, 'x');
+    FILE* f = fopen(p1.c_str(), "w");
+    fwrite(junk.data(), 1, 100, f);
+    fclose(f);
+  }
   ASSERT_EQ(leftovers(dir_, job), 2);
   std::vector<RankLinks> ranks(2);
   for (int r = 0; r < 2; ++r) {
     ranks[r].transport = std::make_unique<ShmTransport>(makeContext(r, 2, job, 4096, wc_));
-    if (r == 0) ranks[r].sendKeys = {{1, 0}, {1, 1}};
-    else ranks[r].recvKeys = {{0, 0}, {0, 1}};
+    if (r == 0)
+      ranks[r].sendKeys = {{1, 0}, {1, 1}};
+    else
+      ranks[r].recvKeys = {{0, 0}, {0, 1}};
   }
   onRanks(2, [&](int r) {
     // The sender starts first and must wait past the stale files, not take them.
@@ -321,7 +333,8 @@ TEST_F(ShmTest, WrongOrShortSegmentsGiveClearErrors) {
 
   Error missing = sendAlone(job, quick);
   EXPECT_EQ(missing.code(), groveRemoteError);
-  EXPECT_NE(std::string(missing.what()).find("does not exist yet"), std::string::npos) << missing.what();
+  EXPECT_NE(std::string(missing.what()).find("does not exist yet"), std::string::npos)
+      << missing.what();
 
   writeFakeSegment(path, shm::kShmDataOffset + 512, goodHeader(0, 1, 0, 1 << 20, getpid()), true);
   Error shortSeg = sendAlone(job, quick);
@@ -333,12 +346,14 @@ TEST_F(ShmTest, WrongOrShortSegmentsGiveClearErrors) {
   writeFakeSegment(path, shm::kShmDataOffset + 4096, h, true);
   Error version = sendAlone(job, quick);
   EXPECT_EQ(version.code(), groveSystemError);
-  EXPECT_NE(std::string(version.what()).find("layout version 99"), std::string::npos) << version.what();
+  EXPECT_NE(std::string(version.what()).find("layout version 99"), std::string::npos)
+      << version.what();
 
   writeFakeSegment(path, shm::kShmDataOffset + 4096, goodHeader(0, 1, 5, 4096, getpid()), true);
   Error wrongLink = sendAlone(job, quick);
   EXPECT_EQ(wrongLink.code(), groveSystemError);
-  EXPECT_NE(std::string(wrongLink.what()).find("not this one"), std::string::npos) << wrongLink.what();
+  EXPECT_NE(std::string(wrongLink.what()).find("not this one"), std::string::npos)
+      << wrongLink.what();
 
   h = goodHeader(0, 1, 0, 4096, getpid());
   h.magic = 42;
@@ -372,8 +387,10 @@ TEST_F(ShmTest, SenderNoticesAClosedReceiver) {
     for (;;) {
       void* p;
       size_t n = ranks[0].sends[0]->reserve(&p);
-      if (n > 0) ranks[0].sends[0]->commit(n);
-      else w.wait();
+      if (n > 0)
+        ranks[0].sends[0]->commit(n);
+      else
+        w.wait();
     }
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), groveRemoteError);
@@ -462,13 +479,20 @@ TEST_F(ShmTest, KilledChildEndsPeekAndReserveWithRemoteError) {
       EXPECT_LT(sec, 2.0) << what;
     }
   };
-  expectDeath([&] { const void* p; return rl.recvs[0]->peek(&p); }, "peek");
-  expectDeath([&] {
-    void* p;
-    size_t n = rl.sends[0]->reserve(&p);
-    if (n > 0) rl.sends[0]->commit(n);
-    return n;
-  }, "reserve");
+  expectDeath(
+      [&] {
+        const void* p;
+        return rl.recvs[0]->peek(&p);
+      },
+      "peek");
+  expectDeath(
+      [&] {
+        void* p;
+        size_t n = rl.sends[0]->reserve(&p);
+        if (n > 0) rl.sends[0]->commit(n);
+        return n;
+      },
+      "reserve");
   EXPECT_EQ(waitExit(child), 128 + SIGKILL);
   rl = RankLinks();
   EXPECT_EQ(leftovers(dir_, job), 0);

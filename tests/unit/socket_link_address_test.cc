@@ -3,8 +3,8 @@
 // address to bind and a remote one to connect to, all in 127/8 (on lo, so no
 // privileges needed). getsockname/getpeername on both ends must show those
 // addresses, and bytes must still flow.
-#include <gtest/gtest.h>
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 
 #include <cstring>
 #include <functional>
@@ -42,8 +42,7 @@ struct LinkJob {
   explicit LinkJob(bool withLocal) : signals(kRanks) {
     std::vector<std::unique_ptr<SocketListener>> listeners;
     for (int r = 0; r < kRanks; ++r)
-      listeners.push_back(
-          std::make_unique<SocketListener>(ip("0.0.0.0"), ip("127.0.0.1")));
+      listeners.push_back(std::make_unique<SocketListener>(ip("0.0.0.0"), ip("127.0.0.1")));
     std::vector<PeerInfo> peers(kRanks);
     std::vector<Address> addrs;
     for (int r = 0; r < kRanks; ++r) {

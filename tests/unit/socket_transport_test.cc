@@ -50,7 +50,9 @@ struct Job {
 
 void runRanks(int n, const std::function<void(int)>& fn) { harness::runThreads(n, fn); }
 
-uint8_t pattern(int src, uint64_t i) { return static_cast<uint8_t>(i * 131 + src * 17 + (i >> 12)); }
+uint8_t pattern(int src, uint64_t i) {
+  return static_cast<uint8_t>(i * 131 + src * 17 + (i >> 12));
+}
 
 /// Sends `total` bytes on `send` while receiving `total` from `recv`, round-robin.
 void pump(SendHalf& send, RecvHalf& recv, int me, int peer, uint64_t total) {
@@ -219,12 +221,17 @@ TEST(SocketTransport, StrangersAreRefusedAndWaitsEnd) {
   // Strangers (garbage, then a hello with a wrong secret) are dropped; the real link still arrives.
   net::Fd junk = net::connectUntil(unpackSocketAddress(job.addrs[0]), net::Deadline::in(5));
   char garbage[48] = "GET / HTTP/1.0\r\n\r\n";  // at least one hello long
-  ASSERT_EQ(net::sendAll(junk.get(), garbage, sizeof(garbage), net::Deadline::in(5)), net::IoResult::kOk);
+  ASSERT_EQ(net::sendAll(junk.get(), garbage, sizeof(garbage), net::Deadline::in(5)),
+            net::IoResult::kOk);
   net::Fd liar = net::connectUntil(unpackSocketAddress(job.addrs[0]), net::Deadline::in(5));
   // A well-formed hello (version 3) whose mac is not made with the job's secret.
-  struct { uint64_t magic, mac, nonce; int32_t src, dst, channel; uint32_t version, route, reserved; } hello = {
-      0x47524f56534f434bull, kSecret, 7, 1, 0, 0, 3, 0, 0};
-  ASSERT_EQ(net::sendAll(liar.get(), &hello, sizeof(hello), net::Deadline::in(5)), net::IoResult::kOk);
+  struct {
+    uint64_t magic, mac, nonce;
+    int32_t src, dst, channel;
+    uint32_t version, route, reserved;
+  } hello = {0x47524f56534f434bull, kSecret, 7, 1, 0, 0, 3, 0, 0};
+  ASSERT_EQ(net::sendAll(liar.get(), &hello, sizeof(hello), net::Deadline::in(5)),
+            net::IoResult::kOk);
   runRanks(2, [&](int r) {
     std::vector<std::unique_ptr<SendHalf>> sends;
     std::vector<std::unique_ptr<RecvHalf>> recvs;

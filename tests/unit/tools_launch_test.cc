@@ -62,9 +62,9 @@ TEST(GroveLaunch, SetsRankEnvironment) {
       "-n 3 -- sh -c 'echo $GROVE_RANK $GROVE_NRANKS $GROVE_LOCAL_RANK $RANK $WORLD_SIZE "
       "$LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR'");
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(lines(r.out), (std::vector<std::string>{"0 3 0 0 3 0 3 127.0.0.1",
-                                                    "1 3 1 1 3 1 3 127.0.0.1",
-                                                    "2 3 2 2 3 2 3 127.0.0.1"}));
+  EXPECT_EQ(lines(r.out),
+            (std::vector<std::string>{"0 3 0 0 3 0 3 127.0.0.1", "1 3 1 1 3 1 3 127.0.0.1",
+                                      "2 3 2 2 3 2 3 127.0.0.1"}));
 }
 
 // Every rank of a job gets the same secret, 128 random bits that differ from
@@ -132,8 +132,8 @@ TEST(GroveLaunch, PropagatesTheFailingRanksExitCode) {
 }
 
 TEST(GroveLaunch, HangingRankIsKilledAfterTheGracePeriod) {
-  RunResult r = launch(
-      "-n 3 --grace 1 -- sh -c 'if [ $GROVE_RANK = 2 ]; then exit 5; fi; exec sleep 60'");
+  RunResult r =
+      launch("-n 3 --grace 1 -- sh -c 'if [ $GROVE_RANK = 2 ]; then exit 5; fi; exec sleep 60'");
   EXPECT_EQ(r.status, 5) << r.err;
   EXPECT_LT(r.seconds, 15.0);
   EXPECT_NE(r.err.find("grace period over"), std::string::npos) << r.err;
@@ -195,9 +195,9 @@ TEST(GroveLaunch, BindsRanksToCpus) {
 }
 
 TEST(GroveLaunch, UsageErrors) {
-  EXPECT_EQ(launch("-- true").status, 2);           // no -n
-  EXPECT_EQ(launch("-n 2").status, 2);              // no command
-  EXPECT_EQ(launch("-n 0 true").status, 2);         // bad count
+  EXPECT_EQ(launch("-- true").status, 2);    // no -n
+  EXPECT_EQ(launch("-n 2").status, 2);       // no command
+  EXPECT_EQ(launch("-n 0 true").status, 2);  // bad count
   EXPECT_EQ(launch("-n two true").status, 2);
   EXPECT_EQ(launch("-n 2 --bogus true").status, 2);
   EXPECT_EQ(launch("-n 2 --bind numa true").status, 2);

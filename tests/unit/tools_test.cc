@@ -50,9 +50,9 @@ TEST(PerfArgs, DefaultsMatchNcclTests) {
 TEST(PerfArgs, EveryFlag) {
   PerfArgs a;
   std::string err;
-  ASSERT_EQ(parse({"-b", "8", "-e", "8M", "-f", "4", "-n", "7", "-w", "2", "-c", "0", "-o",
-                   "max", "-d", "bfloat16", "-r", "3", "-t", "2", "-g", "1", "-z", "0", "-a",
-                   "3", "-m", "4", "-p", "1", "-T", "9", "-C", "1", "-i", "1K"},
+  ASSERT_EQ(parse({"-b", "8",   "-e", "8M",       "-f", "4", "-n", "7", "-w", "2", "-c", "0",
+                   "-o", "max", "-d", "bfloat16", "-r", "3", "-t", "2", "-g", "1", "-z", "0",
+                   "-a", "3",   "-m", "4",        "-p", "1", "-T", "9", "-C", "1", "-i", "1K"},
                   &a, &err),
             ParseStatus::kRun)
       << err;
@@ -157,7 +157,8 @@ TEST(Report, Layout) {
   EXPECT_EQ(formatRowParams(8, 2, "float", "sum", -1),
             "           8             2     float     sum      -1");
   EXPECT_NE(formatColumnHeader("time").find("#wrong"), std::string::npos);
-  EXPECT_EQ(formatSummary(0, 1.5), "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 1.5 \n#\n");
+  EXPECT_EQ(formatSummary(0, 1.5),
+            "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 1.5 \n#\n");
   EXPECT_NE(formatResult(5, 1, 2, -1).find("N/A"), std::string::npos);
 }
 
@@ -289,8 +290,10 @@ size_t simulateAndCount(const DataSpec& s, size_t count, bool inPlace, bool reve
     prepareData(s, r, c, inPlace, b[r].send.data(), b[r].recv.data(), b[r].expected.data());
     // A device run copies only preparedRecvBytes of recv: the rest must not matter.
     const size_t prepared = preparedRecvBytes(s, r, c, inPlace);
-    if (prepared > bytes) ADD_FAILURE() << "preparedRecvBytes " << prepared << " > " << bytes;
-    else std::fill(b[r].recv.begin() + static_cast<ptrdiff_t>(prepared), b[r].recv.end(), 0x77);
+    if (prepared > bytes)
+      ADD_FAILURE() << "preparedRecvBytes " << prepared << " > " << bytes;
+    else
+      std::fill(b[r].recv.begin() + static_cast<ptrdiff_t>(prepared), b[r].recv.end(), 0x77);
   }
   std::vector<std::vector<char>> ins(n);  // snapshot: outputs may alias inputs
   for (int r = 0; r < n; ++r) {
@@ -308,7 +311,8 @@ size_t simulateAndCount(const DataSpec& s, size_t count, bool inPlace, bool reve
         for (size_t i = 0; i < per; ++i) reduceAt(s, ins, i, out, i, reverse);
         break;
       case CollKind::kReduce:
-        if (r == s.root) for (size_t i = 0; i < per; ++i) reduceAt(s, ins, i, out, i, reverse);
+        if (r == s.root)
+          for (size_t i = 0; i < per; ++i) reduceAt(s, ins, i, out, i, reverse);
         break;
       case CollKind::kReduceScatter:
         for (size_t i = 0; i < per; ++i) reduceAt(s, ins, r * per + i, out, i, reverse);
@@ -335,9 +339,9 @@ size_t simulateAndCount(const DataSpec& s, size_t count, bool inPlace, bool reve
 }
 
 TEST(Verify, ExpectedDataIsExactForEveryCollectiveOpTypeAndRankCount) {
-  const CollKind kinds[] = {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kBroadcast,
+  const CollKind kinds[] = {CollKind::kAllReduce, CollKind::kAllGather,     CollKind::kBroadcast,
                             CollKind::kReduce,    CollKind::kReduceScatter, CollKind::kGather,
-                            CollKind::kScatter,   CollKind::kAlltoAll,  CollKind::kSendRecv};
+                            CollKind::kScatter,   CollKind::kAlltoAll,      CollKind::kSendRecv};
   for (CollKind kind : kinds)
     for (int n : {1, 2, 3, 4, 7, 8, 16, 40}) {
       const size_t count = 12 * static_cast<size_t>(n) + 5;
@@ -346,8 +350,8 @@ TEST(Verify, ExpectedDataIsExactForEveryCollectiveOpTypeAndRankCount) {
           for (int root : collHasRoot(kind) ? std::vector<int>{0, n - 1} : std::vector<int>{0})
             for (bool inPlace : {false, true}) {
               if (inPlace && !collHasInPlace(kind)) continue;
-              DataSpec s{kind, static_cast<groveRedOp_t>(op), static_cast<groveDataType_t>(t),
-                         root, n};
+              DataSpec s{kind, static_cast<groveRedOp_t>(op), static_cast<groveDataType_t>(t), root,
+                         n};
               for (bool reverse : {false, true})
                 ASSERT_EQ(simulateAndCount(s, count, inPlace, reverse), 0u)
                     << collName(kind) << " n=" << n << " " << dtypeName(s.type) << " "

@@ -16,7 +16,9 @@
 namespace grove::topo {
 namespace {
 
-std::string fixturePath(const std::string& name) { return std::string(GROVE_TOPO_FIXTURES) + "/" + name; }
+std::string fixturePath(const std::string& name) {
+  return std::string(GROVE_TOPO_FIXTURES) + "/" + name;
+}
 
 // The message of the grove::Error `fn` throws ("" when it does not throw).
 template <typename Fn>
@@ -35,7 +37,8 @@ TEST(TopologyFiles, JsonRoundTripEveryFixture) {
   int n = 0;
   while (dirent* e = readdir(d)) {
     std::string name = e->d_name;
-    if (name.size() < 5 || (name.substr(name.size() - 5) != ".json" && name.substr(name.size() - 4) != ".xml"))
+    if (name.size() < 5 ||
+        (name.substr(name.size() - 5) != ".json" && name.substr(name.size() - 4) != ".xml"))
       continue;
     Graph g = loadTopologyFile(fixturePath(name));
     Graph back = fromJson(toJson(g), "dump of " + name);
@@ -102,12 +105,15 @@ TEST(TopologyFiles, NcclXmlNvSwitchAndPcieGen) {
 }
 
 TEST(TopologyFiles, XmlErrorsNameLineAndElement) {
-  std::string e = errorOf([] { fromNcclXml("<system>\n  <cpu numaid=\"0\">\n  </pci>\n</system>\n", "bad.xml", "h"); });
+  std::string e = errorOf(
+      [] { fromNcclXml("<system>\n  <cpu numaid=\"0\">\n  </pci>\n</system>\n", "bad.xml", "h"); });
   EXPECT_NE(e.find("bad.xml:3"), std::string::npos) << e;
   EXPECT_NE(e.find("</pci>"), std::string::npos) << e;
   e = errorOf([] {
-    fromNcclXml("<system>\n<cpu numaid=\"0\">\n<pci busid=\"0000:01:00.0\">\n<gpu sm=\"70\"/>\n</pci>\n</cpu>\n</system>",
-                "nodev.xml", "h");
+    fromNcclXml(
+        "<system>\n<cpu numaid=\"0\">\n<pci busid=\"0000:01:00.0\">\n<gpu "
+        "sm=\"70\"/>\n</pci>\n</cpu>\n</system>",
+        "nodev.xml", "h");
   });
   EXPECT_NE(e.find("nodev.xml:4: <gpu>: missing attribute 'dev'"), std::string::npos) << e;
   e = errorOf([] { fromNcclXml("<system><cpu numaid=\"0\">", "cut.xml", "h"); });
@@ -120,19 +126,29 @@ TEST(TopologyFiles, XmlErrorsNameLineAndElement) {
 }
 
 TEST(TopologyFiles, JsonErrorsNameLineAndElement) {
-  std::string e = errorOf([] { fromJson("{\n \"machines\": [\n  {\"host\": \"h\", \"nodes\": [\n   {\"name\": \"g\", \"kind\": \"gpuu\"}\n]}]}", "k.json"); });
-  EXPECT_NE(e.find("k.json:4: machine 'h': node 'g': unknown node kind 'gpuu'"), std::string::npos) << e;
+  std::string e = errorOf([] {
+    fromJson(
+        "{\n \"machines\": [\n  {\"host\": \"h\", \"nodes\": [\n   {\"name\": \"g\", \"kind\": "
+        "\"gpuu\"}\n]}]}",
+        "k.json");
+  });
+  EXPECT_NE(e.find("k.json:4: machine 'h': node 'g': unknown node kind 'gpuu'"), std::string::npos)
+      << e;
   e = errorOf([] {
-    fromJson("{\"machines\": [{\"host\": \"h\", \"nodes\": [{\"name\": \"a\", \"kind\": \"cpu\"}],\n"
-             "\"links\": [{\"a\": \"a\", \"b\": \"zz\", \"kind\": \"pcie\"}]}]}", "l.json");
+    fromJson(
+        "{\"machines\": [{\"host\": \"h\", \"nodes\": [{\"name\": \"a\", \"kind\": \"cpu\"}],\n"
+        "\"links\": [{\"a\": \"a\", \"b\": \"zz\", \"kind\": \"pcie\"}]}]}",
+        "l.json");
   });
   EXPECT_NE(e.find("l.json:2: machine 'h': unknown node 'zz'"), std::string::npos) << e;
   e = errorOf([] { fromJson("{\"machines\": [\n{\"host\": \"h\",,}]}", "s.json"); });
   EXPECT_NE(e.find("s.json:2"), std::string::npos) << e;
   e = errorOf([] {
-    fromJson("{\"machines\": [{\"host\": \"h\", \"nodes\": [{\"name\": \"a\", \"kind\": \"cpu\"},"
-             "{\"name\": \"b\", \"kind\": \"cpu\"}], \"links\": [{\"a\": \"a\", \"b\": \"b\", \"kind\": \"smp\"}]}]}",
-             "bw.json");
+    fromJson(
+        "{\"machines\": [{\"host\": \"h\", \"nodes\": [{\"name\": \"a\", \"kind\": \"cpu\"},"
+        "{\"name\": \"b\", \"kind\": \"cpu\"}], \"links\": [{\"a\": \"a\", \"b\": \"b\", \"kind\": "
+        "\"smp\"}]}]}",
+        "bw.json");
   });
   EXPECT_NE(e.find("link a <-> b: a smp link needs \"bw\""), std::string::npos) << e;
   e = errorOf([] { fromJson("{\"grove_topology\": 2, \"machines\": []}", "v.json"); });
@@ -146,8 +162,11 @@ TEST(TopologyFiles, JsonErrorsNameLineAndElement) {
 TEST(TopologyFiles, JsonNumbersOutOfRangeAreRefused) {
   auto doc = [](const std::string& node, const std::string& link) {
     return "{\"machines\": [{\"host\": \"h\", \"nodes\": [{\"name\": \"a\", \"kind\": "
-           "\"cpu\"" + node + "}, {\"name\": \"g\", \"kind\": \"gpu\"}], \"links\": [{\"a\": "
-           "\"a\", \"b\": \"g\", \"kind\": \"pcie\"" + link + "}]}]}";
+           "\"cpu\"" +
+           node +
+           "}, {\"name\": \"g\", \"kind\": \"gpu\"}], \"links\": [{\"a\": "
+           "\"a\", \"b\": \"g\", \"kind\": \"pcie\"" +
+           link + "}]}]}";
   };
   const std::pair<std::string, std::string> bad[] = {
       {doc(", \"index\": 4e88", ""), "\"index\" must be a whole number"},
@@ -182,7 +201,9 @@ TEST(TopologyFiles, OverrideEditsDetectedGraph) {
   EXPECT_DOUBLE_EQ(bottleneckBw(g, g.find(m, "cpu0"), g.find(m, "cpu1")), 5);
   EXPECT_DOUBLE_EQ(bottleneckBw(g, g.find(m, "gpu0"), g.find(m, "gpu1")), 50);
   std::string e = errorOf([&] {
-    applyJson(g, R"({"override": true, "machines": [{"nodes": [{"name": "gpu42", "remove": true}]}]})", "r.json");
+    applyJson(g,
+              R"({"override": true, "machines": [{"nodes": [{"name": "gpu42", "remove": true}]}]})",
+              "r.json");
   });
   EXPECT_NE(e.find("node 'gpu42': there is no such node to remove"), std::string::npos) << e;
 }
@@ -261,7 +282,8 @@ TEST(TopologyComm, ExchangeOverAllGatherAndEmulatedCluster) {
     for (int r = 0; r < n; ++r) {
       if (round == 0) {
         uint64_t s = blobs[r].size();
-        out.insert(out.end(), reinterpret_cast<uint8_t*>(&s), reinterpret_cast<uint8_t*>(&s) + sizeof(s));
+        out.insert(out.end(), reinterpret_cast<uint8_t*>(&s),
+                   reinterpret_cast<uint8_t*>(&s) + sizeof(s));
       } else {
         std::string padded = blobs[r];
         padded.resize(bytes, '\0');

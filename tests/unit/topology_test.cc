@@ -81,10 +81,10 @@ TEST(TopologyFixtures, Dgx1P100) {
       if (g.links()[li].kind == LinkKind::kNvLink) links += g.links()[li].count;
     EXPECT_EQ(links, 4) << g.node(gpu).name;
   }
-  EXPECT_DOUBLE_EQ(bw(g, "gpu0", "gpu1"), 20);   // one NVLink 1
+  EXPECT_DOUBLE_EQ(bw(g, "gpu0", "gpu1"), 20);  // one NVLink 1
   EXPECT_DOUBLE_EQ(bw(g, "gpu0", "gpu4"), 20);
   EXPECT_EQ(cls(g, "gpu0", "gpu5"), PathType::kSys);  // no NVLink, other socket
-  EXPECT_NEAR(bw(g, "gpu0", "gpu5"), 15.76, 1e-9);     // PCIe, then 38.4 GB/s QPI
+  EXPECT_NEAR(bw(g, "gpu0", "gpu5"), 15.76, 1e-9);    // PCIe, then 38.4 GB/s QPI
 }
 
 TEST(TopologyFixtures, Dgx1V100DoubledPairs) {
@@ -133,7 +133,8 @@ TEST(TopologyFixtures, DgxA100AndH100) {
   EXPECT_EQ(count(a, NodeKind::kGpu), 8u);
   EXPECT_EQ(count(a, NodeKind::kNic), 8u);
   EXPECT_DOUBLE_EQ(bw(a, "gpu0", "gpu7"), 300);
-  EXPECT_DOUBLE_EQ(bw(a, "gpu0", "nic0"), pcieBw(4, 16));  // GPU -> NIC is PCIe; the wire is beyond it
+  EXPECT_DOUBLE_EQ(bw(a, "gpu0", "nic0"),
+                   pcieBw(4, 16));  // GPU -> NIC is PCIe; the wire is beyond it
   EXPECT_EQ(cls(a, "gpu0", "nic1"), PathType::kPix);
   Graph h = fixture("dgx_h100.json");
   EXPECT_DOUBLE_EQ(bw(h, "gpu3", "gpu4"), 450);  // 18 links x 25 GB/s
@@ -176,7 +177,8 @@ TEST(TopologyFixtures, TwoMachineCluster) {
   EXPECT_EQ(p.type, PathType::kNet);
   EXPECT_DOUBLE_EQ(p.bottleneck, 25);  // one 200 Gb/s NIC on each side
   // Inside a machine the network is never a shortcut.
-  EXPECT_EQ(classify(g, g.findQualified("node0/gpu0"), g.findQualified("node0/nic3")), PathType::kSys);
+  EXPECT_EQ(classify(g, g.findQualified("node0/gpu0"), g.findQualified("node0/nic3")),
+            PathType::kSys);
   for (int m = 0; m < 2; ++m)
     for (int i = 0; i < 8; ++i) {
       std::string host = "node" + std::to_string(m);

@@ -55,8 +55,10 @@ struct Job {
     }
     for (int a = 0; a < n; ++a)
       for (int b = 0; b < n; ++b)
-        if (a != b && !e.canConnect({peers[a], peers[a].addresses[slot]}, {peers[b], peers[b].addresses[slot]}))
-          throw std::runtime_error(name + ": rank " + std::to_string(a) + " cannot reach " + std::to_string(b));
+        if (a != b && !e.canConnect({peers[a], peers[a].addresses[slot]},
+                                    {peers[b], peers[b].addresses[slot]}))
+          throw std::runtime_error(name + ": rank " + std::to_string(a) + " cannot reach " +
+                                   std::to_string(b));
     const std::string jobId = harness::newJobId() + "-conf";
     for (int r = 0; r < n; ++r) {
       Context ctx;
@@ -96,7 +98,8 @@ Halves open(Transport& t, const std::vector<LinkKey>& s, const std::vector<LinkK
 /// receive half (recvs[i] from peers[i], channels[i]), in pieces of at most
 /// `piece`; checks every byte.
 void pump(Halves& h, int me, const std::vector<LinkKey>& sendKeys,
-          const std::vector<LinkKey>& recvKeys, uint64_t total, size_t piece, const WaitContext& wc) {
+          const std::vector<LinkKey>& recvKeys, uint64_t total, size_t piece,
+          const WaitContext& wc) {
   std::vector<uint64_t> sent(h.sends.size(), 0), got(h.recvs.size(), 0);
   Waiter waiter(wc, "conformance pump");
   for (;;) {
@@ -128,8 +131,10 @@ void pump(Halves& h, int me, const std::vector<LinkKey>& sendKeys,
       ASSERT_LE(got[i], total);
     }
     if (done) return;
-    if (moved) waiter.progressed();
-    else waiter.wait();
+    if (moved)
+      waiter.progressed();
+    else
+      waiter.wait();
   }
 }
 
@@ -154,7 +159,8 @@ TEST_P(Conformance, SizesAndWrapAround) {
       const int peer = 1 - me;
       std::vector<LinkKey> s = {{peer, 0}}, r = {{peer, 0}};
       Halves h = open(*j->transports[me], s, r);
-      pump(h, me, s, r, total, 20000, j->transports.size() ? WaitContext::of(j->signals[me], 20) : WaitContext{});
+      pump(h, me, s, r, total, 20000,
+           j->transports.size() ? WaitContext::of(j->signals[me], 20) : WaitContext{});
     });
   }
 }
@@ -231,8 +237,10 @@ TEST_P(Conformance, CloseAfterSendingThenError) {
   SKIP_IF_UNAVAILABLE(j);
   Halves h0, h1;
   harness::runThreads(2, [&](int me) {
-    if (me == 0) h0 = open(*j->transports[0], {{1, 0}}, {});
-    else h1 = open(*j->transports[1], {}, {{0, 0}});
+    if (me == 0)
+      h0 = open(*j->transports[0], {{1, 0}}, {});
+    else
+      h1 = open(*j->transports[1], {}, {{0, 0}});
   });
   const uint64_t total = 40000;
   uint64_t sent = 0;
@@ -258,8 +266,10 @@ TEST_P(Conformance, CloseAfterSendingThenError) {
     while (got <= total) {
       const size_t a = h1.recvs[0]->peek(&q);
       got += a;
-      if (a > 0) h1.recvs[0]->consume(a);
-      else w2.wait();
+      if (a > 0)
+        h1.recvs[0]->consume(a);
+      else
+        w2.wait();
     }
   } catch (const Error& e) {
     failed = true;

@@ -12,9 +12,9 @@
 
 #include "algorithms/builders/builders.h"
 #include "algorithms/planner/topo_plans.h"
-#include "ir/validate.h"
 #include "base/dtype.h"
 #include "exec_check.h"
+#include "ir/validate.h"
 #include "tree_check.h"
 #include "unit/harness/thread_ranks.h"
 
@@ -34,12 +34,14 @@ void execute(const CallRun& x, const BuildFn& build, size_t linkBytes) {
   testing::executeCall(x, build, linkBytes);
 }
 
-bool reduces(Coll c) { return c == Coll::kAllReduce || c == Coll::kReduce || c == Coll::kReduceScatter; }
+bool reduces(Coll c) {
+  return c == Coll::kAllReduce || c == Coll::kReduce || c == Coll::kReduceScatter;
+}
 
 /// Every data type and (for reductions) op, small odd counts, in and out of place.
 void sweepTypes(Coll coll, int n, int root, const std::function<BuildFn(const PlanParams&)>& make) {
-  const groveDataType_t dtypes[] = {groveInt8,   groveUint8,  groveInt32,   groveUint32,
-                                    groveInt64,  groveUint64, groveFloat16, groveFloat32,
+  const groveDataType_t dtypes[] = {groveInt8,    groveUint8,   groveInt32,   groveUint32,
+                                    groveInt64,   groveUint64,  groveFloat16, groveFloat32,
                                     groveFloat64, groveBfloat16};
   std::vector<groveRedOp_t> ops = {groveSum};
   if (reduces(coll)) ops = {groveSum, groveProd, groveMax, groveMin, groveAvg};
@@ -110,10 +112,12 @@ TEST(TreeExec, WideNodesFanInEveryOp) {
       for (groveRedOp_t op : {groveSum, groveProd, groveMax, groveMin, groveAvg}) {
         PlanParams p;
         p.chunkBytes = 256;
-        execute(CallRun{Coll::kReduce, n, 301, dt, op, false, root},
-                [&](const CollArgs& a) { return buildTreeReduce(a, p, trees); }, 512);
-        execute(CallRun{Coll::kAllReduce, n, 301, dt, op, true, 0},
-                [&](const CollArgs& a) { return buildTreeAllReduce(a, p, trees); }, 512);
+        execute(
+            CallRun{Coll::kReduce, n, 301, dt, op, false, root},
+            [&](const CollArgs& a) { return buildTreeReduce(a, p, trees); }, 512);
+        execute(
+            CallRun{Coll::kAllReduce, n, 301, dt, op, true, 0},
+            [&](const CollArgs& a) { return buildTreeAllReduce(a, p, trees); }, 512);
         if (HasFatalFailure()) return;
       }
   }
@@ -129,12 +133,15 @@ TEST(TreeExec, LargerMessagesAndEightRanks) {
       p.chunkBytes = count > 10000 ? 16384 : 1024;
       p.nChannels = 2;
       const size_t link = p.chunkBytes + 64;
-      execute(CallRun{Coll::kAllReduce, n, count, groveFloat32, groveSum, count > 10000, 0},
-              [&](const CollArgs& a) { return buildTreeAllReduce(a, p, trees); }, link);
-      execute(CallRun{Coll::kBroadcast, n, count, groveFloat32, groveSum, false, n / 2},
-              [&](const CollArgs& a) { return buildTreeBroadcast(a, p, rooted); }, link);
-      execute(CallRun{Coll::kReduce, n, count, groveFloat32, groveSum, true, n / 2},
-              [&](const CollArgs& a) { return buildTreeReduce(a, p, rooted); }, link);
+      execute(
+          CallRun{Coll::kAllReduce, n, count, groveFloat32, groveSum, count > 10000, 0},
+          [&](const CollArgs& a) { return buildTreeAllReduce(a, p, trees); }, link);
+      execute(
+          CallRun{Coll::kBroadcast, n, count, groveFloat32, groveSum, false, n / 2},
+          [&](const CollArgs& a) { return buildTreeBroadcast(a, p, rooted); }, link);
+      execute(
+          CallRun{Coll::kReduce, n, count, groveFloat32, groveSum, true, n / 2},
+          [&](const CollArgs& a) { return buildTreeReduce(a, p, rooted); }, link);
       if (HasFatalFailure()) return;
     }
   }
@@ -147,7 +154,8 @@ TEST(TreeExec, AllReduceBitwiseIdenticalOnEveryRank) {
   PlanParams p;
   p.chunkBytes = 256;
   for (groveDataType_t dt : {groveFloat32, groveFloat16, groveBfloat16})
-    testing::expectBitwiseIdenticalAllReduce(n, dt, [&](const CollArgs& a) { return buildTreeAllReduce(a, p, trees); });
+    testing::expectBitwiseIdenticalAllReduce(
+        n, dt, [&](const CollArgs& a) { return buildTreeAllReduce(a, p, trees); });
 }
 
 // ------------------------------------------------------------------ rings in any order, hier

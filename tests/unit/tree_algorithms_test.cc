@@ -12,11 +12,11 @@
 
 #include "algorithms/builders/builder_util.h"
 #include "algorithms/builders/builders.h"
-#include "algorithms/select/selector.h"
-#include "ir/step_traits.h"
 #include "algorithms/planner/topo_plans.h"
-#include "ir/validate.h"
+#include "algorithms/select/selector.h"
 #include "base/error.h"
+#include "ir/step_traits.h"
+#include "ir/validate.h"
 #include "tree_check.h"
 
 namespace grove::plan {
@@ -51,7 +51,8 @@ void sweep(Coll coll, int n, int root, const std::function<BuildFn(const PlanPar
   int variant = 0;
   for (groveDataType_t dt : {groveInt8, groveFloat16, groveFloat32, groveFloat64}) {
     const uint64_t es = dtypeSize(dt);
-    for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{1021}, (uint64_t{1} << 18) / es + 3}) {
+    for (uint64_t count :
+         {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{1021}, (uint64_t{1} << 18) / es + 3}) {
       for (bool inPlace : {false, true}) {
         ++variant;
         TreeCase c{coll, n, count, dt, inPlace, root, PlanParams{}};
@@ -86,7 +87,8 @@ TEST(TreeBuilders, AllReduceOverTreesWithDifferentRoots) {
     // Tree pairs: reduce up one tree, broadcast down another of the same root.
     sets.push_back({testing::pairOf(chainTree(n, 0), starTree(n, 0))});
     sets.push_back({testing::pairOf(starTree(n, 1 % n, 2.0), randomTree(n, 1 % n, 3u)),
-                    testing::pairOf(binaryTree(n, 2 % n), chainTree(n, 2 % n)), chainTree(n, 0, 0.5)});
+                    testing::pairOf(binaryTree(n, 2 % n), chainTree(n, 2 % n)),
+                    chainTree(n, 0, 0.5)});
     for (const std::vector<Tree>& trees : sets) {
       sweep(Coll::kAllReduce, n, 0, [&](const PlanParams& p) {
         return [&trees, p](const CollArgs& a) { return buildTreeAllReduce(a, p, trees); };
@@ -103,7 +105,8 @@ std::vector<Program> fanOutPrograms(uint64_t bytes) {
   std::vector<Program> progs(3);
   progs[0].phases.push_back(Phase{{Lane{{send}}}});
   for (int r : {1, 2}) {
-    const Step recv = detail::netStep(StepKind::kRecv, 0, -1, 0, {}, detail::ref(Buf::kOutput, 0), bytes);
+    const Step recv =
+        detail::netStep(StepKind::kRecv, 0, -1, 0, {}, detail::ref(Buf::kOutput, 0), bytes);
     progs[r].phases.push_back(Phase{{Lane{{recv}}}});
   }
   return progs;
@@ -164,7 +167,8 @@ TEST(TreeBuilders, LargeAllReduceComputes) {
   TreeCase c{Coll::kAllReduce, 6, (uint64_t{1} << 20) / 4 + 3, groveInt32, true, 0, PlanParams{}};
   c.params.nChannels = 2;
   c.params.chunkBytes = 16 << 10;
-  checkTreeCase(c, [&](const CollArgs& a) { return buildTreeAllReduce(a, c.params, trees); }, true);
+  checkTreeCase(
+      c, [&](const CollArgs& a) { return buildTreeAllReduce(a, c.params, trees); }, true);
 }
 
 TEST(TreeBuilders, StructureOfAMiddleNode) {
@@ -253,7 +257,8 @@ TEST(TreeBuilders, WideNodesFanOutInGroupsOfFour) {
     for (Coll coll : {Coll::kBroadcast, Coll::kAllReduce}) {
       TreeCase c{coll, 11, 1021, groveFloat32, false, 0, p};
       checkTreeCase(c, [&](const CollArgs& x) {
-        return coll == Coll::kBroadcast ? buildTreeBroadcast(x, p, {t}) : buildTreeAllReduce(x, p, {t});
+        return coll == Coll::kBroadcast ? buildTreeBroadcast(x, p, {t})
+                                        : buildTreeAllReduce(x, p, {t});
       });
     }
   }
@@ -289,7 +294,8 @@ TEST(TreeBuilders, ReduceMiddleNodeUsesScratch) {
     for (Coll coll : {Coll::kReduce, Coll::kAllReduce}) {
       TreeCase c{coll, static_cast<int>(tree.parent.size()), 1021, groveFloat32, false, 0, p};
       checkTreeCase(c, [&](const CollArgs& x) {
-        return coll == Coll::kReduce ? buildTreeReduce(x, p, {tree}) : buildTreeAllReduce(x, p, {tree});
+        return coll == Coll::kReduce ? buildTreeReduce(x, p, {tree})
+                                     : buildTreeAllReduce(x, p, {tree});
       });
     }
   }
@@ -319,8 +325,10 @@ TEST(TreeBuilders, RejectBadTrees) {
   EXPECT_THROW(buildTreeAllReduce(a, p, std::vector<Tree>(33, chainTree(4, 0))), Error);
   EXPECT_THROW(buildTreeAllReduce(a, p, {testing::pairOf(chainTree(4, 0), starTree(4, 1))}), Error)
       << "the reduce tree of a pair must have the same root";
-  EXPECT_THROW(buildTreeAllReduce(a, p, {testing::pairOf(chainTree(4, 0), testing::treeOf(0, {-1, 2, 1, 0}))}),
-               Error) << "a reduce tree with a cycle";
+  EXPECT_THROW(buildTreeAllReduce(
+                   a, p, {testing::pairOf(chainTree(4, 0), testing::treeOf(0, {-1, 2, 1, 0}))}),
+               Error)
+      << "a reduce tree with a cycle";
   EXPECT_NO_THROW(buildTreeAllReduce(a, p, std::vector<Tree>(32, chainTree(4, 1))));
 }
 
@@ -417,10 +425,14 @@ TEST(HierBuilder, RejectsBadPlans) {
   CollArgs a{Coll::kAllReduce, 8, groveFloat32, groveSum, 0, 0, 4, false};
   const PlanParams p;
   EXPECT_THROW(buildHierAllReduce(a, p, HierPlan{}), Error);
-  EXPECT_THROW(buildHierAllReduce(a, p, HierPlan{{{0, 1}, {2}}, {{0, 2}}, 0}), Error);        // rank 3 missing
-  EXPECT_THROW(buildHierAllReduce(a, p, HierPlan{{{0, 1}, {2, 3, 1}}, {{0, 2}}, 0}), Error);  // rank 1 twice
-  EXPECT_THROW(buildHierAllReduce(a, p, HierPlan{{{0, 1}, {2, 3}}, {{0, 1}}, 0}), Error);     // leader elsewhere
-  EXPECT_THROW(buildHierAllReduce(a, p, HierPlan{{{0, 1}, {2, 3}}, {{0}}, 0}), Error);        // too few leaders
+  EXPECT_THROW(buildHierAllReduce(a, p, HierPlan{{{0, 1}, {2}}, {{0, 2}}, 0}),
+               Error);  // rank 3 missing
+  EXPECT_THROW(buildHierAllReduce(a, p, HierPlan{{{0, 1}, {2, 3, 1}}, {{0, 2}}, 0}),
+               Error);  // rank 1 twice
+  EXPECT_THROW(buildHierAllReduce(a, p, HierPlan{{{0, 1}, {2, 3}}, {{0, 1}}, 0}),
+               Error);  // leader elsewhere
+  EXPECT_THROW(buildHierAllReduce(a, p, HierPlan{{{0, 1}, {2, 3}}, {{0}}, 0}),
+               Error);  // too few leaders
 }
 
 // ------------------------------------------------------------------ rate split
@@ -490,18 +502,22 @@ TEST(TreeSelector, SizeTableReplacesThresholdsWithinOverrides) {
   SelectorConfig cfg;
   Selector sel(4, TransportKind::kShm, cfg);
   const uint64_t kMax = std::numeric_limits<uint64_t>::max();
-  sel.setSizeTable(Coll::kAllReduce, {{4096, Algo::kDirect}, {1 << 20, Algo::kTree}, {kMax, Algo::kRing}});
+  sel.setSizeTable(Coll::kAllReduce,
+                   {{4096, Algo::kDirect}, {1 << 20, Algo::kTree}, {kMax, Algo::kRing}});
   EXPECT_EQ(sel.select(Coll::kAllReduce, 4096).algo, Algo::kDirect);
   EXPECT_EQ(sel.select(Coll::kAllReduce, 4097).algo, Algo::kTree);
   EXPECT_EQ(sel.select(Coll::kAllReduce, 1 << 20).algo, Algo::kTree);
   EXPECT_EQ(sel.select(Coll::kAllReduce, (1 << 20) + 1).algo, Algo::kRing);
   EXPECT_EQ(sel.sizeTable(Coll::kAllReduce).size(), 3u);
   bool listed = false;
-  for (const std::string& line : sel.describeTable()) listed |= line.find("tree <= 1048576") != std::string::npos;
+  for (const std::string& line : sel.describeTable())
+    listed |= line.find("tree <= 1048576") != std::string::npos;
   EXPECT_TRUE(listed);
   EXPECT_THROW(sel.setSizeTable(Coll::kAllGather, {{kMax, Algo::kTree}}), Error);
   EXPECT_THROW(sel.setSizeTable(Coll::kAllReduce, {{100, Algo::kRing}}), Error);
-  EXPECT_THROW(sel.setSizeTable(Coll::kAllReduce, {{100, Algo::kRing}, {50, Algo::kDirect}, {kMax, Algo::kRing}}), Error);
+  EXPECT_THROW(sel.setSizeTable(Coll::kAllReduce,
+                                {{100, Algo::kRing}, {50, Algo::kDirect}, {kMax, Algo::kRing}}),
+               Error);
   sel.setSizeTable(Coll::kAllReduce, {});
   EXPECT_NE(sel.select(Coll::kAllReduce, 1 << 20).algo, Algo::kTree);
 

@@ -16,10 +16,10 @@
 
 #include "algorithms/builders/builders.h"
 #include "algorithms/planner/topo_plans.h"
-#include "ir/validate.h"
 #include "algorithms_interp.h"
 #include "base/dtype.h"
 #include "base/error.h"
+#include "ir/validate.h"
 
 namespace grove::plan::testing {
 
@@ -87,7 +87,8 @@ inline Tree randomTree(int n, int root, unsigned seed, double rate = 1) {
   std::shuffle(order.begin(), order.end(), rng);
   order.insert(order.begin(), root);
   std::vector<int> parent(n, -1);
-  for (int i = 1; i < n; ++i) parent[order[i]] = order[std::uniform_int_distribution<int>(0, i - 1)(rng)];
+  for (int i = 1; i < n; ++i)
+    parent[order[i]] = order[std::uniform_int_distribution<int>(0, i - 1)(rng)];
   return treeOf(root, parent, rate);
 }
 
@@ -117,7 +118,8 @@ inline std::string caseText(const TreeCase& c) {
   return std::string(collName(c.coll)) + " n=" + std::to_string(c.nranks) +
          " count=" + std::to_string(c.count) + " " + dtypeName(c.dtype) +
          (c.inPlace ? " inplace" : " outofplace") + " root=" + std::to_string(c.root) +
-         " ch=" + std::to_string(c.params.nChannels) + " chunk=" + std::to_string(c.params.chunkBytes);
+         " ch=" + std::to_string(c.params.nChannels) +
+         " chunk=" + std::to_string(c.params.chunkBytes);
 }
 
 inline CollArgs argsOf(const TreeCase& c, int rank) {
@@ -155,7 +157,8 @@ inline void interpretTreeCase(const TreeCase& c, const std::vector<Program>& pro
       std::memcpy(m.in + i * es, &v, es);
     }
   }
-  const std::vector<uint8_t> in0(mem[c.root].in, mem[c.root].in + bufferSizesFor(argsOf(c, c.root)).input);
+  const std::vector<uint8_t> in0(mem[c.root].in,
+                                 mem[c.root].in + bufferSizesFor(argsOf(c, c.root)).input);
   Interpreter(progs, mem, es, /*avg=*/true).run();
   const uint64_t mask = es == 8 ? ~uint64_t{0} : ((uint64_t{1} << (8 * es)) - 1);
   for (int r = 0; r < c.nranks; ++r) {

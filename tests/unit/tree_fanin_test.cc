@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "algorithms/builders/builder_util.h"
+#include "base/error.h"
 #include "ir/step_traits.h"
 #include "ir/validate.h"
-#include "base/error.h"
 #include "tree_check.h"
 
 namespace grove::plan {
@@ -26,7 +26,8 @@ std::vector<Program> fanInPrograms(uint64_t bytes) {
   std::vector<Program> progs(3);
   progs[0].phases.push_back(Phase{{Lane{{reduce}}}});
   for (int r : {1, 2}) {
-    const Step send = detail::netStep(StepKind::kSend, -1, 0, 0, detail::ref(Buf::kInput, 0), {}, bytes);
+    const Step send =
+        detail::netStep(StepKind::kSend, -1, 0, 0, detail::ref(Buf::kInput, 0), {}, bytes);
     progs[r].phases.push_back(Phase{{Lane{{send}}}});
   }
   return progs;
@@ -68,7 +69,8 @@ TEST(FanIn, ValidatorChecksEverySource) {
   progs[0].phases[0].lanes.push_back(
       Lane{{detail::netStep(StepKind::kRecv, 2, -1, 0, {}, detail::ref(Buf::kOutput, 0), 64)}});
   rejects(progs, "same phase");
-  EXPECT_NE(describe(step(progs)).find("{1,2}->[me] ch0"), std::string::npos) << describe(step(progs));
+  EXPECT_NE(describe(step(progs)).find("{1,2}->[me] ch0"), std::string::npos)
+      << describe(step(progs));
 }
 
 TEST(FanIn, SimulationWaitsForTheEmptiestSource) {
@@ -100,8 +102,8 @@ TEST(FanIn, InterpreterFoldsEverySource) {
   std::vector<Program> progs(4);
   progs[0].phases.push_back(Phase{{Lane{{reduce}}}});
   for (int r = 1; r < 4; ++r)
-    progs[r].phases.push_back(
-        Phase{{Lane{{detail::netStep(StepKind::kSend, -1, 0, 0, detail::ref(Buf::kInput, 0), {}, bytes)}}}});
+    progs[r].phases.push_back(Phase{{Lane{
+        {detail::netStep(StepKind::kSend, -1, 0, 0, detail::ref(Buf::kInput, 0), {}, bytes)}}}});
   std::vector<testing::RankMemory> mem(4);
   for (int r = 0; r < 4; ++r) {
     mem[r].arenaIn.resize(bytes);

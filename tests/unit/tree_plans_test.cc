@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "algorithms/builders/builders.h"
-#include "algorithms/select/selector.h"
 #include "algorithms/planner/topo_plans.h"
+#include "algorithms/select/selector.h"
 #include "topology/comm_topology.h"
 #include "topology/topo_file.h"
 #include "tree_check.h"
@@ -21,9 +21,9 @@
 namespace grove::plan {
 namespace {
 
-using testing::checkTreeCase;
 using fixtures::fixture;
 using fixtures::onGpus;
+using testing::checkTreeCase;
 using testing::TreeCase;
 
 /// Lowers every algorithm the plans support for allreduce, broadcast and
@@ -33,12 +33,14 @@ void checkPlans(TopoPlans& plans, int n) {
     for (Algo algo : {Algo::kTree, Algo::kRing, Algo::kHier}) {
       if (!algoSupports(algo, coll)) continue;
       for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{777}, uint64_t{40000}}) {
-        TreeCase c{coll, n, count, groveInt32, count % 2 == 1, (count % 3 == 0) ? 0 : n - 1, PlanParams{}};
+        TreeCase c{coll,        n, count, groveInt32, count % 2 == 1, (count % 3 == 0) ? 0 : n - 1,
+                   PlanParams{}};
         c.params.chunkBytes = count > 1000 ? 4096 : 64;
         c.params.nChannels = 2;
         SCOPED_TRACE(algoName(algo));
-        checkTreeCase(c, [&](const CollArgs& a) { return build(algo, a, c.params, &plans); },
-                      /*interpret=*/true);
+        checkTreeCase(
+            c, [&](const CollArgs& a) { return build(algo, a, c.params, &plans); },
+            /*interpret=*/true);
         if (::testing::Test::HasFatalFailure()) return;
       }
     }
@@ -53,7 +55,8 @@ TEST(PlannedPrograms, Dgx1V100FourGpus) {
 }
 
 TEST(PlannedPrograms, EveryFixtureAllGpus) {
-  for (const char* name : {"dgx1_v100.json", "dgx1_p100.json", "pcie_8gpu_2socket.json", "dgx_a100.json"}) {
+  for (const char* name :
+       {"dgx1_v100.json", "dgx1_p100.json", "pcie_8gpu_2socket.json", "dgx_a100.json"}) {
     SCOPED_TRACE(name);
     const topo::Graph g = fixture(name);
     TopoPlans plans(PlanGraph::fromTopology(topo::placeRanks(g, 8, 0, topo::DeviceKind::kCuda)));
@@ -64,12 +67,14 @@ TEST(PlannedPrograms, EveryFixtureAllGpus) {
 
 TEST(PlannedPrograms, ClusterHierarchicalAndHostRanks) {
   const topo::Graph cluster = fixture("cluster_2x4nic.json");
-  TopoPlans plans(PlanGraph::fromTopology(topo::placeRanks(cluster, 8, 0, topo::DeviceKind::kCuda)));
+  TopoPlans plans(
+      PlanGraph::fromTopology(topo::placeRanks(cluster, 8, 0, topo::DeviceKind::kCuda)));
   ASSERT_GE(plans.hierarchical().machines.size(), 2u);
   checkPlans(plans, 8);
   if (HasFatalFailure()) return;
   // Host ranks sharing one CPU node: trees over the shared port.
-  TopoPlans host(PlanGraph::fromTopology(topo::placeRanks(fixture("cpu_host.json"), 4, 0, topo::DeviceKind::kHost)));
+  TopoPlans host(PlanGraph::fromTopology(
+      topo::placeRanks(fixture("cpu_host.json"), 4, 0, topo::DeviceKind::kHost)));
   checkPlans(host, 4);
 }
 
@@ -90,14 +95,16 @@ TEST(PlannedPrograms, TreeProgramsCarryPlannedRoutesAndChannelsByRate) {
   size_t seen = 0;
   std::vector<Program> progs;
   for (int r = 0; r < 4; ++r)
-    progs.push_back(
-        build(Algo::kTree, CollArgs{Coll::kAllReduce, 1 << 20, groveFloat32, groveSum, 0, r, 4, false}, p, &plans));
+    progs.push_back(build(
+        Algo::kTree, CollArgs{Coll::kAllReduce, 1 << 20, groveFloat32, groveSum, 0, r, 4, false}, p,
+        &plans));
   for (int r = 0; r < 4; ++r) {
     for (const LinkRoute& lr : progs[static_cast<size_t>(r)].routes) {
       // The other end records the same route for the same link.
       bool mirrored = false;
       for (const LinkRoute& o : progs.at(static_cast<size_t>(lr.peer)).routes)
-        mirrored |= o.peer == r && o.channel == lr.channel && o.send != lr.send && o.links == lr.links;
+        mirrored |=
+            o.peer == r && o.channel == lr.channel && o.send != lr.send && o.links == lr.links;
       EXPECT_TRUE(mirrored) << "rank " << r << " peer " << lr.peer << " channel " << lr.channel;
       ASSERT_FALSE(lr.links.empty());
       const int from = lr.send ? r : lr.peer, to = lr.send ? lr.peer : r;
@@ -110,21 +117,25 @@ TEST(PlannedPrograms, TreeProgramsCarryPlannedRoutesAndChannelsByRate) {
   // Planned rings record both ends of each hop alike.
   std::vector<Program> rings;
   for (int r = 0; r < 4; ++r)
-    rings.push_back(
-        build(Algo::kRing, CollArgs{Coll::kAllReduce, 1 << 20, groveFloat32, groveSum, 0, r, 4, false}, p, &plans));
+    rings.push_back(build(
+        Algo::kRing, CollArgs{Coll::kAllReduce, 1 << 20, groveFloat32, groveSum, 0, r, 4, false}, p,
+        &plans));
   for (int r = 0; r < 4; ++r)
     for (const LinkRoute& lr : rings[static_cast<size_t>(r)].routes) {
       bool mirrored = false;
       for (const LinkRoute& o : rings.at(static_cast<size_t>(lr.peer)).routes)
-        mirrored |= o.peer == r && o.channel == lr.channel && o.send != lr.send && o.links == lr.links;
-      EXPECT_TRUE(mirrored) << "ring: rank " << r << " peer " << lr.peer << " channel " << lr.channel;
+        mirrored |=
+            o.peer == r && o.channel == lr.channel && o.send != lr.send && o.links == lr.links;
+      EXPECT_TRUE(mirrored) << "ring: rank " << r << " peer " << lr.peer << " channel "
+                            << lr.channel;
     }
   // Channels: the heaviest tree's share is split over more channels than the lightest's.
   double heavy = 0, light = 1e300;
   for (const Tree& t : tp.trees) heavy = std::max(heavy, t.rate), light = std::min(light, t.rate);
   if (heavy < 1.5 * light) GTEST_SKIP() << "trees of near-equal rates";
   const Program root0 =
-      build(Algo::kTree, CollArgs{Coll::kAllReduce, 1 << 20, groveFloat32, groveSum, 0, 0, 4, false}, p, &plans);
+      build(Algo::kTree,
+            CollArgs{Coll::kAllReduce, 1 << 20, groveFloat32, groveSum, 0, 0, 4, false}, p, &plans);
   std::set<int> channels;
   for (const Phase& ph : root0.phases)
     for (const Lane& l : ph.lanes)
@@ -145,7 +156,9 @@ TEST(PlannedPrograms, TreeAllReduceRunsOnThreads) {
     std::vector<exec::Buffers> bufs(n);
     for (int r = 0; r < n; ++r) {
       for (uint64_t i = 0; i < count; ++i) buf[r][i] = static_cast<float>((i * 7 + r) % 13);
-      progs.push_back(build(algo, CollArgs{Coll::kAllReduce, count, groveFloat32, groveSum, 0, r, n, true}, p, &plans));
+      progs.push_back(
+          build(algo, CollArgs{Coll::kAllReduce, count, groveFloat32, groveSum, 0, r, n, true}, p,
+                &plans));
       bufs[r].input = bufs[r].output = buf[r].data();
     }
     harness::runProgramsOnThreads(progs, bufs, exec::ReduceSpec{groveFloat32, groveSum, n}, 16384);

@@ -1,8 +1,8 @@
 #include "tools/common/launch_env.h"
 
 #include <cerrno>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 

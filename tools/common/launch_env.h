@@ -23,11 +23,11 @@ namespace grove::tools {
 
 /// This process's place in the job.
 struct LaunchEnv {
-  int rank = 0;                ///< global rank
-  int nranks = 1;              ///< number of ranks (processes)
-  int localRank = 0;           ///< rank among the ranks of this host
+  int rank = 0;                   ///< global rank
+  int nranks = 1;                 ///< number of ranks (processes)
+  int localRank = 0;              ///< rank among the ranks of this host
   std::string source = "single";  ///< "grove-launch", "openmpi", "pmi", "torchrun" or "single"
-  std::string error;           ///< non-empty when the launcher's variables are malformed
+  std::string error;              ///< non-empty when the launcher's variables are malformed
 };
 
 /// Reads the launcher's variables (see the file comment). Never fails: bad

@@ -40,7 +40,6 @@ const char* typeName(config::Type t) {
   return "?";
 }
 
-
 std::vector<std::string> featureLines() {
   std::vector<std::string> lines;
   std::istringstream in(GROVE_BUILD_FEATURES);
@@ -63,8 +62,10 @@ void printVarsText() {
     std::string def = *v.defaultValue ? v.defaultValue : "(empty)";
     std::printf("\n  %s  [%s]\n", v.name, typeName(v.type));
     std::printf("      default: %s\n", def.c_str());
-    if (raw) std::printf("      current: %s  (from the environment)\n", raw->c_str());
-    else std::printf("      current: %s\n", def.c_str());
+    if (raw)
+      std::printf("      current: %s  (from the environment)\n", raw->c_str());
+    else
+      std::printf("      current: %s\n", def.c_str());
     std::printf("      allowed: %s\n", config::allowedText(v).c_str());
     std::printf("      %s\n", v.help);
   }
@@ -73,7 +74,8 @@ void printVarsText() {
 std::string collList(unsigned colls) {
   std::string out;
   for (int c = 0; c < plan::kNumColls; ++c)
-    if (colls & (1u << c)) out += std::string(out.empty() ? "" : ",") + plan::collName(static_cast<plan::Coll>(c));
+    if (colls & (1u << c))
+      out += std::string(out.empty() ? "" : ",") + plan::collName(static_cast<plan::Coll>(c));
   return out;
 }
 
@@ -117,8 +119,8 @@ void printText(bool varsOnly, bool algosOnly, int nranks) {
     int code = 0;
     std::string version = versionText(&code);
     std::printf("Grove %s (library version code %d, header %d.%d.%d, build %s %s)\n",
-                version.c_str(), code, GROVE_MAJOR, GROVE_MINOR, GROVE_PATCH,
-                GROVE_BUILD_VERSION, GROVE_BUILD_TYPE);
+                version.c_str(), code, GROVE_MAJOR, GROVE_MINOR, GROVE_PATCH, GROVE_BUILD_VERSION,
+                GROVE_BUILD_TYPE);
     std::printf("\nBuild features:\n");
     for (const std::string& line : featureLines()) std::printf("  %s\n", line.c_str());
     std::printf("\n");
@@ -158,10 +160,11 @@ void printJson(bool varsOnly, int nranks) {
     out += "  \"version_code\": " + std::to_string(code) + ",\n";
     out += "  \"build_type\": " + grove::jsonQuoted(GROVE_BUILD_TYPE) + ",\n";
     out += "  \"features\": {\n";
-    const std::pair<const char*, int> flags[] = {
-        {"cuda", GROVE_HAVE_CUDA}, {"hwloc", GROVE_HAVE_HWLOC},
-        {"ibverbs", GROVE_HAVE_IBVERBS}, {"mpi", GROVE_HAVE_MPI},
-        {"torch", GROVE_HAVE_TORCH}};
+    const std::pair<const char*, int> flags[] = {{"cuda", GROVE_HAVE_CUDA},
+                                                 {"hwloc", GROVE_HAVE_HWLOC},
+                                                 {"ibverbs", GROVE_HAVE_IBVERBS},
+                                                 {"mpi", GROVE_HAVE_MPI},
+                                                 {"torch", GROVE_HAVE_TORCH}};
     for (size_t i = 0; i < std::size(flags); ++i)
       out += std::string("    ") + grove::jsonQuoted(flags[i].first) + ": " +
              (flags[i].second ? "true" : "false") + (i + 1 < std::size(flags) ? ",\n" : "\n");
@@ -176,13 +179,13 @@ void printJson(bool varsOnly, int nranks) {
   for (size_t i = 0; i < vars.size(); ++i) {
     const config::Var& v = vars[i];
     auto raw = config::rawValue(v.name);
-    out += "    {\"name\": " + grove::jsonQuoted(v.name) + ", \"type\": " + grove::jsonQuoted(typeName(v.type)) +
+    out += "    {\"name\": " + grove::jsonQuoted(v.name) +
+           ", \"type\": " + grove::jsonQuoted(typeName(v.type)) +
            ", \"default\": " + grove::jsonQuoted(v.defaultValue) +
            ", \"value\": " + grove::jsonQuoted(raw ? *raw : v.defaultValue) +
            ", \"set\": " + (raw ? "true" : "false") +
            ", \"allowed\": " + grove::jsonQuoted(config::allowedText(v)) +
-           ", \"help\": " + grove::jsonQuoted(v.help) + "}" +
-           (i + 1 < vars.size() ? ",\n" : "\n");
+           ", \"help\": " + grove::jsonQuoted(v.help) + "}" + (i + 1 < vars.size() ? ",\n" : "\n");
   }
   out += "  ]\n}\n";
   std::fputs(out.c_str(), stdout);
@@ -210,14 +213,15 @@ int main(int argc, char** argv) {
       }
       nranks = static_cast<int>(n);
     } else if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
-      std::printf("usage: grove-info [--vars | --algos] [--nranks N] [--json]\n"
-                  "  Prints Grove's version, build features, the algorithm table, the default\n"
-                  "  selection rules and every GROVE_* variable (type, default, current value,\n"
-                  "  help).\n"
-                  "  --vars      only the variables\n"
-                  "  --algos     only the algorithms, the rules and what they choose\n"
-                  "  --nranks N  show the choices for N ranks (default 4)\n"
-                  "  --json      machine-readable output\n");
+      std::printf(
+          "usage: grove-info [--vars | --algos] [--nranks N] [--json]\n"
+          "  Prints Grove's version, build features, the algorithm table, the default\n"
+          "  selection rules and every GROVE_* variable (type, default, current value,\n"
+          "  help).\n"
+          "  --vars      only the variables\n"
+          "  --algos     only the algorithms, the rules and what they choose\n"
+          "  --nranks N  show the choices for N ranks (default 4)\n"
+          "  --json      machine-readable output\n");
       return 0;
     } else {
       std::fprintf(stderr, "grove-info: unknown argument '%s' (try --help)\n", argv[i]);
@@ -225,8 +229,10 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    if (json) grove::tools::printJson(varsOnly, nranks);
-    else grove::tools::printText(varsOnly, algosOnly, nranks);
+    if (json)
+      grove::tools::printJson(varsOnly, nranks);
+    else
+      grove::tools::printText(varsOnly, algosOnly, nranks);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "grove-info: %s\n", e.what());
     return 1;

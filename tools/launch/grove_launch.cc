@@ -27,9 +27,9 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,8 +48,8 @@
 namespace grove::tools {
 namespace {
 
-constexpr double kKillDelaySec = 2.0;   // SIGTERM -> SIGKILL
-constexpr double kDrainSec = 1.0;       // output of grandchildren after the last rank exits
+constexpr double kKillDelaySec = 2.0;  // SIGTERM -> SIGKILL
+constexpr double kDrainSec = 1.0;      // output of grandchildren after the last rank exits
 constexpr double kNever = 1e300;
 
 double now() {
@@ -87,8 +87,8 @@ int freePort(int* hold) {
 
 /// One output stream of one rank (--tag-output).
 struct Stream {
-  int fd = -1;        ///< read end, -1 once closed
-  int outFd = 1;      ///< where its lines go
+  int fd = -1;    ///< read end, -1 once closed
+  int outFd = 1;  ///< where its lines go
   int rank = 0;
   std::string partial;
 };
@@ -141,8 +141,8 @@ bool Launcher::openNamespaces() {
     const std::string name = netnsNameOf(opts_, r), path = netnsPathOf(name);
     nsFds_[static_cast<size_t>(r)] = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (nsFds_[static_cast<size_t>(r)] < 0) {
-      say("rank " + std::to_string(r) + ": cannot open network namespace '" + name + "' (" +
-          path + "): " + std::strerror(errno) +
+      say("rank " + std::to_string(r) + ": cannot open network namespace '" + name + "' (" + path +
+          "): " + std::strerror(errno) +
           (errno == ENOENT && path != name ? " (ip netns add " + name + " makes one)" : ""));
       return false;
     }
@@ -219,12 +219,18 @@ void Launcher::execChild(int rank, int outFd, int errFd) {
   }
   const std::string n = std::to_string(opts_.nranks), r = std::to_string(rank);
   const std::string commId = commIdOf(opts_.rootHost, commPort_);
-  const std::pair<const char*, std::string> vars[] = {
-      {"GROVE_COMM_ID", commId}, {"GROVE_RANK", r},         {"GROVE_NRANKS", n},
-      {"GROVE_LOCAL_RANK", r},   {"RANK", r},               {"WORLD_SIZE", n},
-      {"LOCAL_RANK", r},         {"LOCAL_WORLD_SIZE", n},   {"GROUP_RANK", "0"},
-      {"MASTER_ADDR", opts_.rootHost}, {"MASTER_PORT", std::to_string(masterPort_)},
-      {"GROVE_COMM_SECRET", secret_}};
+  const std::pair<const char*, std::string> vars[] = {{"GROVE_COMM_ID", commId},
+                                                      {"GROVE_RANK", r},
+                                                      {"GROVE_NRANKS", n},
+                                                      {"GROVE_LOCAL_RANK", r},
+                                                      {"RANK", r},
+                                                      {"WORLD_SIZE", n},
+                                                      {"LOCAL_RANK", r},
+                                                      {"LOCAL_WORLD_SIZE", n},
+                                                      {"GROUP_RANK", "0"},
+                                                      {"MASTER_ADDR", opts_.rootHost},
+                                                      {"MASTER_PORT", std::to_string(masterPort_)},
+                                                      {"GROVE_COMM_SECRET", secret_}};
   for (const auto& [name, value] : vars) setenv(name, value.c_str(), 1);
   std::vector<char*> argv;
   for (auto& a : opts_.command) argv.push_back(const_cast<char*>(a.c_str()));

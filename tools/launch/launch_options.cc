@@ -42,8 +42,8 @@ bool parseNetns(const std::string& list, std::vector<std::string>* out, std::str
   size_t start = 0;
   for (;;) {
     size_t comma = list.find(',', start);
-    out->push_back(list.substr(start, comma == std::string::npos ? std::string::npos
-                                                                 : comma - start));
+    out->push_back(
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -199,9 +199,12 @@ LaunchParse parseLaunchOptions(int argc, char* const* argv, LaunchOptions* opts,
         break;
       case 'B': {
         const std::string policy = optarg;
-        if (policy == "auto") opts->bind = BindPolicy::kAuto;
-        else if (policy == "none") opts->bind = BindPolicy::kNone;
-        else if (policy == "core") opts->bind = BindPolicy::kCore;
+        if (policy == "auto")
+          opts->bind = BindPolicy::kAuto;
+        else if (policy == "none")
+          opts->bind = BindPolicy::kNone;
+        else if (policy == "core")
+          opts->bind = BindPolicy::kCore;
         else {
           *error = "bad --bind '" + policy + "' (want auto, none or core)";
           return LaunchParse::kError;

@@ -17,17 +17,17 @@ enum class BindPolicy {
 
 /// Everything grove-launch was asked to do.
 struct LaunchOptions {
-  int nranks = 0;                    ///< -n: ranks to start (required)
-  int port = 0;                      ///< --port: port of GROVE_COMM_ID (0 = pick a free one)
+  int nranks = 0;                      ///< -n: ranks to start (required)
+  int port = 0;                        ///< --port: port of GROVE_COMM_ID (0 = pick a free one)
   std::string rootHost = "127.0.0.1";  ///< --root-host: host of GROVE_COMM_ID and MASTER_ADDR
   /// --netns: network namespaces, one per rank, or one name with "%d" (the rank);
   /// empty = every rank stays in the launcher's namespace.
   std::vector<std::string> netns;
   BindPolicy bind = BindPolicy::kAuto;  ///< --bind
-  bool tagOutput = false;            ///< --tag-output: prefix each line with "[rank] "
-  double timeoutSec = 0;             ///< --timeout: kill the job after this long (0 = never)
-  double graceSec = 15;              ///< --grace: how long the others may run after a failure
-  std::vector<std::string> command;  ///< program and its arguments
+  bool tagOutput = false;               ///< --tag-output: prefix each line with "[rank] "
+  double timeoutSec = 0;                ///< --timeout: kill the job after this long (0 = never)
+  double graceSec = 15;                 ///< --grace: how long the others may run after a failure
+  std::vector<std::string> command;     ///< program and its arguments
 };
 
 /// Outcome of parsing.

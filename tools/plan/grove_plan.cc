@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "base/error.h"
+#include "tools/plan/plan_report.h"
 #include "topology/detect.h"
 #include "topology/topo_file.h"
-#include "tools/plan/plan_report.h"
 
 #ifndef GROVE_PLAN_FIXTURES
 #define GROVE_PLAN_FIXTURES "tests/fixtures/topology"
@@ -36,29 +36,30 @@ struct Options {
 };
 
 void usage(FILE* f) {
-  std::fprintf(f,
-               "usage: grove-plan [--file TOPO.json|.xml] [--coll allreduce|broadcast|reduce]\n"
-               "                  [--gpus 0,1,4 | --place gpu0,gpu3 | --ranks N] [--root R] [--size 256M]\n"
-               "                  [--transport cuda|socket|shm] [--no-judge]\n"
-               "                  [--json] [--svg OUT.svg] [--survey | --optimum [--fixtures DIR]]\n"
-               "  --file F     topology file (grove JSON or NCCL XML); default: detect this machine\n"
-               "  --coll C     allreduce (default), broadcast or reduce\n"
-               "  --gpus LIST  one rank per GPU, by CUDA index (single-machine topologies)\n"
-               "  --place L    rank i on the i-th node of L (gpu3 or host/gpu3), as GROVE_TOPO_RANKS\n"
-               "  --ranks N    N ranks spread over the machines (default: one per GPU)\n"
-               "  --root R     root rank of broadcast / reduce (default 0)\n"
-               "  --size S     message size of the predictions (default 256M; K, M, G suffixes)\n"
-               "  --transport T  the transport the predictions assume: cuda, socket or shm\n"
-               "               (default: cuda for GPU ranks, else socket when the links carry\n"
-               "               addresses or the ranks span machines, else shm)\n"
-               "  --no-judge   keep the packer's trees (99%% of the optimum, fewest trees) instead\n"
-               "               of letting the cost model choose how many trees\n"
-               "  --json       print the report as JSON\n"
-               "  --svg F      also write an SVG of the topology and the trees to F\n"
-               "  --survey     print the docs/planning.md results table over the fixtures\n"
-               "  --optimum    print the tree LP optima over the survey's rows as JSON\n"
-               "               (tests/fixtures/plan_optimum.json; scripts/plan-optimum)\n"
-               "  --fixtures D the fixture folder --survey and --optimum read\n");
+  std::fprintf(
+      f,
+      "usage: grove-plan [--file TOPO.json|.xml] [--coll allreduce|broadcast|reduce]\n"
+      "                  [--gpus 0,1,4 | --place gpu0,gpu3 | --ranks N] [--root R] [--size 256M]\n"
+      "                  [--transport cuda|socket|shm] [--no-judge]\n"
+      "                  [--json] [--svg OUT.svg] [--survey | --optimum [--fixtures DIR]]\n"
+      "  --file F     topology file (grove JSON or NCCL XML); default: detect this machine\n"
+      "  --coll C     allreduce (default), broadcast or reduce\n"
+      "  --gpus LIST  one rank per GPU, by CUDA index (single-machine topologies)\n"
+      "  --place L    rank i on the i-th node of L (gpu3 or host/gpu3), as GROVE_TOPO_RANKS\n"
+      "  --ranks N    N ranks spread over the machines (default: one per GPU)\n"
+      "  --root R     root rank of broadcast / reduce (default 0)\n"
+      "  --size S     message size of the predictions (default 256M; K, M, G suffixes)\n"
+      "  --transport T  the transport the predictions assume: cuda, socket or shm\n"
+      "               (default: cuda for GPU ranks, else socket when the links carry\n"
+      "               addresses or the ranks span machines, else shm)\n"
+      "  --no-judge   keep the packer's trees (99%% of the optimum, fewest trees) instead\n"
+      "               of letting the cost model choose how many trees\n"
+      "  --json       print the report as JSON\n"
+      "  --svg F      also write an SVG of the topology and the trees to F\n"
+      "  --survey     print the docs/planning.md results table over the fixtures\n"
+      "  --optimum    print the tree LP optima over the survey's rows as JSON\n"
+      "               (tests/fixtures/plan_optimum.json; scripts/plan-optimum)\n"
+      "  --fixtures D the fixture folder --survey and --optimum read\n");
 }
 
 int intValue(const std::string& flag, const std::string& v) {
@@ -74,7 +75,8 @@ std::vector<int> listValue(const std::string& flag, const std::string& v) {
   size_t pos = 0;
   while (pos <= v.size()) {
     const size_t comma = v.find(',', pos);
-    out.push_back(intValue(flag, v.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos)));
+    out.push_back(intValue(
+        flag, v.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos)));
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
@@ -90,7 +92,8 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) throwInvalidArgument(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--file" || a == "-f") o.file = value();
+    if (a == "--file" || a == "-f")
+      o.file = value();
     else if (a == "--coll") {
       const std::string c = value();
       const auto coll = plan::parseColl(c);
@@ -98,27 +101,39 @@ Options parse(int argc, char** argv) {
                     *coll != plan::Coll::kReduce))
         throwInvalidArgument("--coll '" + c + "': allreduce, broadcast or reduce");
       o.request.coll = *coll;
-    } else if (a == "--gpus") o.gpus = listValue(a, value());
+    } else if (a == "--gpus")
+      o.gpus = listValue(a, value());
     else if (a == "--place") {
       o.place = topo::parseNodeList(value());
       if (o.place.empty()) throwInvalidArgument("--place needs a list of node names");
-    }
-    else if (a == "--ranks") o.ranks = intValue(a, value());
-    else if (a == "--root") o.request.root = intValue(a, value());
-    else if (a == "--size") o.request.bytes = parseBytes(value()), sizeGiven = true;
+    } else if (a == "--ranks")
+      o.ranks = intValue(a, value());
+    else if (a == "--root")
+      o.request.root = intValue(a, value());
+    else if (a == "--size")
+      o.request.bytes = parseBytes(value()), sizeGiven = true;
     else if (a == "--transport") {
       const std::string t = value();
-      if (t == "cuda") o.request.transport = plan::TransportKind::kCuda;
-      else if (t == "socket") o.request.transport = plan::TransportKind::kSocket;
-      else if (t == "shm") o.request.transport = plan::TransportKind::kShm;
-      else throwInvalidArgument("--transport: '" + t + "' is not one of cuda, socket, shm");
-    }
-    else if (a == "--no-judge") o.request.judgeTrees = false;
-    else if (a == "--json") o.json = true;
-    else if (a == "--svg") o.svg = value();
-    else if (a == "--survey") o.survey = true;
-    else if (a == "--optimum") o.optimum = true;
-    else if (a == "--fixtures") o.fixtures = value();
+      if (t == "cuda")
+        o.request.transport = plan::TransportKind::kCuda;
+      else if (t == "socket")
+        o.request.transport = plan::TransportKind::kSocket;
+      else if (t == "shm")
+        o.request.transport = plan::TransportKind::kShm;
+      else
+        throwInvalidArgument("--transport: '" + t + "' is not one of cuda, socket, shm");
+    } else if (a == "--no-judge")
+      o.request.judgeTrees = false;
+    else if (a == "--json")
+      o.json = true;
+    else if (a == "--svg")
+      o.svg = value();
+    else if (a == "--survey")
+      o.survey = true;
+    else if (a == "--optimum")
+      o.optimum = true;
+    else if (a == "--fixtures")
+      o.fixtures = value();
     else if (a == "--help" || a == "-h") {
       usage(stdout);
       std::exit(0);
@@ -161,7 +176,8 @@ int run(int argc, char** argv) {
   if (t.ranks.size() < 2) throwInvalidArgument("planning needs at least 2 ranks");
   plan::TopoPlans plans(plan::PlanGraph::fromTopology(t));
   const PlanReport r = makeReport(t, plans, o.request);
-  std::fputs((o.json ? reportJson(r, plans.graph()) : reportText(r, plans.graph())).c_str(), stdout);
+  std::fputs((o.json ? reportJson(r, plans.graph()) : reportText(r, plans.graph())).c_str(),
+             stdout);
   if (!o.svg.empty()) {
     topo::writeTextFile(o.svg, reportSvg(r, t));
     std::fprintf(stderr, "grove-plan: wrote %s\n", o.svg.c_str());

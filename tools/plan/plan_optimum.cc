@@ -29,24 +29,29 @@ std::string num(double v) {
 
 std::string optimumJson(const std::string& dir) {
   std::string out =
-      "{\n \"note\": \"tree LP optima (GB/s of message) over the grove-plan --survey rows; regenerate with "
+      "{\n \"note\": \"tree LP optima (GB/s of message) over the grove-plan --survey rows; "
+      "regenerate with "
       "scripts/plan-optimum\",\n \"rows\": [\n";
   const std::vector<SurveyRow> rows = surveyRows(dir);
   for (size_t i = 0; i < rows.size(); ++i) {
     const SurveyRow& row = rows[i];
     const plan::PlanGraph g = plan::PlanGraph::fromTopology(row.topology);
     const std::vector<double> cap = g.capacities();
-    const plan::detail::TreeOptimum ar = plan::detail::optimalTrees(g, 0, true, cap, {}, 1e-9, 20000);
-    const plan::detail::TreeOptimum bc = plan::detail::optimalTrees(g, 0, false, cap, {}, 1e-9, 20000);
+    const plan::detail::TreeOptimum ar =
+        plan::detail::optimalTrees(g, 0, true, cap, {}, 1e-9, 20000);
+    const plan::detail::TreeOptimum bc =
+        plan::detail::optimalTrees(g, 0, false, cap, {}, 1e-9, 20000);
     std::string nodes;
     for (const topo::RankPlacement& r : row.topology.ranks)
-      nodes += std::string(nodes.empty() ? "" : ", ") + "\"" + row.topology.graph.qualifiedName(r.node) + "\"";
-    out += "  {\"topology\": \"" + row.machine + "\", \"gpus\": \"" + row.gpus + "\", \"nodes\": [" + nodes +
-           "],\n   \"allreduce\": " + num(ar.value) + ", \"allreduce_upper\": " + num(ar.upper) +
-           ", \"broadcast\": " + num(bc.value) + ", \"broadcast_upper\": " + num(bc.upper) + "}" +
-           (i + 1 < rows.size() ? ",\n" : "\n");
-    std::fprintf(stderr, "%s %s: all-reduce %.4f (%d rounds), broadcast %.4f (%d rounds)\n", row.machine.c_str(),
-                 row.gpus.c_str(), ar.value, ar.iterations, bc.value, bc.iterations);
+      nodes += std::string(nodes.empty() ? "" : ", ") + "\"" +
+               row.topology.graph.qualifiedName(r.node) + "\"";
+    out += "  {\"topology\": \"" + row.machine + "\", \"gpus\": \"" + row.gpus +
+           "\", \"nodes\": [" + nodes + "],\n   \"allreduce\": " + num(ar.value) +
+           ", \"allreduce_upper\": " + num(ar.upper) + ", \"broadcast\": " + num(bc.value) +
+           ", \"broadcast_upper\": " + num(bc.upper) + "}" + (i + 1 < rows.size() ? ",\n" : "\n");
+    std::fprintf(stderr, "%s %s: all-reduce %.4f (%d rounds), broadcast %.4f (%d rounds)\n",
+                 row.machine.c_str(), row.gpus.c_str(), ar.value, ar.iterations, bc.value,
+                 bc.iterations);
   }
   return out + " ]\n}\n";
 }

@@ -3,8 +3,8 @@
 #include <string>
 #include <tuple>
 
-#include "topology/json.h"
 #include "tools/plan/plan_report.h"
+#include "topology/json.h"
 
 namespace grove::tools {
 
@@ -42,8 +42,8 @@ const AlgoPrediction* selected(const PlanReport& r) {
 
 std::string ringsText(const char* title, const plan::RingPlan& rp) {
   std::string out = std::string(title) + ": " + std::to_string(rp.rings.size()) + " ring(s), " +
-                    fmt("%.1f", rp.rate) + " GB/s over " + (rp.linkClass.empty() ? "-" : rp.linkClass) +
-                    fmt(", %.2f ms\n", rp.planMs);
+                    fmt("%.1f", rp.rate) + " GB/s over " +
+                    (rp.linkClass.empty() ? "-" : rp.linkClass) + fmt(", %.2f ms\n", rp.planMs);
   for (size_t i = 0; i < rp.rings.size(); ++i) {
     out += "  ring " + std::to_string(i) + fmt("  %6.1f GB/s  ", rp.rings[i].rate);
     for (int v : rp.rings[i].order) out += std::to_string(v) + " ";
@@ -54,25 +54,30 @@ std::string ringsText(const char* title, const plan::RingPlan& rp) {
 
 std::string treesText(const PlanReport& r) {
   const plan::TreePlan& tp = r.trees;
-  std::string out = std::string(r.request.coll == plan::Coll::kAllReduce ? "all-reduce" : "rooted") +
-                    " trees: " + std::to_string(tp.trees.size()) + " tree(s), " +
-                    fmt("%.1f GB/s", tp.rate) + fmt(" of bound %.1f GB/s", tp.bound) +
-                    (tp.optimum > 0 ? fmt(" (LP optimum %.1f, ", tp.optimum) : std::string(" (LP optimum not proved, ")) +
-                    std::to_string(tp.pricingRounds) + " pricing rounds), " +
-                    (tp.judged > 0 ? "number chosen by the cost model of " + std::to_string(tp.judged) + " reductions, "
-                                   : std::string()) +
-                    std::to_string(tp.rounds) + " MWU rounds, " + std::to_string(tp.mwuTrees) +
-                    " MWU trees" + fmt(", %.2f ms\n", tp.planMs);
+  std::string out =
+      std::string(r.request.coll == plan::Coll::kAllReduce ? "all-reduce" : "rooted") +
+      " trees: " + std::to_string(tp.trees.size()) + " tree(s), " + fmt("%.1f GB/s", tp.rate) +
+      fmt(" of bound %.1f GB/s", tp.bound) +
+      (tp.optimum > 0 ? fmt(" (LP optimum %.1f, ", tp.optimum)
+                      : std::string(" (LP optimum not proved, ")) +
+      std::to_string(tp.pricingRounds) + " pricing rounds), " +
+      (tp.judged > 0
+           ? "number chosen by the cost model of " + std::to_string(tp.judged) + " reductions, "
+           : std::string()) +
+      std::to_string(tp.rounds) + " MWU rounds, " + std::to_string(tp.mwuTrees) + " MWU trees" +
+      fmt(", %.2f ms\n", tp.planMs);
   for (size_t i = 0; i < tp.trees.size(); ++i) {
     const plan::Tree& t = tp.trees[i];
     out += "  tree " + std::to_string(i) + "  root " + std::to_string(t.root) +
-           fmt("  %6.1f GB/s", t.rate) + fmt(" (weight %.3f)  edges", tp.rate > 0 ? t.rate / tp.rate : 0);
+           fmt("  %6.1f GB/s", t.rate) +
+           fmt(" (weight %.3f)  edges", tp.rate > 0 ? t.rate / tp.rate : 0);
     for (size_t v = 0; v < t.parent.size(); ++v)
       if (t.parent[v] >= 0) out += " " + std::to_string(t.parent[v]) + "->" + std::to_string(v);
     if (!t.upParent.empty()) {  // a tree pair: the reduce tree differs
       out += "  reduce";
       for (size_t v = 0; v < t.upParent.size(); ++v)
-        if (t.upParent[v] >= 0) out += " " + std::to_string(v) + "->" + std::to_string(t.upParent[v]);
+        if (t.upParent[v] >= 0)
+          out += " " + std::to_string(v) + "->" + std::to_string(t.upParent[v]);
     }
     out += "\n";
   }
@@ -94,9 +99,10 @@ std::string hierText(const PlanReport& r) {
 
 std::string linksText(const PlanReport& r, const plan::PlanGraph& g) {
   const AlgoPrediction* sel = selected(r);
-  std::string out = "link utilisation (planned load / capacity; 'sim': busy share of the selected run):\n  " +
-                    pad("link", 40) + pad("kind", 8) + pad("GB/s", 9) + pad("rings", 8) + pad("trees", 8) +
-                    "sim\n";
+  std::string out =
+      "link utilisation (planned load / capacity; 'sim': busy share of the selected run):\n  " +
+      pad("link", 40) + pad("kind", 8) + pad("GB/s", 9) + pad("rings", 8) + pad("trees", 8) +
+      "sim\n";
   for (int l = 0; l < static_cast<int>(g.links().size()); ++l) {
     const double rl = l < static_cast<int>(r.ringLoad.size()) ? r.ringLoad[l] : 0;
     const double tl = l < static_cast<int>(r.treeLoad.size()) ? r.treeLoad[l] : 0;
@@ -104,9 +110,9 @@ std::string linksText(const PlanReport& r, const plan::PlanGraph& g) {
     if (!shownLink(g, l) || (rl <= 0 && tl <= 0 && sb <= 0)) continue;
     const plan::PlanLink& k = g.links()[l];
     const double sim = sel != nullptr ? sb / (k.cap * 1e9 * sel->seconds) : 0;
-    out += "  " + pad(linkName(g, l), 40) + pad(topo::kindName(k.kind), 8) + pad(fmt("%.1f", k.cap), 9) +
-           pad(fmt("%.0f%%", 100 * rl / k.cap), 8) + pad(fmt("%.0f%%", 100 * tl / k.cap), 8) +
-           fmt("%.0f%%", 100 * sim) + "\n";
+    out += "  " + pad(linkName(g, l), 40) + pad(topo::kindName(k.kind), 8) +
+           pad(fmt("%.1f", k.cap), 9) + pad(fmt("%.0f%%", 100 * rl / k.cap), 8) +
+           pad(fmt("%.0f%%", 100 * tl / k.cap), 8) + fmt("%.0f%%", 100 * sim) + "\n";
   }
   return out;
 }
@@ -175,16 +181,18 @@ json::Value predictionJson(const AlgoPrediction& p) {
 }  // namespace
 
 std::string reportText(const PlanReport& r, const plan::PlanGraph& g) {
-  std::string out = std::string(plan::collName(r.request.coll)) + " of " + bytesText(r.request.bytes) +
-                    " over " + std::to_string(r.nranks) + " rank(s) on " + std::to_string(r.machines) +
-                    " machine(s)" +
-                    (r.request.coll == plan::Coll::kAllReduce ? "" : ", root " + std::to_string(r.request.root)) +
-                    "\nranks:";
-  for (size_t i = 0; i < r.rankNodes.size(); ++i) out += " " + std::to_string(i) + "=" + r.rankNodes[i];
+  std::string out =
+      std::string(plan::collName(r.request.coll)) + " of " + bytesText(r.request.bytes) + " over " +
+      std::to_string(r.nranks) + " rank(s) on " + std::to_string(r.machines) + " machine(s)" +
+      (r.request.coll == plan::Coll::kAllReduce ? "" : ", root " + std::to_string(r.request.root)) +
+      "\nranks:";
+  for (size_t i = 0; i < r.rankNodes.size(); ++i)
+    out += " " + std::to_string(i) + "=" + r.rankNodes[i];
   out += fmt("\nplanning time: %.2f ms\n\n", r.planMs);
-  out += ringsText("best rings", r.rings) + ringsText("NCCL-like rings", r.ncclRings) + treesText(r) +
-         hierText(r) + "\n" + linksText(r, g) + "\npredicted (" + bytesText(r.request.bytes) + "):\n  " +
-         pad("algorithm", 18) + pad("algbw GB/s", 12) + pad("busbw GB/s", 12) + "time ms\n";
+  out += ringsText("best rings", r.rings) + ringsText("NCCL-like rings", r.ncclRings) +
+         treesText(r) + hierText(r) + "\n" + linksText(r, g) + "\npredicted (" +
+         bytesText(r.request.bytes) + "):\n  " + pad("algorithm", 18) + pad("algbw GB/s", 12) +
+         pad("busbw GB/s", 12) + "time ms\n";
   for (const AlgoPrediction& p : r.predictions) {
     const std::string name = p.detail.empty() ? p.name : p.name + " (" + p.detail + ")";
     if (!p.ok) {
@@ -194,12 +202,13 @@ std::string reportText(const PlanReport& r, const plan::PlanGraph& g) {
     out += "  " + pad(name, 18) + pad(fmt("%.2f", p.algbw), 12) + pad(fmt("%.2f", p.busbw), 12) +
            fmt("%.3f", p.seconds * 1e3) + "\n";
   }
-  out += "  " + pad("upper bound", 18) + pad(fmt("%.2f", r.boundAlgbw), 12) + fmt("%.2f", r.boundBusbw) + "\n";
+  out += "  " + pad("upper bound", 18) + pad(fmt("%.2f", r.boundAlgbw), 12) +
+         fmt("%.2f", r.boundBusbw) + "\n";
   out += "  proof: " + r.boundProof + "\n";
   for (const auto& [name, b, dir] : {std::make_tuple("all-gather", &r.allGather, "into"),
                                      std::make_tuple("reduce-scatter", &r.reduceScatter, "out of")})
-    out += std::string("  ") + name + fmt(" optimum %.2f GB/s algbw: ", b->rate) + fmt("%.2f GB/s ", b->crossing) +
-           dir + " ranks " + rankSet(b->inside) + "\n";
+    out += std::string("  ") + name + fmt(" optimum %.2f GB/s algbw: ", b->rate) +
+           fmt("%.2f GB/s ", b->crossing) + dir + " ranks " + rankSet(b->inside) + "\n";
   return out;
 }
 
@@ -232,7 +241,8 @@ std::string reportJson(const PlanReport& r, const plan::PlanGraph& g) {
   json::Value links = json::Value::makeArray();
   for (int l = 0; l < static_cast<int>(g.links().size()); ++l) {
     const double rl = r.ringLoad.at(l), tl = r.treeLoad.at(l);
-    const double sim = sel != nullptr ? sel->linkBytes[l] / (g.links()[l].cap * 1e9 * sel->seconds) : 0;
+    const double sim =
+        sel != nullptr ? sel->linkBytes[l] / (g.links()[l].cap * 1e9 * sel->seconds) : 0;
     if (!shownLink(g, l) || (rl <= 0 && tl <= 0 && sim <= 0)) continue;
     json::Value x = json::Value::makeObject();
     x.set("from", json::Value::makeString(g.vertexName(g.links()[l].from)));
@@ -252,7 +262,8 @@ std::string reportJson(const PlanReport& r, const plan::PlanGraph& g) {
   bound.set("algbw", json::Value::makeNumber(r.boundAlgbw));
   bound.set("busbw", json::Value::makeNumber(r.boundBusbw));
   bound.set("proof", json::Value::makeString(r.boundProof));
-  for (const auto& [key, b] : {std::make_pair("allgather", &r.allGather), std::make_pair("reducescatter", &r.reduceScatter)}) {
+  for (const auto& [key, b] : {std::make_pair("allgather", &r.allGather),
+                               std::make_pair("reducescatter", &r.reduceScatter)}) {
     json::Value cut = json::Value::makeObject();
     cut.set("algbw", json::Value::makeNumber(b->rate));
     cut.set("crossing", json::Value::makeNumber(b->crossing));

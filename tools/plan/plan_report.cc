@@ -30,13 +30,15 @@ plan::Tree chainOf(const plan::Ring& ring, int root) {
   t.root = root;
   t.rate = ring.rate;
   t.parent.assign(static_cast<size_t>(n), -1);
-  const int at = static_cast<int>(std::find(ring.order.begin(), ring.order.end(), root) - ring.order.begin());
+  const int at =
+      static_cast<int>(std::find(ring.order.begin(), ring.order.end(), root) - ring.order.begin());
   for (int j = 1; j < n; ++j) t.parent[ring.order[(at + j) % n]] = ring.order[(at + j - 1) % n];
   return t;
 }
 
 /// Programs that run a collective over a set of rings.
-BuildFn ringsBuilder(Coll coll, const std::vector<plan::Ring>& rings, const plan::PlanParams& params) {
+BuildFn ringsBuilder(Coll coll, const std::vector<plan::Ring>& rings,
+                     const plan::PlanParams& params) {
   return [coll, rings, params](const plan::CollArgs& a) {
     if (rings.empty()) throwInvalidArgument("no rings were found");
     if (coll == Coll::kAllReduce) return plan::buildRingsAllReduce(a, params, rings);
@@ -108,19 +110,21 @@ std::string allReduceProof(const plan::PlanGraph& g, const PlanReport& r) {
   char buf[160];
   const double rsag = 1.0 / (1.0 / r.allGather.rate + 1.0 / r.reduceScatter.rate);
   if (rsag >= r.boundAlgbw * (1 - 1e-9)) {
-    std::snprintf(buf, sizeof buf, "reduce-scatter + all-gather at 1/(1/%.2f + 1/%.2f)", r.reduceScatter.rate,
-                  r.allGather.rate);
+    std::snprintf(buf, sizeof buf, "reduce-scatter + all-gather at 1/(1/%.2f + 1/%.2f)",
+                  r.reduceScatter.rate, r.allGather.rate);
     return buf;
   }
   if (std::abs(r.trees.optimum - r.boundAlgbw) > 1e-6 * r.boundAlgbw)
-    return "the per-rank, summed and per-machine flow bounds (tighter than the trees' dual bound column "
+    return "the per-rank, summed and per-machine flow bounds (tighter than the trees' dual bound "
+           "column "
            "generation reached in its rounds)";
   const plan::PartitionBound p = plan::allReducePartition(g);
   if (std::abs(p.rate - r.boundAlgbw) > 1e-6 * r.boundAlgbw)
     return "the all-reduce tree LP's optimum, proved by its dual (column generation)";
   std::string parts;
   for (const std::vector<int>& part : p.parts) parts += (parts.empty() ? "" : " ") + rankSet(part);
-  std::snprintf(buf, sizeof buf, ": %.2f GB/s between parts / 2(%zu-1)", p.crossing, p.parts.size());
+  std::snprintf(buf, sizeof buf, ": %.2f GB/s between parts / 2(%zu-1)", p.crossing,
+                p.parts.size());
   return "the all-reduce tree LP's optimum; partition " + parts + buf;
 }
 
@@ -144,12 +148,14 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   }
   r.machines = static_cast<int>(machines.size());
   const bool allReduce = req.coll == Coll::kAllReduce;
-  const plan::TransportKind kind =
-      req.transport == plan::TransportKind::kAuto ? transportOf(topology, r.machines) : req.transport;
+  const plan::TransportKind kind = req.transport == plan::TransportKind::kAuto
+                                       ? transportOf(topology, r.machines)
+                                       : req.transport;
   const plan::SimParams sim = plan::simParamsFor(kind);
   plan::Selector sel(r.nranks, kind, plan::SelectorConfig::fromRegistry());
   // As a communicator does (src/core/comm.cc), at GROVE_TREE_JUDGE_BYTES.
-  if (const uint64_t judgeBytes = config::getSize("GROVE_TREE_JUDGE_BYTES"); req.judgeTrees && judgeBytes > 0)
+  if (const uint64_t judgeBytes = config::getSize("GROVE_TREE_JUDGE_BYTES");
+      req.judgeTrees && judgeBytes > 0)
     plans.setTreeJudge(plan::treeJudge(plans.graph(), sel, sim, judgeBytes));
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -158,13 +164,15 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   r.trees = allReduce ? plans.allReduceTrees() : plans.rootedTrees(req.root);
   r.hasHier = allReduce;
   if (r.hasHier) r.hier = plans.hierarchical();
-  r.planMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  r.planMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   r.ringLoad = plan::linkLoad(g, r.rings.rings);
   r.treeLoad = plan::linkLoad(g, r.trees.trees, allReduce);
   r.boundAlgbw = r.trees.bound;  // allReduceBound / broadcastBound, as the packer found it
   r.allGather = plan::allGatherBound(g);
   r.reduceScatter = plan::reduceScatterBound(g);
-  r.boundProof = allReduce ? allReduceProof(g, r) : "the smallest max flow from the root to one rank (Edmonds)";
+  r.boundProof = allReduce ? allReduceProof(g, r)
+                           : "the smallest max flow from the root to one rank (Edmonds)";
   r.boundBusbw = r.boundAlgbw * plan::busBwFactor(req.coll, r.nranks);
 
   const plan::PlanParams params = sel.select(req.coll, req.bytes).params;
@@ -174,7 +182,8 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   args.root = req.root;
   args.count = std::max<uint64_t>(1, req.bytes / 4);
   auto planned = [&](Algo a) {
-    return [a, params, &plans](const plan::CollArgs& x) { return plan::build(a, x, params, &plans); };
+    return
+        [a, params, &plans](const plan::CollArgs& x) { return plan::build(a, x, params, &plans); };
   };
   r.predictions.push_back(
       predictWith("nccl-rings", g, args, ringsBuilder(req.coll, r.ncclRings.rings, params), sim));
@@ -192,9 +201,10 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   sel.setSizeTable(req.coll,
                    plan::sizeRulesOf(plan::tuneCollective(sel, plans, req.coll, r.nranks, sim)));
   const plan::Selection chosen = sel.select(req.coll, req.bytes);
-  AlgoPrediction s = predictWith("selected", g, args, [&](const plan::CollArgs& x) {
-    return plan::build(chosen.algo, x, chosen.params, &plans);
-  }, sim);
+  AlgoPrediction s = predictWith(
+      "selected", g, args,
+      [&](const plan::CollArgs& x) { return plan::build(chosen.algo, x, chosen.params, &plans); },
+      sim);
   s.detail = plan::algoName(chosen.algo);
   r.predictions.push_back(s);
   return r;
@@ -210,7 +220,8 @@ topo::CommTopology placeOnGpus(const topo::Graph& g, const std::vector<int>& cud
   t.ranksByMachine.resize(1);
   std::set<int> seen;
   for (int idx : cudaIndices) {
-    if (!seen.insert(idx).second) throwInvalidArgument("--gpus lists GPU " + std::to_string(idx) + " twice");
+    if (!seen.insert(idx).second)
+      throwInvalidArgument("--gpus lists GPU " + std::to_string(idx) + " twice");
     topo::NodeId node = -1;
     for (topo::NodeId id : g.nodesOfKind(topo::NodeKind::kGpu))
       if (g.node(id).index == idx) node = id;
@@ -242,10 +253,14 @@ uint64_t parseBytes(const std::string& text) {
   }
   const std::string unit = text.substr(used);
   double mult = 1;
-  if (unit == "K" || unit == "k" || unit == "KiB") mult = 1024;
-  else if (unit == "M" || unit == "m" || unit == "MiB") mult = 1024.0 * 1024;
-  else if (unit == "G" || unit == "g" || unit == "GiB") mult = 1024.0 * 1024 * 1024;
-  else if (!unit.empty() && unit != "B") throwInvalidArgument("bad size '" + text + "' (e.g. 4096, 64K, 256M, 1G)");
+  if (unit == "K" || unit == "k" || unit == "KiB")
+    mult = 1024;
+  else if (unit == "M" || unit == "m" || unit == "MiB")
+    mult = 1024.0 * 1024;
+  else if (unit == "G" || unit == "g" || unit == "GiB")
+    mult = 1024.0 * 1024 * 1024;
+  else if (!unit.empty() && unit != "B")
+    throwInvalidArgument("bad size '" + text + "' (e.g. 4096, 64K, 256M, 1G)");
   if (!(v * mult >= 4) || v * mult > 64.0 * (1ull << 30))
     throwInvalidArgument("size '" + text + "' out of range (4 B .. 64 GiB)");
   return static_cast<uint64_t>(v * mult);

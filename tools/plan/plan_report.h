@@ -31,13 +31,13 @@ struct PlanRequest {
 
 /// The prediction of one algorithm.
 struct AlgoPrediction {
-  std::string name;      ///< "nccl-rings", "rings", "trees", "hier", "direct", "selected"
-  std::string detail;    ///< e.g. what "selected" picked
-  bool ok = false;       ///< false: cannot run here (see why)
+  std::string name;    ///< "nccl-rings", "rings", "trees", "hier", "direct", "selected"
+  std::string detail;  ///< e.g. what "selected" picked
+  bool ok = false;     ///< false: cannot run here (see why)
   std::string why;
   double seconds = 0;
-  double algbw = 0;      ///< GB/s
-  double busbw = 0;      ///< GB/s (nccl-tests formulas)
+  double algbw = 0;  ///< GB/s
+  double busbw = 0;  ///< GB/s (nccl-tests formulas)
   int criticalRank = -1;
   std::vector<double> linkBytes;  ///< by plan-graph link
 };
@@ -49,17 +49,17 @@ struct PlanReport {
   int machines = 0;
   std::vector<std::string> rankNodes;  ///< by rank: qualified topology node name
   plan::RingPlan rings, ncclRings;
-  plan::TreePlan trees;                ///< all-reduce trees, or rooted at the root
-  plan::HierPlan hier;                 ///< all-reduce only
-  bool hasHier = false;                ///< all-reduce: the hierarchical plan was made
+  plan::TreePlan trees;                    ///< all-reduce trees, or rooted at the root
+  plan::HierPlan hier;                     ///< all-reduce only
+  bool hasHier = false;                    ///< all-reduce: the hierarchical plan was made
   std::vector<double> ringLoad, treeLoad;  ///< GB/s by plan-graph link
   std::vector<AlgoPrediction> predictions;
-  double boundAlgbw = 0;               ///< upper bound on algbw (GB/s)
+  double boundAlgbw = 0;  ///< upper bound on algbw (GB/s)
   double boundBusbw = 0;
-  std::string boundProof;              ///< what proves the bound (a partition, a cut, the LP dual)
-  plan::CutBound allGather;            ///< all-gather optimum and its cut
-  plan::CutBound reduceScatter;        ///< reduce-scatter optimum and its cut
-  double planMs = 0;                   ///< wall time of every plan above
+  std::string boundProof;        ///< what proves the bound (a partition, a cut, the LP dual)
+  plan::CutBound allGather;      ///< all-gather optimum and its cut
+  plan::CutBound reduceScatter;  ///< reduce-scatter optimum and its cut
+  double planMs = 0;             ///< wall time of every plan above
 };
 
 /// Plans and predicts for a placed communicator; `plans` is built from it.

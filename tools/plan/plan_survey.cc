@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "topology/topo_file.h"
 #include "tools/plan/plan_report.h"
+#include "topology/topo_file.h"
 
 namespace grove::tools {
 
@@ -61,7 +61,8 @@ struct Best {
   double planMs = 0;
 };
 
-Best predictRow(const topo::CommTopology& t, plan::TopoPlans& plans, plan::Coll coll, uint64_t bytes) {
+Best predictRow(const topo::CommTopology& t, plan::TopoPlans& plans, plan::Coll coll,
+                uint64_t bytes) {
   PlanRequest req;
   req.coll = coll;
   req.bytes = bytes;
@@ -72,8 +73,10 @@ Best predictRow(const topo::CommTopology& t, plan::TopoPlans& plans, plan::Coll 
   b.planMs = r.planMs;
   for (const AlgoPrediction& p : r.predictions) {
     if (!p.ok) continue;
-    if (p.name == "nccl-rings") b.nccl = p.busbw;
-    else if (p.busbw > b.busbw) b.busbw = p.busbw, b.name = p.name;
+    if (p.name == "nccl-rings")
+      b.nccl = p.busbw;
+    else if (p.busbw > b.busbw)
+      b.busbw = p.busbw, b.name = p.name;
   }
   return b;
 }
@@ -129,27 +132,29 @@ SurveyRow wholeRow(const std::string& dir, const std::string& name) {
 std::vector<SurveyRow> surveyRows(const std::string& dir) {
   std::vector<SurveyRow> rows = dgx1Rows(dir, "dgx1_p100");
   for (SurveyRow& r : dgx1Rows(dir, "dgx1_v100")) rows.push_back(std::move(r));
-  for (const char* name : {"dgx2", "dgx_a100", "pcie_8gpu_2socket", "cluster_2x4nic", "ring4_addr", "dgx1_v100_addr"})
+  for (const char* name :
+       {"dgx2", "dgx_a100", "pcie_8gpu_2socket", "cluster_2x4nic", "ring4_addr", "dgx1_v100_addr"})
     rows.push_back(wholeRow(dir, name));
   return rows;
 }
 
 std::string surveyText(const std::string& dir, uint64_t bytes) {
   const std::vector<SurveyRow> rows = surveyRows(dir);
-  std::string out = "Predicted bus bandwidth (GB/s, nccl-tests busbw) at " + bytesText(bytes) +
-                    "; all-reduce (AR) and broadcast from rank 0 (BC).\n"
-                    "'grove' is the fastest of grove's planned rings, trees and hierarchical plan.\n\n"
-                    "| topology | GPUs | subsets | AR NCCL rings | AR grove | AR bound | BC NCCL rings | "
-                    "BC grove | BC bound | planning ms |\n"
-                    "|---|---|---|---|---|---|---|---|---|---|\n";
+  std::string out =
+      "Predicted bus bandwidth (GB/s, nccl-tests busbw) at " + bytesText(bytes) +
+      "; all-reduce (AR) and broadcast from rank 0 (BC).\n"
+      "'grove' is the fastest of grove's planned rings, trees and hierarchical plan.\n\n"
+      "| topology | GPUs | subsets | AR NCCL rings | AR grove | AR bound | BC NCCL rings | "
+      "BC grove | BC bound | planning ms |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const SurveyRow& row : rows) {
     plan::TopoPlans plans(plan::PlanGraph::fromTopology(row.topology));
     const Best ar = predictRow(row.topology, plans, plan::Coll::kAllReduce, bytes);
     const Best bc = predictRow(row.topology, plans, plan::Coll::kBroadcast, bytes);
     out += "| " + row.machine + " | " + row.gpus + " | " + std::to_string(row.classSize) + " | " +
-           cell(ar.nccl) + " | " + cell(ar.busbw) + " (" + ar.name + ") | " + cell(ar.bound) + " | " +
-           cell(bc.nccl) + " | " + cell(bc.busbw) + " (" + bc.name + ") | " + cell(bc.bound) + " | " +
-           cell(ar.planMs + bc.planMs) + " |\n";
+           cell(ar.nccl) + " | " + cell(ar.busbw) + " (" + ar.name + ") | " + cell(ar.bound) +
+           " | " + cell(bc.nccl) + " | " + cell(bc.busbw) + " (" + bc.name + ") | " +
+           cell(bc.bound) + " | " + cell(ar.planMs + bc.planMs) + " |\n";
     std::fflush(stdout);
   }
   return out;

@@ -20,10 +20,10 @@ namespace grove::tools {
 
 namespace {
 
-constexpr double kBox = 420;       // machine box side
-constexpr double kGap = 40;        // between boxes
+constexpr double kBox = 420;  // machine box side
+constexpr double kGap = 40;   // between boxes
 constexpr double kMargin = 30;
-constexpr double kNetRow = 80;     // height of the network row
+constexpr double kNetRow = 80;  // height of the network row
 constexpr const char* kColours[] = {"#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4",
                                     "#42d4f4", "#f032e6", "#9a6324", "#808000", "#000075"};
 
@@ -40,10 +40,14 @@ std::string num(double v) {
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -56,12 +60,14 @@ std::map<topo::NodeId, Pt> layout(const topo::Graph& g, double* width, double* h
     std::vector<topo::NodeId> gpus = g.nodesOfKind(topo::NodeKind::kGpu, machines[m]), others;
     for (topo::NodeId id = 0; id < static_cast<int>(g.nodes().size()); ++id) {
       const topo::Node& n = g.node(id);
-      if (n.machine == machines[m] && n.kind != topo::NodeKind::kGpu && n.kind != topo::NodeKind::kMachine)
+      if (n.machine == machines[m] && n.kind != topo::NodeKind::kGpu &&
+          n.kind != topo::NodeKind::kMachine)
         others.push_back(id);
     }
     auto ring = [&](const std::vector<topo::NodeId>& ids, double radius, double phase) {
       for (size_t i = 0; i < ids.size(); ++i) {
-        const double a = phase + 2 * M_PI * static_cast<double>(i) / static_cast<double>(ids.size());
+        const double a =
+            phase + 2 * M_PI * static_cast<double>(i) / static_cast<double>(ids.size());
         at[ids[i]] = Pt{c.x + radius * std::cos(a), c.y + radius * std::sin(a)};
       }
     };
@@ -69,7 +75,9 @@ std::map<topo::NodeId, Pt> layout(const topo::Graph& g, double* width, double* h
     ring(others, others.size() > 1 ? kBox * 0.18 : 0, -M_PI / 2 + 0.3);
   }
   const std::vector<topo::NodeId> nets = g.nodesOfKind(topo::NodeKind::kNet);
-  const double total = kMargin * 2 + std::max<double>(1, static_cast<double>(machines.size())) * (kBox + kGap) - kGap;
+  const double total = kMargin * 2 +
+                       std::max<double>(1, static_cast<double>(machines.size())) * (kBox + kGap) -
+                       kGap;
   for (size_t i = 0; i < nets.size(); ++i)
     at[nets[i]] = Pt{total * static_cast<double>(i + 1) / static_cast<double>(nets.size() + 1),
                      kMargin + kBox + kNetRow / 2};
@@ -95,28 +103,32 @@ std::string reportSvg(const PlanReport& r, const topo::CommTopology& topology) {
   const topo::Graph& g = topology.graph;
   double width = 0, height = 0;
   const std::map<topo::NodeId, Pt> at = layout(g, &width, &height);
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                    num(width) + "\" height=\"" + num(height + 40) + "\" viewBox=\"0 0 " + num(width) + " " +
-                    num(height + 40) + "\" font-family=\"sans-serif\" font-size=\"11\">\n<defs>\n";
+  std::string out =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+      "width=\"" +
+      num(width) + "\" height=\"" + num(height + 40) + "\" viewBox=\"0 0 " + num(width) + " " +
+      num(height + 40) + "\" font-family=\"sans-serif\" font-size=\"11\">\n<defs>\n";
   for (size_t t = 0; t < std::size(kColours); ++t)
     out += std::string("  <marker id=\"arrow") + std::to_string(t) +
-           "\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"4\" markerHeight=\"4\" orient=\"auto\">"
-           "<path d=\"M0,0 L10,5 L0,10 z\" fill=\"" + kColours[t] + "\"/></marker>\n";
+           "\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"4\" markerHeight=\"4\" "
+           "orient=\"auto\">"
+           "<path d=\"M0,0 L10,5 L0,10 z\" fill=\"" +
+           kColours[t] + "\"/></marker>\n";
   out += "</defs>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   const std::vector<topo::NodeId> machines = g.machines();
   for (size_t m = 0; m < machines.size(); ++m)
-    out += "<rect x=\"" + num(kMargin / 2 + static_cast<double>(m) * (kBox + kGap)) + "\" y=\"" + num(kMargin / 2) +
-           "\" width=\"" + num(kBox + kMargin / 2) + "\" height=\"" + num(kBox + kMargin / 2) +
-           "\" fill=\"none\" stroke=\"#999\" rx=\"8\"/>\n<text x=\"" +
-           num(kMargin + static_cast<double>(m) * (kBox + kGap)) + "\" y=\"" + num(kMargin) + "\">" +
-           escape(g.node(machines[m]).name) + "</text>\n";
+    out += "<rect x=\"" + num(kMargin / 2 + static_cast<double>(m) * (kBox + kGap)) + "\" y=\"" +
+           num(kMargin / 2) + "\" width=\"" + num(kBox + kMargin / 2) + "\" height=\"" +
+           num(kBox + kMargin / 2) + "\" fill=\"none\" stroke=\"#999\" rx=\"8\"/>\n<text x=\"" +
+           num(kMargin + static_cast<double>(m) * (kBox + kGap)) + "\" y=\"" + num(kMargin) +
+           "\">" + escape(g.node(machines[m]).name) + "</text>\n";
   std::set<std::pair<int, int>> drawn;
   for (const topo::Link& l : g.links()) {
     if (!at.count(l.from) || !at.count(l.to)) continue;
     if (!drawn.insert({std::min(l.from, l.to), std::max(l.from, l.to)}).second) continue;
     const Pt a = at.at(l.from), b = at.at(l.to);
-    out += "<line x1=\"" + num(a.x) + "\" y1=\"" + num(a.y) + "\" x2=\"" + num(b.x) + "\" y2=\"" + num(b.y) +
-           "\" stroke=\"#c8c8c8\" stroke-width=\"1\"/>\n";
+    out += "<line x1=\"" + num(a.x) + "\" y1=\"" + num(a.y) + "\" x2=\"" + num(b.x) + "\" y2=\"" +
+           num(b.y) + "\" stroke=\"#c8c8c8\" stroke-width=\"1\"/>\n";
   }
   double maxRate = 0;
   for (const plan::Tree& t : r.trees.trees) maxRate = std::max(maxRate, t.rate);
@@ -132,9 +144,10 @@ std::string reportSvg(const PlanReport& r, const topo::CommTopology& topology) {
       const double dx = b.x - a.x, dy = b.y - a.y, len = std::max(1.0, std::hypot(dx, dy));
       const double ox = -dy / len * shift, oy = dx / len * shift, back = std::min(18.0, len / 3);
       out += "<line x1=\"" + num(a.x + ox) + "\" y1=\"" + num(a.y + oy) + "\" x2=\"" +
-             num(b.x + ox - dx / len * back) + "\" y2=\"" + num(b.y + oy - dy / len * back) + "\" stroke=\"" +
-             kColours[colour] + "\" stroke-width=\"" + num(w) + "\" stroke-opacity=\"0.8\" marker-end=\"url(#arrow" +
-             std::to_string(colour) + ")\"/>\n";
+             num(b.x + ox - dx / len * back) + "\" y2=\"" + num(b.y + oy - dy / len * back) +
+             "\" stroke=\"" + kColours[colour] + "\" stroke-width=\"" + num(w) +
+             "\" stroke-opacity=\"0.8\" marker-end=\"url(#arrow" + std::to_string(colour) +
+             ")\"/>\n";
     }
   }
   for (const auto& [id, p] : at) {
@@ -142,18 +155,19 @@ std::string reportSvg(const PlanReport& r, const topo::CommTopology& topology) {
     std::string label = n.name;
     for (size_t rk = 0; rk < topology.ranks.size(); ++rk)
       if (topology.ranks[rk].node == id) label += " r" + std::to_string(rk);
-    out += "<circle cx=\"" + num(p.x) + "\" cy=\"" + num(p.y) + "\" r=\"14\" fill=\"" + fillOf(n.kind) +
-           "\" stroke=\"#555\"/>\n<text x=\"" + num(p.x) + "\" y=\"" + num(p.y + 26) +
-           "\" text-anchor=\"middle\">" + escape(label) + "</text>\n";
+    out += "<circle cx=\"" + num(p.x) + "\" cy=\"" + num(p.y) + "\" r=\"14\" fill=\"" +
+           fillOf(n.kind) + "\" stroke=\"#555\"/>\n<text x=\"" + num(p.x) + "\" y=\"" +
+           num(p.y + 26) + "\" text-anchor=\"middle\">" + escape(label) + "</text>\n";
   }
   std::string legend = std::string(plan::collName(r.request.coll)) + " trees: ";
   for (int t = 0; t < nt; ++t) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%s#%d root %d %.1f GB/s", t ? ", " : "", t, r.trees.trees[t].root,
-                  r.trees.trees[t].rate);
+    std::snprintf(buf, sizeof buf, "%s#%d root %d %.1f GB/s", t ? ", " : "", t,
+                  r.trees.trees[t].root, r.trees.trees[t].rate);
     legend += buf;
   }
-  out += "<text x=\"" + num(kMargin) + "\" y=\"" + num(height + 20) + "\">" + escape(legend) + "</text>\n</svg>\n";
+  out += "<text x=\"" + num(kMargin) + "\" y=\"" + num(height + 20) + "\">" + escape(legend) +
+         "</text>\n</svg>\n";
   return out;
 }
 

@@ -34,20 +34,21 @@ struct Options {
 };
 
 void usage(FILE* f) {
-  std::fprintf(f,
-               "usage: grove-topo [--file F] [--json | --dot | --svg OUT.svg] [--out F]\n"
-               "                  [--ranks N [--ranks-per-machine K] [--cuda | --host]] [--path A B]\n"
-               "  --file F    load a topology file (grove JSON or NCCL XML) instead of detecting\n"
-               "  --json      print the graph in grove's JSON format (see docs/topology-format.md)\n"
-               "  --dot       print Graphviz DOT text\n"
-               "  --svg F     render an SVG picture to F (needs Graphviz: apt-get install graphviz)\n"
-               "  --out F     write --json / --dot output to F instead of stdout\n"
-               "  --ranks N   show where N ranks of a communicator sit (machines in order)\n"
-               "  --ranks-per-machine K   K ranks per machine (default: spread evenly)\n"
-               "  --cuda / --host         place ranks on GPUs / CPU nodes (default: GPUs when any)\n"
-               "  --path A B  print the widest path between two nodes (e.g. gpu0 nic1, host/gpu0)\n"
-               "Without --file the machine is detected (hwloc/sysfs/CUDA/ibverbs as built) and\n"
-               "GROVE_TOPO_FILE / GROVE_TOPO_DUMP_FILE apply as in a communicator.\n");
+  std::fprintf(
+      f,
+      "usage: grove-topo [--file F] [--json | --dot | --svg OUT.svg] [--out F]\n"
+      "                  [--ranks N [--ranks-per-machine K] [--cuda | --host]] [--path A B]\n"
+      "  --file F    load a topology file (grove JSON or NCCL XML) instead of detecting\n"
+      "  --json      print the graph in grove's JSON format (see docs/topology-format.md)\n"
+      "  --dot       print Graphviz DOT text\n"
+      "  --svg F     render an SVG picture to F (needs Graphviz: apt-get install graphviz)\n"
+      "  --out F     write --json / --dot output to F instead of stdout\n"
+      "  --ranks N   show where N ranks of a communicator sit (machines in order)\n"
+      "  --ranks-per-machine K   K ranks per machine (default: spread evenly)\n"
+      "  --cuda / --host         place ranks on GPUs / CPU nodes (default: GPUs when any)\n"
+      "  --path A B  print the widest path between two nodes (e.g. gpu0 nic1, host/gpu0)\n"
+      "Without --file the machine is detected (hwloc/sysfs/CUDA/ibverbs as built) and\n"
+      "GROVE_TOPO_FILE / GROVE_TOPO_DUMP_FILE apply as in a communicator.\n");
 }
 
 Options parse(int argc, char** argv) {
@@ -58,16 +59,26 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) throwInvalidArgument(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--file" || a == "-f") o.file = value();
-    else if (a == "--json") o.json = true;
-    else if (a == "--dot") o.dot = true;
-    else if (a == "--svg") o.svg = value();
-    else if (a == "--out" || a == "-o") o.out = value();
-    else if (a == "--ranks") o.ranks = std::atoi(value().c_str());
-    else if (a == "--ranks-per-machine") o.ranksPerMachine = std::atoi(value().c_str());
-    else if (a == "--cuda") o.device = topo::DeviceKind::kCuda, o.deviceGiven = true;
-    else if (a == "--host") o.device = topo::DeviceKind::kHost, o.deviceGiven = true;
-    else if (a == "--path") o.pathA = value(), o.pathB = value();
+    if (a == "--file" || a == "-f")
+      o.file = value();
+    else if (a == "--json")
+      o.json = true;
+    else if (a == "--dot")
+      o.dot = true;
+    else if (a == "--svg")
+      o.svg = value();
+    else if (a == "--out" || a == "-o")
+      o.out = value();
+    else if (a == "--ranks")
+      o.ranks = std::atoi(value().c_str());
+    else if (a == "--ranks-per-machine")
+      o.ranksPerMachine = std::atoi(value().c_str());
+    else if (a == "--cuda")
+      o.device = topo::DeviceKind::kCuda, o.deviceGiven = true;
+    else if (a == "--host")
+      o.device = topo::DeviceKind::kHost, o.deviceGiven = true;
+    else if (a == "--path")
+      o.pathA = value(), o.pathB = value();
     else if (a == "--help" || a == "-h") {
       usage(stdout);
       std::exit(0);
@@ -128,13 +139,15 @@ int run(int argc, char** argv) {
   if (!o.svg.empty()) return renderSvg(g, o.svg);
   if (!o.pathA.empty()) {
     topo::Path p = topo::pathBetween(g, resolve(g, o.pathA), resolve(g, o.pathB));
-    std::printf("%s\nclass %s, bottleneck %.3g GB/s, latency %.3g us\n", topo::describePath(g, p).c_str(),
-                topo::pathTypeName(p.type), p.bottleneck, p.latencyUs);
+    std::printf("%s\nclass %s, bottleneck %.3g GB/s, latency %.3g us\n",
+                topo::describePath(g, p).c_str(), topo::pathTypeName(p.type), p.bottleneck,
+                p.latencyUs);
     return 0;
   }
   if (o.ranks > 0) {
     topo::DeviceKind dev = o.device;
-    if (!o.deviceGiven && !g.nodesOfKind(topo::NodeKind::kGpu).empty()) dev = topo::DeviceKind::kCuda;
+    if (!o.deviceGiven && !g.nodesOfKind(topo::NodeKind::kGpu).empty())
+      dev = topo::DeviceKind::kCuda;
     topo::CommTopology t = topo::placeRanks(g, o.ranks, o.ranksPerMachine, dev);
     std::printf("%d rank(s) on %zu machine(s), %s communicator:\n%s", o.ranks, g.machines().size(),
                 dev == topo::DeviceKind::kCuda ? "CUDA" : "host", t.describe().c_str());

@@ -73,10 +73,9 @@ std::shared_ptr<SharedRing> takeRing(const RegistryKey& key, bool sender, size_t
   Pending& p = it->second;
   bool& taken = sender ? p.sendTaken : p.recvTaken;
   if (taken) {
-    throwInvalidUsage("loopback: link " + std::to_string(key.src) + "->" +
-                      std::to_string(key.dst) + " channel " + std::to_string(key.channel) +
-                      " of job " + key.jobId + " established twice on the " +
-                      (sender ? "sending" : "receiving") + " side");
+    throwInvalidUsage("loopback: link " + std::to_string(key.src) + "->" + std::to_string(key.dst) +
+                      " channel " + std::to_string(key.channel) + " of job " + key.jobId +
+                      " established twice on the " + (sender ? "sending" : "receiving") + " side");
   }
   taken = true;
   std::shared_ptr<SharedRing> ring = p.ring;
@@ -95,9 +94,8 @@ class LoopbackSendHalf : public SendHalf {
     size_t n = view_.reserve(ptr);
     if (n == 0 && (ring_->control.closed.load(std::memory_order_acquire) & kReceiverClosed)) {
       throwRemoteError("loopback: rank " + std::to_string(ring_->dst) +
-                       " closed its receiving half of channel " +
-                       std::to_string(ring_->channel) + " while rank " +
-                       std::to_string(ring_->src) + " still sends");
+                       " closed its receiving half of channel " + std::to_string(ring_->channel) +
+                       " while rank " + std::to_string(ring_->src) + " still sends");
     }
     return n;
   }
@@ -121,9 +119,8 @@ class LoopbackRecvHalf : public RecvHalf {
       n = view_.peek(ptr);  // the sender's last commit happened before it closed
       if (n == 0) {
         throwRemoteError("loopback: rank " + std::to_string(ring_->src) +
-                         " closed its sending half of channel " +
-                         std::to_string(ring_->channel) + " while rank " +
-                         std::to_string(ring_->dst) + " still expects bytes");
+                         " closed its sending half of channel " + std::to_string(ring_->channel) +
+                         " while rank " + std::to_string(ring_->dst) + " still expects bytes");
       }
     }
     return n;

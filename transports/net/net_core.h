@@ -28,10 +28,10 @@
 
 namespace grove::transport::net {
 inline constexpr uint32_t kControlMagic = 0x4e455443;  // "CTEN"
-inline constexpr uint32_t kLinkBits = 12;   // link ids in a signal's high bits
-inline constexpr uint32_t kByteBits = 20;   // the write's bytes in its low bits
+inline constexpr uint32_t kLinkBits = 12;              // link ids in a signal's high bits
+inline constexpr uint32_t kByteBits = 20;              // the write's bytes in its low bits
 inline constexpr uint32_t kMaxLinks = (1u << kLinkBits) - 1;
-inline constexpr int kOpsPerLink = 64;      // writes in flight per send link
+inline constexpr int kOpsPerLink = 64;  // writes in flight per send link
 
 enum ControlKind : uint32_t { kSendOffer = 1, kRingOffer = 2, kCredit = 3, kClose = 4 };
 
@@ -62,7 +62,7 @@ class NetCore {
     uint64_t posted = 0;    // bytes handed to the provider
     uint64_t credited = 0;  // bytes the receiver consumed
     int inFlight = 0;
-    bool closed = false;    // the receiver closed its half
+    bool closed = false;  // the receiver closed its half
     WriteOp ops[kOpsPerLink];
     std::vector<WriteOp*> freeOps;
   };
@@ -75,7 +75,7 @@ class NetCore {
     Region region;
     uint32_t peerLink = 0;  // the sender's id (0: no offer yet)
     uint64_t arrived = 0, consumed = 0, credited = 0;
-    bool closed = false;    // the sender closed its half
+    bool closed = false;  // the sender closed its half
   };
 
   NetCore(const Context& ctx, NetEndpoint& ep) : ctx_(ctx), provider_(ep.provider) {
@@ -96,14 +96,13 @@ class NetCore {
       for (const auto& addr : b.nics) peerHosts_[r].push_back(hostOf(addr));
       for (size_t i = 0; i < nics_.size(); ++i) {
         peerAddrs_[i].resize(ctx_.nranks);
-        for (const auto& addr : b.nics) peerAddrs_[i][r].push_back(nics_[i]->insert(addr.data(), addr.size()));
+        for (const auto& addr : b.nics)
+          peerAddrs_[i][r].push_back(nics_[i]->insert(addr.data(), addr.size()));
       }
     }
   }
 
-  bool reaches(int peer) const {
-    return peer >= 0 && peer < ctx_.nranks && peerNics_[peer] > 0;
-  }
+  bool reaches(int peer) const { return peer >= 0 && peer < ctx_.nranks && peerNics_[peer] > 0; }
 
   // The NICs a send link uses at both ends: the link addresses of its
   // route (a planned route, else the topology's path to the peer), else
@@ -228,15 +227,13 @@ class NetCore {
     try {
       s.closed = true;
       tryControl(kClose, s.key, s.peerLink, 0, s.nic, s.dst);
-    } catch (...) {
-    }
+    } catch (...) {}
   }
   void close(RecvLink& r) noexcept {
     try {
       r.closed = true;
       tryControl(kClose, r.key, r.peerLink, 1, r.nic, r.dst);
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 
  private:
@@ -249,7 +246,8 @@ class NetCore {
           return;
         }
         auto it = recvs_.find(id);
-        if (it == recvs_.end()) throw Error(groveRemoteError, "net transport: a write for an unknown link");
+        if (it == recvs_.end())
+          throw Error(groveRemoteError, "net transport: a write for an unknown link");
         it->second->arrived += e.signal & ((1u << kByteBits) - 1);
         return;
       }
@@ -279,8 +277,10 @@ class NetCore {
     if (c.kind == kCredit || (c.kind == kClose && c.value == 1)) {
       auto it = sends_.find(c.link);
       if (it == sends_.end() || !(it->second->key == key)) return;
-      if (c.kind == kCredit) it->second->credited = std::max(it->second->credited, c.value);
-      else it->second->closed = true;
+      if (c.kind == kCredit)
+        it->second->credited = std::max(it->second->credited, c.value);
+      else
+        it->second->closed = true;
       return;
     }
     if (c.kind == kClose) {
@@ -307,13 +307,14 @@ class NetCore {
   std::vector<std::unique_ptr<Nic>> nics_;
   std::vector<std::vector<std::vector<fi_addr_t>>> peerAddrs_;  // [local nic][peer][peer nic]
   std::vector<int> peerNics_;
-  std::vector<std::vector<std::string>> peerHosts_;  // [peer][peer nic]: IP host ("" if none)
-  std::vector<std::string> localHosts_;              // [nic]
+  std::vector<std::vector<std::string>> peerHosts_;        // [peer][peer nic]: IP host ("" if none)
+  std::vector<std::string> localHosts_;                    // [nic]
   std::map<std::pair<int, uint32_t>, PeerRoute> planned_;  // (peer, route) -> addresses
   size_t capacity_ = 0;
   SipKey key_{};
   std::string failure_;
   std::map<std::pair<uint32_t, LinkKey>, Control> offers_;
+
  public:
   std::map<uint32_t, std::unique_ptr<SendLink>> sends_;
   std::map<uint32_t, std::unique_ptr<RecvLink>> recvs_;

@@ -24,7 +24,7 @@ using net::Nic;
 
 constexpr uint32_t kBlobMagic = 0x4e455447;  // "GTEN"
 constexpr size_t kProviderChars = 32;
-constexpr int kMaxNics = 12;                 // published (RDMA: GROVE_NET_NICS, at most 4)
+constexpr int kMaxNics = 12;  // published (RDMA: GROVE_NET_NICS, at most 4)
 constexpr int kMaxRdmaNics = 4;
 
 // The published blob: header, then per NIC its address length and bytes.
@@ -132,8 +132,9 @@ std::unique_ptr<Endpoint> openNetEndpoint(const OpenArgs& args) {
   // every provider's probe (about 0.3 s), and without one the socket
   // transport serves TCP better anyway.
   if (!args.named && chosen.empty() && !rdmaDevicePresent()) {
-    GROVE_INFO(log::kNet, "net transport not used: no RDMA device (/sys/class/infiniband, "
-                          "/sys/class/cxi); GROVE_TRANSPORT=net uses libfabric's tcp provider");
+    GROVE_INFO(log::kNet,
+               "net transport not used: no RDMA device (/sys/class/infiniband, "
+               "/sys/class/cxi); GROVE_TRANSPORT=net uses libfabric's tcp provider");
     return nullptr;
   }
   std::string why;
@@ -148,8 +149,7 @@ std::unique_ptr<Endpoint> openNetEndpoint(const OpenArgs& args) {
   hints->caps = FI_MSG | FI_RMA | FI_WRITE | FI_REMOTE_WRITE;
   hints->mode = FI_CONTEXT | FI_CONTEXT2;
   hints->ep_attr->type = FI_EP_RDM;
-  hints->domain_attr->mr_mode =
-      FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
   hints->domain_attr->threading = FI_THREAD_DOMAIN;
   hints->tx_attr->msg_order = FI_ORDER_SAS;
   if (!chosen.empty()) hints->fabric_attr->prov_name = strdup(chosen.c_str());
@@ -158,10 +158,13 @@ std::unique_ptr<Endpoint> openNetEndpoint(const OpenArgs& args) {
   lib->freeinfo(hints);
   if (rc != 0 || list == nullptr) {
     if (!chosen.empty())
-      throwInvalidUsage("GROVE_NET_PROVIDER=" + chosen + ": no such libfabric provider with "
-                        "reliable datagrams and one-sided writes here (" + net::fabricError("fi_getinfo", rc) + ")");
-    GROVE_INFO(log::kNet, "net transport unavailable: no libfabric provider with reliable "
-                          "datagrams and one-sided writes");
+      throwInvalidUsage("GROVE_NET_PROVIDER=" + chosen +
+                        ": no such libfabric provider with "
+                        "reliable datagrams and one-sided writes here (" +
+                        net::fabricError("fi_getinfo", rc) + ")");
+    GROVE_INFO(log::kNet,
+               "net transport unavailable: no libfabric provider with reliable "
+               "datagrams and one-sided writes");
     return nullptr;
   }
   struct Free {
@@ -179,8 +182,10 @@ std::unique_ptr<Endpoint> openNetEndpoint(const OpenArgs& args) {
         provider = i->fabric_attr->prov_name;
   if (provider.empty()) provider = list->fabric_attr->prov_name;
   if (!rdmaProvider(provider) && !args.named && chosen.empty()) {
-    GROVE_INFO(log::kNet, "net transport: only %s here; the socket transport serves TCP "
-                          "(GROVE_TRANSPORT=net uses it anyway)", provider.c_str());
+    GROVE_INFO(log::kNet,
+               "net transport: only %s here; the socket transport serves TCP "
+               "(GROVE_TRANSPORT=net uses it anyway)",
+               provider.c_str());
     return nullptr;
   }
   std::vector<const fi_info*> domains = domainsOf(list, provider);
@@ -190,11 +195,14 @@ std::unique_ptr<Endpoint> openNetEndpoint(const OpenArgs& args) {
     // links carry addresses (each link end its own interface), so links
     // can follow the planner's routes as the socket transport's do.
     const std::string iface = ::grove::net::pickInterface().name;
-    auto named = [](const fi_info* d) { return std::string(d->domain_attr->name ? d->domain_attr->name : ""); };
-    std::stable_partition(domains.begin(), domains.end(), [&](const fi_info* d) { return named(d) == iface; });
+    auto named = [](const fi_info* d) {
+      return std::string(d->domain_attr->name ? d->domain_attr->name : "");
+    };
+    std::stable_partition(domains.begin(), domains.end(),
+                          [&](const fi_info* d) { return named(d) == iface; });
     if (!args.linkAddresses) domains.resize(std::min<size_t>(domains.size(), 1));
-    domains.erase(std::remove_if(domains.begin() + std::min<size_t>(domains.size(), 1), domains.end(),
-                                 [&](const fi_info* d) { return named(d) == "lo"; }),
+    domains.erase(std::remove_if(domains.begin() + std::min<size_t>(domains.size(), 1),
+                                 domains.end(), [&](const fi_info* d) { return named(d) == "lo"; }),
                   domains.end());
     if (domains.size() > static_cast<size_t>(kMaxNics)) domains.resize(kMaxNics);
   } else {

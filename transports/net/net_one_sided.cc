@@ -15,18 +15,21 @@ class NetOneSided final : public OneSided {
     std::lock_guard<std::mutex> lock(core_.mu);
     const Region r = core_.nic(0).registerMemory(base, bytes);
     Remote out;
-    out.addr = r.remoteBase + (reinterpret_cast<uintptr_t>(base) - reinterpret_cast<uintptr_t>(r.base));
+    out.addr =
+        r.remoteBase + (reinterpret_cast<uintptr_t>(base) - reinterpret_cast<uintptr_t>(r.base));
     out.key = r.key;
     out.bytes = bytes;
     out.rank = core_.ctx().rank;
     out.nic = 0;
     return out;
   }
-  uint64_t put(const void* src, size_t n, const Remote& dst, uint64_t offset, uint32_t signal) override {
+  uint64_t put(const void* src, size_t n, const Remote& dst, uint64_t offset,
+               uint32_t signal) override {
     std::lock_guard<std::mutex> lock(core_.mu);
     if (offset > dst.bytes || n > dst.bytes - offset)
-      throwInvalidArgument("net put: " + std::to_string(n) + " bytes at offset " + std::to_string(offset) +
-                           " do not fit the " + std::to_string(dst.bytes) + "-byte region");
+      throwInvalidArgument("net put: " + std::to_string(n) + " bytes at offset " +
+                           std::to_string(offset) + " do not fit the " + std::to_string(dst.bytes) +
+                           "-byte region");
     if (signal > kMaxSignal) throwInvalidArgument("net put: signal above kMaxSignal");
     if (!core_.reaches(dst.rank) || dst.nic < 0 || dst.nic >= core_.peerNics(dst.rank))
       throwInvalidArgument("net put: region of an unreachable rank or NIC");
@@ -40,7 +43,8 @@ class NetOneSided final : public OneSided {
     auto op = std::make_unique<WriteOp>();
     op->owner = nullptr;
     op->bytes = n == 0 ? 1 : n;  // nonzero while in flight
-    if (!nic.write(src, n, from, core_.addrOf(local, dst.rank, dst.nic), to, offset, signal, op.get()))
+    if (!nic.write(src, n, from, core_.addrOf(local, dst.rank, dst.nic), to, offset, signal,
+                   op.get()))
       return 0;
     const uint64_t id = core_.nextPut_++;
     core_.puts_[id] = std::move(op);
@@ -89,6 +93,8 @@ class NetOneSided final : public OneSided {
 
 }  // namespace
 
-std::unique_ptr<OneSided> makeNetOneSided(NetCore& core) { return std::make_unique<NetOneSided>(core); }
+std::unique_ptr<OneSided> makeNetOneSided(NetCore& core) {
+  return std::make_unique<NetOneSided>(core);
+}
 
 }  // namespace grove::transport::net

@@ -13,7 +13,8 @@ namespace {
 
 class NetSendHalf final : public SendHalf {
  public:
-  NetSendHalf(std::shared_ptr<NetCore> core, uint32_t id) : core_(std::move(core)), s_(core_->sendLink(id)) {}
+  NetSendHalf(std::shared_ptr<NetCore> core, uint32_t id)
+      : core_(std::move(core)), s_(core_->sendLink(id)) {}
   ~NetSendHalf() override {
     std::lock_guard<std::mutex> lock(core_->mu);
     core_->close(s_);
@@ -54,7 +55,8 @@ class NetSendHalf final : public SendHalf {
 
 class NetRecvHalf final : public RecvHalf {
  public:
-  NetRecvHalf(std::shared_ptr<NetCore> core, uint32_t id) : core_(std::move(core)), r_(core_->recvLink(id)) {}
+  NetRecvHalf(std::shared_ptr<NetCore> core, uint32_t id)
+      : core_(std::move(core)), r_(core_->recvLink(id)) {}
   ~NetRecvHalf() override {
     std::lock_guard<std::mutex> lock(core_->mu);
     core_->close(r_);
@@ -66,7 +68,8 @@ class NetRecvHalf final : public RecvHalf {
     if (avail == 0 && r_.closed)
       throw Error(groveRemoteError, "net transport: rank " + std::to_string(r_.key.peer) +
                                         " closed its sending half of channel " +
-                                        std::to_string(r_.key.channel) + " (everything it sent was read)");
+                                        std::to_string(r_.key.channel) +
+                                        " (everything it sent was read)");
     if (avail == 0) {
       core_->credit(r_, true);  // nothing to read: the sender may be waiting for room
       return 0;
@@ -153,8 +156,8 @@ void NetCore::establish(const std::vector<LinkKey>& sends, const std::vector<Lin
       if (s.peerLink == 0 && takeOffer(kRingOffer, {s.key.peer, s.key.channel, s.key.route}, &c)) {
         if (c.value != capacity_)
           throwInvalidUsage("net transport: rank " + std::to_string(s.key.peer) + " has rings of " +
-                            std::to_string(c.value) + " bytes, this rank " + std::to_string(capacity_) +
-                            " (GROVE_BUFFSIZE differs)");
+                            std::to_string(c.value) + " bytes, this rank " +
+                            std::to_string(capacity_) + " (GROVE_BUFFSIZE differs)");
         s.peerLink = c.replyLink;
         s.remote.remoteBase = c.addr;
         s.remote.key = c.key;
@@ -202,7 +205,6 @@ void NetCore::establish(const std::vector<LinkKey>& sends, const std::vector<Lin
 
 namespace {
 
-
 class NetTransport final : public Transport {
  public:
   NetTransport(const Context& ctx, NetEndpoint& ep)
@@ -233,7 +235,8 @@ class NetTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> makeNetTransport(const Context& ctx, std::unique_ptr<Endpoint> endpoint) {
+std::unique_ptr<Transport> makeNetTransport(const Context& ctx,
+                                            std::unique_ptr<Endpoint> endpoint) {
   auto* ep = dynamic_cast<NetEndpoint*>(endpoint.get());
   if (ep == nullptr) throwInternalError("net transport made without its endpoint");
   return std::make_unique<NetTransport>(ctx, *ep);

@@ -25,14 +25,16 @@ Nic::Nic(const FabricLib& lib, const fi_info* info) : lib_(lib) {
   if (info_ == nullptr) throw Error(groveSystemError, "net transport: fi_dupinfo failed");
   try {
     provider_ = info_->fabric_attr->prov_name != nullptr ? info_->fabric_attr->prov_name : "?";
-    name_ = provider_ + "/" + (info_->domain_attr->name != nullptr ? info_->domain_attr->name : "?");
+    name_ =
+        provider_ + "/" + (info_->domain_attr->name != nullptr ? info_->domain_attr->name : "?");
     const uint64_t mr = info_->domain_attr->mr_mode;
     virtAddr_ = (mr & FI_MR_VIRT_ADDR) != 0;
     provKey_ = (mr & FI_MR_PROV_KEY) != 0;
     localMr_ = (mr & FI_MR_LOCAL) != 0;
     injectSize_ = info_->tx_attr->inject_size;
     const size_t dataBits = info_->domain_attr->cq_data_size >= 4 ? 20 : 0;
-    if (dataBits == 0) throw Error(groveSystemError, "net transport: " + name_ + " has no 4-byte CQ data");
+    if (dataBits == 0)
+      throw Error(groveSystemError, "net transport: " + name_ + " has no 4-byte CQ data");
     maxWrite_ = std::min<size_t>((size_t{1} << 20) - 1, info_->ep_attr->max_msg_size);
     check(lib_.fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
     check(fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain");
@@ -142,7 +144,8 @@ bool Nic::send(const Control& c, fi_addr_t dst) {
     if (rc != 0) throw Error(groveRemoteError, "net transport: " + fabricError("fi_inject", rc));
     return true;
   }
-  auto slot = std::find_if(sendSlots_.begin(), sendSlots_.end(), [](const ControlSlot& s) { return !s.busy; });
+  auto slot = std::find_if(sendSlots_.begin(), sendSlots_.end(),
+                           [](const ControlSlot& s) { return !s.busy; });
   if (slot == sendSlots_.end()) return false;
   slot->msg = c;
   const ssize_t rc = fi_send(ep_, &slot->msg, sizeof(c), sendRegion_.desc, dst, &slot->fi);
@@ -155,9 +158,11 @@ bool Nic::send(const Control& c, fi_addr_t dst) {
 void Nic::postReceive(int slot) {
   ControlSlot& s = recvSlots_[slot];
   for (;;) {
-    const ssize_t rc = fi_recv(ep_, &s.msg, sizeof(Control), recvRegion_.desc, FI_ADDR_UNSPEC, &s.fi);
+    const ssize_t rc =
+        fi_recv(ep_, &s.msg, sizeof(Control), recvRegion_.desc, FI_ADDR_UNSPEC, &s.fi);
     if (rc == 0) break;
-    if (rc != -FI_EAGAIN) throw Error(groveSystemError, "net transport: " + fabricError("fi_recv", rc));
+    if (rc != -FI_EAGAIN)
+      throw Error(groveSystemError, "net transport: " + fabricError("fi_recv", rc));
     fi_cq_read(cq_, nullptr, 0);  // progress, then try again
   }
   s.busy = true;
@@ -173,9 +178,10 @@ int Nic::progress(const std::function<void(const NicEvent&)>& on) {
       fi_cq_err_entry err{};
       fi_cq_readerr(cq_, &err, 0);
       const char* text = fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0);
-      throw Error(groveRemoteError, "net transport: an operation on " + name_ + " failed: " +
-                                        fabricError("completion", err.err) + " (" +
-                                        (text != nullptr ? text : "") + "); a peer is gone or "
+      throw Error(groveRemoteError, "net transport: an operation on " + name_ +
+                                        " failed: " + fabricError("completion", err.err) + " (" +
+                                        (text != nullptr ? text : "") +
+                                        "); a peer is gone or "
                                         "a link is cut");
     }
     if (n < 0) throw Error(groveRemoteError, "net transport: " + fabricError("fi_cq_read", n));

@@ -38,20 +38,20 @@ namespace grove::transport::net {
 struct Region {
   void* base = nullptr;
   size_t bytes = 0;
-  void* desc = nullptr;      ///< fi_mr_desc (null where the provider needs none)
-  uint64_t key = 0;          ///< fi_mr_key
-  uint64_t remoteBase = 0;   ///< what a peer adds offsets to: the address, or 0 (offset addressing)
+  void* desc = nullptr;     ///< fi_mr_desc (null where the provider needs none)
+  uint64_t key = 0;         ///< fi_mr_key
+  uint64_t remoteBase = 0;  ///< what a peer adds offsets to: the address, or 0 (offset addressing)
 };
 
 /// A control message (set-up offers, credits); fixed size.
 struct Control {
   uint32_t magic = 0;
   uint32_t kind = 0;
-  int32_t src = -1;       ///< sending rank
+  int32_t src = -1;  ///< sending rank
   int32_t channel = 0;
   uint32_t route = 0;
-  uint32_t link = 0;      ///< the id the receiver of this message uses for the link
-  uint32_t replyLink = 0; ///< the sender's own id for the link
+  uint32_t link = 0;       ///< the id the receiver of this message uses for the link
+  uint32_t replyLink = 0;  ///< the sender's own id for the link
   uint32_t reserved = 0;
   uint64_t addr = 0;
   uint64_t key = 0;

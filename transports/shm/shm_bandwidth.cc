@@ -42,8 +42,8 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   uint64_t bytes = 1ull << 30;
   std::vector<size_t> sizes = {64 << 10, 256 << 10, 1 << 20, 4 << 20};
-  size_t chunk = 0;        // 0: whatever reserve() gives
-  size_t mem = 4 << 20;    // bytes of the source and of the destination buffer
+  size_t chunk = 0;      // 0: whatever reserve() gives
+  size_t mem = 4 << 20;  // bytes of the source and of the destination buffer
   bool copy = true;
   int iters = 20000;
 };
@@ -64,11 +64,16 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) throw grove::Error(groveInvalidArgument, a + " needs a value");
       return argv[++i];
     };
-    if (a == "--bytes") o.bytes = grove::config::parseSize(next());
-    else if (a == "--mem") o.mem = grove::config::parseSize(next());
-    else if (a == "--chunk") o.chunk = grove::config::parseSize(next());
-    else if (a == "--iters") o.iters = std::stoi(next());
-    else if (a == "--nocopy") o.copy = false;
+    if (a == "--bytes")
+      o.bytes = grove::config::parseSize(next());
+    else if (a == "--mem")
+      o.mem = grove::config::parseSize(next());
+    else if (a == "--chunk")
+      o.chunk = grove::config::parseSize(next());
+    else if (a == "--iters")
+      o.iters = std::stoi(next());
+    else if (a == "--nocopy")
+      o.copy = false;
     else if (a == "--sizes") {
       o.sizes.clear();
       std::string s = next();
@@ -79,8 +84,9 @@ Options parse(int argc, char** argv) {
         pos = comma + 1;
       }
     } else {
-      printf("usage: shm_bandwidth [--bytes 1G] [--sizes 64K,256K,1M,4M] [--chunk N] [--mem 4M] "
-             "[--nocopy] [--iters N]\n");
+      printf(
+          "usage: shm_bandwidth [--bytes 1G] [--sizes 64K,256K,1M,4M] [--chunk N] [--mem 4M] "
+          "[--nocopy] [--iters N]\n");
       exit(a == "-h" || a == "--help" ? 0 : 2);
     }
   }
@@ -128,8 +134,10 @@ double recvStream(RecvHalf& r, const Options& o, std::vector<uint8_t>& dst, uint
     n = std::min<uint64_t>({n, o.bytes - done, dst.size() - off});
     if (o.chunk != 0) n = std::min(n, o.chunk);
     auto* b = static_cast<const uint8_t*>(p);
-    if (o.copy) memcpy(dst.data() + off, b, n);
-    else *sum += b[0] + b[n - 1];
+    if (o.copy)
+      memcpy(dst.data() + off, b, n);
+    else
+      *sum += b[0] + b[n - 1];
     r.consume(n);
     done += n;
   }

@@ -11,8 +11,7 @@ namespace {
 constexpr auto kCheckInterval = std::chrono::milliseconds(100);
 }  // namespace
 
-ShmLinkBase::ShmLinkBase(ShmSegment seg, int peerRank, int channel, int peerPid,
-                         uint32_t closedBit)
+ShmLinkBase::ShmLinkBase(ShmSegment seg, int peerRank, int channel, int peerPid, uint32_t closedBit)
     : seg_(std::move(seg)),
       watch_(peerPid),
       peer_(peerRank),
@@ -22,8 +21,10 @@ ShmLinkBase::ShmLinkBase(ShmSegment seg, int peerRank, int channel, int peerPid,
   ShmHeader* h = header();
   ring_ = ByteRing(&h->ring, seg_.base() + h->dataOffset, h->capacity);
   if (!watch_.enabled() && peerPid > 0)
-    GROVE_INFO(log::kShm, "rank %d (pid %d) is not visible from this process; shm link channel %d "
-               "relies on the timeout to notice its death", peerRank, peerPid, channel);
+    GROVE_INFO(log::kShm,
+               "rank %d (pid %d) is not visible from this process; shm link channel %d "
+               "relies on the timeout to notice its death",
+               peerRank, peerPid, channel);
 }
 
 ShmLinkBase::~ShmLinkBase() {

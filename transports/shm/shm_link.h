@@ -43,20 +43,20 @@ constexpr uint32_t kReceiverClosed = 2;
 
 /// Start of every link segment. Written by the receiver before `ready`.
 struct ShmHeader {
-  uint64_t magic = 0;          ///< kShmMagic
-  uint32_t version = 0;        ///< kShmVersion
-  uint32_t dataOffset = 0;     ///< kShmDataOffset
-  uint64_t capacity = 0;       ///< bytes of the data area (multiple of 64)
-  int32_t creatorPid = 0;      ///< the receiver's pid
-  int32_t src = -1;            ///< sending rank
-  int32_t dst = -1;            ///< receiving rank (the creator)
-  int32_t channel = 0;         ///< channel of the link; kSlotChannel for a slot link
-  uint32_t slots = 0;          ///< slot links: number of slots (0: a byte ring)
-  uint32_t slotStride = 0;     ///< slot links: bytes from one slot to the next (multiple of 64)
-  alignas(64) std::atomic<uint32_t> ready{0};     ///< 1 once the header is valid (release)
-  std::atomic<uint32_t> attached{0};              ///< 1 once the sender has mapped it
-  std::atomic<int32_t> attacherPid{0};            ///< the sender's pid
-  RingControl ring;                               ///< head / tail / closed
+  uint64_t magic = 0;       ///< kShmMagic
+  uint32_t version = 0;     ///< kShmVersion
+  uint32_t dataOffset = 0;  ///< kShmDataOffset
+  uint64_t capacity = 0;    ///< bytes of the data area (multiple of 64)
+  int32_t creatorPid = 0;   ///< the receiver's pid
+  int32_t src = -1;         ///< sending rank
+  int32_t dst = -1;         ///< receiving rank (the creator)
+  int32_t channel = 0;      ///< channel of the link; kSlotChannel for a slot link
+  uint32_t slots = 0;       ///< slot links: number of slots (0: a byte ring)
+  uint32_t slotStride = 0;  ///< slot links: bytes from one slot to the next (multiple of 64)
+  alignas(64) std::atomic<uint32_t> ready{0};  ///< 1 once the header is valid (release)
+  std::atomic<uint32_t> attached{0};           ///< 1 once the sender has mapped it
+  std::atomic<int32_t> attacherPid{0};         ///< the sender's pid
+  RingControl ring;                            ///< head / tail / closed
 };
 static_assert(sizeof(ShmHeader) <= kShmDataOffset, "header must fit before the data");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "ring counters must be lock-free");

@@ -66,7 +66,8 @@ ShmSegment ShmSegment::create(const std::string& path, size_t bytes, bool* repla
   if (ftruncate(seg.fd_, static_cast<off_t>(bytes)) != 0) {
     int err = errno;
     seg.unlink();
-    throwSystemError("cannot size shm segment " + path + " to " + std::to_string(bytes) + " bytes", err);
+    throwSystemError("cannot size shm segment " + path + " to " + std::to_string(bytes) + " bytes",
+                     err);
   }
   int err = posix_fallocate(seg.fd_, 0, static_cast<off_t>(bytes));
   if (err == ENOSPC || err == ENOMEM) {
@@ -124,10 +125,11 @@ void ShmSegment::closeFd() {
 bool ShmSegment::unlink() {
   if (path_.empty() || !haveIdentity_) return false;
   struct stat st {};
-  if (::stat(path_.c_str(), &st) != 0) return false;           // already gone
-  if (st.st_dev != dev_ || st.st_ino != ino_) return false;     // the name is someone else's now
+  if (::stat(path_.c_str(), &st) != 0) return false;         // already gone
+  if (st.st_dev != dev_ || st.st_ino != ino_) return false;  // the name is someone else's now
   if (::unlink(path_.c_str()) == 0) return true;
-  if (errno != ENOENT) GROVE_WARN(log::kShm, "cannot unlink %s: %s", path_.c_str(), strerror(errno));
+  if (errno != ENOENT)
+    GROVE_WARN(log::kShm, "cannot unlink %s: %s", path_.c_str(), strerror(errno));
   return false;
 }
 

@@ -145,8 +145,12 @@ bool ShmTransport::establishSlots(const std::vector<int>& peers, size_t maxBytes
                          std::to_string(slots) + " of " + std::to_string(maxBytes) + " B");
   const size_t stride = shm::slotStrideFor(maxBytes);
   auto specOf = [&](int src, int dst) {
-    return SegmentSpec{src, dst, shm::kSlotChannel, stride * static_cast<size_t>(slots),
-                       static_cast<uint32_t>(slots), static_cast<uint32_t>(stride)};
+    return SegmentSpec{src,
+                       dst,
+                       shm::kSlotChannel,
+                       stride * static_cast<size_t>(slots),
+                       static_cast<uint32_t>(slots),
+                       static_cast<uint32_t>(stride)};
   };
   std::vector<std::unique_ptr<SlotReceiver>> receivers;
   for (int peer : peers)
@@ -171,7 +175,8 @@ ShmSegment ShmTransport::createSegment(const SegmentSpec& spec) {
   bool replaced = false;
   ShmSegment seg = ShmSegment::create(path, kShmDataOffset + spec.capacity, &replaced);
   if (replaced)
-    GROVE_WARN(log::kShm, "replaced stale shm segment %s (left by a job that crashed?)", path.c_str());
+    GROVE_WARN(log::kShm, "replaced stale shm segment %s (left by a job that crashed?)",
+               path.c_str());
   seg.map(kShmDataOffset + spec.capacity);
   seg.closeFd();
   auto* h = new (seg.base()) ShmHeader();
@@ -253,11 +258,10 @@ bool ShmTransport::tryAttach(PendingSend& p) {
                                       " (mixed grove builds on one host?)");
   if (h->src != p.spec.src || h->dst != p.spec.dst || h->channel != p.spec.channel ||
       h->slots != p.spec.slots || h->slotStride != p.spec.slotStride)
-    throw Error(groveSystemError, where + " is for link " + std::to_string(h->src) + "->" +
-                                      std::to_string(h->dst) + " channel " +
-                                      std::to_string(h->channel) + " (" + std::to_string(h->slots) +
-                                      " slots of " + std::to_string(h->slotStride) +
-                                      " B), not this one");
+    throw Error(groveSystemError,
+                where + " is for link " + std::to_string(h->src) + "->" + std::to_string(h->dst) +
+                    " channel " + std::to_string(h->channel) + " (" + std::to_string(h->slots) +
+                    " slots of " + std::to_string(h->slotStride) + " B), not this one");
   size_t need = static_cast<size_t>(h->dataOffset) + h->capacity;
   if (h->dataOffset < sizeof(ShmHeader) || h->dataOffset % 64 != 0 || h->capacity == 0 ||
       h->capacity % 64 != 0 || size < need)

@@ -47,7 +47,10 @@ int ringIov(uint8_t* buf, size_t cap, uint64_t from, size_t len, iovec iov[2]) {
 // ------------------------------------------------------------------ send
 
 SocketSendHalf::SocketSendHalf(net::Fd fd, size_t capacity, int peer, int channel)
-    : fd_(std::move(fd)), buf_(new uint8_t[capacity]), cap_(capacity), peer_(peer),
+    : fd_(std::move(fd)),
+      buf_(new uint8_t[capacity]),
+      cap_(capacity),
+      peer_(peer),
       channel_(channel) {
   net::setNonBlocking(fd_.get());
 }
@@ -130,7 +133,10 @@ void SocketSendHalf::push() {
 // ------------------------------------------------------------------ recv
 
 SocketRecvHalf::SocketRecvHalf(net::Fd fd, size_t capacity, int peer, int channel)
-    : fd_(std::move(fd)), buf_(new uint8_t[capacity]), cap_(capacity), peer_(peer),
+    : fd_(std::move(fd)),
+      buf_(new uint8_t[capacity]),
+      cap_(capacity),
+      peer_(peer),
       channel_(channel) {
   net::setNonBlocking(fd_.get());
 }

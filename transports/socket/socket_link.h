@@ -63,7 +63,7 @@ class SocketRecvHalf final : public RecvHalf {
   uint64_t head_ = 0;  // received
   uint64_t tail_ = 0;  // consumed
   bool eof_ = false;
-  int closeErr_ = 0;   // errno of a reset, 0 for a clean EOF
+  int closeErr_ = 0;  // errno of a reset, 0 for a clean EOF
   int peer_, channel_;
 };
 

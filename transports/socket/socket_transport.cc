@@ -71,7 +71,8 @@ net::Fd connectFrom(const sockaddr_storage& local, const sockaddr_storage& addr,
     if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&local), net::addressLength(local)) != 0)
       throwSystemError("bind to the link address " + net::formatHost(local), errno);
     int err = 0;
-    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), net::addressLength(addr)) != 0)
+    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), net::addressLength(addr)) !=
+        0)
       err = errno;
     while (err == EINPROGRESS || err == EINTR) {
       abort.check();
@@ -207,8 +208,8 @@ void SocketTransport::establish(const std::vector<LinkKey>& sends,
   std::vector<std::unique_ptr<SendHalf>> sendHalves(sends.size());
   for (size_t i = 0; i < sends.size(); ++i) {
     net::Fd fd = connectLink(sends[i]);
-    sendHalves[i] = std::make_unique<SocketSendHalf>(std::move(fd), ctx_.bufferBytes,
-                                                     sends[i].peer, sends[i].channel);
+    sendHalves[i] = std::make_unique<SocketSendHalf>(std::move(fd), ctx_.bufferBytes, sends[i].peer,
+                                                     sends[i].channel);
     sendOpened_.insert(sends[i]);
   }
   // 2. Every receive: from the stash, else accept until it arrives.
@@ -316,8 +317,10 @@ void SocketTransport::acceptWaiting() {
     c->deadline = net::Deadline::in(kHelloWaitSec);
     c->from = from;
     if (unverified_.size() >= kMaxUnverified) {
-      GROVE_WARN(log::kNet, "rank %d: %zu connections are still to say hello; dropping the "
-                 "oldest, from %s", ctx_.rank, unverified_.size(),
+      GROVE_WARN(log::kNet,
+                 "rank %d: %zu connections are still to say hello; dropping the "
+                 "oldest, from %s",
+                 ctx_.rank, unverified_.size(),
                  net::formatAddress(unverified_.front()->from).c_str());
       unverified_.erase(unverified_.begin());
     }
@@ -379,8 +382,8 @@ void SocketTransport::acceptLinks(std::map<LinkKey, size_t>& pending,
       std::string missing;
       for (auto& [k, i] : pending) missing += (missing.empty() ? "" : ", ") + linkText(k);
       throwRemoteError("socket transport: rank " + std::to_string(ctx_.rank) + " timed out after " +
-                       std::to_string(static_cast<int>(idle)) +
-                       " s waiting for connections from " + missing + " (GROVE_TIMEOUT)");
+                       std::to_string(static_cast<int>(idle)) + " s waiting for connections from " +
+                       missing + " (GROVE_TIMEOUT)");
     }
     // Wait for a new connection or more hello bytes; wake every 20 ms for
     // aborts and hello deadlines.
@@ -406,8 +409,8 @@ void SocketTransport::acceptLinks(std::map<LinkKey, size_t>& pending,
         recvOpened_.insert(key);
         pending.erase(it);
       } else if (recvOpened_.count(key) || stash_.count(key)) {
-        GROVE_WARN(log::kNet, "rank %d: dropping a duplicate socket connection from %s",
-                   ctx_.rank, linkText(key).c_str());
+        GROVE_WARN(log::kNet, "rank %d: dropping a duplicate socket connection from %s", ctx_.rank,
+                   linkText(key).c_str());
       } else {
         stash_[key] = std::move(fd);  // a peer ran ahead: kept until asked for
       }

@@ -127,12 +127,12 @@ class SocketTransport final : public Transport {
   Context ctx_;
   std::vector<sockaddr_storage> peerAddrs_;  // by rank, from ctx_.addresses
   std::unique_ptr<SocketListener> listener_;
-  std::map<LinkKey, net::Fd> stash_;  // keyed by (src rank, channel, route)
+  std::map<LinkKey, net::Fd> stash_;                     // keyed by (src rank, channel, route)
   std::vector<std::unique_ptr<Unverified>> unverified_;  // oldest first
   std::set<uint64_t> seenNonces_;  // of the hellos accepted: a replay is refused
   std::map<std::pair<int, uint32_t>, PeerRoute> planned_;  // (peer, route) -> addresses
-  std::set<LinkKey> recvOpened_;      // receive links already handed out
-  std::set<LinkKey> sendOpened_;      // send links already made
+  std::set<LinkKey> recvOpened_;                           // receive links already handed out
+  std::set<LinkKey> sendOpened_;                           // send links already made
   size_t sendBuf_ = 0;  // SO_SNDBUF of the connections made here (GROVE_SOCKET_SNDBUF)
 };
 

@@ -45,8 +45,8 @@ std::string SharedComm::abortReason() const {
   return abortReason_;
 }
 
-groveComm_t joinGroup(const c10::intrusive_ptr<::c10d::Store>& store, const std::string& key, int rank,
-                      int size, const groveConfig_t& config, const std::string& what) {
+groveComm_t joinGroup(const c10::intrusive_ptr<::c10d::Store>& store, const std::string& key,
+                      int rank, int size, const groveConfig_t& config, const std::string& what) {
   groveUniqueId id;
   if (rank == 0) {
     groveResult_t r = groveGetUniqueId(&id);
@@ -119,8 +119,7 @@ groveRedOp_t groveOpOf(const ::c10d::ReduceOp& op, const at::Tensor& tensor, con
       TORCH_CHECK(!isBool, "grove: ", what, " cannot average bool tensors");
       return groveAvg;
     default:
-      TORCH_CHECK(false, "grove: ", what, " does not support ReduceOp ",
-                  static_cast<int>(op.op_),
+      TORCH_CHECK(false, "grove: ", what, " does not support ReduceOp ", static_cast<int>(op.op_),
                   " (supported: SUM, PRODUCT, MIN, MAX, AVG; BAND and BOR on bool)");
   }
 }

@@ -51,11 +51,11 @@ class SharedComm {
   void check(groveResult_t result, const char* what) const;
 
  private:
-  groveComm_t comm_;                 ///< the handle (after abort grove refuses it: "destroyed")
-  mutable std::mutex mu_;            ///< orders abort and destroy
-  std::atomic<bool> aborted_{false}; ///< abort() ran
-  bool destroyed_ = false;           ///< abort() or destroy() ran (under mu_)
-  std::string abortReason_;          ///< why abort() ran (under mu_)
+  groveComm_t comm_;                  ///< the handle (after abort grove refuses it: "destroyed")
+  mutable std::mutex mu_;             ///< orders abort and destroy
+  std::atomic<bool> aborted_{false};  ///< abort() ran
+  bool destroyed_ = false;            ///< abort() or destroy() ran (under mu_)
+  std::string abortReason_;           ///< why abort() ran (under mu_)
   std::function<void(const std::string&)> abortHook_;  ///< under mu_
 };
 
@@ -75,8 +75,8 @@ struct Exec {
 /// Joins a grove communicator of `size` ranks: rank 0 makes the unique id
 /// and publishes it in store under key, the others read it (waiting up to the
 /// store's timeout). Throws naming `what` on failure.
-groveComm_t joinGroup(const c10::intrusive_ptr<::c10d::Store>& store, const std::string& key, int rank,
-                      int size, const groveConfig_t& config, const std::string& what);
+groveComm_t joinGroup(const c10::intrusive_ptr<::c10d::Store>& store, const std::string& key,
+                      int rank, int size, const groveConfig_t& config, const std::string& what);
 
 /// The error of a failed grove call: "grove: <what> failed: <result text>
 /// (<grove's last error on comm>)".

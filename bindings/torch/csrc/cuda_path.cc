@@ -20,7 +20,7 @@ const c10::impl::DeviceGuardImplInterface& cudaImpl() {
 }
 
 const char* const kLaneKeys[kNumCudaLanes] = {"grove/cuda/collective", "grove/cuda/upward",
-                                                     "grove/cuda/downward"};
+                                              "grove/cuda/downward"};
 const char* const kLaneNames[kNumCudaLanes] = {
     "the CUDA communicator", "the CUDA send/recv communicator (lower to higher rank)",
     "the CUDA send/recv communicator (higher to lower rank)"};
@@ -49,8 +49,7 @@ CudaComms::~CudaComms() {
   for (auto& f : left) {
     try {
       f.done->synchronize();
-    } catch (...) {
-    }
+    } catch (...) {}
   }
   left.clear();
   for (auto& c : comms_)
@@ -66,7 +65,8 @@ void CudaComms::bind(const c10::Device& device) {
     return;
   }
   TORCH_CHECK(abortedBefore_.empty(), "grove: the process group was aborted: ", abortedBefore_);
-  TORCH_CHECK(!bindFailed_, "grove: joining the group's CUDA communicators failed before; the "
+  TORCH_CHECK(!bindFailed_,
+              "grove: joining the group's CUDA communicators failed before; the "
               "group cannot carry CUDA tensors");
   TORCH_CHECK(device.has_index(), "grove: a CUDA tensor without a device index");
   bindFailed_ = true;  // until every lane is joined
@@ -99,9 +99,11 @@ void CudaComms::bind(const c10::Device& device) {
 // recv opens a ring and waits for its peer there.
 void CudaComms::openPointToPoint() {
   if (size_ < 2) return;
-  const int64_t perPeer = std::max<int64_t>(
-      512 << 10, std::min<int64_t>(8 << 20, (int64_t{64} << 20) / (size_ - 1)) / (512 << 10) * (512 << 10));
-  at::Tensor out = at::zeros({(size_ - 1) * perPeer}, at::TensorOptions().dtype(at::kByte).device(*device_));
+  const int64_t perPeer =
+      std::max<int64_t>(512 << 10, std::min<int64_t>(8 << 20, (int64_t{64} << 20) / (size_ - 1)) /
+                                       (512 << 10) * (512 << 10));
+  at::Tensor out =
+      at::zeros({(size_ - 1) * perPeer}, at::TensorOptions().dtype(at::kByte).device(*device_));
   at::Tensor in = at::empty_like(out);
   for (int lane = kUpwardLane; lane <= kDownwardLane; ++lane) {
     c10::StreamGuard onLane(*streams_[lane]);
@@ -155,12 +157,13 @@ void CudaComms::checkHealthy() {
     groveResult_t state = groveSuccess;
     groveResult_t r = groveCommGetAsyncError(c->get(), &state);
     if (r == groveSuccess && (state == groveSuccess || state == groveInProgress)) continue;
-    std::string why = std::string(kLaneNames[lane]) + " failed: " +
-                      groveGetErrorString(r == groveSuccess ? state : r);
+    std::string why = std::string(kLaneNames[lane]) +
+                      " failed: " + groveGetErrorString(r == groveSuccess ? state : r);
     std::string detail = groveGetLastError(c->get());
     if (!detail.empty()) why += " (" + detail + ")";
     c->abort(why);
-    TORCH_CHECK(false, "grove: ", why, "; the process group was aborted (every rank's pending and "
+    TORCH_CHECK(false, "grove: ", why,
+                "; the process group was aborted (every rank's pending and "
                 "later operations on it fail)");
   }
 }
@@ -200,8 +203,8 @@ c10::intrusive_ptr<::c10d::Work> CudaComms::run(int rank, Op op, Job job) {
   ready.record(impl.getStream(device));
   ready.block(stream);
   auto done = std::make_shared<c10::Event>(c10::DeviceType::CUDA);
-  auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
-                                                         std::vector<c10::Device>{device});
+  auto future = c10::make_intrusive<c10::ivalue::Future>(
+      c10::ListType::create(c10::TensorType::get()), std::vector<c10::Device>{device});
   std::exception_ptr failed;
   {
     c10::StreamGuard onGroveStream(stream);
@@ -226,8 +229,7 @@ c10::intrusive_ptr<::c10d::Work> CudaComms::run(int rank, Op op, Job job) {
       std::rethrow_exception(failed);
     } catch (const std::exception& e) {
       why += ": " + std::string(e.what());
-    } catch (...) {
-    }
+    } catch (...) {}
     comm->abort(why);
     std::rethrow_exception(failed);
   }
@@ -237,8 +239,9 @@ c10::intrusive_ptr<::c10d::Work> CudaComms::run(int rank, Op op, Job job) {
 CudaWork::CudaWork(int rank, const CudaComms::Op& op, c10::Device device,
                    std::shared_ptr<c10::Event> done, std::shared_ptr<CudaComms> comms,
                    c10::intrusive_ptr<c10::ivalue::Future> future)
-    : ::c10d::Work(rank, op.type, op.profilingTitle,
-                   std::optional<std::vector<at::Tensor>>(op.inputs.empty() ? op.outputs : op.inputs)),
+    : ::c10d::Work(
+          rank, op.type, op.profilingTitle,
+          std::optional<std::vector<at::Tensor>>(op.inputs.empty() ? op.outputs : op.inputs)),
       name_(op.name),
       outputs_(op.outputs),
       timeout_(op.timeout),
@@ -277,10 +280,11 @@ bool CudaWork::wait(std::chrono::milliseconds timeout) {
     while (!done_->query()) {
       comms_->checkHealthy();
       if (std::chrono::steady_clock::now() >= deadline) {
-        std::string why = std::string(name_) + ": Timed out after " + std::to_string(limit.count()) +
-                          " ms (the operation's timeout)";
+        std::string why = std::string(name_) + ": Timed out after " +
+                          std::to_string(limit.count()) + " ms (the operation's timeout)";
         comms_->abort(why);
-        TORCH_CHECK(false, "grove: ", why, "; the communicator was aborted (every rank's pending "
+        TORCH_CHECK(false, "grove: ", why,
+                    "; the communicator was aborted (every rank's pending "
                     "and later operations on this process group fail)");
       }
       std::this_thread::sleep_for(pause);

@@ -73,7 +73,6 @@ enum CudaLane : int { kCollectiveLane = 0, kUpwardLane = 1, kDownwardLane = 2, k
 
 namespace grove::pytorch {
 
-
 /// The group's CUDA side: communicators, streams and work in flight.
 class CudaComms : public std::enable_shared_from_this<CudaComms> {
  public:
@@ -85,14 +84,15 @@ class CudaComms : public std::enable_shared_from_this<CudaComms> {
     std::vector<at::Tensor> outputs;    ///< result() and the future's value
     std::vector<at::Tensor> inputs;     ///< what the profiler records
     std::chrono::milliseconds timeout;  ///< a host-blocking wait's limit
-    CudaLane lane = kCollectiveLane;            ///< which communicator
+    CudaLane lane = kCollectiveLane;    ///< which communicator
     bool blocksHost = false;            ///< wait() also waits on the host (barrier)
   };
 
   /// store: the group's (rendezvous); abortGroup: aborts the whole group
   /// (host side too) with a reason, called once on the first failure.
   CudaComms(c10::intrusive_ptr<::c10d::Store> store, int rank, int size,
-            std::chrono::milliseconds commTimeout, std::function<void(const std::string&)> abortGroup);
+            std::chrono::milliseconds commTimeout,
+            std::function<void(const std::string&)> abortGroup);
   /// Waits for the work in flight, then leaves the communicators.
   ~CudaComms();
 
@@ -126,14 +126,14 @@ class CudaComms : public std::enable_shared_from_this<CudaComms> {
   int rank_, size_;
   std::chrono::milliseconds commTimeout_;
   std::function<void(const std::string&)> abortGroup_;
-  std::mutex issue_[kNumCudaLanes];              ///< one operation at a time per lane
-  mutable std::mutex mu_;                        ///< guards what follows
-  std::optional<c10::Device> device_;            ///< set by bind()
-  std::string abortedBefore_;                    ///< abort() before bind(): why
-  bool bindFailed_ = false;                      ///< a bind() threw: refuse the next
-  std::shared_ptr<SharedComm> comms_[kNumCudaLanes]; ///< joined by bind()
+  std::mutex issue_[kNumCudaLanes];                   ///< one operation at a time per lane
+  mutable std::mutex mu_;                             ///< guards what follows
+  std::optional<c10::Device> device_;                 ///< set by bind()
+  std::string abortedBefore_;                         ///< abort() before bind(): why
+  bool bindFailed_ = false;                           ///< a bind() threw: refuse the next
+  std::shared_ptr<SharedComm> comms_[kNumCudaLanes];  ///< joined by bind()
   std::optional<c10::Stream> streams_[kNumCudaLanes];
-  std::deque<InFlight> inFlight_[kNumCudaLanes]; ///< per lane, in issue order
+  std::deque<InFlight> inFlight_[kNumCudaLanes];  ///< per lane, in issue order
 };
 
 /// The Work of one CUDA operation (see the top of this file).

@@ -74,7 +74,8 @@ PYBIND11_MODULE(_C, m) {
   grove::pytorch::setBlockingScope(&withoutGil);
   installCrashTrace();
 
-  py::class_<ProcessGroupGrove, c10::intrusive_ptr<ProcessGroupGrove>, BackendBase>(m, "ProcessGroupGrove")
+  py::class_<ProcessGroupGrove, c10::intrusive_ptr<ProcessGroupGrove>, BackendBase>(
+      m, "ProcessGroupGrove")
       .def(py::init([](const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
                        std::chrono::milliseconds timeout, const std::string& profilingName) {
              return ProcessGroupGrove::create(store, rank, size, timeout, profilingName);

@@ -20,7 +20,9 @@ struct Header {
   uint64_t bytes;
 };
 
-size_t bytesOf(const Staged& s) { return static_cast<size_t>(s.buf.numel()) * s.buf.element_size(); }
+size_t bytesOf(const Staged& s) {
+  return static_cast<size_t>(s.buf.numel()) * s.buf.element_size();
+}
 
 std::exception_ptr errorOf(const std::string& what) {
   return std::make_exception_ptr(std::runtime_error("grove: " + what));
@@ -117,7 +119,9 @@ struct P2P::State {
     groveUniqueId id;
     if (d.outgoing) {
       groveResult_t r = groveGetUniqueId(&id);
-      if (r != groveSuccess) throw groveFailure("making the unique id of the link to rank " + std::to_string(to), nullptr, r);
+      if (r != groveSuccess)
+        throw groveFailure("making the unique id of the link to rank " + std::to_string(to),
+                           nullptr, r);
       const auto* b = reinterpret_cast<const uint8_t*>(id.internal);
       store->set(key, std::vector<uint8_t>(b, b + GROVE_UNIQUE_ID_BYTES));
     } else {
@@ -127,7 +131,8 @@ struct P2P::State {
         cv.wait_for(lock, kStorePoll);
       }
       std::vector<uint8_t> b = store->get(key);
-      if (b.size() != GROVE_UNIQUE_ID_BYTES) throw std::runtime_error("grove: bad link id under " + key);
+      if (b.size() != GROVE_UNIQUE_ID_BYTES)
+        throw std::runtime_error("grove: bad link id under " + key);
       std::memcpy(id.internal, b.data(), GROVE_UNIQUE_ID_BYTES);
     }
     groveConfig_t cfg = GROVE_CONFIG_INITIALIZER;
@@ -156,15 +161,18 @@ struct P2P::State {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    throw groveFailure("joining the link " + std::to_string(from) + "->" + std::to_string(to), c, r);
+    throw groveFailure("joining the link " + std::to_string(from) + "->" + std::to_string(to), c,
+                       r);
   }
 
   // Runs one grove call on d's communicator (busy while in it).
-  void run(Direction& d, const std::string& what, const std::function<groveResult_t(groveComm_t)>& call) {
+  void run(Direction& d, const std::string& what,
+           const std::function<groveResult_t(groveComm_t)>& call) {
     groveComm_t c;
     {
       std::lock_guard<std::mutex> lock(mu);
-      if (!abortWhy.empty()) throw std::runtime_error("grove: the process group was aborted: " + abortWhy);
+      if (!abortWhy.empty())
+        throw std::runtime_error("grove: the process group was aborted: " + abortWhy);
       c = d.comm;
       d.busy = true;
     }
@@ -210,7 +218,8 @@ void sendLoop(std::shared_ptr<State> s, Direction* d) {
       s->link(*d);
       const std::string what = "send to rank " + std::to_string(d->peer);
       Header h{item.tag, bytesOf(item.data)};
-      s->run(*d, what, [&](groveComm_t c) { return groveSend(&h, sizeof h, groveUint8, 1, c, nullptr); });
+      s->run(*d, what,
+             [&](groveComm_t c) { return groveSend(&h, sizeof h, groveUint8, 1, c, nullptr); });
       s->run(*d, what, [&](groveComm_t c) {
         return groveSend(item.data.ptr(), h.bytes, groveUint8, 1, c, nullptr);
       });
@@ -229,9 +238,10 @@ void sendLoop(std::shared_ptr<State> s, Direction* d) {
 void deliver(State::Recv& r, const at::Tensor& message, int peer, int64_t tag) {
   const size_t want = bytesOf(r.data);
   if (static_cast<size_t>(message.numel()) != want) {
-    r.work->complete(errorOf("recv of " + std::to_string(want) + " bytes (tag " + std::to_string(r.tag) +
-                             ") matched a message of " + std::to_string(message.numel()) +
-                             " bytes from rank " + std::to_string(peer) + " (tag " + std::to_string(tag) +
+    r.work->complete(errorOf("recv of " + std::to_string(want) + " bytes (tag " +
+                             std::to_string(r.tag) + ") matched a message of " +
+                             std::to_string(message.numel()) + " bytes from rank " +
+                             std::to_string(peer) + " (tag " + std::to_string(tag) +
                              "): send and recv tensors must have the same size"));
     return;
   }
@@ -252,7 +262,8 @@ void recvLoop(std::shared_ptr<State> s, Direction* d) {
       if (!s->link(*d)) continue;
       const std::string what = "recv from rank " + std::to_string(d->peer);
       Header h{};
-      s->run(*d, what, [&](groveComm_t c) { return groveRecv(&h, sizeof h, groveUint8, 0, c, nullptr); });
+      s->run(*d, what,
+             [&](groveComm_t c) { return groveRecv(&h, sizeof h, groveUint8, 0, c, nullptr); });
       State::Recv r;
       bool found;
       {
@@ -260,14 +271,18 @@ void recvLoop(std::shared_ptr<State> s, Direction* d) {
         found = s->takeRecv(d->peer, h.tag, &r);
       }
       if (found && bytesOf(r.data) == h.bytes) {
-        s->run(*d, what, [&](groveComm_t c) { return groveRecv(r.data.ptr(), h.bytes, groveUint8, 0, c, nullptr); });
+        s->run(*d, what, [&](groveComm_t c) {
+          return groveRecv(r.data.ptr(), h.bytes, groveUint8, 0, c, nullptr);
+        });
         r.data.copyBack();
         r.work->setSource(d->peer);
         r.work->complete(nullptr);
         continue;
       }
       at::Tensor message = at::empty({static_cast<int64_t>(h.bytes)}, at::kByte);
-      s->run(*d, what, [&](groveComm_t c) { return groveRecv(message.data_ptr(), h.bytes, groveUint8, 0, c, nullptr); });
+      s->run(*d, what, [&](groveComm_t c) {
+        return groveRecv(message.data_ptr(), h.bytes, groveUint8, 0, c, nullptr);
+      });
       if (found) {  // the sizes differ
         deliver(r, message, d->peer, h.tag);
         continue;
@@ -429,7 +444,8 @@ void P2P::stop() {
     if (idle) break;
     if (std::chrono::steady_clock::now() >= deadline) {
       lock.unlock();
-      abort("shut down with sends still in flight after " + std::to_string(s.grace.count()) + " ms");
+      abort("shut down with sends still in flight after " + std::to_string(s.grace.count()) +
+            " ms");
       break;
     }
     s.cv.wait_for(lock, std::chrono::milliseconds(5));

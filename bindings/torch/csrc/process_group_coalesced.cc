@@ -32,24 +32,25 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allgather_coalesced(
     }
   }
   std::vector<at::Tensor> ins = inputs;
-  return enqueue(::c10d::OpType::ALLGATHER_COALESCED, name, outs, opTimeout(opts.timeout),
-                 [=](const Exec& x) {
-                   at::Tensor flat = total > 0 ? concat(ins) : at::empty({0}, ins[0].options());
-                   at::Tensor all = at::empty({n * total}, flat.options());
-                   x.check(groveAllGather(flat.data_ptr(), all.data_ptr(), countOf(flat),
-                                              groveTypeOf(flat, name), x.comm(), x.stream),
-                               name);
-                   scatterBlocks(all, outs);
-                 },
-                 ins);
+  return enqueue(
+      ::c10d::OpType::ALLGATHER_COALESCED, name, outs, opTimeout(opts.timeout),
+      [=](const Exec& x) {
+        at::Tensor flat = total > 0 ? concat(ins) : at::empty({0}, ins[0].options());
+        at::Tensor all = at::empty({n * total}, flat.options());
+        x.check(groveAllGather(flat.data_ptr(), all.data_ptr(), countOf(flat),
+                               groveTypeOf(flat, name), x.comm(), x.stream),
+                name);
+        scatterBlocks(all, outs);
+      },
+      ins);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::AllgatherOptions& opts) {
   const char* name = "allgather_into_tensor_coalesced";
-  TORCH_CHECK(outputs.size() == inputs.size(), "grove: ", name, ": ", outputs.size(), " outputs for ",
-              inputs.size(), " inputs");
+  TORCH_CHECK(outputs.size() == inputs.size(), "grove: ", name, ": ", outputs.size(),
+              " outputs for ", inputs.size(), " inputs");
   std::vector<at::Tensor> ins;
   std::vector<Staged> outs;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -58,24 +59,25 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allgather_into_tensor_coales
     ins.push_back(inputs[i].contiguous());
     outs.push_back(Staged::of(outputs[i], false));
   }
-  return enqueue(::c10d::OpType::COALESCED, name, outputs, opTimeout(opts.timeout),
-                 [=](const Exec& x) mutable {
-                   for (size_t i = 0; i < ins.size(); ++i) {
-                     x.check(groveAllGather(ins[i].data_ptr(), outs[i].ptr(), countOf(ins[i]),
-                                                groveTypeOf(ins[i], name), x.comm(), x.stream),
-                                 name);
-                     outs[i].copyBack();
-                   }
-                 },
-                 inputs);
+  return enqueue(
+      ::c10d::OpType::COALESCED, name, outputs, opTimeout(opts.timeout),
+      [=](const Exec& x) mutable {
+        for (size_t i = 0; i < ins.size(); ++i) {
+          x.check(groveAllGather(ins[i].data_ptr(), outs[i].ptr(), countOf(ins[i]),
+                                 groveTypeOf(ins[i], name), x.comm(), x.stream),
+                  name);
+          outs[i].copyBack();
+        }
+      },
+      inputs);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::ReduceScatterOptions& opts) {
   const char* name = "reduce_scatter_tensor_coalesced";
-  TORCH_CHECK(outputs.size() == inputs.size(), "grove: ", name, ": ", outputs.size(), " outputs for ",
-              inputs.size(), " inputs");
+  TORCH_CHECK(outputs.size() == inputs.size(), "grove: ", name, ": ", outputs.size(),
+              " outputs for ", inputs.size(), " inputs");
   std::vector<at::Tensor> ins;
   std::vector<Staged> outs;
   std::vector<groveRedOp_t> ops;
@@ -86,16 +88,17 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::reduce_scatter_tensor_coales
     ins.push_back(inputs[i].contiguous());
     outs.push_back(Staged::of(outputs[i], false));
   }
-  return enqueue(::c10d::OpType::COALESCED, name, outputs, opTimeout(opts.timeout),
-                 [=](const Exec& x) mutable {
-                   for (size_t i = 0; i < ins.size(); ++i) {
-                     x.check(groveReduceScatter(ins[i].data_ptr(), outs[i].ptr(), countOf(outs[i].buf),
-                                                    groveTypeOf(ins[i], name), ops[i], x.comm(), x.stream),
-                                 name);
-                     outs[i].copyBack();
-                   }
-                 },
-                 inputs);
+  return enqueue(
+      ::c10d::OpType::COALESCED, name, outputs, opTimeout(opts.timeout),
+      [=](const Exec& x) mutable {
+        for (size_t i = 0; i < ins.size(); ++i) {
+          x.check(groveReduceScatter(ins[i].data_ptr(), outs[i].ptr(), countOf(outs[i].buf),
+                                     groveTypeOf(ins[i], name), ops[i], x.comm(), x.stream),
+                  name);
+          outs[i].copyBack();
+        }
+      },
+      inputs);
 }
 
 }  // namespace grove::pytorch

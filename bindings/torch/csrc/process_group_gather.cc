@@ -36,8 +36,8 @@ std::vector<int64_t> splitsOf(const std::vector<int64_t>& given, const at::Tenso
                 " rows, not divisible by the group size ", n);
     return std::vector<int64_t>(n, rows / n);
   }
-  TORCH_CHECK(static_cast<int>(given.size()) == n, "grove: alltoall_base: ", what, " split sizes hold ",
-              given.size(), " entries, expected ", n);
+  TORCH_CHECK(static_cast<int>(given.size()) == n, "grove: alltoall_base: ", what,
+              " split sizes hold ", given.size(), " entries, expected ", n);
   int64_t sum = 0;
   for (int64_t s : given) {
     TORCH_CHECK(s >= 0, "grove: alltoall_base: negative split size in ", what);
@@ -63,8 +63,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allgather(
       [=](const Exec& x) {
         at::Tensor flat = flatOf(in, n);
         x.check(groveAllGather(in.data_ptr(), flat.data_ptr(), countOf(in),
-                                   groveTypeOf(in, "allgather"), x.comm(), x.stream),
-                    "allgather");
+                               groveTypeOf(in, "allgather"), x.comm(), x.stream),
+                "allgather");
         scatterBlocks(flat, list);
       },
       inputs);
@@ -80,8 +80,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::_allgather_base(
   return enqueue(::c10d::OpType::_ALLGATHER_BASE, name, {output}, opTimeout(opts.timeout),
                  [=](const Exec& x) mutable {
                    x.check(groveAllGather(in.data_ptr(), out.ptr(), countOf(in),
-                                              groveTypeOf(in, name), x.comm(), x.stream),
-                               name);
+                                          groveTypeOf(in, name), x.comm(), x.stream),
+                           name);
                    out.copyBack();
                  });
 }
@@ -102,13 +102,16 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::gather(
                 "grove: gather: only the root passes output tensors");
   }
   int n = getSize();
-  return enqueue(::c10d::OpType::GATHER, "gather", list, opTimeout(opts.timeout), [=](const Exec& x) {
-    at::Tensor flat = isRoot ? flatOf(in, n) : at::Tensor();
-    x.check(groveGather(in.data_ptr(), isRoot ? flat.data_ptr() : nullptr, countOf(in),
-                            groveTypeOf(in, "gather"), root, x.comm(), x.stream),
-                "gather");
-    if (isRoot) scatterBlocks(flat, list);
-  }, {in});
+  return enqueue(::c10d::OpType::GATHER, "gather", list, opTimeout(opts.timeout),
+                 [=](const Exec& x) {
+                   at::Tensor flat = isRoot ? flatOf(in, n) : at::Tensor();
+                   x.check(
+                       groveGather(in.data_ptr(), isRoot ? flat.data_ptr() : nullptr, countOf(in),
+                                   groveTypeOf(in, "gather"), root, x.comm(), x.stream),
+                       "gather");
+                   if (isRoot) scatterBlocks(flat, list);
+                 },
+                 {in});
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::scatter(
@@ -127,13 +130,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::scatter(
                 "grove: scatter: only the root passes input tensors");
   }
   Staged s = Staged::of(out, false);
-  return enqueue(::c10d::OpType::SCATTER, "scatter", {out}, opTimeout(opts.timeout), [=](const Exec& x) mutable {
-    at::Tensor flat = isRoot ? concat(list) : at::Tensor();
-    x.check(groveScatter(isRoot ? flat.data_ptr() : nullptr, s.ptr(), countOf(out),
-                             groveTypeOf(out, "scatter"), root, x.comm(), x.stream),
-                "scatter");
-    s.copyBack();
-  });
+  return enqueue(::c10d::OpType::SCATTER, "scatter", {out}, opTimeout(opts.timeout),
+                 [=](const Exec& x) mutable {
+                   at::Tensor flat = isRoot ? concat(list) : at::Tensor();
+                   x.check(groveScatter(isRoot ? flat.data_ptr() : nullptr, s.ptr(), countOf(out),
+                                        groveTypeOf(out, "scatter"), root, x.comm(), x.stream),
+                           "scatter");
+                   s.copyBack();
+                 });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::reduce_scatter(
@@ -145,15 +149,15 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::reduce_scatter(
   groveRedOp_t op = groveOpOf(opts.reduceOp, out, "reduce_scatter");
   std::vector<at::Tensor> list = inputs[0];
   Staged s = Staged::of(out, false);
-  return enqueue(::c10d::OpType::REDUCE_SCATTER, "reduce_scatter", {out}, opTimeout(opts.timeout),
-                 [=](const Exec& x) mutable {
-                   at::Tensor flat = concat(list);
-                   x.check(groveReduceScatter(flat.data_ptr(), s.ptr(), countOf(out),
-                                                  groveTypeOf(out, "reduce_scatter"), op,
-                                                  x.comm(), x.stream),
-                               "reduce_scatter");
-                   s.copyBack();
-                 });
+  return enqueue(
+      ::c10d::OpType::REDUCE_SCATTER, "reduce_scatter", {out}, opTimeout(opts.timeout),
+      [=](const Exec& x) mutable {
+        at::Tensor flat = concat(list);
+        x.check(groveReduceScatter(flat.data_ptr(), s.ptr(), countOf(out),
+                                   groveTypeOf(out, "reduce_scatter"), op, x.comm(), x.stream),
+                "reduce_scatter");
+        s.copyBack();
+      });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::_reduce_scatter_base(
@@ -167,8 +171,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::_reduce_scatter_base(
   return enqueue(::c10d::OpType::_REDUCE_SCATTER_BASE, name, {output}, opTimeout(opts.timeout),
                  [=](const Exec& x) mutable {
                    x.check(groveReduceScatter(in.data_ptr(), s.ptr(), countOf(s.buf),
-                                                  groveTypeOf(in, name), op, x.comm(), x.stream),
-                               name);
+                                              groveTypeOf(in, name), op, x.comm(), x.stream),
+                           name);
                    s.copyBack();
                  });
 }
@@ -190,28 +194,33 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::alltoall_base(
   int64_t outRow = output.dim() == 0 || output.size(0) == 0 ? 0 : output.numel() / output.size(0);
   at::Tensor in = input.contiguous();
   Staged out = Staged::of(output, false);
-  return enqueue(::c10d::OpType::ALLTOALL_BASE, name, {output}, opTimeout(opts.timeout), [=](const Exec& x) mutable {
-    groveDataType_t type = groveTypeOf(in, name);
-    if (even) {
-      x.check(groveAlltoAll(in.data_ptr(), out.ptr(), countOf(in) / n, type, x.comm(), x.stream),
-                  name);
-    } else {
-      auto* src = static_cast<char*>(in.data_ptr());
-      auto* dst = static_cast<char*>(out.ptr());
-      size_t elem = in.element_size();
-      runGroup(x, name, [&] {
-        int64_t inOff = 0, outOff = 0;
-        for (int peer = 0; peer < n; ++peer) {
-          size_t sendCount = inSplits[peer] * inRow, recvCount = outSplits[peer] * outRow;
-          x.check(groveSend(src + inOff * elem, sendCount, type, peer, x.comm(), x.stream), name);
-          x.check(groveRecv(dst + outOff * elem, recvCount, type, peer, x.comm(), x.stream), name);
-          inOff += sendCount;
-          outOff += recvCount;
+  return enqueue(
+      ::c10d::OpType::ALLTOALL_BASE, name, {output}, opTimeout(opts.timeout),
+      [=](const Exec& x) mutable {
+        groveDataType_t type = groveTypeOf(in, name);
+        if (even) {
+          x.check(
+              groveAlltoAll(in.data_ptr(), out.ptr(), countOf(in) / n, type, x.comm(), x.stream),
+              name);
+        } else {
+          auto* src = static_cast<char*>(in.data_ptr());
+          auto* dst = static_cast<char*>(out.ptr());
+          size_t elem = in.element_size();
+          runGroup(x, name, [&] {
+            int64_t inOff = 0, outOff = 0;
+            for (int peer = 0; peer < n; ++peer) {
+              size_t sendCount = inSplits[peer] * inRow, recvCount = outSplits[peer] * outRow;
+              x.check(groveSend(src + inOff * elem, sendCount, type, peer, x.comm(), x.stream),
+                      name);
+              x.check(groveRecv(dst + outOff * elem, recvCount, type, peer, x.comm(), x.stream),
+                      name);
+              inOff += sendCount;
+              outOff += recvCount;
+            }
+          });
         }
+        out.copyBack();
       });
-    }
-    out.copyBack();
-  });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::alltoall(std::vector<at::Tensor>& outputs,
@@ -229,18 +238,21 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::alltoall(std::vector<at::Ten
     ins.push_back(inputs[j].contiguous());
     outs.push_back(Staged::of(outputs[j], false));
   }
-  return enqueue(::c10d::OpType::ALLTOALL, name, outputs, opTimeout(opts.timeout), [=](const Exec& x) mutable {
-    groveDataType_t type = groveTypeOf(ins[0], name);
-    runGroup(x, name, [&] {
-      for (int peer = 0; peer < n; ++peer) {
-        x.check(groveSend(ins[peer].data_ptr(), countOf(ins[peer]), type, peer, x.comm(), x.stream),
+  return enqueue(
+      ::c10d::OpType::ALLTOALL, name, outputs, opTimeout(opts.timeout), [=](const Exec& x) mutable {
+        groveDataType_t type = groveTypeOf(ins[0], name);
+        runGroup(x, name, [&] {
+          for (int peer = 0; peer < n; ++peer) {
+            x.check(
+                groveSend(ins[peer].data_ptr(), countOf(ins[peer]), type, peer, x.comm(), x.stream),
+                name);
+            x.check(groveRecv(outs[peer].ptr(), countOf(outs[peer].buf), type, peer, x.comm(),
+                              x.stream),
                     name);
-        x.check(groveRecv(outs[peer].ptr(), countOf(outs[peer].buf), type, peer, x.comm(), x.stream),
-                    name);
-      }
-    });
-    for (auto& s : outs) s.copyBack();
-  });
+          }
+        });
+        for (auto& s : outs) s.copyBack();
+      });
 }
 
 }  // namespace grove::pytorch

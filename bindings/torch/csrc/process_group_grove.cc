@@ -22,15 +22,18 @@ const char* profiledOpName(::c10d::OpType type) {
   using T = ::c10d::OpType;
   switch (type) {
     case T::BROADCAST: return "broadcast";
-    case T::ALLREDUCE: case T::ALLREDUCE_COALESCED: return "all_reduce";
+    case T::ALLREDUCE:
+    case T::ALLREDUCE_COALESCED: return "all_reduce";
     case T::REDUCE: return "reduce";
-    case T::ALLGATHER: case T::ALLGATHER_COALESCED: return "all_gather";
+    case T::ALLGATHER:
+    case T::ALLGATHER_COALESCED: return "all_gather";
     case T::_ALLGATHER_BASE: return "all_gather_into_tensor";
     case T::GATHER: return "gather";
     case T::SCATTER: return "scatter";
     case T::REDUCE_SCATTER: return "reduce_scatter";
     case T::_REDUCE_SCATTER_BASE: return "reduce_scatter_tensor";
-    case T::ALLTOALL_BASE: case T::ALLTOALL: return "all_to_all";
+    case T::ALLTOALL_BASE:
+    case T::ALLTOALL: return "all_to_all";
     case T::SEND: return "send";
     case T::RECV: return "recv";
     case T::RECVANYSOURCE: return "recvAnySource";
@@ -78,7 +81,8 @@ ProcessGroupGrove::ProcessGroupGrove(const c10::intrusive_ptr<::c10d::Store>& st
       comm_(std::make_shared<SharedComm>(comm)),
       timeout_(timeout),
       // at shutdown, queued sends get at most this long to go out
-      p2p_(std::make_shared<P2P>(store, rank, size, std::min(timeout, std::chrono::milliseconds(5000)))),
+      p2p_(std::make_shared<P2P>(store, rank, size,
+                                 std::min(timeout, std::chrono::milliseconds(5000)))),
       profilingName_(profilingName) {
   std::weak_ptr<P2P> p2p = p2p_;
 #if GROVE_TORCH_CUDA_PATH
@@ -136,10 +140,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::enqueue(::c10d::OpType type,
                                                             Job job,
                                                             const std::vector<at::Tensor>& inputs) {
   std::optional<c10::Device> cuda;
-  for (const std::vector<at::Tensor>* list : std::initializer_list<const std::vector<at::Tensor>*>{&outputs, &inputs})
+  for (const std::vector<at::Tensor>* list :
+       std::initializer_list<const std::vector<at::Tensor>*>{&outputs, &inputs})
     for (const auto& t : *list)
       if (!cuda && t.defined() && t.is_cuda()) cuda = t.device();
-  if (cuda) return enqueueCuda(type, name, std::move(outputs), timeout, std::move(job), inputs, *cuda, kCollectiveLane);
+  if (cuda)
+    return enqueueCuda(type, name, std::move(outputs), timeout, std::move(job), inputs, *cuda,
+                       kCollectiveLane);
   auto work = newWork(type, name, std::move(outputs), timeout, inputs);
   auto comm = comm_;
   queue_.push(work, [job = std::move(job), comm] { job(Exec{comm.get(), nullptr}); });
@@ -154,32 +161,36 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::enqueueCuda(
   using T = ::c10d::OpType;
   if (type != T::SEND && type != T::RECV && type != T::RECVANYSOURCE) seq_.fetch_add(1);
   cuda_->bind(device);
-  CudaComms::Op op{type, name, profilingTitle(profilingName_, type), std::move(outputs), inputs, timeout,
-                   lane, blocksHost};
+  CudaComms::Op op{
+      type, name,      profilingTitle(profilingName_, type), std::move(outputs), inputs, timeout,
+      lane, blocksHost};
   return cuda_->run(getRank(), std::move(op), std::move(job));
 #else
-  TORCH_CHECK(false, "grove: ", name, ": CUDA tensors need grove.torch built against torch 2.5 or "
-              "later (this one was built against torch ", TORCH_VERSION_MAJOR, ".",
-              TORCH_VERSION_MINOR, ")");
+  TORCH_CHECK(false, "grove: ", name,
+              ": CUDA tensors need grove.torch built against torch 2.5 or "
+              "later (this one was built against torch ",
+              TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ")");
 #endif
 }
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::broadcast(std::vector<at::Tensor>& tensors,
-                                                              const ::c10d::BroadcastOptions& opts) {
+c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::broadcast(
+    std::vector<at::Tensor>& tensors, const ::c10d::BroadcastOptions& opts) {
   at::Tensor t = single(tensors, "broadcast");
   int root = checkRoot(opts.rootRank, "broadcast");
-  TORCH_CHECK(opts.rootTensor == 0, "grove: broadcast: rootTensor must be 0 (one tensor per process)");
+  TORCH_CHECK(opts.rootTensor == 0,
+              "grove: broadcast: rootTensor must be 0 (one tensor per process)");
   Staged s = Staged::of(t, getRank() == root);
-  return enqueue(::c10d::OpType::BROADCAST, "broadcast", {t}, opTimeout(opts.timeout), [=](const Exec& x) mutable {
-    x.check(groveBroadcast(s.ptr(), s.ptr(), countOf(t), groveTypeOf(t, "broadcast"), root,
-                               x.comm(), x.stream),
-                "broadcast");
-    s.copyBack();
-  });
+  return enqueue(::c10d::OpType::BROADCAST, "broadcast", {t}, opTimeout(opts.timeout),
+                 [=](const Exec& x) mutable {
+                   x.check(groveBroadcast(s.ptr(), s.ptr(), countOf(t), groveTypeOf(t, "broadcast"),
+                                          root, x.comm(), x.stream),
+                           "broadcast");
+                   s.copyBack();
+                 });
 }
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allreduce(std::vector<at::Tensor>& tensors,
-                                                              const ::c10d::AllreduceOptions& opts) {
+c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allreduce(
+    std::vector<at::Tensor>& tensors, const ::c10d::AllreduceOptions& opts) {
   TORCH_CHECK(tensors.size() == 1, "grove: allreduce takes one tensor per process (got ",
               tensors.size(), ")");
   if (tensors[0].defined() && tensors[0].is_sparse()) return allreduceSparse(tensors[0], opts);
@@ -191,12 +202,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allreduce(std::vector<at::Te
   at::Tensor t = single(tensors, "allreduce");
   groveRedOp_t op = groveOpOf(opts.reduceOp, t, "allreduce");
   Staged s = Staged::of(t, true);
-  return enqueue(::c10d::OpType::ALLREDUCE, "allreduce", {t}, opTimeout(opts.timeout), [=](const Exec& x) mutable {
-    x.check(groveAllReduce(s.ptr(), s.ptr(), countOf(t), groveTypeOf(t, "allreduce"), op,
-                               x.comm(), x.stream),
-                "allreduce");
-    s.copyBack();
-  });
+  return enqueue(::c10d::OpType::ALLREDUCE, "allreduce", {t}, opTimeout(opts.timeout),
+                 [=](const Exec& x) mutable {
+                   x.check(groveAllReduce(s.ptr(), s.ptr(), countOf(t), groveTypeOf(t, "allreduce"),
+                                          op, x.comm(), x.stream),
+                           "allreduce");
+                   s.copyBack();
+                 });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allreduce_coalesced(
@@ -206,19 +218,20 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::allreduce_coalesced(
   for (const auto& t : tensors) checkLike(t, tensors[0], t.numel(), name, "every tensor");
   groveRedOp_t op = groveOpOf(opts.reduceOp, tensors[0], name);
   std::vector<at::Tensor> list = tensors;
-  return enqueue(::c10d::OpType::ALLREDUCE_COALESCED, name, list, opTimeout(opts.timeout), [=](const Exec& x) {
-    std::vector<at::Tensor> flatParts;
-    for (const auto& t : list) flatParts.push_back(t.reshape({-1}));
-    at::Tensor flat = at::cat(flatParts);
-    x.check(groveAllReduce(flat.data_ptr(), flat.data_ptr(), countOf(flat),
-                               groveTypeOf(flat, name), op, x.comm(), x.stream),
-                name);
-    int64_t offset = 0;
-    for (const auto& t : list) {
-      t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
-      offset += t.numel();
-    }
-  });
+  return enqueue(::c10d::OpType::ALLREDUCE_COALESCED, name, list, opTimeout(opts.timeout),
+                 [=](const Exec& x) {
+                   std::vector<at::Tensor> flatParts;
+                   for (const auto& t : list) flatParts.push_back(t.reshape({-1}));
+                   at::Tensor flat = at::cat(flatParts);
+                   x.check(groveAllReduce(flat.data_ptr(), flat.data_ptr(), countOf(flat),
+                                          groveTypeOf(flat, name), op, x.comm(), x.stream),
+                           name);
+                   int64_t offset = 0;
+                   for (const auto& t : list) {
+                     t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+                     offset += t.numel();
+                   }
+                 });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::reduce(std::vector<at::Tensor>& tensors,
@@ -228,12 +241,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::reduce(std::vector<at::Tenso
   TORCH_CHECK(opts.rootTensor == 0, "grove: reduce: rootTensor must be 0 (one tensor per process)");
   groveRedOp_t op = groveOpOf(opts.reduceOp, t, "reduce");
   Staged s = Staged::of(t, true);
-  return enqueue(::c10d::OpType::REDUCE, "reduce", {t}, opTimeout(opts.timeout), [=](const Exec& x) mutable {
-    x.check(groveReduce(s.ptr(), s.ptr(), countOf(t), groveTypeOf(t, "reduce"), op, root,
-                            x.comm(), x.stream),
-                "reduce");
-    s.copyBack();
-  });
+  return enqueue(::c10d::OpType::REDUCE, "reduce", {t}, opTimeout(opts.timeout),
+                 [=](const Exec& x) mutable {
+                   x.check(groveReduce(s.ptr(), s.ptr(), countOf(t), groveTypeOf(t, "reduce"), op,
+                                       root, x.comm(), x.stream),
+                           "reduce");
+                   s.copyBack();
+                 });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::send(std::vector<at::Tensor>& tensors,
@@ -243,9 +257,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::send(std::vector<at::Tensor>
   TORCH_CHECK(peer != getRank(), "grove: send: rank ", peer, " is this rank");
   if (t.is_cuda()) {
     Staged s = Staged::of(t, true);
-    return enqueueCuda(::c10d::OpType::SEND, "send", {t}, timeout_, [=](const Exec& x) {
-      x.check(groveSend(s.ptr(), countOf(t), groveTypeOf(t, "send"), peer, x.comm(), x.stream), "send");
-    }, {}, t.device(), peer > getRank() ? kUpwardLane : kDownwardLane);
+    return enqueueCuda(
+        ::c10d::OpType::SEND, "send", {t}, timeout_,
+        [=](const Exec& x) {
+          x.check(groveSend(s.ptr(), countOf(t), groveTypeOf(t, "send"), peer, x.comm(), x.stream),
+                  "send");
+        },
+        {}, t.device(), peer > getRank() ? kUpwardLane : kDownwardLane);
   }
   auto work = newWork(::c10d::OpType::SEND, "send", {t}, timeout_);
   p2p_->send(work, Staged::of(t, true), peer, tag);
@@ -259,10 +277,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::recv(std::vector<at::Tensor>
   TORCH_CHECK(peer != getRank(), "grove: recv: rank ", peer, " is this rank");
   if (t.is_cuda()) {
     Staged s = Staged::of(t, false);
-    return enqueueCuda(::c10d::OpType::RECV, "recv", {t}, timeout_, [=](const Exec& x) mutable {
-      x.check(groveRecv(s.ptr(), countOf(t), groveTypeOf(t, "recv"), peer, x.comm(), x.stream), "recv");
-      s.copyBack();
-    }, {}, t.device(), peer < getRank() ? kUpwardLane : kDownwardLane);
+    return enqueueCuda(
+        ::c10d::OpType::RECV, "recv", {t}, timeout_,
+        [=](const Exec& x) mutable {
+          x.check(groveRecv(s.ptr(), countOf(t), groveTypeOf(t, "recv"), peer, x.comm(), x.stream),
+                  "recv");
+          s.copyBack();
+        },
+        {}, t.device(), peer < getRank() ? kUpwardLane : kDownwardLane);
   }
   auto work = newWork(::c10d::OpType::RECV, "recv", {t}, timeout_);
   p2p_->recv(work, Staged::of(t, false), peer, tag);
@@ -273,7 +295,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::recvAnysource(std::vector<at
                                                                   int tag) {
   at::Tensor t = single(tensors, "recv");
   TORCH_CHECK(getSize() > 1, "grove: recv from any source needs another rank");
-  TORCH_CHECK(!t.is_cuda(), "grove: recv from any source takes CPU tensors (a CUDA recv names its "
+  TORCH_CHECK(!t.is_cuda(),
+              "grove: recv from any source takes CPU tensors (a CUDA recv names its "
               "source rank, as with NCCL)");
   auto work = newWork(::c10d::OpType::RECVANYSOURCE, "recv", {t}, timeout_);
   p2p_->recv(work, Staged::of(t, false), -1, tag);
@@ -303,12 +326,16 @@ void ProcessGroupGrove::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
     try {
       if (done) got->wait(timeout);
     } catch (const std::exception& e) {
-      TORCH_CHECK(false, "Rank ", me, " successfully reached monitoredBarrier, but received errors while "
-                  "waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank. (", e.what(), ")");
+      TORCH_CHECK(false, "Rank ", me,
+                  " successfully reached monitoredBarrier, but received errors while "
+                  "waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank. (",
+                  e.what(), ")");
     }
-    TORCH_CHECK(done, "Rank ", me, " successfully reached monitoredBarrier, but received errors while waiting "
-                "for send/recv from rank 0. Please check rank 0 logs for faulty rank. (no answer within ",
-                timeout.count(), " ms)");
+    TORCH_CHECK(
+        done, "Rank ", me,
+        " successfully reached monitoredBarrier, but received errors while waiting "
+        "for send/recv from rank 0. Please check rank 0 logs for faulty rank. (no answer within ",
+        timeout.count(), " ms)");
     return;
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -320,11 +347,12 @@ void ProcessGroupGrove::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
   }
   std::vector<int> failed;
   for (int r = 1; r < n; ++r) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0 && !waitAllRanks && !tokens[r]->isCompleted()) {
       for (int q = 1; q < n; ++q) p2p_->cancel(tokens[q]);
-      TORCH_CHECK(false, "Rank 0 timed out in monitoredBarrier after ", timeout.count(), " ms (ranks 1..",
-                  r - 1, " passed; rank ", r, " and later were not checked)");
+      TORCH_CHECK(false, "Rank 0 timed out in monitoredBarrier after ", timeout.count(),
+                  " ms (ranks 1..", r - 1, " passed; rank ", r, " and later were not checked)");
     }
     bool came = tokens[r]->completesWithin(std::max(left, std::chrono::milliseconds(0)));
     if (came) {
@@ -343,12 +371,13 @@ void ProcessGroupGrove::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
     for (int r = 1; r < n; ++r) p2p_->cancel(tokens[r]);
     std::string ranks;
     for (int r : failed) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-    TORCH_CHECK(false, failed.size() == 1 ? "Rank " : "Ranks ", ranks, " failed to pass monitoredBarrier in ",
-                timeout.count(), " ms");
+    TORCH_CHECK(false, failed.size() == 1 ? "Rank " : "Ranks ", ranks,
+                " failed to pass monitoredBarrier in ", timeout.count(), " ms");
   }
   for (int r = 1; r < n; ++r) {
     at::Tensor answer = at::zeros({1}, at::kByte);
-    p2p_->send(newWork(T::SEND, "monitored_barrier", {answer}, timeout), Staged::of(answer, true), r, kTag);
+    p2p_->send(newWork(T::SEND, "monitored_barrier", {answer}, timeout), Staged::of(answer, true),
+               r, kTag);
   }
 }
 
@@ -359,26 +388,33 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupGrove::barrier(const ::c10d::Barrie
   // serves both): a one-byte all-reduce on the CUDA communicator after the
   // work queued so far, whose wait() blocks the host, as NCCL's barrier does.
   std::optional<at::Device> device = opts.device;
-  if (!opts.device_ids.empty()) device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(opts.device_ids[0]));
+  if (!opts.device_ids.empty())
+    device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(opts.device_ids[0]));
   const std::optional<at::Device> bound = cuda_->device();
-  if (!device || !device->is_cuda()) device = bound;
-  else if (!device->has_index()) device = bound ? *bound : at::Device(at::kCUDA, c10::impl::getDeviceGuardImpl(at::kCUDA)->getDevice().index());
+  if (!device || !device->is_cuda())
+    device = bound;
+  else if (!device->has_index())
+    device = bound ? *bound
+                   : at::Device(at::kCUDA,
+                                c10::impl::getDeviceGuardImpl(at::kCUDA)->getDevice().index());
   if (device && device->is_cuda()) {
     at::Tensor token = at::zeros({1}, at::TensorOptions().dtype(at::kByte).device(*device));
-    return enqueueCuda(::c10d::OpType::BARRIER, "barrier", {token}, opTimeout(opts.timeout),
-                       [=](const Exec& x) {
-                         x.check(groveAllReduce(token.data_ptr(), token.data_ptr(), 1, groveUint8,
-                                                groveMax, x.comm(), x.stream),
-                                 "barrier");
-                       },
-                       {}, *device, kCollectiveLane, /*blocksHost=*/true);
+    return enqueueCuda(
+        ::c10d::OpType::BARRIER, "barrier", {token}, opTimeout(opts.timeout),
+        [=](const Exec& x) {
+          x.check(groveAllReduce(token.data_ptr(), token.data_ptr(), 1, groveUint8, groveMax,
+                                 x.comm(), x.stream),
+                  "barrier");
+        },
+        {}, *device, kCollectiveLane, /*blocksHost=*/true);
   }
 #endif
-  return enqueue(::c10d::OpType::BARRIER, "barrier", {}, opTimeout(opts.timeout), [=](const Exec& x) {
-    uint8_t token = 0;
-    x.check(groveAllReduce(&token, &token, 1, groveUint8, groveMax, x.comm(), x.stream),
+  return enqueue(
+      ::c10d::OpType::BARRIER, "barrier", {}, opTimeout(opts.timeout), [=](const Exec& x) {
+        uint8_t token = 0;
+        x.check(groveAllReduce(&token, &token, 1, groveUint8, groveMax, x.comm(), x.stream),
                 "barrier");
-  });
+      });
 }
 
 }  // namespace grove::pytorch

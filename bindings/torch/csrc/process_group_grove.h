@@ -45,10 +45,9 @@ class ProcessGroupGrove : public BackendBase {
   /// Rendezvous through store and join the communicator (collective).
   /// profilingName prefixes what torch's profiler records ("grove:all_reduce"):
   /// the name torch knows the backend by.
-  static c10::intrusive_ptr<ProcessGroupGrove> create(const c10::intrusive_ptr<::c10d::Store>& store,
-                                                      int rank, int size,
-                                                      std::chrono::milliseconds timeout,
-                                                      const std::string& profilingName = "grove");
+  static c10::intrusive_ptr<ProcessGroupGrove> create(
+      const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
+      std::chrono::milliseconds timeout, const std::string& profilingName = "grove");
   /// Wraps a joined communicator; use create().
   ProcessGroupGrove(const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
                     groveComm_t comm, std::chrono::milliseconds timeout,
@@ -87,9 +86,9 @@ class ProcessGroupGrove : public BackendBase {
                                            std::vector<std::vector<at::Tensor>>& inputs,
                                            const ::c10d::ScatterOptions& opts) override;
   /// Reduce-scatter of a list of size() tensors into one.
-  c10::intrusive_ptr<::c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
-                                                  std::vector<std::vector<at::Tensor>>& inputs,
-                                                  const ::c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> reduce_scatter(
+      std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+      const ::c10d::ReduceScatterOptions& opts) override;
   /// Reduce-scatter of one tensor of size() * output.numel() elements.
   c10::intrusive_ptr<::c10d::Work> _reduce_scatter_base(
       at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) override;
@@ -160,8 +159,10 @@ class ProcessGroupGrove : public BackendBase {
   /// All-reduce by gathering every rank's tensor and combining them here,
   /// for what grove has no reduction for: sparse tensors (sum) and bitwise
   /// and/or/xor of integers (process_group_gathered.cc).
-  c10::intrusive_ptr<::c10d::Work> allreduceSparse(at::Tensor& t, const ::c10d::AllreduceOptions& opts);
-  c10::intrusive_ptr<::c10d::Work> allreduceBitwise(at::Tensor& t, const ::c10d::AllreduceOptions& opts);
+  c10::intrusive_ptr<::c10d::Work> allreduceSparse(at::Tensor& t,
+                                                   const ::c10d::AllreduceOptions& opts);
+  c10::intrusive_ptr<::c10d::Work> allreduceBitwise(at::Tensor& t,
+                                                    const ::c10d::AllreduceOptions& opts);
   /// opts.timeout when set, else the group's.
   std::chrono::milliseconds opTimeout(std::chrono::milliseconds requested) const;
   /// Checks a root rank argument.
@@ -173,7 +174,7 @@ class ProcessGroupGrove : public BackendBase {
   std::string profilingName_;          ///< "grove", or the name torch knows us by
   std::atomic<uint64_t> seq_{0};       ///< collectives issued
 #if GROVE_TORCH_CUDA_PATH
-  std::shared_ptr<CudaComms> cuda_;    ///< CUDA tensors' communicators (joined on first use)
+  std::shared_ptr<CudaComms> cuda_;  ///< CUDA tensors' communicators (joined on first use)
 #endif
   OpQueue queue_;  ///< last member: its thread stops before the others go
 };

@@ -29,8 +29,9 @@ GroveWork::GroveWork(int rank, ::c10d::OpType type, const char* name,
       outputs_(std::move(outputs)),
       timeout_(timeout),
       comm_(std::move(comm)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get()))) {}
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+}
 
 bool GroveWork::wait(std::chrono::milliseconds timeout) {
   auto limit = timeout == kNoTimeout ? timeout_ : timeout;
@@ -39,7 +40,8 @@ bool GroveWork::wait(std::chrono::milliseconds timeout) {
     std::string why = std::string(name_) + ": Timed out after " + std::to_string(limit.count()) +
                       " ms (the operation's timeout)";
     comm_->abort(why);
-    TORCH_CHECK(false, "grove: ", why, "; the communicator was aborted (every rank's pending "
+    TORCH_CHECK(false, "grove: ", why,
+                "; the communicator was aborted (every rank's pending "
                 "and later operations on this process group fail)");
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -86,8 +88,8 @@ void OpQueue::push(c10::intrusive_ptr<GroveWork> work, Task job) {
       return;
     }
   }
-  work->complete(std::make_exception_ptr(
-      std::runtime_error(std::string("grove: ") + work->name() + " after the process group was shut down")));
+  work->complete(std::make_exception_ptr(std::runtime_error(
+      std::string("grove: ") + work->name() + " after the process group was shut down")));
 }
 
 void OpQueue::stop() {

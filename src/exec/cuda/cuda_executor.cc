@@ -5,8 +5,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -226,14 +226,15 @@ Event::Event() {
 Event::~Event() { cudaEventDestroy(static_cast<cudaEvent_t>(event_)); }
 
 void Event::record(void* stream) {
-  detail::check(cudaEventRecord(static_cast<cudaEvent_t>(event_), static_cast<cudaStream_t>(stream)),
-                "cudaEventRecord");
+  detail::check(
+      cudaEventRecord(static_cast<cudaEvent_t>(event_), static_cast<cudaStream_t>(stream)),
+      "cudaEventRecord");
 }
 
 void Event::waitOn(void* stream) {
-  detail::check(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream),
-                                    static_cast<cudaEvent_t>(event_), 0),
-                "cudaStreamWaitEvent");
+  detail::check(
+      cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event_), 0),
+      "cudaStreamWaitEvent");
 }
 
 bool Event::done() {

@@ -44,10 +44,10 @@ inline constexpr int kMaxDevices = 64;
 /// The persistent kernel's parameters, passed by value (kernel parameter
 /// space, at most 4 KiB).
 struct DevLaunch {
-  uint32_t nCalls = 0;         ///< calls[0..nCalls) run, in order
-  uint32_t firstCall = 0;      ///< index of calls[0] in the whole group (for failure reports)
-  DevControl* ctl = nullptr;   ///< device address of the launch's control block
-  uint64_t* barrier = nullptr; ///< device word of the grid barrier, zero at launch
+  uint32_t nCalls = 0;          ///< calls[0..nCalls) run, in order
+  uint32_t firstCall = 0;       ///< index of calls[0] in the whole group (for failure reports)
+  DevControl* ctl = nullptr;    ///< device address of the launch's control block
+  uint64_t* barrier = nullptr;  ///< device word of the grid barrier, zero at launch
   DevCall calls[kMaxCallsPerLaunch];
 };
 static_assert(sizeof(DevLaunch) <= 4096, "DevLaunch exceeds the 4 KiB kernel parameter limit");
@@ -61,7 +61,7 @@ enum class LaunchMode : uint8_t {
 
 /// Options of launchCalls.
 struct LaunchOptions {
-  uint64_t* barrier = nullptr;     ///< device word for the grid barrier (MappedControl::barrier())
+  uint64_t* barrier = nullptr;  ///< device word for the grid barrier (MappedControl::barrier())
   LaunchMode mode = LaunchMode::kAuto;
 };
 

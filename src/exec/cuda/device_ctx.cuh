@@ -25,9 +25,9 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/device_kernels.cuh"
 #include "exec/device/dev_context.h"
 #include "exec/device/dev_program.h"
+#include "kernels/cuda/device_kernels.cuh"
 
 namespace grove::exec::cuda {
 
@@ -65,8 +65,7 @@ __device__ __noinline__ void reduceTyped(int32_t op, int32_t nranks, void* dst, 
       else
         kdev::reduceSlice<T>(s, nsrc, d, d2, count, tid, nt, kdev::SumOp{}, kdev::SumOp{});
       break;
-    default:
-      break;  // lowering rejected it; the interpreter never gets here
+    default: break;  // lowering rejected it; the interpreter never gets here
   }
 }
 
@@ -133,16 +132,36 @@ class BlockCtx {
                                          const void* const* srcs, int nsrc, uint64_t count,
                                          bool final) {
     switch (r.dtype) {
-      case groveInt8: reduceTyped<int8_t>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final); break;
-      case groveUint8: reduceTyped<uint8_t>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final); break;
-      case groveInt32: reduceTyped<int32_t>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final); break;
-      case groveUint32: reduceTyped<uint32_t>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final); break;
-      case groveInt64: reduceTyped<int64_t>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final); break;
-      case groveUint64: reduceTyped<uint64_t>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final); break;
-      case groveFloat16: reduceTyped<__half>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final); break;
-      case groveBfloat16: reduceTyped<__nv_bfloat16>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final); break;
-      case groveFloat32: reduceTyped<float>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final); break;
-      case groveFloat64: reduceTyped<double>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final); break;
+      case groveInt8:
+        reduceTyped<int8_t>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final);
+        break;
+      case groveUint8:
+        reduceTyped<uint8_t>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final);
+        break;
+      case groveInt32:
+        reduceTyped<int32_t>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final);
+        break;
+      case groveUint32:
+        reduceTyped<uint32_t>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final);
+        break;
+      case groveInt64:
+        reduceTyped<int64_t>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final);
+        break;
+      case groveUint64:
+        reduceTyped<uint64_t>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final);
+        break;
+      case groveFloat16:
+        reduceTyped<__half>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final);
+        break;
+      case groveBfloat16:
+        reduceTyped<__nv_bfloat16>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final);
+        break;
+      case groveFloat32:
+        reduceTyped<float>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final);
+        break;
+      case groveFloat64:
+        reduceTyped<double>(r.op, r.nranks, dst, dst2, srcs, nsrc, count, final);
+        break;
       default: break;  // lowering rejected it
     }
   }

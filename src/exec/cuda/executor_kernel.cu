@@ -174,9 +174,9 @@ uint32_t residentBlocks() {
     if (cached != 0) return cached;
   }
   int perSm = 0, sms = 0;
-  detail::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, persistentKernel,
-                                                              kExecThreads, 0),
-                "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  detail::check(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, persistentKernel, kExecThreads, 0),
+      "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   detail::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
                 "cudaDeviceGetAttribute(multiprocessors)");
   const uint32_t n = static_cast<uint32_t>(std::max(perSm, 0) * std::max(sms, 0));

@@ -64,10 +64,16 @@ inline constexpr uint64_t kDevPieceBytes = 256 << 10;
 /// Bytes of one element of a groveDataType_t (0 for an invalid type).
 GROVE_HD_INLINE uint32_t devDtypeSize(int32_t dtype) {
   switch (dtype) {
-    case 0: case 1: return 1;   // int8, uint8
-    case 6: case 9: return 2;   // float16, bfloat16
-    case 2: case 3: case 7: return 4;  // int32, uint32, float32
-    case 4: case 5: case 8: return 8;  // int64, uint64, float64
+    case 0:
+    case 1: return 1;  // int8, uint8
+    case 6:
+    case 9: return 2;  // float16, bfloat16
+    case 2:
+    case 3:
+    case 7: return 4;  // int32, uint32, float32
+    case 4:
+    case 5:
+    case 8: return 8;  // int64, uint64, float64
     default: return 0;
   }
 }
@@ -79,8 +85,8 @@ inline constexpr uint64_t kFailBit = 1ull << 63;
 
 /// Where a lane runs and how it reports failure.
 struct LaneEnv {
-  DevControl* ctl;      ///< may be null: no abort, status or deadline checks
-  uint64_t timeoutNs;   ///< ctl->timeoutNs, read once
+  DevControl* ctl;     ///< may be null: no abort, status or deadline checks
+  uint64_t timeoutNs;  ///< ctl->timeoutNs, read once
 };
 
 /// The rings of one step and this lane's view of their counters.
@@ -97,8 +103,8 @@ struct StepRings {
 
 /// Thread 0's state within one wait.
 struct WaitState {
-  uint32_t spins = 0;     ///< consecutive empty polls
-  uint64_t start = 0;     ///< when this wait began (ctx.nowNs)
+  uint32_t spins = 0;       ///< consecutive empty polls
+  uint64_t start = 0;       ///< when this wait began (ctx.nowNs)
   uint32_t closedSeen = 0;  ///< blocked rings whose `closed` word was seen set (bit mask)
 };
 
@@ -351,7 +357,8 @@ GROVE_HD_INLINE bool resolveStep(const DevCall& call, const DevStep& s, uint32_t
   if (s.srcSlot >= kMaxSlots || s.dstSlot >= kMaxSlots) return false;
   *src = readsSrc ? call.bufs[s.srcSlot] + s.srcOff : nullptr;
   *dst = writesDst ? call.bufs[s.dstSlot] + s.dstOff : nullptr;
-  if ((readsSrc && call.bufs[s.srcSlot] == nullptr) || (writesDst && call.bufs[s.dstSlot] == nullptr))
+  if ((readsSrc && call.bufs[s.srcSlot] == nullptr) ||
+      (writesDst && call.bufs[s.dstSlot] == nullptr))
     return false;
   rs->nSend = s.nSend;
   rs->nRecv = s.nRecv;

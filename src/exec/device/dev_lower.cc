@@ -17,9 +17,9 @@
 #include <sstream>
 #include <string>
 
-#include "ir/step_traits.h"
 #include "base/error.h"
 #include "exec/device/dev_program.h"
+#include "ir/step_traits.h"
 
 namespace grove::exec::dev {
 namespace {
@@ -143,13 +143,12 @@ void Lowerer::checkPhaseRings(const DevPhase& ph, size_t phase) const {
           users.emplace_back(rings[k], l);
         } else if (it->second != l) {
           const bool send = rings[k] < 0x10000u;
-          const LinkKey& key =
-              send ? out_.sendKeys[rings[k]] : out_.recvKeys[rings[k] - 0x10000u];
-          throwInternalError("device lowering: phase " + std::to_string(phase) +
-                             " uses the ring " + (send ? "to" : "from") + " rank " +
-                             std::to_string(key.peer) + " ch " + std::to_string(key.channel) +
-                             " in two lanes (lanes " + std::to_string(it->second - ph.begin) +
-                             " and " + std::to_string(l - ph.begin) + ")");
+          const LinkKey& key = send ? out_.sendKeys[rings[k]] : out_.recvKeys[rings[k] - 0x10000u];
+          throwInternalError("device lowering: phase " + std::to_string(phase) + " uses the ring " +
+                             (send ? "to" : "from") + " rank " + std::to_string(key.peer) + " ch " +
+                             std::to_string(key.channel) + " in two lanes (lanes " +
+                             std::to_string(it->second - ph.begin) + " and " +
+                             std::to_string(l - ph.begin) + ")");
         }
       }
     }
@@ -260,8 +259,8 @@ std::string describe(const DevProgram& prog) {
   std::ostringstream os;
   os << "device program '" << prog.algo << "': " << prog.phases.size() << " phases, "
      << prog.lanes.size() << " lanes (at most " << prog.maxLanes << " at once), "
-     << prog.steps.size() << " steps, " << prog.nSlots << " slots, scratch "
-     << prog.scratchBytes << " B\n";
+     << prog.steps.size() << " steps, " << prog.nSlots << " slots, scratch " << prog.scratchBytes
+     << " B\n";
   auto keys = [&](const char* what, const std::vector<LinkKey>& ks) {
     os << what << ":";
     for (size_t i = 0; i < ks.size(); ++i) {

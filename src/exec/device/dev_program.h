@@ -44,14 +44,14 @@ static_assert(1 + plan::kMaxMoreRecvPeers <= kMaxStepLinks, "fan-in wider than a
 
 /// One step, lowered. Plain data.
 struct DevStep {
-  uint8_t kind = 0;    ///< plan::StepKind
-  uint8_t final = 0;   ///< last reduction of these elements (avg divides)
-  uint8_t nSend = 0;   ///< rings sent to (send[0..nSend)), in the step's order
-  uint8_t nRecv = 0;   ///< rings received from (recv[0..nRecv)), in reduction order
+  uint8_t kind = 0;                   ///< plan::StepKind
+  uint8_t final = 0;                  ///< last reduction of these elements (avg divides)
+  uint8_t nSend = 0;                  ///< rings sent to (send[0..nSend)), in the step's order
+  uint8_t nRecv = 0;                  ///< rings received from (recv[0..nRecv)), in reduction order
   uint16_t send[kMaxStepLinks] = {};  ///< indices into DevProgramView::sends
   uint16_t recv[kMaxStepLinks] = {};  ///< indices into DevProgramView::recvs
-  uint8_t srcSlot = 0; ///< DevSlot of the local operand (when the kind reads one)
-  uint8_t dstSlot = 0; ///< DevSlot of the destination (when the kind writes one)
+  uint8_t srcSlot = 0;                ///< DevSlot of the local operand (when the kind reads one)
+  uint8_t dstSlot = 0;                ///< DevSlot of the destination (when the kind writes one)
   uint16_t pad = 0;
   uint64_t srcOff = 0;
   uint64_t dstOff = 0;
@@ -79,7 +79,7 @@ struct DevProgramView {
   const DevRing* sends = nullptr;  ///< this rank's sending ends, by index
   const DevRing* recvs = nullptr;  ///< this rank's receiving ends, by index
   uint32_t nPhases = 0;
-  uint32_t maxLanes = 0;           ///< most lanes of any phase (blocks the call needs)
+  uint32_t maxLanes = 0;  ///< most lanes of any phase (blocks the call needs)
 };
 
 /// Element type and reduction of a call (plain data).
@@ -109,13 +109,13 @@ enum DevStatus : uint32_t {
 /// Shared between the host and one launch: the abort request, the outcome,
 /// and where it stopped. Lives in memory both can see (mapped pinned memory).
 struct DevControl {
-  uint32_t abortFlag = 0;        ///< set by the host to stop the launch
-  uint32_t status = kDevOk;      ///< first failure (DevStatus), written once
-  uint32_t failedCall = 0;       ///< the call, phase, lane and step that failed
+  uint32_t abortFlag = 0;    ///< set by the host to stop the launch
+  uint32_t status = kDevOk;  ///< first failure (DevStatus), written once
+  uint32_t failedCall = 0;   ///< the call, phase, lane and step that failed
   uint32_t failedPhase = 0;
   uint32_t failedLane = 0;
-  uint32_t failedStep = 0;       ///< (the step's index within its lane's lowered steps)
-  uint64_t timeoutNs = 0;        ///< a wait longer than this fails (0: never)
+  uint32_t failedStep = 0;  ///< (the step's index within its lane's lowered steps)
+  uint64_t timeoutNs = 0;   ///< a wait longer than this fails (0: never)
 };
 
 /// The host-side result of lowering: the arrays to upload, and which links
@@ -128,7 +128,7 @@ struct DevProgram {
   std::vector<transport::LinkKey> recvKeys;  ///< DevStep::recv indices refer to these
   uint32_t maxLanes = 0;
   uint64_t scratchBytes = 0;
-  uint32_t nSlots = 3;                       ///< slots the program uses (3 + extras)
+  uint32_t nSlots = 3;  ///< slots the program uses (3 + extras)
   std::string algo;
 };
 

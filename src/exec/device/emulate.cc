@@ -60,9 +60,11 @@ void runPhase(const DevCall& call, uint32_t callIndex, uint32_t phase, DevContro
 void runEmulated(const DevCall* calls, size_t n, DevControl& ctl) {
   for (size_t c = 0; c < n; ++c) {
     if (!dtypeValid(calls[c].reduce.dtype))
-      throwInvalidArgument("device emulation: call " + std::to_string(c) + " has an invalid data type");
+      throwInvalidArgument("device emulation: call " + std::to_string(c) +
+                           " has an invalid data type");
     if (!opValid(calls[c].reduce.op))
-      throwInvalidArgument("device emulation: call " + std::to_string(c) + " has an invalid reduction op");
+      throwInvalidArgument("device emulation: call " + std::to_string(c) +
+                           " has an invalid reduction op");
   }
   if (ctl.timeoutNs == 0) {
     ctl.timeoutNs = static_cast<uint64_t>(config::getDouble("GROVE_TIMEOUT") * 1e9);
@@ -88,7 +90,8 @@ DevRing HostRingArena::add(uint64_t capacity) {
   const size_t bytes = transport::ringBytes(capacity);
   const size_t rounded = (bytes + 63) / 64 * 64;
   void* block = std::aligned_alloc(64, rounded);
-  if (block == nullptr) throwSystemError("allocating a device ring of " + std::to_string(bytes) + " bytes", ENOMEM);
+  if (block == nullptr)
+    throwSystemError("allocating a device ring of " + std::to_string(bytes) + " bytes", ENOMEM);
   std::memset(block, 0, rounded);
   blocks_.push_back(block);
   return transport::ringAt(block, capacity);

@@ -20,12 +20,8 @@
 
 namespace grove::kernels::detail {
 
-GROVE_KERNEL_CLONES void reduceFloat16Soft(const ReduceArgs& args) {
-  reduceTyped<HalfCodec>(args);
-}
-GROVE_KERNEL_CLONES void reduceBfloat16(const ReduceArgs& args) {
-  reduceTyped<Bf16Codec>(args);
-}
+GROVE_KERNEL_CLONES void reduceFloat16Soft(const ReduceArgs& args) { reduceTyped<HalfCodec>(args); }
+GROVE_KERNEL_CLONES void reduceBfloat16(const ReduceArgs& args) { reduceTyped<Bf16Codec>(args); }
 GROVE_KERNEL_CLONES void reduceFloat32(const ReduceArgs& args) {
   reduceTyped<PlainCodec<float>>(args);
 }
@@ -55,7 +51,8 @@ GROVE_F16C_TARGET GROVE_ALWAYS_INLINE void narrow(uint8_t* out, uint8_t* out2, c
                                                   size_t n) {
   size_t full = n & ~size_t{7};
   for (size_t i = 0; i < full; i += 8) {
-    __m128i h = _mm256_cvtps_ph(_mm256_load_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m128i h =
+        _mm256_cvtps_ph(_mm256_load_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i), h);
     if (out2 != nullptr) _mm_storeu_si128(reinterpret_cast<__m128i*>(out2 + 2 * i), h);
   }
@@ -92,8 +89,10 @@ GROVE_F16C_TARGET void reduceFloat16F16c(const ReduceArgs& args) {
     case groveMax: halfBlocks(args, MaxOp{}); break;
     case groveMin: halfBlocks(args, MinOp{}); break;
     case groveAvg:
-      if (args.final) halfBlocks(args, AvgFinalOp{args.nranks});
-      else halfBlocks(args, SumOp{});
+      if (args.final)
+        halfBlocks(args, AvgFinalOp{args.nranks});
+      else
+        halfBlocks(args, SumOp{});
       break;
     default: break;
   }

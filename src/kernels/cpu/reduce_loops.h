@@ -107,7 +107,9 @@ GROVE_ALWAYS_INLINE C addWrap(C a, C b) {
 
 struct SumOp {
   template <class C>
-  GROVE_ALWAYS_INLINE C operator()(C a, C b) const { return addWrap(a, b); }
+  GROVE_ALWAYS_INLINE C operator()(C a, C b) const {
+    return addWrap(a, b);
+  }
 };
 
 struct ProdOp {
@@ -117,8 +119,8 @@ struct ProdOp {
       using U = std::make_unsigned_t<C>;
       // Promote narrow types to unsigned int so the product cannot overflow a signed int.
       using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
-      return static_cast<C>(static_cast<U>(static_cast<W>(static_cast<U>(a)) *
-                                           static_cast<W>(static_cast<U>(b))));
+      return static_cast<C>(
+          static_cast<U>(static_cast<W>(static_cast<U>(a)) * static_cast<W>(static_cast<U>(b))));
     } else {
       return a * b;
     }
@@ -185,8 +187,7 @@ GROVE_ALWAYS_INLINE void loopDistinct(typename Codec::Storage* __restrict dst,
 template <class Codec, bool kDst2, bool kSwap, class Op>
 GROVE_ALWAYS_INLINE void loopInPlace(typename Codec::Storage* __restrict dst,
                                      typename Codec::Storage* __restrict dst2,
-                                     const typename Codec::Storage* __restrict b, size_t n,
-                                     Op op) {
+                                     const typename Codec::Storage* __restrict b, size_t n, Op op) {
   for (size_t i = 0; i < n; ++i) {
     typename Codec::Compute x = Codec::load(dst[i]);
     typename Codec::Compute y = Codec::load(b[i]);
@@ -198,8 +199,7 @@ GROVE_ALWAYS_INLINE void loopInPlace(typename Codec::Storage* __restrict dst,
 
 /// Any exact aliasing among dst, a, b; no restrict.
 template <class Codec, class Op>
-GROVE_ALWAYS_INLINE void loopAliased(typename Codec::Storage* dst,
-                                     typename Codec::Storage* dst2,
+GROVE_ALWAYS_INLINE void loopAliased(typename Codec::Storage* dst, typename Codec::Storage* dst2,
                                      const typename Codec::Storage* a,
                                      const typename Codec::Storage* b, size_t n, Op op) {
   for (size_t i = 0; i < n; ++i) {
@@ -247,16 +247,22 @@ GROVE_ALWAYS_INLINE void runOp(const ReduceArgs& args, Op op) {
   if (bits % alignof(S) != 0) {
     loopMisaligned<Codec>(args, op);
   } else if (dst != a && dst != b) {
-    if (dst2 != nullptr) loopDistinct<Codec, true>(dst, dst2, a, b, n, op);
-    else loopDistinct<Codec, false>(dst, nullptr, a, b, n, op);
+    if (dst2 != nullptr)
+      loopDistinct<Codec, true>(dst, dst2, a, b, n, op);
+    else
+      loopDistinct<Codec, false>(dst, nullptr, a, b, n, op);
   } else if (a == b) {
     loopAliased<Codec>(dst, dst2, a, b, n, op);
   } else if (dst == a) {
-    if (dst2 != nullptr) loopInPlace<Codec, true, false>(dst, dst2, b, n, op);
-    else loopInPlace<Codec, false, false>(dst, nullptr, b, n, op);
+    if (dst2 != nullptr)
+      loopInPlace<Codec, true, false>(dst, dst2, b, n, op);
+    else
+      loopInPlace<Codec, false, false>(dst, nullptr, b, n, op);
   } else {
-    if (dst2 != nullptr) loopInPlace<Codec, true, true>(dst, dst2, a, n, op);
-    else loopInPlace<Codec, false, true>(dst, nullptr, a, n, op);
+    if (dst2 != nullptr)
+      loopInPlace<Codec, true, true>(dst, dst2, a, n, op);
+    else
+      loopInPlace<Codec, false, true>(dst, nullptr, a, n, op);
   }
 }
 
@@ -269,8 +275,10 @@ GROVE_ALWAYS_INLINE void reduceTyped(const ReduceArgs& args) {
     case groveMax: runOp<Codec>(args, MaxOp{}); break;
     case groveMin: runOp<Codec>(args, MinOp{}); break;
     case groveAvg:
-      if (args.final) runOp<Codec>(args, AvgFinalOp{args.nranks});
-      else runOp<Codec>(args, SumOp{});
+      if (args.final)
+        runOp<Codec>(args, AvgFinalOp{args.nranks});
+      else
+        runOp<Codec>(args, SumOp{});
       break;
     default: break;  // validated by the caller
   }

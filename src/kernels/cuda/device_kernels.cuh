@@ -82,8 +82,7 @@ __device__ __forceinline__ void copySlice(void* dst, const void* src, size_t byt
       copyWords(reinterpret_cast<unsigned short*>(d), reinterpret_cast<const unsigned short*>(s),
                 sp.words, tid, nthreads);
       break;
-    default:
-      break;  // no words (w == 1: everything was head)
+    default: break;  // no words (w == 1: everything was head)
   }
   d += sp.words * w;
   s += sp.words * w;

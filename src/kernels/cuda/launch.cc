@@ -32,18 +32,12 @@ std::string ptrName(int i) { return "source " + std::to_string(i); }
 
 ReduceKind reduceKindFor(groveRedOp_t op, bool final) {
   switch (op) {
-    case groveSum:
-      return ReduceKind::kSum;
-    case groveProd:
-      return ReduceKind::kProd;
-    case groveMax:
-      return ReduceKind::kMax;
-    case groveMin:
-      return ReduceKind::kMin;
-    case groveAvg:
-      return final ? ReduceKind::kAvgFinal : ReduceKind::kSum;
-    default:
-      break;
+    case groveSum: return ReduceKind::kSum;
+    case groveProd: return ReduceKind::kProd;
+    case groveMax: return ReduceKind::kMax;
+    case groveMin: return ReduceKind::kMin;
+    case groveAvg: return final ? ReduceKind::kAvgFinal : ReduceKind::kSum;
+    default: break;
   }
   throwInvalidArgument("kernels::cuda: invalid op " + std::to_string(static_cast<int>(op)));
 }

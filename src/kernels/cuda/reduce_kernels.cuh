@@ -53,21 +53,11 @@ void launchFold(const ReduceLaunch& l, Op op, LastOp last) {
 template <class T>
 void launchReduceTyped(const ReduceLaunch& l) {
   switch (l.kind) {
-    case ReduceKind::kSum:
-      launchFold<T>(l, dev::SumOp{}, dev::SumOp{});
-      break;
-    case ReduceKind::kProd:
-      launchFold<T>(l, dev::ProdOp{}, dev::ProdOp{});
-      break;
-    case ReduceKind::kMax:
-      launchFold<T>(l, dev::MaxOp{}, dev::MaxOp{});
-      break;
-    case ReduceKind::kMin:
-      launchFold<T>(l, dev::MinOp{}, dev::MinOp{});
-      break;
-    case ReduceKind::kAvgFinal:
-      launchFold<T>(l, dev::SumOp{}, dev::AvgFinalOp{l.nranks});
-      break;
+    case ReduceKind::kSum: launchFold<T>(l, dev::SumOp{}, dev::SumOp{}); break;
+    case ReduceKind::kProd: launchFold<T>(l, dev::ProdOp{}, dev::ProdOp{}); break;
+    case ReduceKind::kMax: launchFold<T>(l, dev::MaxOp{}, dev::MaxOp{}); break;
+    case ReduceKind::kMin: launchFold<T>(l, dev::MinOp{}, dev::MinOp{}); break;
+    case ReduceKind::kAvgFinal: launchFold<T>(l, dev::SumOp{}, dev::AvgFinalOp{l.nranks}); break;
   }
 }
 

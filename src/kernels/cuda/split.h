@@ -45,7 +45,8 @@ GROVE_SPLIT_FN unsigned commonWordSize(const uintptr_t* ptrs, int n) {
 
 /// Splits `count` elements of `elemSize` bytes starting at `first` into head, words
 /// of `wordSize` bytes (a multiple of elemSize) and tail.
-GROVE_SPLIT_FN WordSplit splitWords(uintptr_t first, size_t count, size_t elemSize, size_t wordSize) {
+GROVE_SPLIT_FN WordSplit splitWords(uintptr_t first, size_t count, size_t elemSize,
+                                    size_t wordSize) {
   size_t headBytes = (wordSize - first % wordSize) % wordSize;
   if (wordSize <= elemSize || headBytes % elemSize != 0) return WordSplit{count, 0, 0};
   size_t head = headBytes / elemSize;

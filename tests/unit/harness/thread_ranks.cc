@@ -83,8 +83,7 @@ void runOnThreadRanks(int nranks, const ThreadRanksOptions& options,
           throw;
         } catch (const std::exception& e) {
           why += std::string(": ") + e.what();
-        } catch (...) {
-        }
+        } catch (...) {}
         {
           std::lock_guard<std::mutex> lock(errorMutex);
           if (!firstError) firstError = std::current_exception();
@@ -99,9 +98,8 @@ void runOnThreadRanks(int nranks, const ThreadRanksOptions& options,
 }
 
 void runProgramsOnThreads(const std::vector<plan::Program>& programs,
-                          const std::vector<exec::Buffers>& buffers,
-                          const exec::ReduceSpec& spec, size_t bufferBytes, double timeoutSec,
-                          AbortSignal* abort) {
+                          const std::vector<exec::Buffers>& buffers, const exec::ReduceSpec& spec,
+                          size_t bufferBytes, double timeoutSec, AbortSignal* abort) {
   if (buffers.size() != programs.size()) {
     throwInvalidArgument("runProgramsOnThreads: one Buffers per program needed");
   }

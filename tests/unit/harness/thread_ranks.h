@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "ir/schedule.h"
 #include "base/wait.h"
 #include "exec/host_executor.h"
+#include "ir/schedule.h"
 #include "transports/transport.h"
 
 namespace grove::harness {
@@ -80,8 +80,8 @@ void runOnThreadRanks(int nranks, const ThreadRanksOptions& options,
 /// Runs programs[r] with buffers[r] on rank r's thread (nranks = programs.size()),
 /// over loopback links of bufferBytes each; rethrows the first error.
 void runProgramsOnThreads(const std::vector<plan::Program>& programs,
-                          const std::vector<exec::Buffers>& buffers,
-                          const exec::ReduceSpec& spec, size_t bufferBytes = 64 << 10,
-                          double timeoutSec = 10.0, AbortSignal* abort = nullptr);
+                          const std::vector<exec::Buffers>& buffers, const exec::ReduceSpec& spec,
+                          size_t bufferBytes = 64 << 10, double timeoutSec = 10.0,
+                          AbortSignal* abort = nullptr);
 
 }  // namespace grove::harness
