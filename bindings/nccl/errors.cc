@@ -13,9 +13,12 @@ namespace {
 
 thread_local std::string shimError;
 
+// GROVE_DEBUG as the library reads it (NCCL_DEBUG maps onto it, env.cc); a
+// value it refuses leaves warnings on.
 bool warnings() {
-  const char* level = std::getenv("GROVE_DEBUG");
-  return level == nullptr || strcasecmp(level, "NONE") != 0;
+  char level[16];
+  if (groveGetConfig("GROVE_DEBUG", level, sizeof level, nullptr) != groveSuccess) return true;
+  return std::strcmp(level, "NONE") != 0;
 }
 
 }  // namespace

@@ -6,10 +6,10 @@
 // registrations. They check their arguments, hand out a handle that the
 // matching deregister must return, and refuse a handle that is not
 // registered with that communicator.
-#include <strings.h>
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <set>
 
@@ -24,10 +24,12 @@
 namespace grove::nccl {
 namespace {
 
+// GROVE_DEVICE_EMULATION as the library reads it (a refused value: not
+// emulated; communicator creation then names the bad value).
 bool emulated() {
-  const char* v = std::getenv("GROVE_DEVICE_EMULATION");
-  return v != nullptr && (strcasecmp(v, "1") == 0 || strcasecmp(v, "true") == 0 ||
-                          strcasecmp(v, "yes") == 0 || strcasecmp(v, "on") == 0);
+  char v[8];
+  return groveGetConfig("GROVE_DEVICE_EMULATION", v, sizeof v, nullptr) == groveSuccess &&
+         std::strcmp(v, "1") == 0;
 }
 
 std::mutex hostMutex;
