@@ -8,6 +8,7 @@
 
 #include "grove/grove.h"
 #include "grove_build_info.h"
+#include "tools/common/launch_env.h"
 
 #if GROVE_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -30,16 +31,6 @@ cudaStream_t asStream(void* s) { return static_cast<cudaStream_t>(s); }
                            ": this build of the perf binaries has no CUDA support");
 }
 #endif
-
-/// A GROVE_* variable as the library reads it; throws with the library's reason.
-std::string groveVar(const char* name, bool* set) {
-  char value[256];
-  int isSet = 0;
-  if (groveGetConfig(name, value, sizeof value, &isSet) != groveSuccess)
-    throw std::runtime_error(groveGetLastError(nullptr));
-  *set = isSet != 0;
-  return value;
-}
 
 }  // namespace
 
@@ -73,10 +64,13 @@ std::optional<MemoryMode> resolveMemoryMode(const std::optional<std::string>& ki
 
 std::optional<MemoryMode> chooseMemoryMode(std::string* error) {
   try {
-    bool kindSet = false, emulationSet = false;
-    std::optional<std::string> kind = groveVar("GROVE_DEVICE_KIND", &kindSet);
+    std::string refused;
+    bool kindSet = false;
+    std::optional<std::string> kind = tools::configValue("GROVE_DEVICE_KIND", &kindSet, &refused);
+    const bool emulation =
+        tools::configValue("GROVE_DEVICE_EMULATION", nullptr, &refused).value_or("0") == "1";
+    if (!refused.empty()) throw std::runtime_error(refused);
     if (!kindSet) kind.reset();
-    const bool emulation = groveVar("GROVE_DEVICE_EMULATION", &emulationSet) == "1";
     // An explicit choice of host or emulation needs no CUDA runtime call.
     const bool needCount =
         !(kind && strcasecmp(kind->c_str(), "host") == 0) && !(kind && emulation);

@@ -23,23 +23,6 @@ groveResult_t fail(groveResult_t code, const std::string& msg) {
   return code;
 }
 
-// A GROVE_* variable as the library reads it (groveGetConfig: checked against
-// its type and limits, the default when unset); *set says whether the
-// environment sets it. A value the library refuses: "" and *error says why
-// (the first such error is kept).
-std::string groveVar(const char* name, bool* set, std::string* error) {
-  char value[1024];
-  int isSet = 0;
-  *set = false;
-  if (groveGetConfig(name, value, sizeof value, &isSet) != groveSuccess) {
-    if (error->empty()) *error = groveGetLastError(nullptr);
-    *set = true;
-    return "";
-  }
-  *set = isSet != 0;
-  return value;
-}
-
 // A launcher variable (not a GROVE_* one: those go through the config registry).
 std::optional<std::string> launcherVar(const char* name) {
   const char* v = std::getenv(name);  // launcher variables are not Grove's config
@@ -76,15 +59,15 @@ void fromTexts(LaunchEnv* env, const std::string& source, const char* rankName,
 bool detectGrove(LaunchEnv* env) {
   std::string error;
   bool rankSet = false, nranksSet = false, localSet = false;
-  // groveGetConfig checked each against its limits and wrote it in decimal.
-  const int rank = std::atoi(groveVar("GROVE_RANK", &rankSet, &error).c_str());
-  const int nranks = std::atoi(groveVar("GROVE_NRANKS", &nranksSet, &error).c_str());
-  const int local = std::atoi(groveVar("GROVE_LOCAL_RANK", &localSet, &error).c_str());
+  // configValue checked each against its limits and wrote it in decimal.
+  const std::optional<std::string> rank = configValue("GROVE_RANK", &rankSet, &error);
+  const std::optional<std::string> nranks = configValue("GROVE_NRANKS", &nranksSet, &error);
+  const std::optional<std::string> local = configValue("GROVE_LOCAL_RANK", &localSet, &error);
   if (!rankSet && !nranksSet) return false;
   env->source = "grove-launch";
-  env->rank = rank;
-  env->nranks = nranks;
-  env->localRank = localSet ? local : rank;
+  env->rank = rank ? std::atoi(rank->c_str()) : 0;
+  env->nranks = nranks ? std::atoi(nranks->c_str()) : 0;
+  env->localRank = local && localSet ? std::atoi(local->c_str()) : env->rank;
   env->error = error;
   if (env->error.empty() && (env->nranks < 1 || env->rank < 0 || env->rank >= env->nranks))
     env->error = "bad GROVE_RANK=" + std::to_string(env->rank) +
@@ -171,9 +154,9 @@ groveResult_t uniqueIdFromEnv(const LaunchEnv& env, groveUniqueId* id) {
   groveResult_t res = groveSuccess;
   std::string error;
   bool commIdSet = false;
-  const std::string commId = groveVar("GROVE_COMM_ID", &commIdSet, &error);
-  if (!error.empty()) return fail(groveInvalidArgument, error);
-  if (commIdSet && !commId.empty()) {
+  const std::optional<std::string> commId = configValue("GROVE_COMM_ID", &commIdSet, &error);
+  if (!commId) return fail(groveInvalidArgument, error);
+  if (commIdSet && !commId->empty()) {
     res = groveGetUniqueId(id);  // names GROVE_COMM_ID on every rank
   } else if (env.source == "torchrun") {
     res = idFromTorchrun(id);
@@ -209,6 +192,18 @@ groveResult_t initCommFromEnv(const LaunchEnv& env, groveComm_t* comm, groveConf
     return fail(res, "rank " + std::to_string(env.rank) + ": groveCommInitRankConfig failed: " +
                          groveGetErrorString(res) + ": " + groveGetLastError(nullptr));
   return res;
+}
+
+std::optional<std::string> configValue(const char* name, bool* set, std::string* error) {
+  char value[1024];
+  int isSet = 0;
+  if (groveGetConfig(name, value, sizeof value, &isSet) != groveSuccess) {
+    if (set != nullptr) *set = true;  // every default is valid: a refused value was set
+    if (error != nullptr && error->empty()) *error = groveGetLastError(nullptr);
+    return std::nullopt;
+  }
+  if (set != nullptr) *set = isSet != 0;
+  return std::string(value);
 }
 
 const char* launchEnvLastError() { return tLastError.c_str(); }

@@ -15,6 +15,7 @@
 // made locally.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "grove/grove.h"
@@ -42,6 +43,14 @@ groveResult_t uniqueIdFromEnv(const LaunchEnv& env, groveUniqueId* id);
 /// uniqueIdFromEnv + groveCommInitRankConfig(comm, env.nranks, id, env.rank, cfg).
 /// cfg may be NULL.
 groveResult_t initCommFromEnv(const LaunchEnv& env, groveComm_t* comm, groveConfig_t* cfg);
+
+/// The value libgrove reads for the GROVE_* variable `name`, through
+/// groveGetConfig: checked against the variable's type and limits, in
+/// canonical text (integers in decimal, booleans "1"/"0"), the default when
+/// unset. *set (if not null) says whether the environment sets it. A value
+/// the library refuses gives nullopt, *set true, and, when *error is empty,
+/// the library's reason in *error (if not null).
+std::optional<std::string> configValue(const char* name, bool* set, std::string* error);
 
 /// Text of the last failure of uniqueIdFromEnv / initCommFromEnv on this
 /// thread (its own message, or the library's groveGetLastError text).
