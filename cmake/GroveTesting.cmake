@@ -2,9 +2,10 @@
 # Its own sources see the repository root, src/ and the generated feature
 # header (PRIVATE). What it passes on is only the root its headers are named
 # from (src/ for src/<layer>, the repository root for algorithms/, topology/,
-# transports/) and the public header; a dependant sees another layer's
-# headers only by linking that layer. tests/layers checks the include edges
-# against the layers' READMEs.
+# transports/) and the public header, so a program outside the layers sees a
+# layer's headers only by linking it. Include paths cannot tell one layer
+# from another under one root: tests/house/check_layers.py checks every
+# include edge against the layers' READMEs.
 function(grove_layer name)
   cmake_parse_arguments(L "" "" "SOURCES;DEPS" ${ARGN})
   add_library(${name} STATIC ${L_SOURCES})
@@ -60,7 +61,14 @@ function(_grove_static_closure target out)
         continue()
       endif()
       foreach(lib ${libs})
-        if(lib MATCHES "^\\$<" OR NOT TARGET ${lib} OR lib IN_LIST seen)
+        if(lib MATCHES "^\\$<" OR NOT TARGET ${lib})
+          continue()
+        endif()
+        get_target_property(_aliased ${lib} ALIASED_TARGET)
+        if(_aliased)
+          set(lib ${_aliased})  # grove::grove is grove
+        endif()
+        if(lib IN_LIST seen)
           continue()
         endif()
         list(APPEND seen ${lib})

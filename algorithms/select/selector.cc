@@ -275,6 +275,8 @@ Algo Selector::defaultAlgo(Coll coll, unsigned mask, uint64_t bytes) const {
   for (Algo a : {Algo::kRing, latency, Algo::kDirect, Algo::kDoubling, Algo::kHalving, Algo::kTree,
                  Algo::kHier})
     if (mask & bit(a)) return a;
+  for (const AlgoInfo& a : algorithmTable())  // an algorithm added to the table
+    if (mask & bit(a.id)) return a.id;
   return Algo::kDirect;
 }
 
@@ -324,8 +326,9 @@ std::string Selector::describeDefault(Coll coll, unsigned mask) const {
     if (!r.minInclusive) edges.push_back({r.minBytes, false});
     if (r.maxBytes != std::numeric_limits<uint64_t>::max()) edges.push_back({r.maxBytes, false});
   }
-  std::sort(edges.begin(), edges.end(),
-            [](const Edge& a, const Edge& b) { return a.last < b.last; });
+  // Stable: at a tie the direct limit (first) decides how the edge is written.
+  std::stable_sort(edges.begin(), edges.end(),
+                   [](const Edge& a, const Edge& b) { return a.last < b.last; });
   Algo current = defaultAlgo(coll, mask, 0);
   std::string text = algoName(current);
   for (const Edge& e : edges) {

@@ -154,7 +154,8 @@ const char* groveGetErrorString(groveResult_t result);
 /// is set, else the default, checked against the variable's type and limits
 /// and written in a canonical form (integers and sizes in decimal, booleans
 /// as "1" or "0", strings with choices as the choice is spelled). *isSet (if
-/// isSet is not NULL) is 1 when the environment sets the variable.
+/// isSet is not NULL) is 1 when the environment sets the variable to a
+/// non-empty value (an empty value means the default).
 /// groveInvalidArgument: name or value NULL, an unknown name, a value the
 /// variable refuses, or `len` too small for the text and its NUL
 /// (groveGetLastError(NULL) says which). Programs built on grove read

@@ -2,6 +2,7 @@
 // for programs outside the library (launchers, perf binaries, bindings).
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "base/config.h"
@@ -48,6 +49,10 @@ GROVE_API groveResult_t groveGetConfig(const char* name, char* value, size_t len
                                   std::to_string(text.size() + 1) + " bytes, len is " +
                                   std::to_string(len));
     std::memcpy(value, text.c_str(), text.size() + 1);
-    if (isSet != nullptr) *isSet = config::rawValue(name).has_value() ? 1 : 0;
+    // An empty value means the default, as the library reads it: not set.
+    if (isSet != nullptr) {
+      const std::optional<std::string> raw = config::rawValue(name);
+      *isSet = raw && !raw->empty() ? 1 : 0;
+    }
   });
 }

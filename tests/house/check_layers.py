@@ -10,13 +10,15 @@ the deepest layer folder above it, and may always include its own layer's
 files. An include is resolved the way the build resolves it: beside the
 including file, then from the repository root, src/ and include/; the
 generated feature header is named `grove_build_info.h` in a rule. Angle
-includes of anything but <grove/...> are the system's or a third party's
-and are not checked, nor are includes that resolve to no file of the
-repository (a peer library's headers).
+includes resolve the same way from the root, src/ and include/ (the build
+finds them there too); what resolves to no file of the repository is the
+system's or a third party's and is not checked. Block comments and `#if 0`
+regions are read as the compiler reads them: not at all.
 
 Two more rules hold everywhere:
   - a source that tests a GROVE_HAVE_* feature macro includes the one
-    generated feature header (else `#if GROVE_HAVE_CUDA` is silently 0);
+    generated feature header before its first test, and tests it with
+    `#if` (the macros are 0 or 1: `#ifdef GROVE_HAVE_CUDA` is always true);
   - the README's rule names only paths that exist.
 
 Usage: check_layers.py [repository root]   (exit 1 and one line per broken
@@ -31,6 +33,16 @@ GENERATED = "grove_build_info.h"
 SKIP_DIRS = {"build", ".git", ".venv", ".bundle", "fixtures"}
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 FEATURE_RE = re.compile(r"^\s*#\s*(?:el)?if\b.*\bGROVE_HAVE_[A-Z_]+", re.M)
+DEFINED_RE = re.compile(r"^\s*#\s*(?:ifdef|ifndef)\s+GROVE_HAVE_|\bdefined\s*\(?\s*GROVE_HAVE_", re.M)
+BLOCK_COMMENT_RE = re.compile(r"/\*.*?\*/", re.S)
+IF0_RE = re.compile(r"^\s*#\s*if\s+0\b.*?^\s*#\s*endif\b", re.M | re.S)
+
+
+def preprocessed(text):
+    """The text without block comments (their lines kept) and #if 0 regions."""
+    text = BLOCK_COMMENT_RE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    text = text.replace("\\\n", " ")  # continued lines join
+    return IF0_RE.sub("", text)
 
 
 def read_rule(readme):
@@ -70,14 +82,11 @@ def owner(path, layers):
 
 
 def resolve(root, src, kind, name):
-    if kind == "<":
-        if name.startswith("grove/"):
-            return "include/" + name
-        return None
     if name == GENERATED:
         return GENERATED
     here = os.path.dirname(src)
-    for base in (here, "", "src", "include"):
+    bases = ("", "src", "include") if kind == "<" else (here, "", "src", "include")
+    for base in bases:
         cand = os.path.normpath(os.path.join(base, name))
         if os.path.isfile(os.path.join(root, cand)):
             return cand
@@ -112,10 +121,18 @@ def main():
                 continue
             src = os.path.relpath(os.path.join(dirpath, fn), root)
             layer = owner(src, layers)
-            text = open(os.path.join(root, src), encoding="utf-8", errors="replace").read()
+            text = preprocessed(open(os.path.join(root, src), encoding="utf-8", errors="replace").read())
             includes = INCLUDE_RE.findall(text)
-            if FEATURE_RE.search(text) and not any(n == GENERATED for _, n in includes):
-                problems.append(f"{src}: tests a GROVE_HAVE_* macro without including {GENERATED}")
+            feature = FEATURE_RE.search(text)
+            if feature:
+                header = [m for m in INCLUDE_RE.finditer(text) if m.group(2) == GENERATED]
+                if not header:
+                    problems.append(f"{src}: tests a GROVE_HAVE_* macro without including {GENERATED}")
+                elif header[0].start() > feature.start():
+                    problems.append(f"{src}: tests a GROVE_HAVE_* macro before including {GENERATED}")
+            if DEFINED_RE.search(text):
+                problems.append(f"{src}: tests whether a GROVE_HAVE_* macro is defined; they are "
+                                f"always defined (0 or 1): use #if")
             if layer is None:
                 continue
             checked += 1

@@ -65,6 +65,33 @@ class CheckLayers(unittest.TestCase):
             self.assertEqual(code, 1)
             self.assertIn("names src/nowhere, which does not exist", out)
 
+    def test_ifdef_of_a_feature_macro_fails(self):
+        with tempfile.TemporaryDirectory() as root:
+            make_tree(root, dict(GOOD, **{"src/exec/z.cc": '#include "grove_build_info.h"\n#ifdef GROVE_HAVE_CUDA\n#endif\n'}))
+            code, out = run(root)
+            self.assertEqual(code, 1)
+            self.assertIn("src/exec/z.cc: tests whether a GROVE_HAVE_* macro is defined", out)
+
+    def test_the_feature_header_must_come_first(self):
+        with tempfile.TemporaryDirectory() as root:
+            make_tree(root, dict(GOOD, **{"src/exec/w.cc": '#if GROVE_HAVE_CUDA\n#endif\n#include "grove_build_info.h"\n'}))
+            code, out = run(root)
+            self.assertEqual(code, 1)
+            self.assertIn("src/exec/w.cc: tests a GROVE_HAVE_* macro before including", out)
+
+    def test_angle_includes_of_the_repository_are_checked(self):
+        with tempfile.TemporaryDirectory() as root:
+            make_tree(root, dict(GOOD, **{"src/ir/angle.cc": '#include <exec/run.h>\n#include <vector>\n'}))
+            code, out = run(root)
+            self.assertEqual(code, 1)
+            self.assertIn("src/ir/angle.cc: includes src/exec/run.h", out)
+
+    def test_commented_out_and_disabled_includes_are_not_edges(self):
+        with tempfile.TemporaryDirectory() as root:
+            make_tree(root, dict(GOOD, **{"src/ir/quiet.cc": '/*\n#include "exec/run.h"\n*/\n#if 0\n#include "exec/run.h"\n#endif\n'}))
+            code, out = run(root)
+            self.assertEqual(code, 0, out)
+
     def test_a_feature_test_without_the_feature_header_fails(self):
         with tempfile.TemporaryDirectory() as root:
             make_tree(root, dict(GOOD, **{"src/exec/y.cc": "#if GROVE_HAVE_CUDA\n#endif\n"}))

@@ -58,10 +58,17 @@ nccl=$libdir/grove-nccl/libnccl.so.2
 loads_installed "$nccl"
 
 echo "== installed programs"
-loads_installed "$prefix/bin/grove-info"
 loads_installed "$prefix/bin/all_reduce_perf"
+# grove-info is a view of the library's internals: it links the layers
+# themselves, not libgrove.so (docs/architecture.md), and must run from the
+# prefix with everything it needs found.
+if ldd "$prefix/bin/grove-info" | grep -q "not found"; then
+  ldd "$prefix/bin/grove-info"
+  fail "grove-info from the prefix misses a library"
+fi
 "$prefix/bin/grove-info" >"$work/info.txt" || fail "grove-info from the prefix"
 head -3 "$work/info.txt"
+grep -q "^Default selection rules" "$work/info.txt" || fail "grove-info prints no selection rules"
 "$prefix/bin/grove-launch" -n 2 "$prefix/bin/all_reduce_perf" -b 8 -e 64K -f 8 -c 1 >"$work/perf.log" 2>&1 \
   || { cat "$work/perf.log"; fail "grove-launch -n 2 all_reduce_perf from the prefix"; }
 grep -q "Out of bounds values : 0 OK" "$work/perf.log" || { cat "$work/perf.log"; fail "all_reduce_perf's check"; }

@@ -63,6 +63,11 @@ TEST(MpApiErrors, Config) {
   setenv("GROVE_DEVICE_KIND", "CUDA", 1);
   ASSERT_EQ(groveGetConfig("GROVE_DEVICE_KIND", v, sizeof v, nullptr), groveSuccess);
   EXPECT_STREQ(v, "cuda");  // as its choices spell it
+  setenv("GROVE_DEVICE_KIND", "", 1);
+  ASSERT_EQ(groveGetConfig("GROVE_DEVICE_KIND", v, sizeof v, &set), groveSuccess);
+  EXPECT_STREQ(v, "host");  // empty: the default, and not set
+  EXPECT_EQ(set, 0);
+  setenv("GROVE_DEVICE_KIND", "CUDA", 1);
   EXPECT_EQ(groveGetConfig("GROVE_DEVICE_KIND", v, 4, nullptr), groveInvalidArgument);
   EXPECT_TRUE(lastErrorNames(nullptr, "5 bytes"));
   unsetenv("GROVE_DEVICE_KIND");

@@ -62,8 +62,8 @@ bool detectGrove(LaunchEnv* env) {
   // configValue checked each against its limits and wrote it in decimal.
   const std::optional<std::string> rank = configValue("GROVE_RANK", &rankSet, &error);
   const std::optional<std::string> nranks = configValue("GROVE_NRANKS", &nranksSet, &error);
-  const std::optional<std::string> local = configValue("GROVE_LOCAL_RANK", &localSet, &error);
   if (!rankSet && !nranksSet) return false;
+  const std::optional<std::string> local = configValue("GROVE_LOCAL_RANK", &localSet, &error);
   env->source = "grove-launch";
   env->rank = rank ? std::atoi(rank->c_str()) : 0;
   env->nranks = nranks ? std::atoi(nranks->c_str()) : 0;
@@ -195,7 +195,7 @@ groveResult_t initCommFromEnv(const LaunchEnv& env, groveComm_t* comm, groveConf
 }
 
 std::optional<std::string> configValue(const char* name, bool* set, std::string* error) {
-  char value[1024];
+  char value[4096];  // more than any GROVE_* value needs (host:port, names, lists)
   int isSet = 0;
   if (groveGetConfig(name, value, sizeof value, &isSet) != groveSuccess) {
     if (set != nullptr) *set = true;  // every default is valid: a refused value was set

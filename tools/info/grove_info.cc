@@ -151,8 +151,14 @@ std::string algosJson(int nranks) {
   return out + "},\n";
 }
 
-void printJson(bool varsOnly, int nranks) {
+void printJson(bool varsOnly, bool algosOnly, int nranks) {
   std::string out = "{\n";
+  if (algosOnly) {
+    out += algosJson(nranks);
+    out.resize(out.size() - 2);  // the trailing ",\n"
+    std::fputs((out + "\n}\n").c_str(), stdout);
+    return;
+  }
   if (!varsOnly) {
     int code = 0;
     std::string version = versionText(&code);
@@ -230,7 +236,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (json)
-      grove::tools::printJson(varsOnly, nranks);
+      grove::tools::printJson(varsOnly, algosOnly, nranks);
     else
       grove::tools::printText(varsOnly, algosOnly, nranks);
   } catch (const std::exception& e) {

@@ -15,7 +15,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
-#define GROVE_HAVE_F16C_PATH 1
+#define GROVE_F16C_PATH 1
 #endif
 
 namespace grove::kernels::detail {
@@ -29,7 +29,7 @@ GROVE_KERNEL_CLONES void reduceFloat64(const ReduceArgs& args) {
   reduceTyped<PlainCodec<double>>(args);
 }
 
-#ifdef GROVE_HAVE_F16C_PATH
+#ifdef GROVE_F16C_PATH
 namespace {
 
 #define GROVE_F16C_TARGET __attribute__((target("avx2,f16c")))
