@@ -43,6 +43,9 @@ class DeviceEngine {
   virtual uint8_t* scratch(size_t bytes) = 0;
   /// Runs (emulated) or enqueues on `stream` (CUDA) the calls, in order.
   virtual void launch(const std::vector<exec::dev::DevCall>& calls, void* stream) = 0;
+  /// Runs (emulated: memmove) or enqueues on `stream` (CUDA: cudaMemcpyAsync)
+  /// one copy between the caller's buffers; no kernel, no ring, no scratch.
+  virtual void copy(void* dst, const void* src, size_t bytes, void* stream) = 0;
   /// The shared control block (host view): status, failed position, abort flag.
   virtual const exec::dev::DevControl& control() const = 0;
   /// Raises the abort flag: running and later launches stop at their next wait.

@@ -88,6 +88,11 @@ class CudaEngine : public DeviceEngine {
     }
   }
 
+  void copy(void* dst, const void* src, size_t bytes, void* stream) override {
+    cu::setDevice(device_);
+    cu::memcpyAsync(dst, src, bytes, stream);
+  }
+
   const exec::dev::DevControl& control() const override { return *ctl_.host(); }
   void abort() override { ctl_.abort(); }
 

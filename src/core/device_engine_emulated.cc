@@ -58,6 +58,9 @@ class EmulatedEngine : public DeviceEngine {
   void launch(const std::vector<exec::dev::DevCall>& calls, void* /*stream*/) override {
     exec::dev::runEmulated(calls.data(), calls.size(), ctl_);
   }
+  void copy(void* dst, const void* src, size_t bytes, void* /*stream*/) override {
+    std::memmove(dst, src, bytes);
+  }
   const exec::dev::DevControl& control() const override { return ctl_; }
   void abort() override { std::atomic_ref<uint32_t>(ctl_.abortFlag).store(1); }
   bool drain(double) override { return true; }

@@ -11,6 +11,12 @@
 // to the engine at once: on a GPU, one kernel runs them in order on the
 // caller's stream and the call returns at once.
 //
+// One rank: a program without a peer is local copies only (input to output;
+// nothing when in place). Such a launch runs no kernel: each copy goes to the
+// engine's copy on the caller's stream (cudaMemcpyAsync on a GPU, so the
+// driver's copy at the copy limit instead of the interpreter's thread
+// blocks), and an in-place call enqueues nothing at all.
+//
 // Errors: a launch that fails on the device (timeout, abort, a peer's ring
 // closed) writes the shared DevControl. A watcher thread polls it (and the
 // communicator's abort signal, raised when another rank failed or the user
@@ -74,6 +80,16 @@ class DevicePath {
   /// Engine name ("cuda", "emulated").
   const char* engineName() const { return engine_->name(); }
 
+  /// What the launches so far became: kernel launches (engine launches),
+  /// and one-rank calls run as plain copies (copies enqueued, in-place
+  /// calls that needed none).
+  struct Stats {
+    uint64_t kernelLaunches = 0;
+    uint64_t copies = 0;
+    uint64_t noOps = 0;
+  };
+  Stats stats() const { return stats_; }
+
  private:
   struct Installed {
     std::shared_ptr<const plan::Program> program;  // keeps the cache key alive
@@ -81,6 +97,7 @@ class DevicePath {
     uint32_t nSlots = 3;
   };
   const Installed& prepare(const DeviceOp& op);
+  bool runAsCopies(const std::vector<DeviceOp>& ops, void* stream);
   void checkStatus();
   void watch();
   std::string describeFailure(const exec::dev::DevControl& c) const;
@@ -94,6 +111,7 @@ class DevicePath {
   std::map<const plan::Program*, Installed> installed_;
   Installed oneOff_;
   std::vector<exec::dev::DevCall> calls_;
+  Stats stats_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

@@ -273,6 +273,12 @@ void synchronizeStream(void* stream) {
   detail::check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
 }
 
+void memcpyAsync(void* dst, const void* src, size_t bytes, void* stream) {
+  detail::check(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
+      "cudaMemcpyAsync");
+}
+
 bool streamDone(void* stream) {
   const cudaError_t err = cudaStreamQuery(static_cast<cudaStream_t>(stream));
   if (err == cudaErrorNotReady) return false;

@@ -222,6 +222,11 @@ void setDevice(int device);
 /// Waits until every operation enqueued on `stream` has completed.
 void synchronizeStream(void* stream);
 
+/// Enqueues dst[0:bytes) = src[0:bytes) on `stream` with cudaMemcpyAsync
+/// (cudaMemcpyDefault: any memory the device reaches; between device
+/// buffers the driver's copy, at the copy limit).
+void memcpyAsync(void* dst, const void* src, size_t bytes, void* stream);
+
 /// True once every operation enqueued on `stream` has completed (non-blocking).
 bool streamDone(void* stream);
 
