@@ -3,6 +3,8 @@
 // channel, route) stream), runs each rank's launch with runEmulated on a
 // thread of its own, and compares every byte of every rank's buffers with
 // the host executor's result for the same programs over loopback links.
+// A rank's launch runs in the interpreter (runEmulated) or as a stream tape
+// (exec/device/stream_tape.h, runTapeEmulated), as `gRunner` says.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -18,6 +20,8 @@
 
 #include "base/dtype.h"
 #include "exec/device/emulate.h"
+#include "exec/device/stream_emulate.h"
+#include "exec/device/stream_tape.h"
 #include "exec_check.h"
 #include "unit/harness/thread_ranks.h"
 
@@ -75,6 +79,15 @@ inline void bindCall(EmuCall& c, const plan::Program& p, int rank, EmuFabric& fa
     c.call.bufs[i] = bufs[i];
 }
 
+/// How the harness runs a rank's launch.
+struct Runner {
+  enum Kind { kInterpreter, kTape, kMixed } kind = kInterpreter;  ///< kMixed: odd ranks tapes
+  uint64_t pieceBytes = kTapePieceBytes;                          ///< tape pieces at most
+  bool tape(size_t rank) const { return kind == kTape || (kind == kMixed && rank % 2 == 1); }
+};
+/// The runner of the tests in this process (the stream tape tests set it).
+inline Runner gRunner;
+
 /// Runs calls[r] (rank r's launch) on one thread per rank; returns each
 /// rank's DevControl (deadline timeoutNs).
 inline std::vector<DevControl> runRanks(std::vector<std::vector<EmuCall>>& calls,
@@ -86,7 +99,14 @@ inline std::vector<DevControl> runRanks(std::vector<std::vector<EmuCall>>& calls
     threads.emplace_back([&calls, &ctl, r] {
       std::vector<DevCall> launch;
       for (EmuCall& c : calls[r]) launch.push_back(c.call);
-      runEmulated(launch.data(), launch.size(), ctl[r]);
+      if (gRunner.tape(r)) {
+        TapeBuilder builder(gRunner.pieceBytes);
+        LaunchTape tape;
+        builder.build(launch.data(), launch.size(), tape);
+        runTapeEmulated(tape, ctl[r]);
+      } else {
+        runEmulated(launch.data(), launch.size(), ctl[r]);
+      }
     });
   }
   for (std::thread& t : threads) t.join();

@@ -14,6 +14,10 @@ function(_grove_device_tests)
                 LABELS unit TIMEOUT 300 PROCESSORS 2)
     target_compile_definitions(test_dev_emulation PRIVATE
                                GROVE_TOPO_FIXTURES="${PROJECT_SOURCE_DIR}/tests/fixtures/topology")
+    grove_gtest(test_stream_tape SOURCES ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/stream_tape_test.cc
+                LIBS grove_core grove_algorithms grove_exec grove_kernels grove_transport_loopback
+                     grove_test_harness grove_base
+                LABELS unit TIMEOUT 300 PROCESSORS 2)
   endif()
 endfunction()
 cmake_language(DEFER CALL _grove_device_tests)
