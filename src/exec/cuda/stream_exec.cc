@@ -1,0 +1,168 @@
+// The CUDA runner of stream tapes (see stream_exec.h).
+#include "exec/cuda/stream_exec.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "base/error.h"
+#include "exec/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace grove::exec::cuda {
+namespace {
+
+using WaitWriteFn = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+using AttributeFn = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+
+// The driver functions the runner needs, looked up once.
+struct DriverOps {
+  WaitWriteFn waitValue64 = nullptr;
+  WaitWriteFn writeValue64 = nullptr;
+  AttributeFn getAttribute = nullptr;
+  std::string error;  // empty when all were found
+};
+
+template <class Fn>
+void lookUp(const char* symbol, Fn* fn, std::string& error) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  const cudaError_t err =
+      cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &q);
+  if (err != cudaSuccess || q != cudaDriverEntryPointSuccess || p == nullptr) {
+    (void)cudaGetLastError();
+    if (error.empty()) error = std::string("the driver has no ") + symbol;
+    return;
+  }
+  *fn = reinterpret_cast<Fn>(p);
+}
+
+const DriverOps& driverOps() {
+  static const DriverOps ops = [] {
+    DriverOps o;
+    lookUp("cuStreamWaitValue64", &o.waitValue64, o.error);
+    lookUp("cuStreamWriteValue64", &o.writeValue64, o.error);
+    lookUp("cuDeviceGetAttribute", &o.getAttribute, o.error);
+    return o;
+  }();
+  return ops;
+}
+
+void checkDriver(CUresult r, const char* what) {
+  if (r == CUDA_SUCCESS) return;
+  throw Error(groveUnhandledCudaError,
+              std::string("exec::cuda: ") + what + " failed (CUresult " + std::to_string(r) + ")");
+}
+
+cudaStream_t asStream(void* s) { return static_cast<cudaStream_t>(s); }
+cudaEvent_t asEvent(void* e) { return static_cast<cudaEvent_t>(e); }
+
+void* newEvent() {
+  cudaEvent_t e = nullptr;
+  detail::check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  return e;
+}
+
+void* newStream() {
+  cudaStream_t s = nullptr;
+  detail::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  return s;
+}
+
+void enqueueOp(const dev::TapeOp& op, cudaStream_t s) {
+  const DriverOps& d = driverOps();
+  switch (op.kind) {
+    case dev::TapeOpKind::kWait:
+      checkDriver(d.waitValue64(s, reinterpret_cast<CUdeviceptr>(op.word), op.value,
+                                CU_STREAM_WAIT_VALUE_GEQ),
+                  "cuStreamWaitValue64");
+      break;
+    case dev::TapeOpKind::kPost:
+      checkDriver(d.writeValue64(s, reinterpret_cast<CUdeviceptr>(op.word), op.value,
+                                 CU_STREAM_WRITE_VALUE_DEFAULT),
+                  "cuStreamWriteValue64");
+      break;
+    case dev::TapeOpKind::kCopy:
+      detail::check(cudaMemcpyAsync(op.dst, op.src[0], op.bytes, cudaMemcpyDefault, s),
+                    "cudaMemcpyAsync");
+      break;
+    case dev::TapeOpKind::kZero:
+      detail::check(cudaMemsetAsync(op.dst, 0, op.bytes, s), "cudaMemsetAsync");
+      break;
+    case dev::TapeOpKind::kReduce:
+      kernels::cuda::reduceMultiAsync(
+          static_cast<groveDataType_t>(op.reduce.dtype), static_cast<groveRedOp_t>(op.reduce.op),
+          op.dst, op.dst2, op.src, op.nsrc, op.bytes, op.final != 0, op.reduce.nranks, s);
+      break;
+  }
+}
+
+}  // namespace
+
+bool streamTapesSupported(int device, std::string* why) {
+  const DriverOps& d = driverOps();
+  if (!d.error.empty()) {
+    if (why != nullptr) *why = d.error;
+    return false;
+  }
+  int ok = 0;
+  if (d.getAttribute(&ok, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device) !=
+          CUDA_SUCCESS ||
+      ok == 0) {
+    if (why != nullptr) *why = "the device has no 64-bit stream memory operations";
+    return false;
+  }
+  return true;
+}
+
+TapeStreams::TapeStreams(int device) : device_(device) {
+  detail::check(cudaSetDevice(device_), "cudaSetDevice");
+  std::string why;
+  if (!streamTapesSupported(device_, &why))
+    throw Error(groveInvalidUsage, "exec::cuda: stream tapes cannot run on device " +
+                                       std::to_string(device_) + ": " + why);
+  hub_ = newEvent();
+  private_ = newStream();
+}
+
+TapeStreams::~TapeStreams() {
+  for (void* e : laneDone_) cudaEventDestroy(asEvent(e));
+  for (void* s : lanes_) cudaStreamDestroy(asStream(s));
+  if (hub_ != nullptr) cudaEventDestroy(asEvent(hub_));
+  if (private_ != nullptr) cudaStreamDestroy(asStream(private_));
+}
+
+void TapeStreams::ensureLanes(size_t n) {
+  while (lanes_.size() < n) {
+    lanes_.push_back(newStream());
+    laneDone_.push_back(newEvent());
+  }
+}
+
+void TapeStreams::enqueue(const dev::LaunchTape& tape, void* stream) {
+  detail::check(cudaSetDevice(device_), "cudaSetDevice");
+  ensureLanes(tape.maxLanes());
+  const cudaStream_t user = asStream(stream);
+  detail::check(cudaEventRecord(asEvent(hub_), user), "cudaEventRecord");
+  for (const std::vector<dev::TapeLane>& phase : tape.phases) {
+    for (size_t l = 0; l < phase.size(); ++l) {
+      const cudaStream_t s = asStream(lanes_[l]);
+      detail::check(cudaStreamWaitEvent(s, asEvent(hub_), 0), "cudaStreamWaitEvent");
+      for (const dev::TapeOp& op : phase[l].ops) enqueueOp(op, s);
+      detail::check(cudaEventRecord(asEvent(laneDone_[l]), s), "cudaEventRecord");
+      detail::check(cudaStreamWaitEvent(user, asEvent(laneDone_[l]), 0), "cudaStreamWaitEvent");
+    }
+    detail::check(cudaEventRecord(asEvent(hub_), user), "cudaEventRecord");
+  }
+}
+
+void TapeStreams::release(const std::vector<std::pair<uint64_t*, uint64_t>>& words) {
+  (void)cudaSetDevice(device_);
+  const DriverOps& d = driverOps();
+  for (const auto& [word, value] : words)
+    (void)d.writeValue64(asStream(private_), reinterpret_cast<CUdeviceptr>(word), value,
+                         CU_STREAM_WRITE_VALUE_DEFAULT);
+}
+
+}  // namespace grove::exec::cuda
