@@ -41,10 +41,15 @@ struct DevicePeer {
   int32_t pid = 0;
   uint64_t hostHash = 0;    ///< same value on every rank of one host
   int32_t cudaDevice = -1;  ///< CUDA device index in the rank's process; -1: none
-  int32_t pad = 0;          ///< keeps the layout fixed
+  int32_t flags = 0;        ///< kDevicePeer* bits
   char pciBusId[32] = {};   ///< the device's PCI bus id ("0000:3b:00.0"); empty: none
 };
 static_assert(std::is_trivially_copyable_v<DevicePeer>, "DevicePeer travels as bytes");
+/// DevicePeer::flags: an MPS control daemon runs for the rank's process.
+inline constexpr int32_t kDevicePeerMps = 1;
+/// DevicePeer::flags: the rank's device can run stream tapes (64-bit stream
+/// memory operations), or the rank emulates its device.
+inline constexpr int32_t kDevicePeerStreamOps = 2;
 
 /// What kind of memory a RingExport describes.
 enum class RingKind : uint32_t {

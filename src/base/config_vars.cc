@@ -112,6 +112,11 @@ const std::vector<Var>& registeredVars() {
        "CUDA communicators run the device executor's interpreter on host threads over host "
        "memory instead of a GPU (buffers are host memory; for testing the device path without "
        "one)"},
+      {"GROVE_DEVICE_ENGINE", Type::kString, "auto",
+       "how CUDA communicators run collectives: kernel (one persistent kernel per launch), "
+       "stream (stream operations: copies, short kernels and stream waits, no kernel ever waits "
+       "for a peer), or auto (stream where processes share a GPU without MPS, else kernel)",
+       "auto|kernel|stream"},
       {"GROVE_P2P_DISABLE", Type::kBool, "0",
        "CUDA communicators never map a peer GPU's memory (cuda_p2p): GPUs of one host talk through "
        "pinned shared host memory (host_staged), as NCCL_P2P_DISABLE"},

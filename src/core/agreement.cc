@@ -63,6 +63,7 @@ std::vector<AgreedSetting> agreedSettings(const CommOptions& o) {
       {"GROVE_DEVICE_KIND", o.deviceKind == groveDeviceCuda ? "cuda" : "host"},
       {"GROVE_DEVICE_EMULATION", o.emulateDevice ? "1" : "0"},
       {"GROVE_P2P_DISABLE", o.disableP2P ? "1" : "0"},
+      {"GROVE_DEVICE_ENGINE", o.deviceEngine},
   };
   // The selector's thresholds come from the registry (algorithms/select/selector.cc).
   for (const char* name : {"GROVE_DIRECT_MAX_BYTES", "GROVE_EAGER_MAX_BYTES"})

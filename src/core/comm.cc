@@ -146,6 +146,9 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   bootstrap_->setTracker(tracker_);
   // Settings that shape schedules and links must be the same on every rank.
   checkAgreement(agreedSettings(options_), nranks, bootstrapAllGather());
+  // A CUDA communicator's engine shapes its schedules (channels), so every
+  // rank chooses it from the same facts before the selector exists.
+  if (cuda) chooseEngine();
 
   // Topology: each rank's local view, exchanged and merged identically on every rank.
   // (An emulated device is host memory: it is placed like a host rank.)
@@ -184,7 +187,9 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
       plan::SelectorConfig::fromRegistry(options_.algo.c_str(), options_.nChannels);
   sel.bufferBytes = options_.bufferBytes;
   sel.chunkBytes = options_.chunkBytes;
-  sel.gpuLanes = cuda && !options_.emulateDevice;
+  // Lanes are thread blocks of the persistent kernel; a stream tape's lanes
+  // are streams, and fewer, longer ones cost fewer host operations.
+  sel.gpuLanes = cuda && !options_.emulateDevice && engine_.kind == DeviceEngineKind::kKernel;
   if (topology_->ranksByMachine.size() == 1) sel.hostCpus = hostCpus();
   sel.eager = sel.eager && connections_->slotLinks();
   selector_ = std::make_unique<plan::Selector>(nranks, connections_->traits(), sel);

@@ -20,6 +20,7 @@
 
 #include "algorithms/builders/builders.h"
 #include "base/wait.h"
+#include "core/engine_choice.h"
 #include "core/options.h"
 #include "core/sequencer.h"
 #include "exec/call_tag.h"
@@ -139,6 +140,7 @@ class Comm {
   /// Installs the cost model's per-size algorithm table (link-address topologies).
   void tuneForFabric();
   /// Sets up the device path of a CUDA communicator (after the host links).
+  void chooseEngine();
   void initDevice();
   /// Records a failure seen off the calling thread (the device watcher).
   void recordAsyncFailure(groveResult_t code, const std::string& text);
@@ -160,7 +162,9 @@ class Comm {
   std::unique_ptr<plan::Selector> selector_;
   std::unique_ptr<plan::TopoPlans> plans_;  ///< rings / trees / hier plan of the topology (lazy)
   std::unique_ptr<plan::ProgramCache> cache_;
-  std::unique_ptr<DevicePath> device_;  ///< CUDA communicators only
+  std::unique_ptr<DevicePath> device_;              ///< CUDA communicators only
+  std::vector<transport::DevicePeer> devicePeers_;  ///< CUDA communicators: every rank's
+  EngineChoice engine_;                             ///< CUDA communicators: kernel or stream
   int cudaDevice_ = -1;
   std::string jobId_;  ///< unique per communicator (names shared-memory segments)
   int nChannels_ = 1;

@@ -9,6 +9,7 @@
 // call picks its algorithm and program exactly as on the host; the device
 // path lowers, opens, installs and launches it. Everything one thread
 // records for this communicator in a group becomes one launch.
+#include <algorithm>
 #include <cstring>
 
 #include "algorithms/builders/builders.h"
@@ -23,24 +24,48 @@
 #include "core/device_engine.h"
 #include "core/device_path.h"
 #include "core/unique_id.h"
+#include "exec/device/stream_tape.h"
 
 namespace grove::core {
 
+// Every rank's device facts, then the engine (engine_choice.h); rank 0 says
+// once why, and what to do when the setup makes collectives slow.
+void Comm::chooseEngine() {
+  devicePeers_ =
+      gatherDevicePeers(localDevicePeer(rank_, cudaDevice_), nranks_,
+                        [this](const void* d, size_t n) { return bootstrap_->allGather(d, n); });
+  engine_ = chooseDeviceEngine(options_.deviceEngine, devicePeers_);
+  if (rank_ != 0) return;
+  GROVE_INFO(log::kInit, "device engine %s: %s", deviceEngineName(engine_.kind),
+             engine_.why.c_str());
+  if (!engine_.advice.empty()) {
+    if (engine_.kind == DeviceEngineKind::kKernel)
+      GROVE_WARN(log::kInit, "%s", engine_.advice.c_str());
+    else
+      GROVE_INFO(log::kInit, "%s", engine_.advice.c_str());
+  }
+}
+
 void Comm::initDevice() {
-  std::unique_ptr<DeviceEngine> engine = options_.emulateDevice
+  const bool stream = engine_.kind == DeviceEngineKind::kStream;
+  const int device = options_.emulateDevice ? -1 : cudaDevice_;
+  std::unique_ptr<DeviceEngine> engine = stream ? makeStreamEngine(device, options_.timeoutSec)
+                                         : options_.emulateDevice
                                              ? makeEmulatedEngine(options_.timeoutSec)
                                              : makeCudaEngine(cudaDevice_, options_.timeoutSec);
   transport::DeviceContext ctx;
   ctx.rank = rank_;
   ctx.nranks = nranks_;
   ctx.jobId = jobId_;
-  ctx.peers =
-      gatherDevicePeers(localDevicePeer(rank_, cudaDevice_), nranks_,
-                        [this](const void* d, size_t n) { return bootstrap_->allGather(d, n); });
+  ctx.peers = devicePeers_;
   DeviceLinkOptions opt;
   opt.emulate = options_.emulateDevice;
   opt.disableP2P = options_.disableP2P;
   opt.ringCapacity = deviceRingCapacity(options_.bufferBytes, selector_->params().chunkBytes);
+  // A tape piece is at most half a ring and costs a few host operations:
+  // on a GPU, stream tapes get rings that hold two whole pieces.
+  if (stream && !options_.emulateDevice)
+    opt.ringCapacity = std::max<uint64_t>(opt.ringCapacity, 2 * exec::dev::kTapePieceBytes);
   HostLinks hostLinks = [this](const plan::Program& p) -> exec::LinkTable& {
     return connections_->ensure(p);
   };

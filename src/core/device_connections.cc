@@ -9,10 +9,12 @@
 #include "base/log.h"
 #include "core/bootstrap.h"
 #include "core/device_proxy.h"
+#include "core/engine_choice.h"
 #include "grove_build_info.h"
 #include "transports/host_staged/host_staged_transport.h"
 
 #if GROVE_HAVE_CUDA
+#include "exec/cuda/stream_exec.h"
 #include "transports/cuda_p2p/cuda_p2p_transport.h"
 #endif
 
@@ -36,9 +38,13 @@ transport::DevicePeer localDevicePeer(int rank, int cudaDevice) {
   p.hostHash = localHostHash();
 #if GROVE_HAVE_CUDA
   if (cudaDevice >= 0 && !transport::fillCudaIdentity(p, cudaDevice)) p.cudaDevice = cudaDevice;
+  if (cudaDevice >= 0 && exec::cuda::streamTapesSupported(cudaDevice, nullptr))
+    p.flags |= transport::kDevicePeerStreamOps;
+  if (cudaDevice >= 0 && mpsDaemonRunning()) p.flags |= transport::kDevicePeerMps;
 #else
   p.cudaDevice = cudaDevice;
 #endif
+  if (cudaDevice < 0) p.flags |= transport::kDevicePeerStreamOps;  // the emulation runs tapes
   return p;
 }
 

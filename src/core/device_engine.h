@@ -53,10 +53,19 @@ class DeviceEngine {
   /// Waits until every launch so far has completed; false if `timeoutSec`
   /// passed first.
   virtual bool drain(double timeoutSec) = 0;
+  /// The device path's watcher calls this before each look at control():
+  /// an engine whose device cannot check its own deadline does it here.
+  virtual void poll() {}
 };
 
 /// The host emulation: buffers are host memory; launches run before returning.
 std::unique_ptr<DeviceEngine> makeEmulatedEngine(double timeoutSec);
+
+/// The stream-tape engine (exec/device/stream_tape.h): launches become
+/// stream operations, never a waiting kernel. `device` < 0: the host
+/// emulation; otherwise the CUDA device (current on the calling thread).
+/// Throws grove::Error(groveInvalidUsage) where the device cannot run tapes.
+std::unique_ptr<DeviceEngine> makeStreamEngine(int device, double timeoutSec);
 
 /// The CUDA executor on `device` (already the calling thread's current
 /// device). Throws grove::Error(groveInvalidUsage) in a build without CUDA.

@@ -6,19 +6,11 @@
 
 #include "base/error.h"
 #include "core/device_engine.h"
+#include "core/host_program.h"
 #include "exec/device/emulate.h"
 
 namespace grove::core {
 namespace {
-
-// A lowered program's arrays in host memory, laid out for its view.
-struct HostProgram {
-  std::vector<exec::dev::DevPhase> phases;
-  std::vector<exec::dev::DevLane> lanes;
-  std::vector<exec::dev::DevStep> steps;
-  std::vector<transport::DevRing> sends, recvs;
-  exec::dev::DevProgramView view;
-};
 
 class EmulatedEngine : public DeviceEngine {
  public:
@@ -32,19 +24,7 @@ class EmulatedEngine : public DeviceEngine {
                                     const DeviceRingTables& rings, bool oneOff) override {
     if (oneOff)
       oneOff_.clear();  // the last one-off's launch has completed (launches are synchronous)
-    auto p = std::make_unique<HostProgram>();
-    p->phases = program.phases;
-    p->lanes = program.lanes;
-    p->steps = program.steps;
-    p->sends = rings.sends;
-    p->recvs = rings.recvs;
-    p->view.phases = p->phases.data();
-    p->view.lanes = p->lanes.data();
-    p->view.steps = p->steps.data();
-    p->view.sends = p->sends.data();
-    p->view.recvs = p->recvs.data();
-    p->view.nPhases = static_cast<uint32_t>(p->phases.size());
-    p->view.maxLanes = program.maxLanes;
+    auto p = hostProgram(program, rings);
     exec::dev::DevProgramView view = p->view;
     (oneOff ? oneOff_ : kept_).push_back(std::move(p));
     return view;

@@ -104,6 +104,7 @@ void DevicePath::watch() {
       engine_->abort();
       abortSent = true;
     }
+    engine_->poll();
     const exec::dev::DevControl& c = engine_->control();
     const uint32_t s = loadWord(c.status);
     if (s != exec::dev::kDevOk && !reported_.exchange(true)) {

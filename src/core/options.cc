@@ -31,6 +31,7 @@ CommOptions resolveOptions(const groveConfig_t* cfg) {
   if (config::getChoice("GROVE_DEVICE_KIND") == "cuda") o.deviceKind = groveDeviceCuda;
   o.emulateDevice = config::getBool("GROVE_DEVICE_EMULATION");
   o.disableP2P = config::getBool("GROVE_P2P_DISABLE");
+  o.deviceEngine = config::getChoice("GROVE_DEVICE_ENGINE");
   const std::string check = config::getChoice("GROVE_CHECK");
   o.checkCalls = check == "calls";
   o.tagCalls = check != "none";

@@ -13,7 +13,8 @@ struct CommOptions {
   groveDeviceKind_t deviceKind = groveDeviceHost;
   int device = -1;             ///< CUDA device; -1 = the calling thread's current device
   bool emulateDevice = false;  ///< CUDA comms run on the host emulation (GROVE_DEVICE_EMULATION)
-  bool disableP2P = false;     ///< CUDA comms link GPUs over host_staged only (GROVE_P2P_DISABLE)
+  std::string deviceEngine = "auto";  ///< GROVE_DEVICE_ENGINE: auto, kernel or stream
+  bool disableP2P = false;  ///< CUDA comms link GPUs over host_staged only (GROVE_P2P_DISABLE)
   bool blocking = true;
   double timeoutSec = 30.0;
   int nChannels = 0;  ///< 0 = automatic per transport

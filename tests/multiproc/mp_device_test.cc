@@ -6,7 +6,8 @@
 // travel over the host links, launches interpreted by the same lane code the
 // GPU kernel runs -- and checks every byte. The INFO log must show that the
 // device path ran. Host links over shm and over TCP; rings, trees and
-// direct algorithms.
+// direct algorithms; the persistent-kernel interpreter and stream tapes
+// (GROVE_DEVICE_ENGINE=stream, exec/device/stream_tape.h).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -22,6 +23,7 @@ struct DeviceRun {
   std::string transport;
   std::string algo;               // GROVE_ALGO ("" = automatic)
   std::vector<std::string> args;  // extra grove_mp_check arguments
+  std::string engine = "auto";    // GROVE_DEVICE_ENGINE
 };
 
 void runDevice(const DeviceRun& d) {
@@ -33,15 +35,19 @@ void runDevice(const DeviceRun& d) {
       "GROVE_DEVICE_KIND=cuda",         "GROVE_DEVICE_EMULATION=1",
       "GROVE_TRANSPORT=" + d.transport, "GROVE_TIMEOUT=30",
       "GROVE_ALGO=" + d.algo,           "GROVE_DEBUG=INFO",
-      "GROVE_DEBUG_SUBSYS=INIT,COLL"};
+      "GROVE_DEBUG_SUBSYS=INIT,COLL",   "GROVE_DEVICE_ENGINE=" + d.engine};
   const std::string what = "n=" + std::to_string(d.n) + " " + d.transport +
-                           (d.algo.empty() ? "" : " GROVE_ALGO=" + d.algo);
+                           (d.algo.empty() ? "" : " GROVE_ALGO=" + d.algo) + " engine " + d.engine;
   const mptest::RunResult r = mptest::runCommand(argv, env, 290, dir + "/out.txt");
   printf("[ %s ] %.1f s\n", what.c_str(), r.seconds);
   mptest::expectCheckRun(r, d.n, what);
   if (::testing::Test::HasFatalFailure()) return;
-  EXPECT_NE(r.output.find("on emulated over host_staged (emulated)"), std::string::npos)
-      << "the log never shows a collective on the emulated device: " << what;
+  const std::string engine = d.engine == "stream" ? "emulated-stream" : "emulated";
+  EXPECT_NE(r.output.find("on " + engine + " over host_staged (emulated)"), std::string::npos)
+      << "the log never shows a collective on the " << engine << " device: " << what;
+  const std::string chosen = d.engine == "stream" ? "stream" : "kernel";
+  EXPECT_NE(r.output.find("device engine " + chosen + ": "), std::string::npos)
+      << "rank 0 never said which device engine it chose: " << what;
 }
 
 TEST(MpDevice, N2Shm) { runDevice({2, "shm", "", {}}); }
@@ -52,5 +58,13 @@ TEST(MpDevice, N4Trees) {
   runDevice({4, "shm", "tree", {"--filter", "allreduce,broadcast,reduce", "--quick"}});
 }
 TEST(MpDevice, N8Rings) { runDevice({8, "shm", "ring", {"--quick"}}); }
+
+// Stream tapes (what processes sharing a GPU without MPS run).
+TEST(MpDevice, StreamN2Shm) { runDevice({2, "shm", "", {}, "stream"}); }
+TEST(MpDevice, StreamN3Shm) { runDevice({3, "shm", "", {}, "stream"}); }
+TEST(MpDevice, StreamN4Socket) { runDevice({4, "socket", "", {"--quick"}, "stream"}); }
+TEST(MpDevice, StreamN4Trees) {
+  runDevice({4, "shm", "tree", {"--filter", "allreduce,broadcast,reduce", "--quick"}, "stream"});
+}
 
 }  // namespace

@@ -145,16 +145,25 @@ struct KillCase {
   int victim;
   bool device = false;  // CUDA communicators on the emulated device (host_staged rings)
   bool eager = false;   // all-reduces of 16 floats: eager collectives over shm slot links
+  bool stream = false;  // with device: stream tapes (GROVE_DEVICE_ENGINE=stream)
 };
 // Readable ctest names ("... # GetParam() = socket, kill rank 0").
 void PrintTo(const KillCase& k, std::ostream* os) {
   *os << k.transport << ", kill rank " << k.victim << (k.device ? ", emulated device" : "")
-      << (k.eager ? ", eager" : "");
+      << (k.eager ? ", eager" : "") << (k.stream ? ", stream tapes" : "");
 }
 
 // The environment of a rank of an emulated-device job.
 std::vector<std::string> emulatedDeviceEnv(int) {
   return {"GROVE_DEVICE_KIND=cuda", "GROVE_DEVICE_EMULATION=1"};
+}
+// The same with stream tapes instead of the interpreter's launches.
+std::vector<std::string> emulatedStreamEnv(int) {
+  return {"GROVE_DEVICE_KIND=cuda", "GROVE_DEVICE_EMULATION=1", "GROVE_DEVICE_ENGINE=stream"};
+}
+std::function<std::vector<std::string>(int)> deviceEnv(bool device, bool stream) {
+  if (!device) return nullptr;
+  return stream ? emulatedStreamEnv : emulatedDeviceEnv;
 }
 
 class KillRank : public ::testing::TestWithParam<KillCase> {};
@@ -165,7 +174,7 @@ TEST_P(KillRank, OthersFailFastWithAClearError) {
   Job job;
   std::vector<std::string> args = {"--loop-seconds", "90", "--ready-dir", job.dir};
   if (kc.eager) args.insert(args.end(), {"--loop-count", "16"});
-  job.start(kRanks, kc.transport, "30", args, kc.device ? emulatedDeviceEnv : nullptr);
+  job.start(kRanks, kc.transport, "30", args, deviceEnv(kc.device, kc.stream));
   ASSERT_TRUE(job.waitReady(kRanks, 60)) << "ranks never got going\n" << job.allOutput();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ASSERT_FALSE(job.poll({kc.victim})) << "victim ended early\n" << job.allOutput();
@@ -205,17 +214,16 @@ TEST_P(KillRank, OthersFailFastWithAClearError) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Mp, KillRank,
-                         ::testing::Values(KillCase{"shm", 2}, KillCase{"shm", 0},
-                                           KillCase{"socket", 2}, KillCase{"socket", 0},
-                                           KillCase{"shm", 2, true},
-                                           KillCase{"shm", 2, false, true}),
-                         [](const ::testing::TestParamInfo<KillCase>& i) {
-                           return std::string(i.param.transport) + "_rank" +
-                                  std::to_string(i.param.victim) +
-                                  (i.param.device ? "_device" : "") +
-                                  (i.param.eager ? "_eager" : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Mp, KillRank,
+    ::testing::Values(KillCase{"shm", 2}, KillCase{"shm", 0}, KillCase{"socket", 2},
+                      KillCase{"socket", 0}, KillCase{"shm", 2, true},
+                      KillCase{"shm", 2, true, false, true}, KillCase{"shm", 2, false, true}),
+    [](const ::testing::TestParamInfo<KillCase>& i) {
+      return std::string(i.param.transport) + "_rank" + std::to_string(i.param.victim) +
+             (i.param.device ? "_device" : "") + (i.param.eager ? "_eager" : "") +
+             (i.param.stream ? "_stream" : "");
+    });
 
 // grove-launch passes a rank's death on as its own non-zero status, and the
 // survivors end by themselves well before the launcher's grace period would
@@ -252,13 +260,13 @@ TEST(MpFailure, LaunchPropagatesARankDeath) {
 
 // ------------------------------------------------------------ (b) a rank never calls
 // Rank 1 sleeps instead of calling; the others must time out (GROVE_TIMEOUT=3).
-void silentRankCase(const char* transport, bool device) {
+void silentRankCase(const char* transport, bool device, bool stream = false) {
   constexpr int kRanks = 4, kSilent = 1;
   Job job;
   job.start(
       kRanks, transport, "3",
       {"--loop-seconds", "60", "--sleep-rank", std::to_string(kSilent), "--sleep-seconds", "60"},
-      device ? emulatedDeviceEnv : nullptr);
+      deviceEnv(device, stream));
   std::vector<int> others = {0, 2, 3};
   bool all = job.waitRanks(others, 20);
   EXPECT_TRUE(all) << "ranks still waiting 20 s after start with GROVE_TIMEOUT=3\n"
@@ -324,6 +332,8 @@ TEST_P(SilentRank, OthersTimeOut) { silentRankCase(GetParam(), false); }
 // The same on CUDA communicators over the emulated device: the device wait
 // itself times out (the launch's DevControl deadline).
 TEST(MpFailure, SilentRankOnTheEmulatedDevice) { silentRankCase("shm", true); }
+// And with stream tapes: a tape's wait has the same deadline.
+TEST(MpFailure, SilentRankOnEmulatedStreamTapes) { silentRankCase("shm", true, true); }
 
 INSTANTIATE_TEST_SUITE_P(Mp, SilentRank, ::testing::Values("shm", "socket"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
