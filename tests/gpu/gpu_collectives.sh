@@ -3,9 +3,9 @@
 # GPU, results checked (-c 1), 8 B .. 4 MiB:
 #  - in 2, 3 and 4 processes (grove-launch), once over cuda_p2p (CUDA IPC)
 #    and once over host_staged (GROVE_P2P_DISABLE=1). With 2 processes every
-#    dtype and op; with 3 and 4, float sum. Kernels of different processes
-#    take turns on the GPU (time slices of about a millisecond), so these runs
-#    check results, not speed.
+#    dtype and op; with 3 and 4, float sum. Without MPS these processes run
+#    stream tapes (GROVE_DEVICE_ENGINE=auto); these runs check results, not
+#    speed.
 #  - in 2 threads of one process (-t 2), whose kernels do run concurrently,
 #    over cuda_p2p: every dtype and op.
 # GROVE_GPU_QUICK=1 keeps a short set: every collective in 2 threads (float,
@@ -46,6 +46,9 @@ if [ "${GROVE_GPU_QUICK:-0}" = 1 ]; then
     check "$coll n=2 over cuda_p2p" cuda_p2p \
       "$launch" -n 2 --timeout 120 -- "$bin/${coll}_perf" -b 8 -e 4M -f 64 -d float -o sum -n 2 -w 1 -c 1
   done
+  # The persistent kernel in processes too (each call costs a time slice: short)
+  check "all_reduce n=2 over cuda_p2p, persistent kernel" cuda_p2p env GROVE_DEVICE_ENGINE=kernel \
+    "$launch" -n 2 --timeout 120 -- "$bin/all_reduce_perf" -b 8 -e 4M -f 64 -d float -o sum -n 2 -w 1 -c 1
   exit $failed
 fi
 for disable in 0 1; do
