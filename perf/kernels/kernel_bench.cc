@@ -9,6 +9,13 @@
 // written: 2 x size for copies, 3 x size for a two-source reduce, 5 x size
 // for four sources. At the end a table gives each kernel's bandwidth as a
 // share of cudaMemcpyAsync's at the same size.
+//
+// The "_cold" cases rotate over enough sets of buffers that together they
+// hold twice the GPU's L2, so every launch starts with none of its bytes in
+// L2; the plain cases reuse one set, which stays in L2 while it fits (a
+// 16 MiB copy touches 32 MiB, a two-source reduce 48 MiB: an H100's L2 is
+// 50 MB). Comparing the two at 8-32 MiB tells a cache effect from a kernel's
+// own cost; each cold case is compared with the cold memcpy.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
@@ -41,25 +48,40 @@ struct Case {
   int sources;
   groveDataType_t dtype;  // for reduces
   bool memcpyApi;         // cudaMemcpyAsync instead of a grove kernel
+  bool cold = false;      // rotate over buffer sets twice the L2's size
 };
+
+/// Bytes of the current device's L2 cache (0 if unknown).
+size_t l2Bytes() {
+  int dev = 0, bytes = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, dev) != cudaSuccess)
+    return 0;
+  return static_cast<size_t>(bytes);
+}
 
 void runCase(benchmark::State& state, const Case& c) {
   const size_t size = static_cast<size_t>(state.range(0));
   const int buffers = c.sources + 1;
-  std::vector<void*> bufs(buffers, nullptr);
-  for (void*& b : bufs) {
-    ok(cudaMalloc(&b, size), "cudaMalloc");
-    ok(cudaMemset(b, 0x11, size), "cudaMemset");  // small finite values for every dtype
-  }
+  const size_t traffic = size * static_cast<size_t>(buffers);
+  const size_t sets = c.cold ? std::max<size_t>(1, (2 * l2Bytes() + traffic - 1) / traffic) : 1;
+  std::vector<std::vector<void*>> all(sets, std::vector<void*>(buffers, nullptr));
+  for (auto& set : all)
+    for (void*& b : set) {
+      ok(cudaMalloc(&b, size), "cudaMalloc");
+      ok(cudaMemset(b, 0x11, size), "cudaMemset");  // small finite values for every dtype
+    }
+  size_t next = 0;
   cudaStream_t stream;
   ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   cudaEvent_t start, stop;
   ok(cudaEventCreate(&start), "cudaEventCreate");
   ok(cudaEventCreate(&stop), "cudaEventCreate");
-  const size_t traffic = size * static_cast<size_t>(buffers);
   const int batch = static_cast<int>(std::max<size_t>(1, (size_t{256} << 20) / traffic));
   const size_t esz = c.dtype == groveFloat32 ? 4 : 2;
   auto launch = [&] {
+    const std::vector<void*>& bufs = all[next];
+    next = (next + 1) % sets;
     if (c.memcpyApi) {
       ok(cudaMemcpyAsync(bufs[1], bufs[0], size, cudaMemcpyDeviceToDevice, stream),
          "cudaMemcpyAsync");
@@ -93,7 +115,8 @@ void runCase(benchmark::State& state, const Case& c) {
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   cudaStreamDestroy(stream);
-  for (void* b : bufs) cudaFree(b);
+  for (auto& set : all)
+    for (void* b : set) cudaFree(b);
 }
 
 const Case kCases[] = {
@@ -104,13 +127,18 @@ const Case kCases[] = {
     {"reduce_copy_bf16_sum", 2, groveBfloat16, false},
     {"reduce4_f32_sum", 4, groveFloat32, false},
     {"reduce4_bf16_sum", 4, groveBfloat16, false},
+    {"memcpy_d2d_cold", 1, groveUint8, true, true},
+    {"grove_copy_cold", 1, groveUint8, false, true},
+    {"reduce_copy_f32_sum_cold", 2, groveFloat32, false, true},
+    {"reduce4_f32_sum_cold", 4, groveFloat32, false, true},
 };
 
 void printShares() {
   std::printf("\n%-22s %10s %10s %8s\n", "kernel", "MiB", "GB/s", "memcpy%");
   for (const auto& [key, gbs] : gResults) {
-    if (key.first == "memcpy_d2d") continue;
-    auto ref = gResults.find({"memcpy_d2d", key.second});
+    if (key.first.rfind("memcpy_d2d", 0) == 0) continue;
+    const bool cold = key.first.size() > 5 && key.first.compare(key.first.size() - 5, 5, "_cold") == 0;
+    auto ref = gResults.find({cold ? "memcpy_d2d_cold" : "memcpy_d2d", key.second});
     double share = ref != gResults.end() && ref->second > 0 ? 100.0 * gbs / ref->second : 0;
     std::printf("%-22s %10lld %10.1f %7.1f%%\n", key.first.c_str(),
                 static_cast<long long>(key.second >> 20), gbs, share);
@@ -128,8 +156,8 @@ int main(int argc, char** argv) {
   if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) std::printf("device: %s\n", prop.name);
   for (const Case& c : kCases) {
     benchmark::RegisterBenchmark(c.name, [&c](benchmark::State& s) { runCase(s, c); })
-        ->RangeMultiplier(4)
-        ->Range(int64_t{1} << 20, int64_t{1} << 30)
+        ->ArgsProduct({{1 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20, 64 << 20, 256 << 20,
+                        int64_t{1} << 30}})
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
   }

@@ -185,6 +185,31 @@ TEST(CudaKernelsApi, SplitCoversEveryElementOnce) {
   EXPECT_EQ(sp.words, 0u);
 }
 
+// Grids: never more than resident, whole rounds for every block, as few
+// rounds as possible; a 16 MiB reduce on 132 SMs x 2 blocks (32 KiB a block
+// and round) becomes 256 blocks of exactly 2 rounds instead of 264 of 1.94.
+TEST(CudaKernelsApi, GridsRunWholeRounds) {
+  const size_t per = 32 << 10;
+  EXPECT_EQ(balancedBlocks(16 << 20, per, 264), 256u);
+  EXPECT_EQ(balancedBlocks(0, per, 264), 1u);
+  EXPECT_EQ(balancedBlocks(1, per, 264), 1u);
+  EXPECT_EQ(balancedBlocks(100 * per, per, 264), 100u);  // fits: one round, a block per unit
+  EXPECT_EQ(balancedBlocks(264 * per, per, 264), 264u);
+  EXPECT_EQ(balancedBlocks(265 * per, per, 264), 133u);  // two rounds for every block
+  for (size_t units : {size_t{1} << 20, size_t{3} << 20, size_t{16} << 20, size_t{17} << 20,
+                       size_t{100} << 20, size_t{1} << 30})
+    for (unsigned most : {1u, 7u, 108u, 264u, 528u}) {
+      const unsigned b = balancedBlocks(units, per, most);
+      const size_t blockRounds = (units + per - 1) / per;
+      const size_t rounds = (blockRounds + most - 1) / most;  // the fewest possible
+      SCOPED_TRACE(std::to_string(units) + " units, " + std::to_string(most) + " blocks at most");
+      EXPECT_GE(b, 1u);
+      EXPECT_LE(b, most);
+      EXPECT_GE(static_cast<size_t>(b) * rounds, blockRounds);  // covered in `rounds` rounds
+      EXPECT_LT(static_cast<size_t>(b - 1) * rounds, blockRounds);  // and no block more
+    }
+}
+
 TEST(CudaKernelsApi, LaunchWithoutDeviceIsACudaError) {
   const int n = deviceCount();
   EXPECT_GE(n, 0);

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/runtime.h"
+#include "kernels/cuda/split.h"
 
 namespace grove::kernels::cuda {
 namespace detail {
@@ -41,9 +42,7 @@ unsigned smCount() {
 
 unsigned gridBlocks(size_t units, size_t perBlock, int blocksPerSm) {
   const unsigned most = smCount() * static_cast<unsigned>(blocksPerSm > 0 ? blocksPerSm : 1);
-  const size_t want = (units + perBlock - 1) / perBlock;
-  if (want == 0) return 1;
-  return want < most ? static_cast<unsigned>(want) : most;
+  return balancedBlocks(units, perBlock, most);
 }
 
 void throwIfLaunchFailed(const char* what) {

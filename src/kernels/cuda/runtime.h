@@ -18,7 +18,8 @@ inline constexpr int kReduceBlocksPerSm = 2;
 inline constexpr int kCopyBlocksPerSm = 4;
 
 /// Blocks for `units` units of work of `perBlock` each: at least 1, at most what
-/// the current device keeps resident at once (SMs x blocksPerSm). Throws
+/// the current device keeps resident at once (SMs x blocksPerSm), every block
+/// the same number of whole rounds (split.h's balancedBlocks). Throws
 /// grove::Error(groveUnhandledCudaError) when the device cannot be queried.
 unsigned gridBlocks(size_t units, size_t perBlock, int blocksPerSm);
 
