@@ -13,6 +13,12 @@ namespace {
 // device failure reaches the communicator, and an abort the device, within this.
 constexpr auto kWatchPeriod = std::chrono::milliseconds(10);
 
+uint64_t nowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
 uint32_t loadWord(const uint32_t& w) {
   return std::atomic_ref<uint32_t>(const_cast<uint32_t&>(w)).load(std::memory_order_acquire);
 }
@@ -42,6 +48,20 @@ DevicePath::DevicePath(int nranks, std::unique_ptr<DeviceEngine> engine,
 }
 
 DevicePath::~DevicePath() {
+  if (stats_.launches > 0) {
+    const double n = static_cast<double>(stats_.launches);
+    GROVE_INFO(log::kInit,
+               "device path: %llu launches (%llu engine launches, %llu copies, %llu no-ops) on %s; "
+               "host time per launch: select %.2f us, prepare %.2f us, enqueue %.2f us; "
+               "%llu first uses of a program took %.1f us each",
+               static_cast<unsigned long long>(stats_.launches),
+               static_cast<unsigned long long>(stats_.kernelLaunches),
+               static_cast<unsigned long long>(stats_.copies),
+               static_cast<unsigned long long>(stats_.noOps), engine_->name(),
+               stats_.selectNs / n * 1e-3, stats_.prepareNs / n * 1e-3, stats_.enqueueNs / n * 1e-3,
+               static_cast<unsigned long long>(stats_.installs),
+               stats_.installs == 0 ? 0.0 : stats_.installNs * 1e-3 / stats_.installs);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -125,12 +145,15 @@ const DevicePath::Installed& DevicePath::prepare(const DeviceOp& op) {
     auto it = installed_.find(op.program.get());
     if (it != installed_.end()) return it->second;
   }
+  const uint64_t t0 = nowNs();
   exec::dev::DevProgram lowered = exec::dev::lowerProgram(*op.program, {}, engine_->lowerOptions());
   DeviceRingTables rings = links_->ensure(lowered);
   Installed inst;
   inst.program = op.program;
   inst.view = engine_->install(lowered, rings, op.oneOff);
   inst.nSlots = lowered.nSlots;
+  ++stats_.installs;
+  stats_.installNs += nowNs() - t0;
   if (op.oneOff) {
     oneOff_ = std::move(inst);
     return oneOff_;
@@ -172,7 +195,13 @@ bool DevicePath::runAsCopies(const std::vector<DeviceOp>& ops, void* stream) {
 void DevicePath::launch(const std::vector<DeviceOp>& ops, void* stream) {
   checkStatus();
   if (ops.empty()) return;
-  if (runAsCopies(ops, stream)) return;
+  ++stats_.launches;
+  const uint64_t t0 = nowNs();
+  if (runAsCopies(ops, stream)) {
+    stats_.enqueueNs += nowNs() - t0;
+    return;
+  }
+  const uint64_t installedBefore = stats_.installNs;
   uint64_t scratchBytes = 0;
   for (const DeviceOp& op : ops) scratchBytes = std::max(scratchBytes, op.program->scratchBytes);
   // Lower, open and install first: opening rings is collective and may wait.
@@ -198,7 +227,10 @@ void DevicePath::launch(const std::vector<DeviceOp>& ops, void* stream) {
       call.bufs[exec::dev::kSlotExtra0 + k] = static_cast<uint8_t*>(op.extra[k]);
     calls_.push_back(call);
   }
+  const uint64_t t1 = nowNs();
+  stats_.prepareNs += t1 - t0 - (stats_.installNs - installedBefore);
   engine_->launch(calls_, stream);
+  stats_.enqueueNs += nowNs() - t1;
   ++stats_.kernelLaunches;
   if (!engine_->asynchronous()) checkStatus();
 }

@@ -80,15 +80,29 @@ class DevicePath {
   /// Engine name ("cuda", "emulated").
   const char* engineName() const { return engine_->name(); }
 
-  /// What the launches so far became: kernel launches (engine launches),
-  /// and one-rank calls run as plain copies (copies enqueued, in-place
-  /// calls that needed none).
+  /// What the launches so far became: engine launches (a kernel, or a
+  /// stream tape), and one-rank calls run as plain copies (copies enqueued,
+  /// in-place calls that needed none); and where the host's time went per
+  /// launch, summed (steady clock): choosing algorithms and programs (the
+  /// communicator reports it, noteSelect), looking up and binding installed
+  /// programs, and the engine's enqueue (or copies). A program's first use
+  /// (lowering, opening its rings -- collective, so it waits for the peers --
+  /// and installing it) is counted apart. The destructor logs the averages
+  /// (INFO, INIT).
   struct Stats {
     uint64_t kernelLaunches = 0;
     uint64_t copies = 0;
     uint64_t noOps = 0;
+    uint64_t launches = 0;
+    uint64_t selectNs = 0;
+    uint64_t prepareNs = 0;
+    uint64_t enqueueNs = 0;
+    uint64_t installs = 0;
+    uint64_t installNs = 0;
   };
   Stats stats() const { return stats_; }
+  /// Adds the communicator's time choosing the programs of one launch.
+  void noteSelect(uint64_t ns) { stats_.selectNs += ns; }
 
  private:
   struct Installed {

@@ -4,7 +4,9 @@ all_gather_perf and broadcast_perf with one rank on device memory, 1 MiB to
 1 GiB, beside grove_kernel_bench's memcpy_d2d at the same sizes, on the same
 GPU in the same run. Prints, per size, each collective's algbw, its share of
 memcpy's (grove_kernel_bench counts bytes read plus written: memcpy's algbw is
-half its GB/s), and the in-place call's time (a no-op: the call overhead).
+half its GB/s), and the in-place call's time (a no-op: the call overhead),
+and where the host's time per call went (the device path's INFO summary:
+select, prepare, enqueue).
 
 A report, not a pass/fail check of speed: it exits 1 only when a program
 fails or reports wrong results (#wrong), 0 otherwise.
@@ -12,6 +14,7 @@ fails or reports wrong results (#wrong), 0 otherwise.
     one_rank_copy.py BIN_DIR
 """
 import json
+import os
 import subprocess
 import sys
 
@@ -34,9 +37,12 @@ def memcpy_algbw(bench):
 
 def perf_rows(binary):
     cmd = [binary, "-b", "1M", "-e", "1G", "-f", "4", "-n", "20", "-w", "5", "-c", "1"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    env = dict(os.environ, GROVE_DEBUG="INFO", GROVE_DEBUG_SUBSYS="INIT")
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {(out.stdout + out.stderr)[-400:]}")
+    host = [l.split("INIT ", 1)[-1] for l in (out.stdout + out.stderr).splitlines()
+            if "device path:" in l]
     rows = {}
     for line in out.stdout.splitlines():
         f = line.split()
@@ -45,7 +51,7 @@ def perf_rows(binary):
         oop_time, oop_algbw, _, oop_wrong, ip_time, _, _, ip_wrong = f[-8:]
         rows[int(f[0])] = (float(oop_algbw), float(oop_time), float(ip_time),
                            int(oop_wrong) + int(ip_wrong))
-    return rows, out.stdout
+    return rows, host
 
 
 def main():
@@ -55,7 +61,7 @@ def main():
     print(f"{'collective':<16}{'size':>10}{'algbw GB/s':>12}{'memcpy':>10}{'share':>8}"
           f"{'in-place us':>13}")
     for coll in ("all_reduce", "all_gather", "broadcast"):
-        rows, text = perf_rows(f"{bindir}/{coll}_perf")
+        rows, host = perf_rows(f"{bindir}/{coll}_perf")
         for size in SIZES:
             if size not in rows:
                 print(f"{coll:<16}{size >> 20:>8}Mi  missing from the output")
@@ -68,6 +74,8 @@ def main():
             if wrong:
                 print(f"  {wrong} wrong elements")
                 failed = True
+        for line in host:
+            print(f"  {line}")
     return 1 if failed else 0
 
 

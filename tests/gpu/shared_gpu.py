@@ -10,8 +10,9 @@ setups on the same GPU in the same run:
   mps            under an MPS daemon started here, the default (the kernel)
   mps-stream     under MPS, GROVE_DEVICE_ENGINE=stream
 
-Prints per size each setup's out-of-place time and busbw, and auto against
-mps (time ratio; busbw share): the goal is auto within 2x of mps. A report:
+Prints per size each setup's out-of-place time and busbw, auto's time
+against mps's, and rank 0's host time per call (select, prepare, enqueue):
+the goal is auto within 2x of mps. A report:
 it exits 1 only when a run fails, reports wrong results, or auto did not
 choose stream tapes; 77 when an MPS daemon already serves this environment
 (the runs without MPS cannot be made).
@@ -49,7 +50,9 @@ def run(bindir, n, engine, env_extra):
         rows[int(f[0])] = (float(oop_time), float(oop_busbw))
     chosen = next((l.split("device engine ", 1)[1] for l in text.splitlines()
                    if "device engine " in l), "?")
-    return rows, chosen
+    host = next((l.split("device path: ", 1)[1] for l in text.splitlines()
+                 if "[0] grove INFO INIT device path: " in l), "")
+    return rows, chosen + ("\n      rank 0 " + host if host else "")
 
 
 def main():

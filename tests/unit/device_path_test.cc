@@ -2,7 +2,7 @@
 // are local copies only runs as the engine's copies on the caller's stream
 // (cudaMemcpyAsync on a GPU), never as a kernel launch, and an in-place call
 // enqueues nothing. Over the emulated engine, with the programs the builders
-// make for one rank.
+// make for one rank. The launch counts and host-time sums of stats().
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -50,6 +50,10 @@ TEST_F(OneRankPath, OutOfPlaceCallsAreCopiesNotKernels) {
   EXPECT_EQ(path_.stats().kernelLaunches, 0u);
   EXPECT_EQ(path_.stats().copies, 5u);
   EXPECT_EQ(path_.stats().noOps, 0u);
+  // Host time is accounted per launch: copies count as the enqueue.
+  EXPECT_EQ(path_.stats().launches, 5u);
+  EXPECT_GT(path_.stats().enqueueNs, 0u);
+  EXPECT_EQ(path_.stats().prepareNs, 0u);
 }
 
 TEST_F(OneRankPath, InPlaceCallsDoNothing) {
@@ -63,6 +67,7 @@ TEST_F(OneRankPath, InPlaceCallsDoNothing) {
   EXPECT_EQ(path_.stats().kernelLaunches, 0u);
   EXPECT_EQ(path_.stats().copies, 0u);
   EXPECT_EQ(path_.stats().noOps, 2u);
+  EXPECT_EQ(path_.stats().launches, 1u);
 }
 
 }  // namespace
