@@ -137,7 +137,8 @@ void printShares() {
   std::printf("\n%-22s %10s %10s %8s\n", "kernel", "MiB", "GB/s", "memcpy%");
   for (const auto& [key, gbs] : gResults) {
     if (key.first.rfind("memcpy_d2d", 0) == 0) continue;
-    const bool cold = key.first.size() > 5 && key.first.compare(key.first.size() - 5, 5, "_cold") == 0;
+    const bool cold =
+        key.first.size() > 5 && key.first.compare(key.first.size() - 5, 5, "_cold") == 0;
     auto ref = gResults.find({cold ? "memcpy_d2d_cold" : "memcpy_d2d", key.second});
     double share = ref != gResults.end() && ref->second > 0 ? 100.0 * gbs / ref->second : 0;
     std::printf("%-22s %10lld %10.1f %7.1f%%\n", key.first.c_str(),

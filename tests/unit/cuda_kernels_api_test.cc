@@ -205,7 +205,7 @@ TEST(CudaKernelsApi, GridsRunWholeRounds) {
       SCOPED_TRACE(std::to_string(units) + " units, " + std::to_string(most) + " blocks at most");
       EXPECT_GE(b, 1u);
       EXPECT_LE(b, most);
-      EXPECT_GE(static_cast<size_t>(b) * rounds, blockRounds);  // covered in `rounds` rounds
+      EXPECT_GE(static_cast<size_t>(b) * rounds, blockRounds);      // covered in `rounds` rounds
       EXPECT_LT(static_cast<size_t>(b - 1) * rounds, blockRounds);  // and no block more
     }
 }
