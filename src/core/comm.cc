@@ -439,7 +439,6 @@ std::unique_ptr<Comm> Comm::split(int color, int key, const CommOptions& options
 
 void Comm::abort(const std::string& why) {
   abort_.raise(why);
-  if (device_) device_->abort();
   {
     std::lock_guard<std::mutex> lock(errorMu_);
     if (error_ == groveSuccess) {
@@ -447,7 +446,11 @@ void Comm::abort(const std::string& why) {
       errorText_ = "communicator was aborted";
     }
   }
+  // The peers hear of it first: a stream-tape engine's abort lets its
+  // waiting streams run on, and a peer must not take what they then send
+  // for a finished call.
   if (bootstrap_) bootstrap_->abort(why);
+  if (device_) device_->abort();
   // Running work sees the signal at its next wait; give it a moment to leave.
   sequencer_.drainFor(std::min(options_.timeoutSec, 5.0));
   closed_ = true;

@@ -15,9 +15,15 @@
 // Failures: a GPU stream wait sees no abort flag and no deadline, so the
 // engine watches instead. poll() (the device path's watcher, every 10 ms)
 // fails the launches with kDevTimedOut once the oldest unfinished launch has
-// made no progress for GROVE_TIMEOUT since it became the oldest; abort()
-// (and that timeout) writes a value past every awaited one into each
-// counter the tapes wait on, so the streams drain and drain() returns.
+// run for GROVE_TIMEOUT since it started and became the oldest (work queued
+// before it on the caller's stream does not count), or an enqueue has been
+// stuck as long; abort() (and that timeout) writes a value past every awaited
+// one into each counter the tapes wait on, again every 100 ms while launches
+// remain (a live peer's post may lower one), so the streams drain and
+// drain() returns. The released streams run their remaining operations on
+// whatever the rings hold: after a failure the call's results are undefined,
+// as after an abort in NCCL, and the communicator stays failed.
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -25,6 +31,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "core/device_engine.h"
 #include "core/host_program.h"
 #include "exec/device/stream_emulate.h"
@@ -62,10 +69,13 @@ class TapeEngineBase : public DeviceEngine {
   const exec::dev::DevControl& control() const override { return ctl_; }
 
  protected:
-  // Claims the launch status (first failure wins).
+  // Claims the launch status (first failure wins). The host cannot tell
+  // which operation a stream stopped at: the position is unknown.
   void fail(uint32_t status) {
     uint32_t expected = exec::dev::kDevOk;
-    std::atomic_ref<uint32_t>(ctl_.status).compare_exchange_strong(expected, status);
+    if (!std::atomic_ref<uint32_t>(ctl_.status).compare_exchange_strong(expected, status)) return;
+    ctl_.failedCall = ctl_.failedPhase = ctl_.failedLane = ctl_.failedStep =
+        exec::dev::kDevUnknownPosition;
   }
 
   exec::dev::DevControl ctl_;
@@ -103,6 +113,12 @@ class EmulatedTapeEngine : public TapeEngineBase {
 namespace cu = exec::cuda;
 
 // Tapes enqueued on CUDA streams.
+//
+// Locks: mu_ guards the builder, the tape, the pending launches and the
+// enqueue. An enqueue can block (a stream's queue is full behind a wait that
+// does not pass), so abort() and the watcher never take mu_: they release
+// waits from a snapshot of the awaited counters (releaseMu_) that launch()
+// publishes before it enqueues anything, and poll() only try-locks.
 class CudaTapeEngine : public TapeEngineBase {
  public:
   CudaTapeEngine(int device, double timeoutSec)
@@ -127,16 +143,26 @@ class CudaTapeEngine : public TapeEngineBase {
   void launch(const std::vector<exec::dev::DevCall>& calls, void* stream) override {
     cu::setDevice(device_);
     std::lock_guard<std::mutex> lock(mu_);
-    builder_.build(calls.data(), calls.size(), tape_);
-    if (pending_.empty()) {
-      oldestSince_ = std::chrono::steady_clock::now();
-    } else {
-      last_.waitOn(stream);
+    builder_.build(calls.data(), calls.size(), tape_);  // throws before any counter moves
+    publishAwaited();
+    Pending p{takeEvent(), takeEvent(), 0};
+    enqueueSince_.store(nowNs());
+    try {
+      if (!pending_.empty()) last_.waitOn(stream);
+      p.start->record(stream);
+      streams_.enqueue(tape_, stream);
+      last_.record(stream);
+      p.done->record(stream);
+    } catch (...) {
+      // The counters moved but not every operation went out: this rank and
+      // its peers no longer agree on the rings. Fail, let the waits go.
+      enqueueSince_.store(0);
+      fail(exec::dev::kDevBadStep);
+      releaseWaits();
+      throw;
     }
-    streams_.enqueue(tape_, stream);
-    last_.record(stream);
-    pending_.push_back(takeEvent());
-    pending_.back()->record(stream);
+    enqueueSince_.store(0);
+    pending_.push_back(std::move(p));
   }
 
   void copy(void* dst, const void* src, size_t bytes, void* stream) override {
@@ -150,51 +176,101 @@ class CudaTapeEngine : public TapeEngineBase {
     releaseWaits();
   }
 
-  // The watcher's look: retire finished launches, time out a stuck one.
+  // The watcher's look (every 10 ms): retire finished launches; time out a
+  // launch that started and has not finished for GROVE_TIMEOUT since it
+  // became the oldest, or an enqueue stuck as long; after a failure, release
+  // the waits again now and then (a live peer's post may have lowered a
+  // counter below the release).
   void poll() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    retireFinished();
-    if (pending_.empty() || ctl_.timeoutNs == 0) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (now - oldestSince_ < std::chrono::nanoseconds(ctl_.timeoutNs)) return;
-    fail(exec::dev::kDevTimedOut);
-    releaseWaitsLocked();
+    try {
+      cu::setDevice(device_);
+      const uint64_t now = nowNs();
+      if (failed() && now - lastRelease_.load() > kReleaseEveryNs) releaseWaits();
+      std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+      if (!lock.owns_lock()) {
+        const uint64_t since = enqueueSince_.load();
+        if (since != 0 && ctl_.timeoutNs > 0 && now - since > ctl_.timeoutNs) timeOut();
+        return;
+      }
+      retireFinished();
+      if (pending_.empty() || ctl_.timeoutNs == 0) return;
+      Pending& oldest = pending_.front();
+      if (oldest.startedAt == 0) {
+        if (!oldest.start->done()) return;  // work queued before it still runs
+        oldest.startedAt = now;
+      }
+      if (now - oldest.startedAt > ctl_.timeoutNs) timeOut();
+    } catch (const std::exception& e) {
+      // A sticky CUDA error: nothing on this device completes any more.
+      if (!failed()) GROVE_WARN(log::kColl, "stream tapes: %s", e.what());
+      fail(exec::dev::kDevAborted);
+    }
   }
 
   bool drain(double timeoutSec) override {
-    const auto end = std::chrono::steady_clock::now() +
-                     std::chrono::duration<double>(timeoutSec > 0 ? timeoutSec : 1e9);
+    const uint64_t limit = static_cast<uint64_t>((timeoutSec > 0 ? timeoutSec : 1e9) * 1e9);
+    const uint64_t start = nowNs();
     for (;;) {
       {
-        std::lock_guard<std::mutex> lock(mu_);
-        retireFinished();
-        if (pending_.empty()) return true;
+        std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+        if (lock.owns_lock()) {
+          try {
+            retireFinished();
+          } catch (const std::exception&) {
+            return false;  // a sticky CUDA error: it will never finish
+          }
+          if (pending_.empty()) return true;
+        }
       }
-      if (std::chrono::steady_clock::now() > end) return false;
+      const uint64_t now = nowNs();
+      if (failed() && now - lastRelease_.load() > kReleaseEveryNs) releaseWaits();
+      if (now - start > limit) return false;
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   }
 
  private:
-  // Drops the finished launches; a new oldest launch starts its clock.
+  // How often a failed engine writes its releases again.
+  static constexpr uint64_t kReleaseEveryNs = 100'000'000;
+
+  struct Pending {
+    std::unique_ptr<cu::Event> start;  // recorded before the launch's first operation
+    std::unique_ptr<cu::Event> done;   // recorded after its last
+    uint64_t startedAt;                // when the watcher saw it started as the oldest; 0: not yet
+  };
+
+  static uint64_t nowNs() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+  }
+  bool failed() const {
+    return std::atomic_ref<uint32_t>(const_cast<uint32_t&>(ctl_.status)).load() !=
+           exec::dev::kDevOk;
+  }
+  void timeOut() {
+    fail(exec::dev::kDevTimedOut);
+    releaseWaits();
+  }
+  // Drops the finished launches; the next one's clock restarts.
   void retireFinished() {
-    bool moved = false;
-    while (!pending_.empty() && pending_.front()->done()) {
-      spare_.push_back(std::move(pending_.front()));
+    while (!pending_.empty() && pending_.front().done->done()) {
+      spare_.push_back(std::move(pending_.front().start));
+      spare_.push_back(std::move(pending_.front().done));
       pending_.pop_front();
-      moved = true;
+      if (!pending_.empty()) pending_.front().startedAt = 0;
     }
-    if (moved) oldestSince_ = std::chrono::steady_clock::now();
+  }
+  void publishAwaited() {
+    std::vector<std::pair<uint64_t*, uint64_t>> words = builder_.awaitedValues();
+    for (auto& w : words) w.second += kReleaseDistance;
+    std::lock_guard<std::mutex> lock(releaseMu_);
+    release_ = std::move(words);
   }
   void releaseWaits() {
-    std::lock_guard<std::mutex> lock(mu_);
-    releaseWaitsLocked();
-  }
-  void releaseWaitsLocked() {
-    std::vector<std::pair<uint64_t*, uint64_t>> words;
-    for (const auto& [word, value] : builder_.awaitedValues())
-      words.push_back({word, value + kReleaseDistance});
-    streams_.release(words);
+    std::lock_guard<std::mutex> lock(releaseMu_);
+    lastRelease_.store(nowNs());
+    streams_.release(release_);
   }
   std::unique_ptr<cu::Event> takeEvent() {
     if (spare_.empty()) return std::make_unique<cu::Event>();
@@ -209,9 +285,12 @@ class CudaTapeEngine : public TapeEngineBase {
   cu::DeviceBuffer scratch_;
   cu::Event last_;
   std::mutex mu_;
-  std::deque<std::unique_ptr<cu::Event>> pending_;  // one per launch not known finished
+  std::deque<Pending> pending_;  // launches not known finished, oldest first
   std::vector<std::unique_ptr<cu::Event>> spare_;
-  std::chrono::steady_clock::time_point oldestSince_;  // when pending_.front() became the oldest
+  std::atomic<uint64_t> enqueueSince_{0};  // when a running enqueue began; 0: none
+  std::mutex releaseMu_;
+  std::vector<std::pair<uint64_t*, uint64_t>> release_;  // (counter, release value)
+  std::atomic<uint64_t> lastRelease_{0};
 };
 
 #endif

@@ -68,9 +68,21 @@ DevicePath::~DevicePath() {
   }
   cv_.notify_all();
   if (watcher_.joinable()) watcher_.join();
-  if (!engine_->drain(5.0)) {
+  bool drained = engine_->drain(5.0);
+  if (!drained) {
     engine_->abort();
-    engine_->drain(5.0);
+    drained = engine_->drain(5.0);
+  }
+  if (!drained) {
+    // Operations still on the device point at the rings and the engine's
+    // memory: freeing them could make the device write freed memory. Leak
+    // them instead (a failure path; the process is usually about to end).
+    GROVE_WARN(log::kColl,
+               "device launches did not finish 10 s after an abort; their rings and buffers "
+               "are left allocated");
+    (void)links_.release();
+    (void)engine_.release();
+    return;
   }
   // Rings close before the engine's programs go: a launch still waiting sees them closed.
   links_.reset();
@@ -95,10 +107,14 @@ void DevicePath::awaitCause(uint32_t status) const {
 std::string DevicePath::describeFailure(const exec::dev::DevControl& c) const {
   const uint32_t s = loadWord(c.status);
   awaitCause(s);
-  std::string text = std::string("device launch ") + statusText(s) + " (call " +
-                     std::to_string(c.failedCall) + ", phase " + std::to_string(c.failedPhase) +
-                     ", lane " + std::to_string(c.failedLane) + ", step " +
-                     std::to_string(c.failedStep) + ", " + engine_->name() + " engine)";
+  const std::string where = c.failedCall == exec::dev::kDevUnknownPosition
+                                ? std::string()
+                                : "call " + std::to_string(c.failedCall) + ", phase " +
+                                      std::to_string(c.failedPhase) + ", lane " +
+                                      std::to_string(c.failedLane) + ", step " +
+                                      std::to_string(c.failedStep) + ", ";
+  std::string text =
+      std::string("device launch ") + statusText(s) + " (" + where + engine_->name() + " engine)";
   if (abort_.raised()) text += ": " + abort_.reason();
   const std::string proxy = links_->proxyError();
   if (!proxy.empty()) text += "; network proxy: " + proxy;

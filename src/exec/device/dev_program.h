@@ -106,6 +106,10 @@ enum DevStatus : uint32_t {
                        ///< buffer, a reduction of part of an element of the call's type)
 };
 
+/// DevControl::failed* when the engine cannot tell where a launch stopped
+/// (a stream tape on a GPU: the host sees only that it did not finish).
+inline constexpr uint32_t kDevUnknownPosition = 0xffffffffu;
+
 /// Shared between the host and one launch: the abort request, the outcome,
 /// and where it stopped. Lives in memory both can see (mapped pinned memory).
 struct DevControl {
