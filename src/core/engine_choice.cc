@@ -9,6 +9,8 @@
 #include <set>
 #include <tuple>
 
+#include "base/error.h"
+
 namespace grove::core {
 
 const char* deviceEngineName(DeviceEngineKind k) {
@@ -69,6 +71,11 @@ EngineChoice chooseDeviceEngine(const std::string& setting,
                             std::to_string(slow->pids.size()) + " processes without MPS";
 
   if (setting == "stream") {
+    for (const transport::DevicePeer& p : peers)
+      if ((p.flags & transport::kDevicePeerStreamOps) == 0)
+        throw Error(groveInvalidUsage,
+                    "GROVE_DEVICE_ENGINE=stream, but rank " + std::to_string(p.rank) +
+                        "'s device has no 64-bit stream memory operations (leave it at auto)");
     c.kind = DeviceEngineKind::kStream;
     c.why = "GROVE_DEVICE_ENGINE=stream";
     return c;

@@ -39,7 +39,9 @@ struct EngineChoice {
 
 /// Chooses from GROVE_DEVICE_ENGINE's value ("auto", "kernel", "stream")
 /// and every rank's DevicePeer (its flags included). Pure: the same inputs
-/// give the same choice on every rank.
+/// give the same choice on every rank. Throws grove::Error
+/// (groveInvalidUsage) on every rank for `stream` where some rank's device
+/// cannot run tapes.
 EngineChoice chooseDeviceEngine(const std::string& setting,
                                 const std::vector<transport::DevicePeer>& peers);
 

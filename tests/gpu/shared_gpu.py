@@ -21,9 +21,11 @@ choose stream tapes; 77 when an MPS daemon already serves this environment
 """
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 SIZES = [8, 128, 2048, 32768, 524288, 8 << 20, 128 << 20]
 SETUPS = ["kernel", "auto", "mps", "mps-stream"]
@@ -35,7 +37,7 @@ def run(bindir, n, engine, env_extra):
     cmd = [f"{bindir}/grove-launch", "-n", str(n), "--timeout", "500", "--",
            f"{bindir}/all_reduce_perf", "-b", "8", "-e", "128M", "-f", "16", "-n", "20",
            "-w", "3", "-c", "1"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=560, env=env)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
     text = out.stdout + out.stderr
     if out.returncode != 0 or "# Out of bounds values : 0 OK" not in text:
         raise RuntimeError(f"n={n} {engine}: exit {out.returncode}\n{text[-1500:]}")
@@ -63,6 +65,17 @@ def main():
         return 77
     mps_dir = tempfile.mkdtemp(prefix="grove-mps.")
     mps_env = {"CUDA_MPS_PIPE_DIRECTORY": mps_dir, "CUDA_MPS_LOG_DIRECTORY": mps_dir}
+    # A time limit (SIGTERM) must not leave the MPS daemon behind.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
+    try:
+        return report(bindir, mps_env)
+    finally:
+        subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True,
+                       env=dict(os.environ, **mps_env), capture_output=True)
+        shutil.rmtree(mps_dir, ignore_errors=True)
+
+
+def report(bindir, mps_env):
     failed = False
     for n in (2, 4):
         results = {}
@@ -87,6 +100,7 @@ def main():
         if started:
             subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True,
                            env=dict(os.environ, **mps_env))
+            time.sleep(3)  # the daemon's clients and server go away
         print(f"\n{n} processes on one GPU: out-of-place time (us) / busbw (GB/s)")
         for setup, (_, chosen) in results.items():
             print(f"  {setup:<11} device engine {chosen}")
@@ -103,7 +117,6 @@ def main():
             if "auto" in results and "mps" in results and size in results["mps"][0]:
                 line += f"{results['auto'][0][size][0] / results['mps'][0][size][0]:>15.2f}"
             print(line)
-    shutil.rmtree(mps_dir, ignore_errors=True)
     return 1 if failed else 0
 
 

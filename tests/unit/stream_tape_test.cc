@@ -236,8 +236,9 @@ TEST(StreamTapeFailures, ClosedRingAfterItsLastBytes) {
   EXPECT_EQ(*ring.tail, 64u);
 }
 
-// A step the interpreter refuses throws before any counter moves: the next
-// launch starts from the same positions.
+// A step the interpreter refuses, or a reduce the GPU's kernel cannot run,
+// throws before any counter moves: the next launch starts from the same
+// positions.
 TEST(StreamTapeFailures, RefusedStepMovesNoCounter) {
   EmuFabric fabric(kSmallRing);
   const DevRing ring = fabric.ring(0, 1, 0, 0);
@@ -260,6 +261,24 @@ TEST(StreamTapeFailures, RefusedStepMovesNoCounter) {
   Launch badType({program({{step(StepKind::kCopy, -1, -1, in(0), out(0), 8)}})}, fabric, kLongNs,
                  42);
   EXPECT_THROW(b.build(badType.launch.data(), badType.launch.size(), tape), Error);
+  // A reduce on a buffer not aligned to its elements (the GPU's reduce
+  // kernel loads whole elements): a clear error, no counter moved.
+  Launch odd({program({{step(StepKind::kSend, 1, -1, in(0), {}, 40)},
+                       {step(StepKind::kReduce, -1, -1, in(0), out(0), 8)}})},
+             fabric, kLongNs);
+  odd.calls[0].call.bufs[kSlotOutput] = odd.output.data() + 1;
+  odd.launch[0] = odd.calls[0].call;
+  try {
+    b.build(odd.launch.data(), odd.launch.size(), tape);
+    ADD_FAILURE() << "a misaligned reduce was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), groveInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("aligned"), std::string::npos) << e.what();
+  }
+  b.build(good.launch.data(), good.launch.size(), tape);
+  runTapeEmulated(tape, good.ctl);
+  EXPECT_EQ(good.ctl.status, kDevOk);
+  EXPECT_EQ(*ring.head, 40u + plan::wirePad(40) + 40u);  // the refused launch moved nothing
 }
 
 // ------------------------------------------------------------------ engine choice
@@ -309,6 +328,9 @@ TEST(EngineChoice, AutoTakesStreamsOnlyWhereProcessesShareAGpuWithoutMps) {
   c = chooseDeviceEngine("stream", {peer(0, 10, "", ops), peer(1, 11, "", ops)});
   EXPECT_EQ(c.kind, DeviceEngineKind::kStream);
   EXPECT_TRUE(c.advice.empty());
+  // Forced where a device cannot: every rank refuses alike.
+  EXPECT_THROW(chooseDeviceEngine("stream", {peer(0, 10, "0:1", ops), peer(1, 11, "0:1", 0)}),
+               Error);
   // The emulation has no bus id: auto keeps the kernel.
   c = chooseDeviceEngine("auto", {peer(0, 10, "", ops), peer(1, 11, "", ops)});
   EXPECT_EQ(c.kind, DeviceEngineKind::kKernel);

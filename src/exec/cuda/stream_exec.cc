@@ -4,9 +4,11 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "exec/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_kernels.h"
 
@@ -70,12 +72,12 @@ void* newStream() {
   return s;
 }
 
-void enqueueOp(const dev::TapeOp& op, cudaStream_t s) {
+void enqueueOp(const dev::TapeOp& op, cudaStream_t s, unsigned waitFlags) {
   const DriverOps& d = driverOps();
   switch (op.kind) {
     case dev::TapeOpKind::kWait:
       checkDriver(d.waitValue64(s, reinterpret_cast<CUdeviceptr>(op.word), op.value,
-                                CU_STREAM_WAIT_VALUE_GEQ),
+                                CU_STREAM_WAIT_VALUE_GEQ | waitFlags),
                   "cuStreamWaitValue64");
       break;
     case dev::TapeOpKind::kPost:
@@ -122,8 +124,29 @@ TapeStreams::TapeStreams(int device) : device_(device) {
   if (!streamTapesSupported(device_, &why))
     throw Error(groveInvalidUsage, "exec::cuda: stream tapes cannot run on device " +
                                        std::to_string(device_) + ": " + why);
+  // Where the platform can, a passed wait also makes the writes that came
+  // before the counter (from another GPU, the host proxy, a NIC) visible
+  // to the operations after it.
+  int flush = 0;
+  if (driverOps().getAttribute(&flush, CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES, device_) ==
+          CUDA_SUCCESS &&
+      flush != 0)
+    waitFlags_ = CU_STREAM_WAIT_VALUE_FLUSH;
+  // The release stream first, so it is least likely to share a hardware
+  // queue with a lane stream blocked on a wait.
+  int lo = 0, hi = 0;
+  cudaStream_t s = nullptr;
+  detail::check(cudaDeviceGetStreamPriorityRange(&lo, &hi), "cudaDeviceGetStreamPriorityRange");
+  detail::check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, hi),
+                "cudaStreamCreateWithPriority");
+  private_ = s;
   hub_ = newEvent();
-  private_ = newStream();
+}
+
+int hardwareQueues() {
+  const char* v = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  const int n = v != nullptr ? std::atoi(v) : 0;
+  return n > 0 ? n : 8;  // CUDA's default
 }
 
 TapeStreams::~TapeStreams() {
@@ -134,6 +157,15 @@ TapeStreams::~TapeStreams() {
 }
 
 void TapeStreams::ensureLanes(size_t n) {
+  if (n > lanes_.size() && n + 1 > static_cast<size_t>(hardwareQueues()) && !warned_) {
+    warned_ = true;
+    GROVE_WARN(log::kColl,
+               "stream tapes: %zu lane streams and a release stream, but CUDA multiplexes "
+               "streams onto %d hardware queues (CUDA_DEVICE_MAX_CONNECTIONS): a stream waiting "
+               "for a peer may hold up another's work; export CUDA_DEVICE_MAX_CONNECTIONS=32 "
+               "before the process starts",
+               n, hardwareQueues());
+  }
   while (lanes_.size() < n) {
     lanes_.push_back(newStream());
     laneDone_.push_back(newEvent());
@@ -149,7 +181,7 @@ void TapeStreams::enqueue(const dev::LaunchTape& tape, void* stream) {
     for (size_t l = 0; l < phase.size(); ++l) {
       const cudaStream_t s = asStream(lanes_[l]);
       detail::check(cudaStreamWaitEvent(s, asEvent(hub_), 0), "cudaStreamWaitEvent");
-      for (const dev::TapeOp& op : phase[l].ops) enqueueOp(op, s);
+      for (const dev::TapeOp& op : phase[l].ops) enqueueOp(op, s, waitFlags_);
       detail::check(cudaEventRecord(asEvent(laneDone_[l]), s), "cudaEventRecord");
       detail::check(cudaStreamWaitEvent(user, asEvent(laneDone_[l]), 0), "cudaStreamWaitEvent");
     }

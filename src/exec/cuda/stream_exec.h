@@ -20,6 +20,13 @@
 // cudaGetDriverEntryPointByVersion (no link against libcuda); 64-bit waits
 // need CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS.
 //
+// Streams share CUDA_DEVICE_MAX_CONNECTIONS hardware queues (8 unless set
+// before the process starts): a wait blocks its queue, so a stream that
+// shares the queue of a waiting one may wait with it. Tape phases have few
+// lanes (host-style channel counts); with more streams than queues the
+// runner warns once and asks for CUDA_DEVICE_MAX_CONNECTIONS=32. The release
+// stream is made first, at the highest priority.
+//
 // A stream wait cannot look at an abort flag or a deadline. release()
 // writes, on a private stream, a value past every awaited one into each
 // awaited counter, so waiting streams drain (moving garbage: the
@@ -39,6 +46,9 @@ namespace grove::exec::cuda {
 /// what is missing (driver entry points, 64-bit stream memory operations).
 bool streamTapesSupported(int device, std::string* why);
 
+/// CUDA's hardware queues per context: CUDA_DEVICE_MAX_CONNECTIONS, else 8.
+int hardwareQueues();
+
 /// The lane streams and events of one communicator's tape launches on `device`.
 class TapeStreams {
  public:
@@ -57,6 +67,8 @@ class TapeStreams {
   void ensureLanes(size_t n);
 
   int device_;
+  unsigned waitFlags_ = 0;       // CU_STREAM_WAIT_VALUE_FLUSH where the platform has it
+  bool warned_ = false;          // said once that lanes outnumber the hardware queues
   std::vector<void*> lanes_;     // cudaStream_t, one per lane
   std::vector<void*> laneDone_;  // cudaEvent_t, one per lane stream
   void* hub_ = nullptr;          // cudaEvent_t: where the next phase starts

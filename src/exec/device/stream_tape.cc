@@ -37,6 +37,12 @@ namespace {
 
 bool reached(uint64_t have, uint64_t want) { return static_cast<int64_t>(have - want) >= 0; }
 
+bool reduces(const DevStep& s) {
+  const auto k = static_cast<plan::StepKind>(s.kind);
+  return k == plan::StepKind::kRecvReduce || k == plan::StepKind::kRecvReduceSend ||
+         k == plan::StepKind::kRecvReduceCopySend || k == plan::StepKind::kReduce;
+}
+
 TapeOp copyOp(void* dst, const void* src, uint64_t bytes) {
   TapeOp op;
   op.kind = TapeOpKind::kCopy;
@@ -99,11 +105,18 @@ void TapeBuilder::build(const DevCall* calls, size_t n, LaunchTape& out) {
           const uint8_t* src = nullptr;
           uint8_t* dst = nullptr;
           lane_detail::StepRings rs;
+          const std::string where = "stream tape: call " + std::to_string(c) + " phase " +
+                                    std::to_string(p) + " lane " +
+                                    std::to_string(l - prog.phases[p].begin) + " step " +
+                                    std::to_string(i - prog.lanes[l].begin);
           if (s.bytes != 0 && !lane_detail::resolveStep(call, s, esz, &src, &dst, &rs))
-            throwInternalError("stream tape: call " + std::to_string(c) + " phase " +
-                               std::to_string(p) + " lane " +
-                               std::to_string(l - prog.phases[p].begin) + " step " +
-                               std::to_string(i - prog.lanes[l].begin) + " cannot run");
+            throwInternalError(where + " cannot run");
+          // A reduce runs as a kernel that loads whole elements.
+          if (s.bytes != 0 && reduces(s) &&
+              ((src != nullptr && reinterpret_cast<uintptr_t>(src) % esz != 0) ||
+               (dst != nullptr && reinterpret_cast<uintptr_t>(dst) % esz != 0)))
+            throwInvalidArgument(where + ": a reduced buffer is not aligned to its " +
+                                 std::to_string(esz) + "-byte elements");
         }
   }
   size_t np = 0;

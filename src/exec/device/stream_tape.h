@@ -104,10 +104,10 @@ class TapeBuilder {
   explicit TapeBuilder(uint64_t pieceBytes = kTapePieceBytes);
 
   /// Turns calls[0..n) into `out` (replacing what it held, reusing its
-  /// memory) and advances the counters. Throws grove::Error
-  /// (groveInternalError) for a step the interpreter would refuse
-  /// (kDevBadStep), before any counter moves; (groveInvalidArgument) for an
-  /// invalid data type or op.
+  /// memory) and advances the counters. Throws grove::Error, before any
+  /// counter moves: (groveInternalError) for a step the interpreter would
+  /// refuse (kDevBadStep); (groveInvalidArgument) for an invalid data type
+  /// or op, or a reduced buffer not aligned to its elements.
   void build(const DevCall* calls, size_t n, LaunchTape& out);
 
   /// Every counter a tape of this builder waits on, with the greatest value

@@ -59,18 +59,22 @@ GROVE_SPLIT_FN WordSplit splitWords(uintptr_t first, size_t count, size_t elemSi
 /// Blocks for `units` of work, `perBlock` per block per round (a round: every
 /// thread of the grid moves its kUnroll words once), at most `most` blocks:
 /// as few rounds as `most` allows, then as few blocks as give every block
-/// the same number of whole rounds. A grid capped at `most` alone leaves a
-/// last, partial round in which most threads fall back to one word per
-/// iteration (a dependent memory round trip each), which is what a kernel
-/// of a few rounds -- a 16 MiB reduce on a GPU of 132 SMs runs 1.94 --
-/// waits on. At least 1.
+/// the same number of whole rounds -- unless that would drop more than a
+/// quarter of `most` (265 block-rounds over 264 blocks would become 133
+/// blocks: half the memory parallelism), then `most`. A grid capped at
+/// `most` alone leaves a last, partial round in which most threads fall
+/// back to one word per iteration (a dependent memory round trip each),
+/// which a kernel of a few rounds -- a 16 MiB reduce on a GPU of 132 SMs
+/// runs 1.94 -- waits on. At least 1.
 GROVE_SPLIT_FN unsigned balancedBlocks(size_t units, size_t perBlock, unsigned most) {
   if (perBlock == 0) perBlock = 1;
   if (most == 0) most = 1;
   const size_t blockRounds = (units + perBlock - 1) / perBlock;  // rounds of one block
   if (blockRounds == 0) return 1;
+  if (blockRounds <= most) return static_cast<unsigned>(blockRounds);  // one round: a block a unit
   const size_t rounds = (blockRounds + most - 1) / most;
-  return static_cast<unsigned>((blockRounds + rounds - 1) / rounds);
+  const size_t balanced = (blockRounds + rounds - 1) / rounds;
+  return balanced * 4 < static_cast<size_t>(most) * 3 ? most : static_cast<unsigned>(balanced);
 }
 
 }  // namespace grove::kernels::cuda
