@@ -64,11 +64,7 @@ class CudaEngine : public DeviceEngine {
   }
 
   uint8_t* scratch(size_t bytes) override {
-    if (scratch_.size() >= bytes) return scratch_.get();
-    if (!drain(timeoutSec()))
-      throw Error(groveRemoteError, "timed out waiting for device launches before growing scratch");
-    scratch_ = cu::DeviceBuffer(bytes);
-    return scratch_.get();
+    return cu::growScratch(scratch_, bytes, [this] { return drain(timeoutSec()); });
   }
 
   void launch(const std::vector<exec::dev::DevCall>& calls, void* stream) override {
@@ -82,7 +78,7 @@ class CudaEngine : public DeviceEngine {
     launched_ = true;
     // The one-offs just used are freed once this launch is known complete.
     while (!pendingOneOff_.empty()) {
-      retired_.push_back({std::move(pendingOneOff_.front()), takeEvent()});
+      retired_.push_back({std::move(pendingOneOff_.front()), events_.take()});
       retired_.back().done->record(stream);
       pendingOneOff_.pop_front();
     }
@@ -115,18 +111,9 @@ class CudaEngine : public DeviceEngine {
   };
   void releaseFinished() {
     while (!retired_.empty() && retired_.front().done->done()) {
-      spareEvents_.push_back(std::move(retired_.front().done));
+      events_.give(std::move(retired_.front().done));
       retired_.pop_front();
     }
-  }
-  // Events are reused, never destroyed while the engine runs: creating and
-  // destroying one takes a driver lock that another rank thread of this
-  // process may hold while it waits for this rank's next launch.
-  std::unique_ptr<cu::Event> takeEvent() {
-    if (spareEvents_.empty()) return std::make_unique<cu::Event>();
-    std::unique_ptr<cu::Event> e = std::move(spareEvents_.back());
-    spareEvents_.pop_back();
-    return e;
   }
   double timeoutSec() const { return timeoutNs_ > 0 ? timeoutNs_ * 1e-9 : 1e9; }
 
@@ -139,7 +126,7 @@ class CudaEngine : public DeviceEngine {
   std::vector<std::unique_ptr<cu::ProgramUpload>> kept_;
   std::deque<std::unique_ptr<cu::ProgramUpload>> pendingOneOff_;
   std::deque<Retired> retired_;
-  std::vector<std::unique_ptr<cu::Event>> spareEvents_;
+  cu::EventPool events_;  // reused, never destroyed while the engine runs
 };
 
 }  // namespace

@@ -133,11 +133,7 @@ class CudaTapeEngine : public TapeEngineBase {
   bool asynchronous() const override { return true; }
 
   uint8_t* scratch(size_t bytes) override {
-    if (scratch_.size() >= bytes) return scratch_.get();
-    if (!drain(timeoutSec()))
-      throw Error(groveRemoteError, "timed out waiting for device launches before growing scratch");
-    scratch_ = cu::DeviceBuffer(bytes);
-    return scratch_.get();
+    return cu::growScratch(scratch_, bytes, [this] { return drain(timeoutSec()); });
   }
 
   void launch(const std::vector<exec::dev::DevCall>& calls, void* stream) override {
@@ -145,7 +141,7 @@ class CudaTapeEngine : public TapeEngineBase {
     std::lock_guard<std::mutex> lock(mu_);
     builder_.build(calls.data(), calls.size(), tape_);  // throws before any counter moves
     publishAwaited();
-    Pending p{takeEvent(), takeEvent(), 0};
+    Pending p{events_.take(), events_.take(), 0};
     enqueueSince_.store(nowNs());
     try {
       if (!pending_.empty()) last_.waitOn(stream);
@@ -255,8 +251,8 @@ class CudaTapeEngine : public TapeEngineBase {
   // Drops the finished launches; the next one's clock restarts.
   void retireFinished() {
     while (!pending_.empty() && pending_.front().done->done()) {
-      spare_.push_back(std::move(pending_.front().start));
-      spare_.push_back(std::move(pending_.front().done));
+      events_.give(std::move(pending_.front().start));
+      events_.give(std::move(pending_.front().done));
       pending_.pop_front();
       if (!pending_.empty()) pending_.front().startedAt = 0;
     }
@@ -272,12 +268,6 @@ class CudaTapeEngine : public TapeEngineBase {
     lastRelease_.store(nowNs());
     streams_.release(release_);
   }
-  std::unique_ptr<cu::Event> takeEvent() {
-    if (spare_.empty()) return std::make_unique<cu::Event>();
-    std::unique_ptr<cu::Event> e = std::move(spare_.back());
-    spare_.pop_back();
-    return e;
-  }
   double timeoutSec() const { return ctl_.timeoutNs > 0 ? ctl_.timeoutNs * 1e-9 : 1e9; }
 
   int device_;
@@ -286,7 +276,7 @@ class CudaTapeEngine : public TapeEngineBase {
   cu::Event last_;
   std::mutex mu_;
   std::deque<Pending> pending_;  // launches not known finished, oldest first
-  std::vector<std::unique_ptr<cu::Event>> spare_;
+  cu::EventPool events_;
   std::atomic<uint64_t> enqueueSince_{0};  // when a running enqueue began; 0: none
   std::mutex releaseMu_;
   std::vector<std::pair<uint64_t*, uint64_t>> release_;  // (counter, release value)

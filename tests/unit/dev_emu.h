@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <random>
 #include <string>
@@ -18,6 +19,8 @@
 #include <tuple>
 #include <vector>
 
+#include "algorithm_combos.h"
+#include "algorithms/builders/builders.h"
 #include "base/dtype.h"
 #include "exec/device/emulate.h"
 #include "exec/device/stream_emulate.h"
@@ -205,10 +208,120 @@ inline void compareGroup(const std::vector<CallRun>& xs, const std::vector<Build
   }
 }
 
+/// A builder of `algo` with params `p` (and topology plans, for the planned algorithms).
+inline BuildFn builder(plan::Algo algo, const plan::PlanParams& p,
+                       plan::TopoPlans* plans = nullptr) {
+  return [algo, p, plans](const plan::CollArgs& a) { return plan::build(algo, a, p, plans); };
+}
+
+/// Params with `channels` channels and 1 KiB chunks (rings of 4 KiB wrap often).
+inline plan::PlanParams smallChunks(int channels) {
+  plan::PlanParams p;
+  p.nChannels = channels;
+  p.chunkBytes = 1024;
+  return p;
+}
+
+/// One phase, one lane per entry of `lanes`.
+inline plan::Program program(std::vector<std::vector<plan::Step>> lanes) {
+  plan::Program p;
+  p.phases.resize(1);
+  for (auto& steps : lanes) p.phases[0].lanes.push_back(plan::Lane{std::move(steps)});
+  return p;
+}
+
+/// Rank 0's launch of `progs` (one call each) over `fabric`: 16 KiB of
+/// input (every byte 7) and of output (zeros), run as gRunner says.
+struct RankLaunch {
+  std::vector<uint8_t> input = std::vector<uint8_t>(1 << 14, 7);
+  std::vector<uint8_t> output = std::vector<uint8_t>(1 << 14, 0);
+  std::vector<EmuCall> calls;
+  DevControl ctl;
+
+  RankLaunch(const std::vector<plan::Program>& progs, EmuFabric& fabric, uint64_t timeoutNs,
+             int32_t dtype = groveFloat32) {
+    calls.resize(progs.size());
+    for (size_t c = 0; c < progs.size(); ++c)
+      bindCall(calls[c], progs[c], 0, fabric, DevReduce{dtype, groveSum, 2},
+               {input.data(), output.data(), nullptr});
+    ctl.timeoutNs = timeoutNs;
+  }
+  /// The launch's calls.
+  std::vector<DevCall> devCalls() const {
+    std::vector<DevCall> launch;
+    for (const EmuCall& c : calls) launch.push_back(c.call);
+    return launch;
+  }
+  void run() {
+    const std::vector<DevCall> launch = devCalls();
+    if (gRunner.tape(0)) {
+      TapeBuilder builder(gRunner.pieceBytes);
+      LaunchTape tape;
+      builder.build(launch.data(), launch.size(), tape);
+      runTapeEmulated(tape, ctl);
+    } else {
+      runEmulated(launch.data(), launch.size(), ctl);
+    }
+  }
+  void expectFailed(uint32_t status, uint32_t call, uint32_t lane, uint32_t stepIndex) const {
+    EXPECT_EQ(ctl.status, status);
+    EXPECT_EQ(ctl.failedCall, call);
+    EXPECT_EQ(ctl.failedPhase, 0u);
+    EXPECT_EQ(ctl.failedLane, lane);
+    EXPECT_EQ(ctl.failedStep, stepIndex);
+  }
+};
+
 /// compareGroup of one call.
 inline void compareCall(const CallRun& x, const BuildFn& build, uint64_t capacity,
                         const LowerOptions& lower = {}) {
   compareGroup({x}, {build}, capacity, lower);
+}
+
+/// Every (collective, algorithm) pair of the builders on `ranks`, 0, 1, 7
+/// and 1000 elements, over 4 KiB rings; types, ops, placement, roots and
+/// channel counts rotate.
+inline void compareEveryCollective(std::initializer_list<int> ranks) {
+  const groveDataType_t types[] = {groveFloat32, groveInt32, groveFloat16, groveBfloat16,
+                                   groveFloat64};
+  const groveRedOp_t ops[] = {groveSum, groveProd, groveMax, groveMin, groveAvg};
+  int v = 0;
+  for (const plan::testing::Combo& combo : plan::testing::kCombos)
+    for (int n : ranks)
+      for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{1000}}) {
+        ++v;
+        const CallRun x{combo.coll,
+                        n,
+                        count,
+                        types[v % 5],
+                        ops[(v / 5) % 5],
+                        combo.coll != plan::Coll::kAlltoAll && v % 2 == 0,
+                        v % n};
+        compareCall(x, builder(combo.algo, smallChunks(1 + v % 2)), 4096);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+}
+
+/// Long messages: 1 MiB + 5 and 64 KiB + 3 elements over rings of 4 KiB
+/// (wrapping hundreds of times) and 1 MiB, rings and direct, five collectives.
+inline void compareLargeMessages() {
+  using plan::Coll;
+  const uint64_t kMiB5 = (1 << 20) + 5, k64K3 = (1 << 16) + 3;
+  const uint64_t kSmall = 4096, kDefault = 1 << 20;
+  compareCall({Coll::kAllReduce, 4, kMiB5, groveFloat32, groveSum, false, 0},
+              builder(plan::Algo::kRing, plan::PlanParams{}), kDefault);
+  compareCall({Coll::kAllReduce, 2, kMiB5, groveBfloat16, groveAvg, true, 0},
+              builder(plan::Algo::kRing, smallChunks(2)), kSmall);
+  compareCall({Coll::kBroadcast, 5, k64K3, groveFloat64, groveSum, false, 3},
+              builder(plan::Algo::kRing, smallChunks(1)), kSmall);
+  compareCall({Coll::kAllGather, 8, k64K3, groveInt32, groveSum, true, 0},
+              builder(plan::Algo::kRing, smallChunks(1)), kSmall);
+  compareCall({Coll::kReduceScatter, 3, k64K3, groveFloat16, groveProd, false, 0},
+              builder(plan::Algo::kRing, plan::PlanParams{}), kDefault);
+  compareCall({Coll::kAlltoAll, 4, 16387, groveFloat32, groveSum, false, 0},
+              builder(plan::Algo::kDirect, plan::PlanParams{}), kDefault);
+  compareCall({Coll::kReduce, 5, k64K3, groveFloat16, groveMax, true, 2},
+              builder(plan::Algo::kRing, smallChunks(2)), kSmall);
 }
 
 }  // namespace grove::exec::dev::testing

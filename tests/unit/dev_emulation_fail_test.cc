@@ -28,6 +28,8 @@ using plan::Step;
 using plan::StepKind;
 using testing::EmuCall;
 using testing::EmuFabric;
+using testing::program;
+using Launch = testing::RankLaunch;
 
 constexpr uint64_t kRing = 4096;
 constexpr uint64_t kLongNs = 60'000'000'000ull;
@@ -38,48 +40,11 @@ using plan::testing::out;
 using plan::testing::scratch;
 using plan::testing::step;
 
-/// One phase, one lane per entry of `lanes`.
-plan::Program program(std::vector<std::vector<Step>> lanes) {
-  plan::Program p;
-  p.phases.resize(1);
-  for (auto& steps : lanes) p.phases[0].lanes.push_back(plan::Lane{std::move(steps)});
-  return p;
-}
-
 /// Rank 0 alone: a local copy, then a receive of `bytes` from rank 1.
 plan::Program copyThenRecv(uint64_t bytes) {
   return program({{step(StepKind::kCopy, -1, -1, in(0), out(0), 16),
                    step(StepKind::kRecv, -1, 1, {}, out(16), bytes)}});
 }
-
-/// Rank 0's launch of `progs` (one call each) over `fabric`.
-struct Launch {
-  std::vector<uint8_t> input = std::vector<uint8_t>(1 << 14, 7);
-  std::vector<uint8_t> output = std::vector<uint8_t>(1 << 14, 0);
-  std::vector<EmuCall> calls;
-  DevControl ctl;
-
-  Launch(const std::vector<plan::Program>& progs, EmuFabric& fabric, uint64_t timeoutNs,
-         int32_t dtype = groveFloat32) {
-    calls.resize(progs.size());
-    for (size_t c = 0; c < progs.size(); ++c)
-      testing::bindCall(calls[c], progs[c], 0, fabric, DevReduce{dtype, groveSum, 2},
-                        {input.data(), output.data(), nullptr});
-    ctl.timeoutNs = timeoutNs;
-  }
-  void run() {
-    std::vector<DevCall> launch;
-    for (EmuCall& c : calls) launch.push_back(c.call);
-    runEmulated(launch.data(), launch.size(), ctl);
-  }
-  void expectFailed(uint32_t status, uint32_t call, uint32_t lane, uint32_t stepIndex) const {
-    EXPECT_EQ(ctl.status, status);
-    EXPECT_EQ(ctl.failedCall, call);
-    EXPECT_EQ(ctl.failedPhase, 0u);
-    EXPECT_EQ(ctl.failedLane, lane);
-    EXPECT_EQ(ctl.failedStep, stepIndex);
-  }
-};
 
 TEST(DevEmulationFailures, AbortWhileALaneWaits) {
   EmuFabric fabric(kRing);

@@ -38,37 +38,12 @@ const groveDataType_t kTypes[] = {groveFloat32, groveInt32, groveFloat16, groveB
                                   groveFloat64};
 const groveRedOp_t kOps[] = {groveSum, groveProd, groveMax, groveMin, groveAvg};
 
-plan::testing::BuildFn builder(plan::Algo algo, const PlanParams& p,
-                               plan::TopoPlans* plans = nullptr) {
-  return [algo, p, plans](const CollArgs& a) { return plan::build(algo, a, p, plans); };
-}
-
-PlanParams smallChunks(int channels) {
-  PlanParams p;
-  p.nChannels = channels;
-  p.chunkBytes = 1024;
-  return p;
-}
+using testing::builder;
+using testing::smallChunks;
 
 // Every (collective, algorithm) pair, every rank count, small sizes; types,
 // ops, placement, roots and channel counts rotate.
-TEST(DevEmulation, EveryCollectiveSmallRings) {
-  int v = 0;
-  for (const plan::testing::Combo& combo : plan::testing::kCombos)
-    for (int n : {2, 3, 4, 5, 8})
-      for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{1000}}) {
-        ++v;
-        const plan::testing::CallRun x{combo.coll,
-                                       n,
-                                       count,
-                                       kTypes[v % 5],
-                                       kOps[(v / 5) % 5],
-                                       combo.coll != Coll::kAlltoAll && v % 2 == 0,
-                                       v % n};
-        compareCall(x, builder(combo.algo, smallChunks(1 + v % 2)), kSmallRing);
-        if (HasFatalFailure()) return;
-      }
-}
+TEST(DevEmulation, EveryCollectiveSmallRings) { testing::compareEveryCollective({2, 3, 4, 5, 8}); }
 
 // Every type with every op on the reducing collectives.
 TEST(DevEmulation, EveryTypeAndOp) {
@@ -89,23 +64,7 @@ TEST(DevEmulation, EveryTypeAndOp) {
 
 // Large messages: rings that wrap thousands of times, and the default rings
 // with the default chunks.
-TEST(DevEmulation, LargeMessages) {
-  const uint64_t kMiB5 = (1 << 20) + 5, k64K3 = (1 << 16) + 3;
-  compareCall({Coll::kAllReduce, 4, kMiB5, groveFloat32, groveSum, false, 0},
-              builder(plan::Algo::kRing, PlanParams{}), kDefaultRing);
-  compareCall({Coll::kAllReduce, 2, kMiB5, groveBfloat16, groveAvg, true, 0},
-              builder(plan::Algo::kRing, smallChunks(2)), kSmallRing);
-  compareCall({Coll::kBroadcast, 5, k64K3, groveFloat64, groveSum, false, 3},
-              builder(plan::Algo::kRing, smallChunks(1)), kSmallRing);
-  compareCall({Coll::kAllGather, 8, k64K3, groveInt32, groveSum, true, 0},
-              builder(plan::Algo::kRing, smallChunks(1)), kSmallRing);
-  compareCall({Coll::kReduceScatter, 3, k64K3, groveFloat16, groveProd, false, 0},
-              builder(plan::Algo::kRing, PlanParams{}), kDefaultRing);
-  compareCall({Coll::kAlltoAll, 4, 16387, groveFloat32, groveSum, false, 0},
-              builder(plan::Algo::kDirect, PlanParams{}), kDefaultRing);
-  compareCall({Coll::kReduce, 5, k64K3, groveFloat16, groveMax, true, 2},
-              builder(plan::Algo::kRing, smallChunks(2)), kSmallRing);
-}
+TEST(DevEmulation, LargeMessages) { testing::compareLargeMessages(); }
 
 // Long local steps cut into lanes of their own (LowerOptions, as on a GPU):
 // every collective and algorithm, 1 to 4 ranks, in and out of place.

@@ -26,7 +26,6 @@ namespace grove::exec::dev {
 namespace {
 
 using plan::Coll;
-using plan::PlanParams;
 using plan::StepKind;
 using plan::testing::in;
 using plan::testing::out;
@@ -37,22 +36,12 @@ using testing::EmuFabric;
 using testing::Runner;
 
 constexpr uint64_t kSmallRing = 4096;
-constexpr uint64_t kDefaultRing = 1 << 20;
 constexpr uint64_t kLongNs = 60'000'000'000ull;
-const groveDataType_t kTypes[] = {groveFloat32, groveInt32, groveFloat16, groveBfloat16,
-                                  groveFloat64};
-const groveRedOp_t kOps[] = {groveSum, groveProd, groveMax, groveMin, groveAvg};
 
-plan::testing::BuildFn builder(plan::Algo algo, const PlanParams& p) {
-  return [algo, p](const plan::CollArgs& a) { return plan::build(algo, a, p, nullptr); };
-}
-
-PlanParams smallChunks(int channels) {
-  PlanParams p;
-  p.nChannels = channels;
-  p.chunkBytes = 1024;
-  return p;
-}
+using testing::builder;
+using testing::program;
+using testing::smallChunks;
+using Launch = testing::RankLaunch;
 
 // Sets the harness's runner for one test.
 struct UseRunner {
@@ -62,21 +51,7 @@ struct UseRunner {
 
 void everyCollective(Runner::Kind kind, std::initializer_list<int> ranks) {
   UseRunner use({kind, 1536});  // pieces shorter than half the small ring, too
-  int v = 0;
-  for (const plan::testing::Combo& combo : plan::testing::kCombos)
-    for (int n : ranks)
-      for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{1000}}) {
-        ++v;
-        const plan::testing::CallRun x{combo.coll,
-                                       n,
-                                       count,
-                                       kTypes[v % 5],
-                                       kOps[(v / 5) % 5],
-                                       combo.coll != Coll::kAlltoAll && v % 2 == 0,
-                                       v % n};
-        compareCall(x, builder(combo.algo, smallChunks(1 + v % 2)), kSmallRing);
-        if (::testing::Test::HasFatalFailure()) return;
-      }
+  testing::compareEveryCollective(ranks);
 }
 
 TEST(StreamTape, EveryCollectiveSmallRings) { everyCollective(Runner::kTape, {2, 3, 4, 5, 8}); }
@@ -86,19 +61,10 @@ TEST(StreamTape, EveryCollectiveSmallRings) { everyCollective(Runner::kTape, {2,
 TEST(StreamTape, BesideTheInterpreter) { everyCollective(Runner::kMixed, {2, 3, 4}); }
 
 TEST(StreamTape, LargeMessages) {
-  const uint64_t kMiB5 = (1 << 20) + 5, k64K3 = (1 << 16) + 3;
   for (Runner::Kind kind : {Runner::kTape, Runner::kMixed}) {
     UseRunner use({kind, kTapePieceBytes});
-    compareCall({Coll::kAllReduce, 4, kMiB5, groveFloat32, groveSum, false, 0},
-                builder(plan::Algo::kRing, PlanParams{}), kDefaultRing);
-    compareCall({Coll::kAllReduce, 2, kMiB5, groveBfloat16, groveAvg, true, 0},
-                builder(plan::Algo::kRing, smallChunks(2)), kSmallRing);
-    compareCall({Coll::kReduceScatter, 3, k64K3, groveFloat16, groveProd, false, 0},
-                builder(plan::Algo::kRing, PlanParams{}), kDefaultRing);
-    compareCall({Coll::kAlltoAll, 4, 16387, groveFloat32, groveSum, false, 0},
-                builder(plan::Algo::kDirect, PlanParams{}), kDefaultRing);
-    compareCall({Coll::kReduce, 5, k64K3, groveFloat16, groveMax, true, 2},
-                builder(plan::Algo::kRing, smallChunks(2)), kSmallRing);
+    testing::compareLargeMessages();
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
@@ -115,32 +81,11 @@ TEST(StreamTape, GroupOfCallsSharesRings) {
       kSmallRing);
 }
 
-/// One phase, one lane per entry of `lanes`.
-plan::Program program(std::vector<std::vector<plan::Step>> lanes) {
-  plan::Program p;
-  p.phases.resize(1);
-  for (auto& steps : lanes) p.phases[0].lanes.push_back(plan::Lane{std::move(steps)});
-  return p;
+// Builds l's launch with b.
+void buildInto(TapeBuilder& b, const Launch& l, LaunchTape& tape) {
+  const std::vector<DevCall> calls = l.devCalls();
+  b.build(calls.data(), calls.size(), tape);
 }
-
-/// Rank 0's launch of `progs` over `fabric`, built into a tape.
-struct Launch {
-  std::vector<uint8_t> input = std::vector<uint8_t>(1 << 14, 7);
-  std::vector<uint8_t> output = std::vector<uint8_t>(1 << 14, 0);
-  std::vector<EmuCall> calls;
-  std::vector<DevCall> launch;
-  DevControl ctl;
-
-  Launch(const std::vector<plan::Program>& progs, EmuFabric& fabric, uint64_t timeoutNs,
-         int32_t dtype = groveFloat32) {
-    calls.resize(progs.size());
-    for (size_t c = 0; c < progs.size(); ++c)
-      testing::bindCall(calls[c], progs[c], 0, fabric, DevReduce{dtype, groveSum, 2},
-                        {input.data(), output.data(), nullptr});
-    for (EmuCall& c : calls) launch.push_back(c.call);
-    ctl.timeoutNs = timeoutNs;
-  }
-};
 
 // A send of 10001 bytes into a 4 KiB ring, twice: pieces at most 2 KiB, none
 // across the wrap; the second launch's counters start where the first's
@@ -153,7 +98,8 @@ TEST(StreamTapeShape, PiecesCountersAndWaits) {
   LaunchTape tape;
   uint64_t head = 0;
   for (int round = 0; round < 2; ++round) {
-    b.build(l.launch.data(), l.launch.size(), tape);
+    const std::vector<DevCall> lc = l.devCalls();
+    b.build(lc.data(), lc.size(), tape);
     ASSERT_EQ(tape.phases.size(), 1u);
     ASSERT_EQ(tape.phases[0].size(), 1u);
     uint64_t lastWait = 0;
@@ -195,7 +141,8 @@ TEST(StreamTapeFailures, AbortWhileALaneWaits) {
            fabric, kLongNs);
   TapeBuilder b;
   LaunchTape tape;
-  b.build(l.launch.data(), l.launch.size(), tape);
+  const std::vector<DevCall> lc = l.devCalls();
+  b.build(lc.data(), lc.size(), tape);
   std::thread raiser([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     std::atomic_ref<uint32_t>(l.ctl.abortFlag).store(1);
@@ -212,7 +159,8 @@ TEST(StreamTapeFailures, PeerThatNeverRunsTimesOut) {
   Launch l({program({{step(StepKind::kRecv, -1, 1, {}, out(0), 64)}})}, fabric, 50'000'000ull);
   TapeBuilder b;
   LaunchTape tape;
-  b.build(l.launch.data(), l.launch.size(), tape);
+  const std::vector<DevCall> lc = l.devCalls();
+  b.build(lc.data(), lc.size(), tape);
   runTapeEmulated(tape, l.ctl);
   EXPECT_EQ(l.ctl.status, kDevTimedOut);
 }
@@ -228,7 +176,8 @@ TEST(StreamTapeFailures, ClosedRingAfterItsLastBytes) {
            fabric, kLongNs);
   TapeBuilder b;
   LaunchTape tape;
-  b.build(l.launch.data(), l.launch.size(), tape);
+  const std::vector<DevCall> lc = l.devCalls();
+  b.build(lc.data(), lc.size(), tape);
   runTapeEmulated(tape, l.ctl);
   EXPECT_EQ(l.ctl.status, kDevPeerClosed);
   EXPECT_EQ(l.ctl.failedStep, 1u);
@@ -248,34 +197,33 @@ TEST(StreamTapeFailures, RefusedStepMovesNoCounter) {
   TapeBuilder b;
   LaunchTape tape;
   try {
-    b.build(bad.launch.data(), bad.launch.size(), tape);
+    buildInto(b, bad, tape);
     ADD_FAILURE() << "a partial-element reduce was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), groveInternalError);
   }
   Launch good({program({{step(StepKind::kSend, 1, -1, in(0), {}, 40)}})}, fabric, kLongNs);
-  b.build(good.launch.data(), good.launch.size(), tape);
+  buildInto(b, good, tape);
   runTapeEmulated(tape, good.ctl);
   EXPECT_EQ(good.ctl.status, kDevOk);
   EXPECT_EQ(*ring.head, 40u);
   Launch badType({program({{step(StepKind::kCopy, -1, -1, in(0), out(0), 8)}})}, fabric, kLongNs,
                  42);
-  EXPECT_THROW(b.build(badType.launch.data(), badType.launch.size(), tape), Error);
+  EXPECT_THROW(buildInto(b, badType, tape), Error);
   // A reduce on a buffer not aligned to its elements (the GPU's reduce
   // kernel loads whole elements): a clear error, no counter moved.
   Launch odd({program({{step(StepKind::kSend, 1, -1, in(0), {}, 40)},
                        {step(StepKind::kReduce, -1, -1, in(0), out(0), 8)}})},
              fabric, kLongNs);
   odd.calls[0].call.bufs[kSlotOutput] = odd.output.data() + 1;
-  odd.launch[0] = odd.calls[0].call;
   try {
-    b.build(odd.launch.data(), odd.launch.size(), tape);
+    buildInto(b, odd, tape);
     ADD_FAILURE() << "a misaligned reduce was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), groveInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("aligned"), std::string::npos) << e.what();
   }
-  b.build(good.launch.data(), good.launch.size(), tape);
+  buildInto(b, good, tape);
   runTapeEmulated(tape, good.ctl);
   EXPECT_EQ(good.ctl.status, kDevOk);
   EXPECT_EQ(*ring.head, 40u + plan::wirePad(40) + 40u);  // the refused launch moved nothing

@@ -237,6 +237,21 @@ void Event::waitOn(void* stream) {
       "cudaStreamWaitEvent");
 }
 
+std::unique_ptr<Event> EventPool::take() {
+  if (spare_.empty()) return std::make_unique<Event>();
+  std::unique_ptr<Event> e = std::move(spare_.back());
+  spare_.pop_back();
+  return e;
+}
+
+uint8_t* growScratch(DeviceBuffer& buf, size_t bytes, const std::function<bool()>& drained) {
+  if (buf.size() >= bytes) return buf.get();
+  if (!drained())
+    throw Error(groveRemoteError, "timed out waiting for device launches before growing scratch");
+  buf = DeviceBuffer(bytes);
+  return buf.get();
+}
+
 bool Event::done() {
   const cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(event_));
   if (err == cudaErrorNotReady) return false;

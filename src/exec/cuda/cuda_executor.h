@@ -21,6 +21,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "exec/device/dev_program.h"
@@ -208,6 +210,24 @@ class Event {
  private:
   void* event_ = nullptr;
 };
+
+/// Events kept for reuse. Creating or destroying an event takes a driver
+/// lock that another rank thread of this process may hold while it waits for
+/// this rank's next launch, so an engine never destroys one while it runs.
+class EventPool {
+ public:
+  /// A spare event, or a new one (on the current device).
+  std::unique_ptr<Event> take();
+  /// Keeps `e` for a later take().
+  void give(std::unique_ptr<Event> e) { spare_.push_back(std::move(e)); }
+
+ private:
+  std::vector<std::unique_ptr<Event>> spare_;
+};
+
+/// `buf`, grown to at least `bytes` once `drained()` says no launch uses it
+/// any more; throws grove::Error(groveRemoteError) if it does not.
+uint8_t* growScratch(DeviceBuffer& buf, size_t bytes, const std::function<bool()>& drained);
 
 /// True when `p` is device or managed memory (cudaPointerGetAttributes);
 /// false for host memory (pinned or not) and when no CUDA device exists.
