@@ -153,12 +153,15 @@ class CudaTapeEngine : public TapeEngineBase {
       // The counters moved but not every operation went out: this rank and
       // its peers no longer agree on the rings. Fail, let the waits go.
       enqueueSince_.store(0);
+      events_.give(std::move(p.start));
+      events_.give(std::move(p.done));
       fail(exec::dev::kDevBadStep);
       releaseWaits();
       throw;
     }
     enqueueSince_.store(0);
     pending_.push_back(std::move(p));
+    pendingCount_.store(pending_.size());
   }
 
   void copy(void* dst, const void* src, size_t bytes, void* stream) override {
@@ -181,7 +184,8 @@ class CudaTapeEngine : public TapeEngineBase {
     try {
       cu::setDevice(device_);
       const uint64_t now = nowNs();
-      if (failed() && now - lastRelease_.load() > kReleaseEveryNs) releaseWaits();
+      if (failed() && pendingCount_.load() > 0 && now - lastRelease_.load() > kReleaseEveryNs)
+        releaseWaits();
       std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
       if (!lock.owns_lock()) {
         const uint64_t since = enqueueSince_.load();
@@ -219,7 +223,8 @@ class CudaTapeEngine : public TapeEngineBase {
         }
       }
       const uint64_t now = nowNs();
-      if (failed() && now - lastRelease_.load() > kReleaseEveryNs) releaseWaits();
+      if (failed() && pendingCount_.load() > 0 && now - lastRelease_.load() > kReleaseEveryNs)
+        releaseWaits();
       if (now - start > limit) return false;
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
@@ -256,6 +261,7 @@ class CudaTapeEngine : public TapeEngineBase {
       pending_.pop_front();
       if (!pending_.empty()) pending_.front().startedAt = 0;
     }
+    pendingCount_.store(pending_.size());
   }
   void publishAwaited() {
     std::vector<std::pair<uint64_t*, uint64_t>> words = builder_.awaitedValues();
@@ -278,6 +284,7 @@ class CudaTapeEngine : public TapeEngineBase {
   std::deque<Pending> pending_;  // launches not known finished, oldest first
   cu::EventPool events_;
   std::atomic<uint64_t> enqueueSince_{0};  // when a running enqueue began; 0: none
+  std::atomic<size_t> pendingCount_{0};    // pending_.size(), for the lock-free looks
   std::mutex releaseMu_;
   std::vector<std::pair<uint64_t*, uint64_t>> release_;  // (counter, release value)
   std::atomic<uint64_t> lastRelease_{0};

@@ -177,12 +177,30 @@ void TapeStreams::enqueue(const dev::LaunchTape& tape, void* stream) {
   ensureLanes(tape.maxLanes());
   const cudaStream_t user = asStream(stream);
   detail::check(cudaEventRecord(asEvent(hub_), user), "cudaEventRecord");
+  std::vector<size_t> next;
   for (const std::vector<dev::TapeLane>& phase : tape.phases) {
+    for (size_t l = 0; l < phase.size(); ++l)
+      detail::check(cudaStreamWaitEvent(asStream(lanes_[l]), asEvent(hub_), 0),
+                    "cudaStreamWaitEvent");
+    // Lanes go out interleaved, a piece (up to a post) of each in turn: an
+    // enqueue blocks once a stream's queue is full, and a lane enqueued
+    // whole first could block before a lane its peers need went out at all.
+    next.assign(phase.size(), 0);
+    for (bool more = true; more;) {
+      more = false;
+      for (size_t l = 0; l < phase.size(); ++l) {
+        const std::vector<dev::TapeOp>& ops = phase[l].ops;
+        const cudaStream_t s = asStream(lanes_[l]);
+        while (next[l] < ops.size()) {
+          const dev::TapeOp& op = ops[next[l]++];
+          enqueueOp(op, s, waitFlags_);
+          if (op.kind == dev::TapeOpKind::kPost) break;
+        }
+        more = more || next[l] < ops.size();
+      }
+    }
     for (size_t l = 0; l < phase.size(); ++l) {
-      const cudaStream_t s = asStream(lanes_[l]);
-      detail::check(cudaStreamWaitEvent(s, asEvent(hub_), 0), "cudaStreamWaitEvent");
-      for (const dev::TapeOp& op : phase[l].ops) enqueueOp(op, s, waitFlags_);
-      detail::check(cudaEventRecord(asEvent(laneDone_[l]), s), "cudaEventRecord");
+      detail::check(cudaEventRecord(asEvent(laneDone_[l]), asStream(lanes_[l])), "cudaEventRecord");
       detail::check(cudaStreamWaitEvent(user, asEvent(laneDone_[l]), 0), "cudaStreamWaitEvent");
     }
     detail::check(cudaEventRecord(asEvent(hub_), user), "cudaEventRecord");

@@ -5,7 +5,8 @@
 // How it works: each lane of a phase gets a CUDA stream of its own
 // (non-blocking, made once and kept). A launch records an event on the
 // caller's stream that every lane stream of the first phase waits for; a
-// lane's operations go on its stream in order -- a wait is
+// lane's operations go on its stream in order (the lanes interleaved, a
+// piece of each in turn, so no lane's enqueue runs far ahead) -- a wait is
 // cuStreamWaitValue64 (GEQ, the GPU's front end holds the stream; other
 // contexts run meanwhile), a post cuStreamWriteValue64 (with its default
 // memory barrier: the earlier copies and kernels of the stream are visible
