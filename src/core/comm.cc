@@ -438,6 +438,10 @@ std::unique_ptr<Comm> Comm::split(int color, int key, const CommOptions& options
 }
 
 void Comm::abort(const std::string& why) {
+  // The peers hear of it first: the signal (watched by the device path)
+  // and the device abort let a stream-tape engine's waiting streams run on,
+  // and a peer must not take what they then send for a finished call.
+  if (bootstrap_) bootstrap_->abort(why);
   abort_.raise(why);
   {
     std::lock_guard<std::mutex> lock(errorMu_);
@@ -446,10 +450,6 @@ void Comm::abort(const std::string& why) {
       errorText_ = "communicator was aborted";
     }
   }
-  // The peers hear of it first: a stream-tape engine's abort lets its
-  // waiting streams run on, and a peer must not take what they then send
-  // for a finished call.
-  if (bootstrap_) bootstrap_->abort(why);
   if (device_) device_->abort();
   // Running work sees the signal at its next wait; give it a moment to leave.
   sequencer_.drainFor(std::min(options_.timeoutSec, 5.0));

@@ -85,9 +85,12 @@ void Comm::recordAsyncFailure(groveResult_t code, const std::string& text) {
     error_ = code;
     errorText_ = full;
   }
+  // The peers first: raising the signal makes a stream-tape engine release
+  // its waits, and a peer must not take what its streams then send for a
+  // finished call.
   const bool remote = abort_.raised();
-  abort_.raise(full);
   if (!remote && bootstrap_) bootstrap_->abort(full);
+  abort_.raise(full);
   GROVE_WARN(log::kColl, "%s", full.c_str());
 }
 

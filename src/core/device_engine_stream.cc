@@ -69,13 +69,10 @@ class TapeEngineBase : public DeviceEngine {
   const exec::dev::DevControl& control() const override { return ctl_; }
 
  protected:
-  // Claims the launch status (first failure wins). The host cannot tell
-  // which operation a stream stopped at: the position is unknown.
+  // Claims the launch status (first failure wins).
   void fail(uint32_t status) {
     uint32_t expected = exec::dev::kDevOk;
-    if (!std::atomic_ref<uint32_t>(ctl_.status).compare_exchange_strong(expected, status)) return;
-    ctl_.failedCall = ctl_.failedPhase = ctl_.failedLane = ctl_.failedStep =
-        exec::dev::kDevUnknownPosition;
+    std::atomic_ref<uint32_t>(ctl_.status).compare_exchange_strong(expected, status);
   }
 
   exec::dev::DevControl ctl_;
@@ -122,7 +119,11 @@ namespace cu = exec::cuda;
 class CudaTapeEngine : public TapeEngineBase {
  public:
   CudaTapeEngine(int device, double timeoutSec)
-      : TapeEngineBase(timeoutSec), device_(device), streams_(device) {}
+      : TapeEngineBase(timeoutSec), device_(device), streams_(device) {
+    // The host cannot tell where a stream stopped (written once, here).
+    ctl_.failedCall = ctl_.failedPhase = ctl_.failedLane = ctl_.failedStep =
+        exec::dev::kDevUnknownPosition;
+  }
   ~CudaTapeEngine() override {
     if (!drain(5.0)) {
       abort();
@@ -141,6 +142,7 @@ class CudaTapeEngine : public TapeEngineBase {
     std::lock_guard<std::mutex> lock(mu_);
     builder_.build(calls.data(), calls.size(), tape_);  // throws before any counter moves
     publishAwaited();
+    if (failed()) releaseWaits();  // an abort since the device path's check: these waits too
     Pending p{events_.take(), events_.take(), 0};
     enqueueSince_.store(nowNs());
     try {
@@ -151,12 +153,18 @@ class CudaTapeEngine : public TapeEngineBase {
       p.done->record(stream);
     } catch (...) {
       // The counters moved but not every operation went out: this rank and
-      // its peers no longer agree on the rings. Fail, let the waits go.
+      // its peers no longer agree on the rings. Fail, let the waits go, and
+      // keep what did go out tracked, so nothing it uses is freed under it.
       enqueueSince_.store(0);
-      events_.give(std::move(p.start));
-      events_.give(std::move(p.done));
       fail(exec::dev::kDevBadStep);
       releaseWaits();
+      streams_.joinLanes(stream);
+      try {
+        p.done->record(stream);
+      } catch (...) {  // a sticky error: drain() will say it never finishes
+      }
+      pending_.push_back(std::move(p));
+      pendingCount_.store(pending_.size());
       throw;
     }
     enqueueSince_.store(0);
@@ -184,12 +192,12 @@ class CudaTapeEngine : public TapeEngineBase {
     try {
       cu::setDevice(device_);
       const uint64_t now = nowNs();
-      if (failed() && pendingCount_.load() > 0 && now - lastRelease_.load() > kReleaseEveryNs)
-        releaseWaits();
+      if (failed() && busy() && now - lastRelease_.load() > kReleaseEveryNs) releaseWaits();
       std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
       if (!lock.owns_lock()) {
         const uint64_t since = enqueueSince_.load();
-        if (since != 0 && ctl_.timeoutNs > 0 && now - since > ctl_.timeoutNs) timeOut();
+        if (since != 0 && ctl_.timeoutNs > 0 && now - since > ctl_.timeoutNs && !failed())
+          timeOut();
         return;
       }
       retireFinished();
@@ -199,7 +207,7 @@ class CudaTapeEngine : public TapeEngineBase {
         if (!oldest.start->done()) return;  // work queued before it still runs
         oldest.startedAt = now;
       }
-      if (now - oldest.startedAt > ctl_.timeoutNs) timeOut();
+      if (now - oldest.startedAt > ctl_.timeoutNs && !failed()) timeOut();
     } catch (const std::exception& e) {
       // A sticky CUDA error: nothing on this device completes any more.
       if (!failed()) GROVE_WARN(log::kColl, "stream tapes: %s", e.what());
@@ -219,12 +227,11 @@ class CudaTapeEngine : public TapeEngineBase {
           } catch (const std::exception&) {
             return false;  // a sticky CUDA error: it will never finish
           }
-          if (pending_.empty()) return true;
+          if (pending_.empty() && streams_.releasesDone()) return true;
         }
       }
       const uint64_t now = nowNs();
-      if (failed() && pendingCount_.load() > 0 && now - lastRelease_.load() > kReleaseEveryNs)
-        releaseWaits();
+      if (failed() && busy() && now - lastRelease_.load() > kReleaseEveryNs) releaseWaits();
       if (now - start > limit) return false;
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
@@ -245,6 +252,8 @@ class CudaTapeEngine : public TapeEngineBase {
                                      std::chrono::steady_clock::now().time_since_epoch())
                                      .count());
   }
+  // Launches out, or one being enqueued.
+  bool busy() const { return pendingCount_.load() > 0 || enqueueSince_.load() != 0; }
   bool failed() const {
     return std::atomic_ref<uint32_t>(const_cast<uint32_t&>(ctl_.status)).load() !=
            exec::dev::kDevOk;
@@ -269,10 +278,12 @@ class CudaTapeEngine : public TapeEngineBase {
     std::lock_guard<std::mutex> lock(releaseMu_);
     release_ = std::move(words);
   }
+  // Writes the releases (at most one batch queued at a time; a busy
+  // release stream leaves it to the next 100 ms look).
   void releaseWaits() {
     std::lock_guard<std::mutex> lock(releaseMu_);
     lastRelease_.store(nowNs());
-    streams_.release(release_);
+    (void)streams_.release(release_);
   }
   double timeoutSec() const { return ctl_.timeoutNs > 0 ? ctl_.timeoutNs * 1e-9 : 1e9; }
 

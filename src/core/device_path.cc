@@ -73,7 +73,13 @@ DevicePath::~DevicePath() {
     engine_->abort();
     drained = engine_->drain(5.0);
   }
-  if (!drained) {
+  // A launch that another thread is still inside (an abort from a second
+  // thread while a stream tape's enqueue blocks) must leave first; draining
+  // keeps releasing what it waits for.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (inLaunch_.load() > 0 && std::chrono::steady_clock::now() < end)
+    drained = engine_->drain(0.05);
+  if (!drained || inLaunch_.load() > 0) {
     // Operations still on the device point at the rings and the engine's
     // memory: freeing them could make the device write freed memory. Leak
     // them instead (a failure path; the process is usually about to end).
@@ -209,6 +215,11 @@ bool DevicePath::runAsCopies(const std::vector<DeviceOp>& ops, void* stream) {
 }
 
 void DevicePath::launch(const std::vector<DeviceOp>& ops, void* stream) {
+  struct InLaunch {
+    std::atomic<int>& n;
+    explicit InLaunch(std::atomic<int>& c) : n(c) { ++n; }
+    ~InLaunch() { --n; }
+  } inLaunch(inLaunch_);
   checkStatus();
   if (ops.empty()) return;
   ++stats_.launches;

@@ -130,6 +130,7 @@ class DevicePath {
   std::condition_variable cv_;
   bool stop_ = false;
   std::atomic<bool> reported_{false};
+  std::atomic<int> inLaunch_{0};  // threads inside launch() (the destructor waits for them)
   std::thread watcher_;
 };
 

@@ -167,9 +167,30 @@ void TapeStreams::ensureLanes(size_t n) {
                n, hardwareQueues());
   }
   while (lanes_.size() < n) {
-    lanes_.push_back(newStream());
-    laneDone_.push_back(newEvent());
+    void* s = newStream();
+    void* e = nullptr;
+    try {
+      e = newEvent();
+    } catch (...) {
+      cudaStreamDestroy(asStream(s));
+      throw;
+    }
+    lanes_.push_back(s);
+    laneDone_.push_back(e);
   }
+}
+
+void TapeStreams::joinLanes(void* stream) {
+  for (size_t l = 0; l < lanes_.size(); ++l)
+    if (cudaEventRecord(asEvent(laneDone_[l]), asStream(lanes_[l])) == cudaSuccess)
+      (void)cudaStreamWaitEvent(asStream(stream), asEvent(laneDone_[l]), 0);
+  (void)cudaGetLastError();
+}
+
+bool TapeStreams::releasesDone() {
+  const cudaError_t err = cudaStreamQuery(asStream(private_));
+  (void)cudaGetLastError();
+  return err != cudaErrorNotReady;
 }
 
 void TapeStreams::enqueue(const dev::LaunchTape& tape, void* stream) {
@@ -207,12 +228,16 @@ void TapeStreams::enqueue(const dev::LaunchTape& tape, void* stream) {
   }
 }
 
-void TapeStreams::release(const std::vector<std::pair<uint64_t*, uint64_t>>& words) {
+bool TapeStreams::release(const std::vector<std::pair<uint64_t*, uint64_t>>& words) {
   (void)cudaSetDevice(device_);
+  // One batch at a time: the release stream may share a hardware queue
+  // with a waiting lane, and a queue that fills would block this call.
+  if (!releasesDone()) return false;
   const DriverOps& d = driverOps();
   for (const auto& [word, value] : words)
     (void)d.writeValue64(asStream(private_), reinterpret_cast<CUdeviceptr>(word), value,
                          CU_STREAM_WRITE_VALUE_DEFAULT);
+  return true;
 }
 
 }  // namespace grove::exec::cuda

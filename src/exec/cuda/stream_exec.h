@@ -61,8 +61,14 @@ class TapeStreams {
   /// Enqueues `tape` after the work enqueued on `stream` so far and makes
   /// `stream` wait for it. Throws grove::Error(groveUnhandledCudaError).
   void enqueue(const dev::LaunchTape& tape, void* stream);
-  /// Writes each (word, value) on a private stream; returns at once.
-  void release(const std::vector<std::pair<uint64_t*, uint64_t>>& words);
+  /// Writes each (word, value) on a private stream and returns at once;
+  /// false (nothing written) while an earlier batch is still queued.
+  bool release(const std::vector<std::pair<uint64_t*, uint64_t>>& words);
+  /// True when every release batch has landed.
+  bool releasesDone();
+  /// Best effort after a failed enqueue: makes `stream` wait for whatever
+  /// every lane stream holds (errors ignored).
+  void joinLanes(void* stream);
 
  private:
   void ensureLanes(size_t n);
