@@ -117,6 +117,13 @@ class Waiter {
   std::chrono::nanoseconds spin_;
 };
 
+/// The steady clock in nanoseconds (for sums of durations and deadlines).
+inline uint64_t monotonicNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
 /// Cheap CPU pause for spin loops.
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)

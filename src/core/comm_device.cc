@@ -10,7 +10,6 @@
 // path lowers, opens, installs and launches it. Everything one thread
 // records for this communicator in a group becomes one launch.
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 #include "algorithms/builders/builders.h"
@@ -19,6 +18,7 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/wait.h"
 #include "core/bootstrap.h"
 #include "core/comm.h"
 #include "core/connections.h"
@@ -115,7 +115,7 @@ void Comm::addDeviceP2P(const std::vector<P2PCall>& calls, groveDataType_t dtype
 void Comm::deviceGroup(const std::vector<DeviceCollective>& colls, const std::vector<P2PCall>& p2p,
                        void* stream) {
   runGuarded(colls.empty() ? "send/recv" : plan::collName(colls.front().args.coll), [&] {
-    const auto t0 = std::chrono::steady_clock::now();
+    const uint64_t t0 = monotonicNs();
     std::vector<DeviceOp> ops;
     for (const DeviceCollective& c : colls) {
       const uint64_t bytes = plan::messageBytes(c.args);
@@ -134,9 +134,7 @@ void Comm::deviceGroup(const std::vector<DeviceCollective>& colls, const std::ve
       ops.push_back(std::move(op));
     }
     if (!p2p.empty()) addDeviceP2P(p2p, groveUint8, ops);
-    device_->noteSelect(static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-            .count()));
+    device_->noteSelect(monotonicNs() - t0);
     device_->launch(ops, stream);
   });
 }

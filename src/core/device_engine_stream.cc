@@ -32,6 +32,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/wait.h"
 #include "core/device_engine.h"
 #include "core/host_program.h"
 #include "exec/device/stream_emulate.h"
@@ -144,7 +145,7 @@ class CudaTapeEngine : public TapeEngineBase {
     publishAwaited();
     if (failed()) releaseWaits();  // an abort since the device path's check: these waits too
     Pending p{events_.take(), events_.take(), 0};
-    enqueueSince_.store(nowNs());
+    enqueueSince_.store(monotonicNs());
     try {
       if (!pending_.empty()) last_.waitOn(stream);
       p.start->record(stream);
@@ -191,7 +192,7 @@ class CudaTapeEngine : public TapeEngineBase {
   void poll() override {
     try {
       cu::setDevice(device_);
-      const uint64_t now = nowNs();
+      const uint64_t now = monotonicNs();
       if (failed() && busy() && now - lastRelease_.load() > kReleaseEveryNs) releaseWaits();
       std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
       if (!lock.owns_lock()) {
@@ -217,7 +218,7 @@ class CudaTapeEngine : public TapeEngineBase {
 
   bool drain(double timeoutSec) override {
     const uint64_t limit = static_cast<uint64_t>((timeoutSec > 0 ? timeoutSec : 1e9) * 1e9);
-    const uint64_t start = nowNs();
+    const uint64_t start = monotonicNs();
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
@@ -230,7 +231,7 @@ class CudaTapeEngine : public TapeEngineBase {
           if (pending_.empty() && streams_.releasesDone()) return true;
         }
       }
-      const uint64_t now = nowNs();
+      const uint64_t now = monotonicNs();
       if (failed() && busy() && now - lastRelease_.load() > kReleaseEveryNs) releaseWaits();
       if (now - start > limit) return false;
       std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -247,11 +248,6 @@ class CudaTapeEngine : public TapeEngineBase {
     uint64_t startedAt;                // when the watcher saw it started as the oldest; 0: not yet
   };
 
-  static uint64_t nowNs() {
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::steady_clock::now().time_since_epoch())
-                                     .count());
-  }
   // Launches out, or one being enqueued.
   bool busy() const { return pendingCount_.load() > 0 || enqueueSince_.load() != 0; }
   bool failed() const {
@@ -282,7 +278,7 @@ class CudaTapeEngine : public TapeEngineBase {
   // release stream leaves it to the next 100 ms look).
   void releaseWaits() {
     std::lock_guard<std::mutex> lock(releaseMu_);
-    lastRelease_.store(nowNs());
+    lastRelease_.store(monotonicNs());
     (void)streams_.release(release_);
   }
   double timeoutSec() const { return ctl_.timeoutNs > 0 ? ctl_.timeoutNs * 1e-9 : 1e9; }

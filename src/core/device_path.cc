@@ -13,12 +13,6 @@ namespace {
 // device failure reaches the communicator, and an abort the device, within this.
 constexpr auto kWatchPeriod = std::chrono::milliseconds(10);
 
-uint64_t nowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
 uint32_t loadWord(const uint32_t& w) {
   return std::atomic_ref<uint32_t>(const_cast<uint32_t&>(w)).load(std::memory_order_acquire);
 }
@@ -167,7 +161,7 @@ const DevicePath::Installed& DevicePath::prepare(const DeviceOp& op) {
     auto it = installed_.find(op.program.get());
     if (it != installed_.end()) return it->second;
   }
-  const uint64_t t0 = nowNs();
+  const uint64_t t0 = monotonicNs();
   exec::dev::DevProgram lowered = exec::dev::lowerProgram(*op.program, {}, engine_->lowerOptions());
   DeviceRingTables rings = links_->ensure(lowered);
   Installed inst;
@@ -175,7 +169,7 @@ const DevicePath::Installed& DevicePath::prepare(const DeviceOp& op) {
   inst.view = engine_->install(lowered, rings, op.oneOff);
   inst.nSlots = lowered.nSlots;
   ++stats_.installs;
-  stats_.installNs += nowNs() - t0;
+  stats_.installNs += monotonicNs() - t0;
   if (op.oneOff) {
     oneOff_ = std::move(inst);
     return oneOff_;
@@ -223,9 +217,9 @@ void DevicePath::launch(const std::vector<DeviceOp>& ops, void* stream) {
   checkStatus();
   if (ops.empty()) return;
   ++stats_.launches;
-  const uint64_t t0 = nowNs();
+  const uint64_t t0 = monotonicNs();
   if (runAsCopies(ops, stream)) {
-    stats_.enqueueNs += nowNs() - t0;
+    stats_.enqueueNs += monotonicNs() - t0;
     return;
   }
   const uint64_t installedBefore = stats_.installNs;
@@ -254,10 +248,10 @@ void DevicePath::launch(const std::vector<DeviceOp>& ops, void* stream) {
       call.bufs[exec::dev::kSlotExtra0 + k] = static_cast<uint8_t*>(op.extra[k]);
     calls_.push_back(call);
   }
-  const uint64_t t1 = nowNs();
+  const uint64_t t1 = monotonicNs();
   stats_.prepareNs += t1 - t0 - (stats_.installNs - installedBefore);
   engine_->launch(calls_, stream);
-  stats_.enqueueNs += nowNs() - t1;
+  stats_.enqueueNs += monotonicNs() - t1;
   ++stats_.kernelLaunches;
   if (!engine_->asynchronous()) checkStatus();
 }

@@ -91,6 +91,19 @@ struct Runner {
 /// The runner of the tests in this process (the stream tape tests set it).
 inline Runner gRunner;
 
+/// Runs one rank's launch as `gRunner` says for `rank`: a stream tape (a
+/// fresh builder) or the interpreter.
+inline void runLaunch(size_t rank, const std::vector<DevCall>& launch, DevControl& ctl) {
+  if (gRunner.tape(rank)) {
+    TapeBuilder builder(gRunner.pieceBytes);
+    LaunchTape tape;
+    builder.build(launch.data(), launch.size(), tape);
+    runTapeEmulated(tape, ctl);
+  } else {
+    runEmulated(launch.data(), launch.size(), ctl);
+  }
+}
+
 /// Runs calls[r] (rank r's launch) on one thread per rank; returns each
 /// rank's DevControl (deadline timeoutNs).
 inline std::vector<DevControl> runRanks(std::vector<std::vector<EmuCall>>& calls,
@@ -102,14 +115,7 @@ inline std::vector<DevControl> runRanks(std::vector<std::vector<EmuCall>>& calls
     threads.emplace_back([&calls, &ctl, r] {
       std::vector<DevCall> launch;
       for (EmuCall& c : calls[r]) launch.push_back(c.call);
-      if (gRunner.tape(r)) {
-        TapeBuilder builder(gRunner.pieceBytes);
-        LaunchTape tape;
-        builder.build(launch.data(), launch.size(), tape);
-        runTapeEmulated(tape, ctl[r]);
-      } else {
-        runEmulated(launch.data(), launch.size(), ctl[r]);
-      }
+      runLaunch(r, launch, ctl[r]);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -252,17 +258,7 @@ struct RankLaunch {
     for (const EmuCall& c : calls) launch.push_back(c.call);
     return launch;
   }
-  void run() {
-    const std::vector<DevCall> launch = devCalls();
-    if (gRunner.tape(0)) {
-      TapeBuilder builder(gRunner.pieceBytes);
-      LaunchTape tape;
-      builder.build(launch.data(), launch.size(), tape);
-      runTapeEmulated(tape, ctl);
-    } else {
-      runEmulated(launch.data(), launch.size(), ctl);
-    }
-  }
+  void run() { runLaunch(0, devCalls(), ctl); }
   void expectFailed(uint32_t status, uint32_t call, uint32_t lane, uint32_t stepIndex) const {
     EXPECT_EQ(ctl.status, status);
     EXPECT_EQ(ctl.failedCall, call);

@@ -139,15 +139,12 @@ TEST(StreamTapeFailures, AbortWhileALaneWaits) {
   Launch l({program({{step(StepKind::kCopy, -1, -1, in(0), out(0), 16),
                       step(StepKind::kRecv, -1, 1, {}, out(16), 64)}})},
            fabric, kLongNs);
-  TapeBuilder b;
-  LaunchTape tape;
-  const std::vector<DevCall> lc = l.devCalls();
-  b.build(lc.data(), lc.size(), tape);
+  UseRunner use({Runner::kTape, kTapePieceBytes});
   std::thread raiser([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     std::atomic_ref<uint32_t>(l.ctl.abortFlag).store(1);
   });
-  runTapeEmulated(tape, l.ctl);
+  l.run();
   raiser.join();
   EXPECT_EQ(l.ctl.status, kDevAborted);
   EXPECT_EQ(l.ctl.failedStep, 1u);
@@ -157,11 +154,8 @@ TEST(StreamTapeFailures, AbortWhileALaneWaits) {
 TEST(StreamTapeFailures, PeerThatNeverRunsTimesOut) {
   EmuFabric fabric(kSmallRing);
   Launch l({program({{step(StepKind::kRecv, -1, 1, {}, out(0), 64)}})}, fabric, 50'000'000ull);
-  TapeBuilder b;
-  LaunchTape tape;
-  const std::vector<DevCall> lc = l.devCalls();
-  b.build(lc.data(), lc.size(), tape);
-  runTapeEmulated(tape, l.ctl);
+  UseRunner use({Runner::kTape, kTapePieceBytes});
+  l.run();
   EXPECT_EQ(l.ctl.status, kDevTimedOut);
 }
 
@@ -174,11 +168,8 @@ TEST(StreamTapeFailures, ClosedRingAfterItsLastBytes) {
   Launch l({program({{step(StepKind::kRecv, -1, 1, {}, out(0), 64),
                       step(StepKind::kRecv, -1, 1, {}, out(64), 64)}})},
            fabric, kLongNs);
-  TapeBuilder b;
-  LaunchTape tape;
-  const std::vector<DevCall> lc = l.devCalls();
-  b.build(lc.data(), lc.size(), tape);
-  runTapeEmulated(tape, l.ctl);
+  UseRunner use({Runner::kTape, kTapePieceBytes});
+  l.run();
   EXPECT_EQ(l.ctl.status, kDevPeerClosed);
   EXPECT_EQ(l.ctl.failedStep, 1u);
   for (int i = 0; i < 64; ++i) ASSERT_EQ(l.output[i], 100 + i) << i;

@@ -67,11 +67,7 @@ class HostCtx {
                                                                       std::memory_order_acq_rel);
   }
   /// Monotonic clock in ns.
-  uint64_t nowNs() {
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::steady_clock::now().time_since_epoch())
-                                     .count());
-  }
+  uint64_t nowNs() { return monotonicNs(); }
   /// Backs off after `spins` consecutive empty polls: pause, then yield, then naps.
   void pause(uint32_t spins) {
     if (spins < kSpinPolls) {

@@ -7,6 +7,7 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "exec/device/dev_lane.h"
+#include "ir/step_traits.h"
 #include "ir/wire.h"
 
 namespace grove::exec::dev {
@@ -36,12 +37,6 @@ struct TapeBuilder::Lane {
 namespace {
 
 bool reached(uint64_t have, uint64_t want) { return static_cast<int64_t>(have - want) >= 0; }
-
-bool reduces(const DevStep& s) {
-  const auto k = static_cast<plan::StepKind>(s.kind);
-  return k == plan::StepKind::kRecvReduce || k == plan::StepKind::kRecvReduceSend ||
-         k == plan::StepKind::kRecvReduceCopySend || k == plan::StepKind::kReduce;
-}
 
 TapeOp copyOp(void* dst, const void* src, uint64_t bytes) {
   TapeOp op;
@@ -112,7 +107,7 @@ void TapeBuilder::build(const DevCall* calls, size_t n, LaunchTape& out) {
           if (s.bytes != 0 && !lane_detail::resolveStep(call, s, esz, &src, &dst, &rs))
             throwInternalError(where + " cannot run");
           // A reduce runs as a kernel that loads whole elements.
-          if (s.bytes != 0 && reduces(s) &&
+          if (s.bytes != 0 && plan::stepReduces(static_cast<plan::StepKind>(s.kind)) &&
               ((src != nullptr && reinterpret_cast<uintptr_t>(src) % esz != 0) ||
                (dst != nullptr && reinterpret_cast<uintptr_t>(dst) % esz != 0)))
             throwInvalidArgument(where + ": a reduced buffer is not aligned to its " +
