@@ -24,14 +24,21 @@ struct PreMulSumOp {
   const void* where;       ///< the scalar's address, if not
 };
 
-/// A buffer registration: ncclCommRegister's handle, or an ncclWindow_t.
+/// A buffer registration: ncclCommRegister's handle, or an ncclWindow_t
+/// (which NCCL's window queries take without their communicator).
 struct Registration {
   void* buff;
   size_t size;
+  groveComm_t comm = nullptr;
+  int rank = -1;
+  bool window = false;
 };
 
 struct CommState {
   bool finalized = false;
+  uint64_t hash = 0;               ///< ncclCommQueryProperties's commHash: the same on every rank
+  uint64_t splits = 0;             ///< ncclCommSplit calls on this communicator so far
+  bool growIdOutstanding = false;  ///< ncclCommGetUniqueId gave an id no grow consumed yet
   int nextOp = ncclNumOps;
   std::map<int, PreMulSumOp> ops;
   std::map<const void*, std::unique_ptr<Registration>> registrations;  ///< by handle
@@ -55,5 +62,23 @@ auto withState(groveComm_t comm, F f) -> decltype(f(std::declval<CommState&>()))
 
 /// True if comm was finalized (collectives on it are refused).
 bool finalized(groveComm_t comm);
+
+/// Registers [buff, buff + size) with comm (memory.cc) as a buffer or a
+/// window; *out is the handle.
+ncclResult_t registerBuffer(const char* fn, groveComm_t comm, void* buff, size_t size, bool window,
+                            Registration** out);
+/// Drops the registration `handle` of comm; refuses one comm does not have
+/// (or one of the other kind).
+ncclResult_t deregisterBuffer(const char* fn, groveComm_t comm, bool window, const void* handle);
+
+/// A copy of window `win` of any communicator; false if no communicator has it.
+bool findWindow(ncclWindow_t win, Registration* out);
+
+/// The communicator's hash, the same on every rank of it: made from the
+/// unique id at init, from the parent's and the color at split.
+uint64_t commHash(groveComm_t comm);
+void setCommHash(groveComm_t comm, uint64_t hash);
+/// FNV-1a over bytes, continuing from h.
+uint64_t hashBytes(const void* data, size_t n, uint64_t h = 1469598103934665603ull);
 
 }  // namespace grove::nccl

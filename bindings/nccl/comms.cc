@@ -28,6 +28,20 @@ bool finalized(groveComm_t comm) {
   return it != detail::states().end() && it->second.finalized;
 }
 
+uint64_t hashBytes(const void* data, size_t n, uint64_t h) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+uint64_t commHash(groveComm_t comm) {
+  return withState(comm, [](CommState& s) { return s.hash; });
+}
+
+void setCommHash(groveComm_t comm, uint64_t hash) {
+  withState(comm, [&](CommState& s) { s.hash = hash; });
+}
+
 void forgetComm(groveComm_t comm) {
   std::lock_guard<std::mutex> lock(detail::stateMutex());
   detail::states().erase(comm);
@@ -78,6 +92,7 @@ ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int 
   std::memcpy(&gid, &id, sizeof gid);
   groveComm_t g = nullptr;
   const groveResult_t r = groveCommInitRankConfig(&g, nranks, gid, rank, &cfg);
+  if (g != nullptr) setCommHash(g, hashBytes(&id, sizeof id));
   *comm = toNccl(g);
   return toNccl(r);
 }
@@ -129,7 +144,11 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
     std::vector<groveComm_t> g(ndev > 0 ? ndev : 0, nullptr);
     const groveResult_t r =
         groveCommInitAll(g.data(), ndev, devlist != nullptr ? devlist : devices.data());
-    for (int i = 0; r == groveSuccess && i < ndev; ++i) comms[i] = toNccl(g[i]);
+    const uint64_t hash = hashBytes(g.data(), sizeof(groveComm_t));  // one per call, shared
+    for (int i = 0; r == groveSuccess && i < ndev; ++i) {
+      setCommHash(g[i], hash);
+      comms[i] = toNccl(g[i]);
+    }
     return toNccl(r);
   });
 }
@@ -145,6 +164,14 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
     groveComm_t child = nullptr;
     const groveResult_t r =
         groveCommSplit(toGrove(comm), color, key, &child, config != nullptr ? &cfg : nullptr);
+    // Every member of the child got the same color from the same parent;
+    // the parent's split count (every rank splits, with a color or not)
+    // tells this split from an earlier one.
+    const uint64_t seq = withState(toGrove(comm), [](CommState& s) { return ++s.splits; });
+    if (child != nullptr) {
+      uint64_t h = hashBytes(&color, sizeof color, commHash(toGrove(comm)));
+      setCommHash(child, hashBytes(&seq, sizeof seq, h));
+    }
     *newcomm = toNccl(child);
     return toNccl(r);
   });
@@ -157,6 +184,36 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
   return refuse(ncclInvalidUsage, "ncclCommShrink",
                 "not supported by grove's NCCL library (the excluded ranks do not take part, and "
                 "grove's split needs every rank); destroy the communicator and make a new one");
+}
+
+// A grow id is asked of the existing communicator's root (NCCL 2.29): one
+// at a time, consumed by the grow. grove makes a real unique id (its
+// bootstrap listens for it); the grow itself is refused below, so the id
+// stays outstanding and a second request is refused as NCCL refuses it.
+ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
+  return call("ncclCommGetUniqueId", [&] {
+    const char* fn = "ncclCommGetUniqueId";
+    if (uniqueId == nullptr) return refuse(ncclInvalidArgument, fn, "uniqueId is NULL");
+    int n = 0;
+    if (groveResult_t r = groveCommCount(toGrove(comm), &n); r != groveSuccess) return toNccl(r);
+    if (withState(toGrove(comm), [](CommState& s) { return s.growIdOutstanding; }))
+      return refuse(ncclInvalidUsage, fn,
+                    "an id from an earlier call has not been consumed by ncclCommGrow yet");
+    if (groveResult_t r = groveGetUniqueId(reinterpret_cast<groveUniqueId*>(uniqueId));
+        r != groveSuccess)
+      return toNccl(r);
+    withState(toGrove(comm), [](CommState& s) { s.growIdOutstanding = true; });
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                          ncclComm_t* newcomm, ncclConfig_t* config) {
+  (void)comm, (void)nRanks, (void)uniqueId, (void)rank, (void)config;
+  if (newcomm != nullptr) *newcomm = nullptr;
+  return refuse(ncclInvalidUsage, "ncclCommGrow",
+                "not supported by grove's NCCL library yet (new ranks cannot join an existing "
+                "communicator); make a new communicator of every rank from a new unique id");
 }
 
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
@@ -232,3 +289,5 @@ GROVE_NCCL_PNAME(CommGetAsyncError);
 GROVE_NCCL_PNAME(CommCount);
 GROVE_NCCL_PNAME(CommCuDevice);
 GROVE_NCCL_PNAME(CommUserRank);
+GROVE_NCCL_PNAME(CommGetUniqueId);
+GROVE_NCCL_PNAME(CommGrow);

@@ -9,8 +9,17 @@
 // - the team queries describe a communicator without load/store peers: the
 //   world team is every rank, the LSA ("load/store accessible") team is this
 //   rank alone, the rail team (one rank of each LSA team) is therefore every
-//   rank again; rank conversions follow NCCL's team arithmetic.
-#include "shim.h"
+//   rank again; rank conversions follow NCCL's team arithmetic. The CFT
+//   teams (2.32) are this rank alone, as no fabric tree exists;
+// - ncclCommQueryProperties says so: no device API, no multimem, no GIN,
+//   no CFT, one LSA team per rank.
+// The window pointer queries live with the windows (windows.cc).
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <string>
+
+#include "comm_state.h"
 
 using namespace grove::nccl;
 
@@ -82,6 +91,56 @@ ncclResult_t ncclLLA2ACreateRequirement(int, int, ncclLLA2AHandle_t*,
   return refuse(ncclInvalidUsage, "ncclLLA2ACreateRequirement", kNoDeviceApi);
 }
 
+ncclResult_t ncclGinOutboxCreateRequirement(int, int, ncclGinOutboxHandle_t*,
+                                            ncclDevResourceRequirements_t*) {
+  return refuse(ncclInvalidUsage, "ncclGinOutboxCreateRequirement", kNoDeviceApi);
+}
+
+ncclResult_t ncclGinInboxA2ACreateRequirement(ncclTeam_t, int, int, ncclGinInboxA2AHandle_t*,
+                                              ncclDevResourceRequirements_t*) {
+  return refuse(ncclInvalidUsage, "ncclGinInboxA2ACreateRequirement", kNoDeviceApi);
+}
+
+// No fabric tree (CFT): this rank's CFT team is itself alone.
+ncclTeam_t ncclTeamCft(ncclComm_t comm, ncclCftTeamMode_t) {
+  return ncclTeam_t{worldOf(comm).nRanks > 0 ? 1 : 0, 0, 1};
+}
+ncclTeam_t ncclTeamCftMultimem(ncclComm_t comm) { return ncclTeamCft(comm, NCCL_CFT_TEAM_FLAT); }
+
+ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* props) {
+  return call("ncclCommQueryProperties", [&] {
+    const char* fn = "ncclCommQueryProperties";
+    if (props == nullptr) return refuse(ncclInvalidArgument, fn, "props is NULL");
+    if (props->magic != GROVE_NCCL_CONFIG_MAGIC)
+      return refuse(ncclInvalidArgument, fn,
+                    "props was not initialised with NCCL_COMM_PROPERTIES_INITIALIZER");
+    const size_t size = props->size;
+    if (size < offsetof(ncclCommProperties_t, railedGinType) + sizeof(ncclGinType_t))
+      return refuse(ncclInvalidArgument, fn,
+                    "props.size " + std::to_string(size) + " is smaller than any NCCL version's");
+    int n = 0, r = 0, dev = -1;
+    if (groveResult_t e = groveCommCount(toGrove(comm), &n); e != groveSuccess) return toNccl(e);
+    if (groveResult_t e = groveCommUserRank(toGrove(comm), &r); e != groveSuccess) return toNccl(e);
+    if (groveResult_t e = groveCommCuDevice(toGrove(comm), &dev); e != groveSuccess)
+      return toNccl(e);
+    ncclCommProperties_t p{};
+    p.size = props->size;
+    p.magic = props->magic;
+    p.version = props->version;
+    p.rank = r;
+    p.nRanks = n;
+    p.cudaDev = dev;
+    p.nvmlDev = dev;  // grove keeps CUDA's device order
+    p.ginType = p.railedGinType = NCCL_GIN_TYPE_NONE;
+    p.nLsaTeams = n;  // each rank is its own load/store team
+    p.commHash = commHash(toGrove(comm));
+    p.ginConnectionType = NCCL_GIN_CONNECTION_NONE;
+    // Only the fields the caller's struct has (an older nccl.h's is shorter).
+    std::memcpy(static_cast<void*>(props), &p, std::min(size, sizeof p));
+    return ncclSuccess;
+  });
+}
+
 // NCCL's internal twin of ncclResetDebugInit.
 void ncclResetDebugInitInternal(void) { mapNcclEnvironment(); }
 
@@ -98,3 +157,8 @@ GROVE_NCCL_PNAME(GinBarrierCreateRequirement);
 GROVE_NCCL_PNAME(LsaBarrierCreateRequirement);
 GROVE_NCCL_PNAME(LLA2ACalcSlots);
 GROVE_NCCL_PNAME(LLA2ACreateRequirement);
+GROVE_NCCL_PNAME(GinOutboxCreateRequirement);
+GROVE_NCCL_PNAME(GinInboxA2ACreateRequirement);
+GROVE_NCCL_PNAME(TeamCft);
+GROVE_NCCL_PNAME(TeamCftMultimem);
+GROVE_NCCL_PNAME(CommQueryProperties);

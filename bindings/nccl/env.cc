@@ -10,6 +10,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -25,10 +26,14 @@ namespace {
 // value has no grove equivalent (warned once); without, it asks for nothing.
 using Translate = std::string (*)(const std::string& value, std::string* why);
 
+// Writes a grove value in NCCL's terms (the parameter API's answer).
+using Untranslate = std::string (*)(const std::string& groveValue);
+
 struct EnvName {
   const char* nccl;
   const char* grove;
-  Translate translate;  ///< null: the value carries over unchanged
+  Translate translate;      ///< null: the value carries over unchanged
+  Untranslate untranslate;  ///< null: grove's value is already NCCL's
 };
 
 std::string lower(std::string s) {
@@ -54,12 +59,34 @@ std::string debugLevel(const std::string& v, std::string* why) {
   return "";
 }
 
-// NCCL_DEBUG_SUBSYS: the subsystems grove has, under grove's names; a
-// leading ^ (exclude) carries over.
-std::string debugSubsystems(const std::string& v, std::string* why) {
+// NCCL's debug subsystems that grove has, and grove's names for them.
+const std::map<std::string, std::string>& subsystemNames() {
   static const std::map<std::string, std::string> names = {
       {"INIT", "INIT"}, {"COLL", "COLL"},  {"P2P", "P2P"},     {"SHM", "SHM"},       {"NET", "NET"},
       {"ALL", "ALL"},   {"GRAPH", "TOPO"}, {"TUNING", "PLAN"}, {"BOOTSTRAP", "BOOT"}};
+  return names;
+}
+
+// GROVE_DEBUG_SUBSYS back in NCCL's names (a grove-only name stays as it is).
+std::string subsystemsToNccl(const std::string& v) {
+  const bool exclude = !v.empty() && v[0] == '^';
+  std::string out;
+  for (const std::string& item : splitOn(exclude ? v.substr(1) : v, ',')) {
+    std::string name = item;
+    for (const auto& [nccl, grove] : subsystemNames())
+      if (grove == item) name = nccl;
+    out += (out.empty() ? "" : ",") + name;
+  }
+  return (exclude && !out.empty() ? "^" : "") + out;
+}
+
+// GROVE_TRANSPORT back as NCCL_SHM_DISABLE: sockets only means no shm.
+std::string transportToShmDisable(const std::string& v) { return v == "socket" ? "1" : "0"; }
+
+// NCCL_DEBUG_SUBSYS: the subsystems grove has, under grove's names; a
+// leading ^ (exclude) carries over.
+std::string debugSubsystems(const std::string& v, std::string* why) {
+  const std::map<std::string, std::string>& names = subsystemNames();
   const bool exclude = !v.empty() && v[0] == '^';
   std::string out;
   for (std::string item : splitOn(exclude ? v.substr(1) : v, ',')) {
@@ -111,18 +138,18 @@ std::string shmDisable(const std::string& v, std::string* why) {
 }
 
 const EnvName kNames[] = {
-    {"NCCL_DEBUG", "GROVE_DEBUG", debugLevel},
-    {"NCCL_DEBUG_SUBSYS", "GROVE_DEBUG_SUBSYS", debugSubsystems},
-    {"NCCL_DEBUG_FILE", "GROVE_DEBUG_FILE", nullptr},
-    {"NCCL_SOCKET_IFNAME", "GROVE_SOCKET_IFNAME", nullptr},
-    {"NCCL_SOCKET_FAMILY", "GROVE_SOCKET_FAMILY", nullptr},
-    {"NCCL_COMM_ID", "GROVE_COMM_ID", nullptr},
-    {"NCCL_ALGO", "GROVE_ALGO", algorithms},
-    {"NCCL_TOPO_FILE", "GROVE_TOPO_FILE", nullptr},
-    {"NCCL_TOPO_DUMP_FILE", "GROVE_TOPO_DUMP_FILE", nullptr},
-    {"NCCL_P2P_DISABLE", "GROVE_P2P_DISABLE", nullptr},
-    {"NCCL_SHM_DISABLE", "GROVE_TRANSPORT", shmDisable},
-    {"NCCL_BUFFSIZE", "GROVE_BUFFSIZE", nullptr},
+    {"NCCL_DEBUG", "GROVE_DEBUG", debugLevel, nullptr},
+    {"NCCL_DEBUG_SUBSYS", "GROVE_DEBUG_SUBSYS", debugSubsystems, subsystemsToNccl},
+    {"NCCL_DEBUG_FILE", "GROVE_DEBUG_FILE", nullptr, nullptr},
+    {"NCCL_SOCKET_IFNAME", "GROVE_SOCKET_IFNAME", nullptr, nullptr},
+    {"NCCL_SOCKET_FAMILY", "GROVE_SOCKET_FAMILY", nullptr, nullptr},
+    {"NCCL_COMM_ID", "GROVE_COMM_ID", nullptr, nullptr},
+    {"NCCL_ALGO", "GROVE_ALGO", algorithms, nullptr},
+    {"NCCL_TOPO_FILE", "GROVE_TOPO_FILE", nullptr, nullptr},
+    {"NCCL_TOPO_DUMP_FILE", "GROVE_TOPO_DUMP_FILE", nullptr, nullptr},
+    {"NCCL_P2P_DISABLE", "GROVE_P2P_DISABLE", nullptr, nullptr},
+    {"NCCL_SHM_DISABLE", "GROVE_TRANSPORT", shmDisable, transportToShmDisable},
+    {"NCCL_BUFFSIZE", "GROVE_BUFFSIZE", nullptr, nullptr},
 };
 
 // What the shim did so far. Made on first use: the load-time mapping runs
@@ -165,6 +192,27 @@ void mapNcclEnvironment() {
     setenv(n.grove, value.c_str(), 1);
     written[n.grove] = value;
   }
+}
+
+std::vector<const char*> ncclNames() {
+  std::vector<const char*> names;
+  for (const EnvName& n : kNames) names.push_back(n.nccl);
+  return names;
+}
+
+bool ncclParam(const char* nccl, NcclParam* out) {
+  for (const EnvName& n : kNames) {
+    if (std::strcmp(n.nccl, nccl) != 0) continue;
+    mapNcclEnvironment();
+    char value[4096];
+    int isSet = 0;
+    out->groveName = n.grove;
+    if (groveGetConfig(n.grove, value, sizeof value, &isSet) != groveSuccess) return false;
+    out->groveValue = value;
+    out->value = n.untranslate ? n.untranslate(value) : std::string(value);
+    return true;
+  }
+  return false;
 }
 
 namespace {

@@ -2,10 +2,10 @@
 //
 // grove copies through its own registered staging and maps peers' buffers
 // per call, so registering a user buffer changes nothing in how a call
-// runs: ncclCommRegister and ncclCommWindowRegister are correct no-op
-// registrations. They check their arguments, hand out a handle that the
-// matching deregister must return, and refuse a handle that is not
-// registered with that communicator.
+// runs: ncclCommRegister (and ncclCommWindowRegister, windows.cc) are
+// correct no-op registrations. They check their arguments, hand out a
+// handle that the matching deregister must return, and refuse a handle that
+// is not registered with that communicator.
 
 #include <cstdint>
 #include <cstdlib>
@@ -35,30 +35,39 @@ bool emulated() {
 std::mutex hostMutex;
 std::set<void*> hostBlocks;  // ncclMemAlloc's host blocks (emulated device)
 
-ncclResult_t registerBuffer(const char* fn, groveComm_t comm, void* buff, size_t size,
+}  // namespace
+
+ncclResult_t registerBuffer(const char* fn, groveComm_t comm, void* buff, size_t size, bool window,
                             Registration** out) {
   if (out == nullptr) return refuse(ncclInvalidArgument, fn, "handle is NULL");
   *out = nullptr;
   int n = 0;
   if (groveResult_t r = groveCommCount(comm, &n); r != groveSuccess) return toNccl(r);
   if (buff == nullptr && size > 0) return refuse(ncclInvalidArgument, fn, "buff is NULL");
-  auto reg = std::make_unique<Registration>(Registration{buff, size});
+  int rank = -1;
+  groveCommUserRank(comm, &rank);
+  auto reg = std::make_unique<Registration>(Registration{buff, size, comm, rank, window});
   *out = reg.get();
   withState(comm, [&](CommState& s) { s.registrations[*out] = std::move(reg); });
   return ncclSuccess;
 }
 
-ncclResult_t deregisterBuffer(const char* fn, groveComm_t comm, void* handle) {
+ncclResult_t deregisterBuffer(const char* fn, groveComm_t comm, bool window, const void* handle) {
   int n = 0;
   if (groveResult_t r = groveCommCount(comm, &n); r != groveSuccess) return toNccl(r);
-  const bool known =
-      withState(comm, [&](CommState& s) { return s.registrations.erase(handle) == 1; });
+  const bool known = withState(comm, [&](CommState& s) {
+    auto it = s.registrations.find(handle);
+    if (it == s.registrations.end() || it->second->window != window) return false;
+    s.registrations.erase(it);
+    return true;
+  });
   if (!known)
-    return refuse(ncclInvalidArgument, fn, "handle is not a registration of this communicator");
+    return refuse(ncclInvalidArgument, fn,
+                  std::string(window ? "win is not a window" : "handle is not a registration") +
+                      " of this communicator");
   return ncclSuccess;
 }
 
-}  // namespace
 }  // namespace grove::nccl
 
 using namespace grove::nccl;
@@ -114,7 +123,8 @@ ncclResult_t ncclMemFree(void* ptr) {
 ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
   return call("ncclCommRegister", [&] {
     Registration* reg = nullptr;
-    const ncclResult_t r = registerBuffer("ncclCommRegister", toGrove(comm), buff, size, &reg);
+    const ncclResult_t r =
+        registerBuffer("ncclCommRegister", toGrove(comm), buff, size, false, &reg);
     if (handle != nullptr) *handle = reg;
     return handle == nullptr ? refuse(ncclInvalidArgument, "ncclCommRegister", "handle is NULL")
                              : r;
@@ -123,30 +133,7 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, vo
 
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
   return call("ncclCommDeregister",
-              [&] { return deregisterBuffer("ncclCommDeregister", toGrove(comm), handle); });
-}
-
-ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
-                                    int winFlags) {
-  return call("ncclCommWindowRegister", [&] {
-    const char* fn = "ncclCommWindowRegister";
-    if (win == nullptr) return refuse(ncclInvalidArgument, fn, "win is NULL");
-    *win = nullptr;
-    if ((winFlags & ~NCCL_WIN_COLL_SYMMETRIC) != 0)
-      return refuse(ncclInvalidArgument, fn, "unknown winFlags " + std::to_string(winFlags));
-    if ((winFlags & NCCL_WIN_COLL_SYMMETRIC) != 0 &&
-        reinterpret_cast<uintptr_t>(buff) % NCCL_WIN_REQUIRED_ALIGNMENT != 0)
-      return refuse(ncclInvalidArgument, fn, "a symmetric window must be aligned to 4096 bytes");
-    Registration* reg = nullptr;
-    const ncclResult_t r = registerBuffer(fn, toGrove(comm), buff, size, &reg);
-    *win = reinterpret_cast<ncclWindow_t>(reg);
-    return r;
-  });
-}
-
-ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
-  return call("ncclCommWindowDeregister",
-              [&] { return deregisterBuffer("ncclCommWindowDeregister", toGrove(comm), win); });
+              [&] { return deregisterBuffer("ncclCommDeregister", toGrove(comm), false, handle); });
 }
 
 }  // extern "C"
@@ -155,5 +142,3 @@ GROVE_NCCL_PNAME(MemAlloc);
 GROVE_NCCL_PNAME(MemFree);
 GROVE_NCCL_PNAME(CommRegister);
 GROVE_NCCL_PNAME(CommDeregister);
-GROVE_NCCL_PNAME(CommWindowRegister);
-GROVE_NCCL_PNAME(CommWindowDeregister);

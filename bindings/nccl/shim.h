@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "nccl_abi.h"
 
@@ -37,6 +38,21 @@ const std::string& lastShimError();
 /// Called when the library loads and again by the calls that make
 /// communicators, so that a variable set after load still counts.
 void mapNcclEnvironment();
+
+/// The NCCL names the shim translates (env.cc's table, in its order): the
+/// parameter API's keys.
+std::vector<const char*> ncclNames();
+
+/// One NCCL name's value as the library uses it: the grove variable it maps
+/// onto, that variable's value (the environment's, else grove's default),
+/// and that value in NCCL's terms.
+struct NcclParam {
+  std::string value;
+  std::string groveName;
+  std::string groveValue;
+};
+/// False for a name outside the table (or a grove value the library refuses).
+bool ncclParam(const char* nccl, NcclParam* out);
 
 /// Converts an ncclConfig_t (NULL: defaults) into a groveConfig_t for a CUDA
 /// communicator; refuses a config that NCCL_CONFIG_INITIALIZER did not make.

@@ -216,6 +216,25 @@ groveResult_t groveCommCuDevice(const groveComm_t comm, int* device);
 /// call still running), or the error a background activity or a peer caused.
 groveResult_t groveCommGetAsyncError(groveComm_t comm, groveResult_t* asyncError);
 
+/// Memory one rank holds for a communicator, in bytes (device memory for a
+/// CUDA communicator, host memory standing in for it when emulated; a host
+/// communicator reports 0 for both).
+typedef struct {
+  uint64_t releasable;  ///< scratch, grown by calls: what groveCommSuspend gives back
+  uint64_t persistent;  ///< rings shared with peers: held until destroy or abort
+  int suspended;        ///< 1 between groveCommSuspend and groveCommResume
+} groveCommMemory_t;
+groveResult_t groveCommMemory(groveComm_t comm, groveCommMemory_t* memory);
+
+/// Waits for this rank's queued work on comm (and every launch it enqueued on
+/// a stream), then frees the communicator's scratch memory. Until
+/// groveCommResume every call on comm fails with groveInvalidUsage
+/// ("suspended"). Local to this rank; not inside a group.
+groveResult_t groveCommSuspend(groveComm_t comm);
+/// Ends a suspension; the scratch is allocated again as calls need it.
+/// groveInvalidUsage if comm is not suspended.
+groveResult_t groveCommResume(groveComm_t comm);
+
 /// All-reduce: recvbuff[i] = op over ranks of sendbuff[i], on every rank.
 /// In place when sendbuff == recvbuff.
 groveResult_t groveAllReduce(const void* sendbuff, void* recvbuff, size_t count,

@@ -253,6 +253,8 @@ void Comm::checkUsable() const {
   // The common case, no error: no lock, no copy of the text.
   if (error_.load(std::memory_order_acquire) == groveSuccess) {
     if (abort_.raised()) throw Error(groveRemoteError, abort_.reason());
+    if (suspended_.load(std::memory_order_acquire))
+      throw Error(groveInvalidUsage, "communicator is suspended; resume it first");
     return;
   }
   std::string text;

@@ -115,6 +115,19 @@ class Comm {
   /// Collective over this comm: the new comm of this rank's color, or null for a negative color.
   std::unique_ptr<Comm> split(int color, int key, const CommOptions& options);
 
+  /// Memory this rank of the communicator holds for it (comm_memory.cc).
+  struct Memory {
+    uint64_t releasable = 0;  ///< scratch: what suspend() gives back
+    uint64_t persistent = 0;  ///< rings: held for the communicator's life
+    bool suspended = false;
+  };
+  Memory memory() const;
+  /// Waits for this rank's queued and enqueued work, then gives back the
+  /// scratch memory; every later call fails with groveInvalidUsage until
+  /// resume(). Local: the other ranks are not involved.
+  void suspend();
+  /// Ends a suspension (scratch is allocated again as calls need it).
+  void resume();
   /// Stops every pending and future call here and on the other ranks.
   void abort(const std::string& why);
   /// Graceful end: waits for queued work, then leaves the job.
@@ -175,6 +188,7 @@ class Comm {
   std::atomic<groveResult_t> error_{groveSuccess};
   std::string errorText_;
   bool closed_ = false;
+  std::atomic<bool> suspended_{false};
 };
 
 }  // namespace grove::core

@@ -41,6 +41,11 @@ class DeviceEngine {
   /// Scratch memory of at least `bytes` for the next launch (device memory,
   /// or host memory when emulated); may wait for launches in flight.
   virtual uint8_t* scratch(size_t bytes) = 0;
+  /// Bytes of scratch memory held now.
+  virtual size_t scratchBytes() const = 0;
+  /// Gives the scratch memory back; the next scratch() allocates anew. Call
+  /// only once drained: no launch may still use it.
+  virtual void releaseScratch() = 0;
   /// Runs (emulated) or enqueues on `stream` (CUDA) the calls, in order.
   virtual void launch(const std::vector<exec::dev::DevCall>& calls, void* stream) = 0;
   /// Runs (emulated: memmove) or enqueues on `stream` (CUDA: cudaMemcpyAsync)

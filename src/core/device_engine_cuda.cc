@@ -66,6 +66,8 @@ class CudaEngine : public DeviceEngine {
   uint8_t* scratch(size_t bytes) override {
     return cu::growScratch(scratch_, bytes, [this] { return drain(timeoutSec()); });
   }
+  size_t scratchBytes() const override { return scratch_.size(); }
+  void releaseScratch() override { scratch_ = cu::DeviceBuffer(); }
 
   void launch(const std::vector<exec::dev::DevCall>& calls, void* stream) override {
     cu::setDevice(device_);  // the caller's thread may have another device current

@@ -34,6 +34,8 @@ class EmulatedEngine : public DeviceEngine {
     if (scratch_.size() < bytes) scratch_.resize(bytes);
     return scratch_.data();
   }
+  size_t scratchBytes() const override { return scratch_.size(); }
+  void releaseScratch() override { std::vector<uint8_t>().swap(scratch_); }
 
   void launch(const std::vector<exec::dev::DevCall>& calls, void* /*stream*/) override {
     exec::dev::runEmulated(calls.data(), calls.size(), ctl_);

@@ -92,6 +92,8 @@ class EmulatedTapeEngine : public TapeEngineBase {
     if (scratch_.size() < bytes) scratch_.resize(bytes);
     return scratch_.data();
   }
+  size_t scratchBytes() const override { return scratch_.size(); }
+  void releaseScratch() override { std::vector<uint8_t>().swap(scratch_); }
   void launch(const std::vector<exec::dev::DevCall>& calls, void*) override {
     builder_.build(calls.data(), calls.size(), tape_);
     exec::dev::runTapeEmulated(tape_, ctl_);
@@ -137,6 +139,8 @@ class CudaTapeEngine : public TapeEngineBase {
   uint8_t* scratch(size_t bytes) override {
     return cu::growScratch(scratch_, bytes, [this] { return drain(timeoutSec()); });
   }
+  size_t scratchBytes() const override { return scratch_.size(); }
+  void releaseScratch() override { scratch_ = cu::DeviceBuffer(); }
 
   void launch(const std::vector<exec::dev::DevCall>& calls, void* stream) override {
     cu::setDevice(device_);

@@ -75,6 +75,13 @@ class DevicePath {
   void abort();
   /// Waits for every launch to finish; false on timeout.
   bool drain(double timeoutSec) { return engine_->drain(timeoutSec); }
+  /// Scratch memory the engine holds now (bytes), and gives back (call
+  /// only once drained).
+  size_t scratchBytes() const { return engine_->scratchBytes(); }
+  void releaseScratch() { engine_->releaseScratch(); }
+  /// Data bytes of the rings this rank has opened (the receiving end makes
+  /// a ring's memory; sending rings are mapped from the peer).
+  uint64_t ringBytes() const { return links_->ringCapacity() * links_->recvCount(); }
   /// "cuda over cuda_p2p" style summary for logs.
   std::string summary() const;
   /// Engine name ("cuda", "emulated").

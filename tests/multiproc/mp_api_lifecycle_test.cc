@@ -265,3 +265,38 @@ TEST(MpApiLifecycle, CheckedCallsNameTheMismatch) {
   }
   unsetenv("GROVE_CHECK");
 }
+
+// Suspend: calls refused with a clear error until resume, on a host
+// communicator (nothing to release: memory 0) and inside a group refused;
+// the communicator works again after resume. The CUDA path (scratch
+// released, rings counted) runs in tests/nccl's client on the emulated device.
+TEST(MpApiLifecycle, SuspendRefusesCallsUntilResume) {
+  groveComm_t c = nullptr;
+  ASSERT_EQ(groveCommInitAll(&c, 1, nullptr), groveSuccess) << groveGetLastError(nullptr);
+  float a[4] = {1, 2, 3, 4}, b[4] = {};
+  groveCommMemory_t m{7, 7, 7};
+  ASSERT_EQ(groveCommMemory(c, &m), groveSuccess) << groveGetLastError(c);
+  EXPECT_EQ(m.releasable, 0u);
+  EXPECT_EQ(m.persistent, 0u);
+  EXPECT_EQ(m.suspended, 0);
+  EXPECT_EQ(groveCommResume(c), groveInvalidUsage);
+  ASSERT_EQ(groveGroupStart(), groveSuccess);
+  EXPECT_EQ(groveCommSuspend(c), groveInvalidUsage);
+  EXPECT_TRUE(lastErrorNames(nullptr, "group"));
+  ASSERT_EQ(groveGroupEnd(), groveSuccess);
+  ASSERT_EQ(groveCommSuspend(c), groveSuccess) << groveGetLastError(c);
+  ASSERT_EQ(groveCommMemory(c, &m), groveSuccess);
+  EXPECT_EQ(m.suspended, 1);
+  EXPECT_EQ(groveAllReduce(a, b, 4, groveFloat32, groveSum, c, nullptr), groveInvalidUsage);
+  EXPECT_TRUE(lastErrorNames(nullptr, "suspended"));
+  EXPECT_EQ(groveCommSuspend(c), groveInvalidUsage);  // already suspended
+  ASSERT_EQ(groveCommResume(c), groveSuccess) << groveGetLastError(c);
+  ASSERT_EQ(groveAllReduce(a, b, 4, groveFloat32, groveSum, c, nullptr), groveSuccess)
+      << groveGetLastError(c);
+  EXPECT_EQ(b[3], 4.f);
+  groveResult_t async = groveInternalError;
+  EXPECT_EQ(groveCommGetAsyncError(c, &async), groveSuccess);
+  EXPECT_EQ(async, groveSuccess);  // a refused call left no error state
+  EXPECT_EQ(groveCommMemory(c, nullptr), groveInvalidArgument);
+  EXPECT_EQ(groveCommDestroy(c), groveSuccess);
+}

@@ -1,4 +1,5 @@
-// One row of NCCL's ABI (see abi_fields.inc): its name and its value.
+// One row of NCCL's ABI (see abi_fields.inc): its name and its value, and
+// whether the value may differ between NCCL versions.
 #pragma once
 
 #include <string>
@@ -9,11 +10,9 @@ namespace ncclabi {
 struct Row {
   std::string name;
   long long value;
+  bool perVersion = false;
 };
 
-/// The ABI as NCCL's nccl.h defines it (abi_oracle.cc; empty when the
-/// build found no nccl.h).
-std::vector<Row> oracleRows();
 /// The ABI as the shim's nccl_abi.h defines it (abi_shim.cc).
 std::vector<Row> shimRows();
 

@@ -5,6 +5,8 @@
 
 #include "nccl/abi_rows.h"
 
+#define ABI_HEADER_VERSION GROVE_NCCL_VERSION_CODE
+
 namespace ncclabi {
 
 std::vector<Row> shimRows() {

@@ -1,10 +1,13 @@
-// An NCCL program, compiled against NCCL's own nccl.h (the CUDA toolkit's
-// when the build found one, else the shim's nccl_abi.h) and run, under
+// An NCCL program, compiled against one of NCCL's own nccl.h (each version
+// the build found, from 2.28 on; else the shim's nccl_abi.h) and run, under
 // grove-launch on the emulated device, with grove's libnccl.so.2 first on
 // the loader path. It runs every collective, data type and op, groups of
 // sends and receives, split, PreMulSum, registration, non-blocking init,
-// finalize and the refusals, checks every element, and prints which
-// library it ran on and how many checks passed. Exit 0 only if all passed.
+// finalize and the refusals, and what its header's version adds (2.30:
+// suspend/resume, memory statistics, grow ids, windows' user pointers,
+// properties, the parameter API; 2.32: the configured collectives and
+// encryption), checks every element, and prints which library it ran on
+// and how many checks passed. Exit 0 only if all passed.
 //
 //   grove-launch -n 3 -- env GROVE_DEVICE_EMULATION=1 nccl_client [--env]
 // --env prints the GROVE_* values that NCCL_* names mapped to, and exits.
@@ -14,6 +17,8 @@
 
 #ifndef NCCL_VERSION_CODE  // the shim's header names it so
 #define NCCL_VERSION_CODE GROVE_NCCL_VERSION_CODE
+#elif NCCL_VERSION_CODE >= 23000
+#include <nccl_device.h>  // the device API's host side, ncclCommProperties_t
 #endif
 
 #include <cstdint>
@@ -26,7 +31,7 @@
 // The host side of NCCL's device API: grove's nccl_abi.h declares it;
 // NCCL's nccl.h does not (nccl_device.h, which needs CUDA's headers), so
 // against nccl.h it is declared here with its C layout.
-#ifdef GROVE_NCCL_VERSION_CODE
+#if defined(GROVE_NCCL_VERSION_CODE) || NCCL_VERSION_CODE >= 23000
 using ClientTeam = ncclTeam_t;
 using ClientDevComm = ncclDevComm_t;
 #else
@@ -370,6 +375,161 @@ void lifecycle(ncclComm_t comm) {
   expect(ncclTeamLsa(comm).nRanks == 1, "no load/store peers");
 }
 
+#if NCCL_VERSION_CODE >= 23000
+// What NCCL 2.30 added (and 2.32 after it), on a working communicator.
+void currentApi(ncclComm_t comm) {
+  expect(std::string(ncclGetErrorString(ncclTimeout)).find("timed out") != std::string::npos,
+         "ncclTimeout has a text");
+
+  // Suspend gives the scratch back and refuses calls until resume.
+  uint64_t persist = 0, suspendable = 0, suspended = 7, total = 0;
+  ok(ncclCommMemStats(comm, ncclStatGpuMemPersist, &persist), "mem stats persist", comm);
+  ok(ncclCommMemStats(comm, ncclStatGpuMemSuspend, &suspendable), "mem stats suspend", comm);
+  ok(ncclCommMemStats(comm, ncclStatGpuMemTotal, &total), "mem stats total", comm);
+  expect(total == persist + suspendable, "total = persistent + suspendable");
+  expect(nranks == 1 || persist > 0, "rings are counted as persistent memory");
+  ok(ncclCommSuspend(comm, NCCL_SUSPEND_MEM), "suspend", comm);
+  ok(ncclCommMemStats(comm, ncclStatGpuMemSuspended, &suspended), "mem stats suspended", comm);
+  expect(suspended == 1, "suspended is 1 while suspended");
+  ok(ncclCommMemStats(comm, ncclStatGpuMemSuspend, &suspendable), "mem stats after suspend", comm);
+  expect(suspendable == 0, "suspend gave the scratch back");
+  int32_t x = rank + 1, sum = -1;
+  expect(ncclAllReduce(&x, &sum, 1, ncclInt32, ncclSum, comm, nullptr) == ncclInvalidUsage,
+         "a suspended communicator refuses calls");
+  expect(std::strstr(ncclGetLastError(comm), "suspended") != nullptr, "the refusal says why");
+  expect(ncclCommSuspend(comm, 0x40) == ncclInvalidArgument, "unknown suspend flags are refused");
+  ok(ncclCommResume(comm), "resume", comm);
+  expect(ncclCommResume(comm) == ncclInvalidUsage, "resume needs a suspended communicator");
+  std::vector<float> big(1 << 16, 1.0f), bigOut(big.size());
+  ok(ncclAllReduce(big.data(), bigOut.data(), big.size(), ncclFloat32, ncclSum, comm, nullptr),
+     "allreduce after resume", comm);
+  bool good = true;
+  for (float f : bigOut) good &= f == static_cast<float>(nranks);
+  expect(good, "allreduce after resume is exact");
+  ok(ncclCommMemStats(comm, ncclStatGpuMemSuspended, &suspended), "mem stats resumed", comm);
+  expect(suspended == 0, "suspended is 0 after resume");
+
+  // A grow id: one at a time; the grow itself is refused for now.
+  ncclUniqueId growId;
+  if (rank == 0) {
+    ok(ncclCommGetUniqueId(comm, &growId), "comm get unique id", comm);
+    expect(ncclCommGetUniqueId(comm, &growId) == ncclInvalidUsage, "one grow id at a time");
+  }
+  ncclComm_t grown = reinterpret_cast<ncclComm_t>(&growId);
+  expect(ncclCommGrow(comm, nranks + 1, rank == 0 ? &growId : nullptr, -1, &grown, nullptr) ==
+                 ncclInvalidUsage &&
+             grown == nullptr,
+         "grow is refused, and says so");
+
+  // Windows: the user pointer, this rank's own pointer, no peer's.
+  std::vector<char> wbuf(8192);
+  ncclWindow_t win = nullptr;
+  if (ok(ncclCommWindowRegister(comm, wbuf.data(), wbuf.size(), &win, NCCL_WIN_STRICT_ORDERING),
+         "window register (strict ordering)", comm)) {
+    void* user = nullptr;
+    ok(ncclWinGetUserPtr(comm, win, &user), "window user pointer", comm);
+    expect(user == wbuf.data(), "the window's user pointer is the buffer");
+    void* self = nullptr;
+    ok(ncclGetPeerDevicePointer(win, 128, rank, &self), "own window pointer", comm);
+    expect(self == wbuf.data() + 128, "own window pointer at its offset");
+    void* other = nullptr;
+    if (nranks > 1)
+      expect(ncclGetPeerDevicePointer(win, 0, (rank + 1) % nranks, &other) == ncclInvalidUsage,
+             "a peer's window is not mapped here");
+    expect(ncclGetPeerDevicePointer(win, wbuf.size(), rank, &self) == ncclInvalidArgument,
+           "an offset past the window is refused");
+    expect(ncclPutSignal(wbuf.data(), 4, ncclInt8, (rank + 1) % nranks, win, 0, 0, 0, 0, comm,
+                         nullptr) == ncclInvalidUsage,
+           "put/signal refuses clearly");
+    expect(ncclCommDeregister(comm, win) == ncclInvalidArgument,
+           "a window is not a buffer registration");
+    ok(ncclCommWindowDeregister(comm, win), "window deregister", comm);
+  }
+
+  // Properties, as an NCCL 2.30 struct (shorter than 2.32's): only its
+  // fields are written.
+  struct Props30 {
+    size_t size;
+    unsigned int magic, version;
+    int rank, nRanks, cudaDev, nvmlDev;
+    bool deviceApiSupport, multimemSupport;
+    int ginType, nLsaTeams;
+    bool hostRmaSupport;
+    int railedGinType;
+  };
+  struct {
+    Props30 p;
+    unsigned char canary[64];
+  } old;
+  std::memset(&old, 0xab, sizeof old);
+  old.p.size = sizeof(Props30);
+  old.p.magic = 0xcafebeef;
+  old.p.version = 23007;
+  ok(ncclCommQueryProperties(comm, reinterpret_cast<ncclCommProperties_t*>(&old.p)),
+     "query properties (2.30's struct)", comm);
+  expect(old.p.rank == rank && old.p.nRanks == nranks && !old.p.deviceApiSupport &&
+             !old.p.multimemSupport && !old.p.hostRmaSupport && old.p.nLsaTeams == nranks,
+         "properties");
+  bool untouched = true;
+  for (unsigned char c : old.canary) untouched &= c == 0xab;
+  expect(untouched, "properties wrote nothing past a 2.30 struct");
+  ncclCommProperties_t props = NCCL_COMM_PROPERTIES_INITIALIZER;
+  ok(ncclCommQueryProperties(comm, &props), "query properties", comm);
+  expect(props.rank == rank && props.nRanks == nranks, "properties of this header's struct");
+
+  // The parameter API: NCCL's names, grove's values.
+  ncclParamHandle_t h = nullptr;
+  ok(ncclParamBind(&h, "NCCL_BUFFSIZE"), "param bind");
+  int64_t buffsize = 0;
+  ok(ncclParamGetI64(h, &buffsize), "param get i64");
+  expect(buffsize > 0, "NCCL_BUFFSIZE is grove's buffer size");
+  int8_t small = 0;
+  expect(ncclParamGetI8(h, &small) == ncclInvalidArgument, "a value that does not fit is refused");
+  const char* text = nullptr;
+  int len = 0;
+  ok(ncclParamGetParameter("NCCL_BUFFSIZE", &text, &len), "param get parameter");
+  expect(text != nullptr && std::to_string(buffsize) == text && len == (int)std::strlen(text),
+         "the parameter as text");
+  ncclParamHandle_t debug = nullptr;
+  ok(ncclParamBind(&debug, "NCCL_DEBUG"), "param bind NCCL_DEBUG");
+  int32_t notNumber = 0;
+  expect(ncclParamGetI32(debug, &notNumber) == ncclInvalidArgument, "text is not a number");
+  expect(ncclParamBind(&h, "NCCL_NO_SUCH_PARAMETER") == ncclInvalidArgument,
+         "an unknown key is refused");
+  const char** keys = nullptr;
+  int nKeys = 0;
+  ok(ncclParamGetAllParameterKeys(&keys, &nKeys), "param keys");
+  bool hasDebug = false;
+  for (int i = 0; i < nKeys; ++i) hasDebug |= std::strcmp(keys[i], "NCCL_DEBUG") == 0;
+  expect(nKeys >= 10 && hasDebug, "the keys include NCCL_DEBUG");
+
+#if NCCL_VERSION_CODE >= 23200
+  ncclCollConfig_t cc = NCCL_COLLCONFIG_INITIALIZER;
+  std::vector<int32_t> cin(1000, rank + 1), cout(1000, -1);
+  ok(ncclAllReduceConfig(cin.data(), cout.data(), cin.size(), ncclInt32, ncclSum, comm, nullptr,
+                         &cc),
+     "allreduce config", comm);
+  good = true;
+  for (int32_t v : cout) good &= v == nranks * (nranks + 1) / 2;
+  expect(good, "configured allreduce is exact");
+  ok(ncclBroadcastConfig(cin.data(), cout.data(), cin.size(), ncclInt32, 0, comm, nullptr, nullptr),
+     "broadcast config (NULL config)", comm);
+  good = true;
+  for (int32_t v : cout) good &= v == 1;
+  expect(good, "configured broadcast is exact");
+  cc.algSelection = "ring";
+  expect(ncclAllReduceConfig(cin.data(), cout.data(), 1, ncclInt32, ncclSum, comm, nullptr, &cc) ==
+             ncclInvalidUsage,
+         "a forced algorithm selection is refused");
+  ncclEncryptionConfig_t enc = NCCL_ENCRYPTION_CONFIG_INITIALIZER;
+  ok(ncclSetEncryption(&enc), "encryption none");
+  enc.mode = NCCL_ENCRYPTION_MODE_PSK;
+  enc.psk = "secret";
+  expect(ncclSetEncryption(&enc) == ncclInvalidUsage, "encryption with a key is refused");
+#endif
+}
+#endif
+
 // Non-blocking init (config.blocking = 0): ncclInProgress until ready.
 ncclComm_t initNonBlocking(const ncclUniqueId& id) {
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
@@ -403,7 +563,7 @@ int main(int argc, char** argv) {
   dladdr(reinterpret_cast<void*>(&ncclAllReduce), &info);
   int version = 0;
   ncclGetVersion(&version);
-  expect(version == NCCL_VERSION_CODE, "ncclGetVersion gives the NCCL version of nccl.h");
+  expect(version >= NCCL_VERSION_CODE, "ncclGetVersion: at least the NCCL version of nccl.h");
 
   ncclComm_t comm = initNonBlocking(id);
   if (comm == nullptr) return 1;
@@ -413,6 +573,9 @@ int main(int argc, char** argv) {
   }
   preMulSums(comm, 4099);
   lifecycle(comm);
+#if NCCL_VERSION_CODE >= 23000
+  currentApi(comm);
+#endif
 
   ok(ncclCommFinalize(comm), "finalize", comm);
   int32_t x = 1;

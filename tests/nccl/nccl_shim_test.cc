@@ -1,33 +1,127 @@
-// grove's libnccl.so.2 against NCCL itself:
-// - Abi: every size, offset and value of nccl_abi.h equals NCCL's nccl.h.
-// - Symbols: every function NCCL's libnccl.so.2 exports is exported by
+// grove's libnccl.so.2 against NCCL itself, every version the build found
+// (nccl.cmake: the CUDA toolkit's, the wheel torch depends on, the newest
+// the shim implements):
+// - Abi: every size, offset and value of nccl_abi.h equals each nccl.h's
+//   (rows that may differ between versions compared with the same version
+//   only).
+// - Symbols: every function each NCCL libnccl.so.2 exports is exported by
 //   grove's (the device API's host side as refusals: libtorch_cuda links
-//   those names), and nothing else is.
-// - Client: nccl_client, an NCCL program built against nccl.h (and linked
-//   to NCCL's own library when the build found it), runs every collective
-//   under grove-launch on the emulated device with grove's library first
-//   on the loader path, and checks every element.
+//   those names), and nothing else is; the diff is printed per version.
+// - Clients: nccl_client, built against each nccl.h and linked to that
+//   NCCL's own library, runs every collective, group, split, window,
+//   suspend/resume and the parameter API under grove-launch on the
+//   emulated device with grove's library first on the loader path, and
+//   checks every element.
 // - EnvNames: NCCL_* variables set the GROVE_* ones; grove's own win.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "multiproc/mp_spawn.h"
 #include "nccl/abi_rows.h"
+#include "nccl_abi.h"
 
 namespace {
 
-TEST(NcclShim, Abi) {
-  const std::vector<ncclabi::Row> oracle = ncclabi::oracleRows(), shim = ncclabi::shimRows();
-  if (oracle.empty()) GTEST_SKIP() << "the build found no nccl.h to compare with";
-  ASSERT_EQ(oracle.size(), shim.size());
-  for (size_t i = 0; i < oracle.size(); ++i) {
-    EXPECT_EQ(oracle[i].name, shim[i].name);
-    EXPECT_EQ(oracle[i].value, shim[i].value) << oracle[i].name;
+struct Oracle {
+  std::string version;  ///< "2.30.7"
+  std::string client;   ///< nccl_client built against its nccl.h
+  std::string abi;      ///< prints its nccl.h's ABI rows
+  std::string lib;      ///< its libnccl.so.2
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<Oracle> oracles() {
+  std::vector<Oracle> out;
+  for (const std::string& entry : split(GROVE_NCCL_ORACLES, ',')) {
+    const std::vector<std::string> f = split(entry, '|');
+    if (f.size() == 4) out.push_back({f[0], f[1], f[2], f[3]});
   }
+  return out;
+}
+
+int versionCode(const std::string& v) {
+  const std::vector<std::string> p = split(v, '.');
+  return p.size() == 3 ? std::stoi(p[0]) * 10000 + std::stoi(p[1]) * 100 + std::stoi(p[2]) : 0;
+}
+
+std::string shimVersion() {
+  return std::to_string(GROVE_NCCL_MAJOR) + "." + std::to_string(GROVE_NCCL_MINOR) + "." +
+         std::to_string(GROVE_NCCL_PATCH);
+}
+
+// The newest oracle's client (the shim's own header's when there is none).
+std::string newestClient() {
+  std::string best = GROVE_NCCL_CLIENT_PATH;
+  int bestCode = 0;
+  for (const Oracle& o : oracles())
+    if (versionCode(o.version) > bestCode) bestCode = versionCode(o.version), best = o.client;
+  return best;
+}
+
+std::string runOutput(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+TEST(NcclShim, Abi) {
+  const std::vector<Oracle> all = oracles();
+  if (all.empty())
+    GTEST_SKIP() << "the build found no NCCL (nccl.h and libnccl.so.2) to compare with";
+  std::map<std::string, ncclabi::Row> shim;
+  for (const ncclabi::Row& r : ncclabi::shimRows()) shim[r.name] = r;
+  bool sawOwnVersion = false;
+  for (const Oracle& o : all) {
+    const bool same = o.version == shimVersion();
+    sawOwnVersion |= same;
+    size_t rows = 0, compared = 0;
+    for (const std::string& line : split(runOutput("'" + o.abi + "'"), '\n')) {
+      const std::vector<std::string> f = split(line, '\t');
+      ASSERT_EQ(f.size(), 3u) << o.abi << " printed: " << line;
+      if (f[0] == "version") {
+        EXPECT_EQ(versionCode(o.version), std::stoi(f[1])) << o.abi;
+        continue;
+      }
+      ++rows;
+      auto it = shim.find(f[0]);
+      if (it == shim.end()) {
+        ADD_FAILURE() << "NCCL " << o.version << "'s nccl.h has " << f[0]
+                      << "; nccl_abi.h does not";
+        continue;
+      }
+      if (f[2] == "1" && !same) continue;  // may differ between versions
+      ++compared;
+      EXPECT_EQ(std::stoll(f[1]), it->second.value) << f[0] << " (NCCL " << o.version << ")";
+    }
+    EXPECT_GT(rows, 50u) << o.abi << " printed too few rows";
+    if (same) {
+      EXPECT_EQ(rows, shim.size()) << "nccl_abi.h has rows NCCL " << o.version << " lacks";
+    }
+    printf("[ NCCL %s nccl.h: %zu rows, %zu compared value for value ]\n", o.version.c_str(), rows,
+           compared);
+  }
+  if (!sawOwnVersion)
+    printf("[ no NCCL %s at hand: the shim's newest rows were not compared ]\n",
+           shimVersion().c_str());
 }
 
 std::set<std::string> exportedNames(const std::string& lib) {
@@ -43,27 +137,38 @@ std::set<std::string> exportedNames(const std::string& lib) {
 }
 
 TEST(NcclShim, Symbols) {
-  if (std::string(GROVE_NCCL_ORACLE_LIB).empty()) GTEST_SKIP() << "the build found no libnccl.so.2";
+  const std::vector<Oracle> all = oracles();
+  if (all.empty()) GTEST_SKIP() << "the build found no libnccl.so.2";
   const std::set<std::string> ours = exportedNames(GROVE_NCCL_SHIM_LIB);
-  const std::set<std::string> theirs = exportedNames(GROVE_NCCL_ORACLE_LIB);
-  ASSERT_GT(theirs.size(), 50u) << "nm read nothing from " << GROVE_NCCL_ORACLE_LIB;
-  std::string unexpected;
-  for (const std::string& name : theirs) {
-    if (name.rfind("nccl", 0) != 0 && name.rfind("pnccl", 0) != 0) continue;
-    if (!ours.count(name)) unexpected += " " + name;
-  }
-  EXPECT_TRUE(unexpected.empty()) << "NCCL exports these and grove's libnccl.so.2 does not:"
-                                  << unexpected;
-  for (const std::string& name : ours)
+  size_t ourFunctions = 0;
+  for (const std::string& name : ours) {
     EXPECT_TRUE(name.rfind("nccl", 0) == 0 || name.rfind("pnccl", 0) == 0)
         << "grove's libnccl.so.2 exports " << name;
+    ourFunctions += name.rfind("nccl", 0) == 0;
+  }
+  for (const Oracle& o : all) {
+    const std::set<std::string> theirs = exportedNames(o.lib);
+    ASSERT_GT(theirs.size(), 50u) << "nm read nothing from " << o.lib;
+    std::string missing;
+    size_t functions = 0;
+    for (const std::string& name : theirs) {
+      if (name.rfind("nccl", 0) != 0 && name.rfind("pnccl", 0) != 0) continue;
+      functions += name.rfind("nccl", 0) == 0;
+      if (!ours.count(name)) missing += " " + name;
+    }
+    printf("[ NCCL %s exports %zu nccl* functions; grove's library %zu; missing:%s ]\n",
+           o.version.c_str(), functions, ourFunctions, missing.empty() ? " none" : missing.c_str());
+    EXPECT_TRUE(missing.empty()) << "NCCL " << o.version
+                                 << " exports these and grove's libnccl.so.2 does not:" << missing;
+  }
 }
 
 mptest::RunResult runClient(int n, const std::vector<std::string>& extraEnv,
-                            const std::vector<std::string>& args = {}) {
+                            const std::vector<std::string>& args = {},
+                            const std::string& client = newestClient()) {
   const std::string dir = mptest::makeTempDir("nccl");
   std::vector<std::string> argv = {
-      GROVE_LAUNCH_PATH, "-n", std::to_string(n), "--timeout", "200", "--", GROVE_NCCL_CLIENT_PATH};
+      GROVE_LAUNCH_PATH, "-n", std::to_string(n), "--timeout", "200", "--", client};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> env = {"GROVE_DEVICE_EMULATION=1", "GROVE_TIMEOUT=30",
                                   std::string("LD_LIBRARY_PATH=") + GROVE_NCCL_SHIM_DIR};
@@ -71,9 +176,11 @@ mptest::RunResult runClient(int n, const std::vector<std::string>& extraEnv,
   return mptest::runCommand(argv, env, 220, dir + "/out.txt");
 }
 
-void expectClientPasses(int n, const std::string& transport) {
-  const mptest::RunResult r = runClient(n, {"GROVE_TRANSPORT=" + transport});
-  printf("[ n=%d %s ] %.1f s\n", n, transport.c_str(), r.seconds);
+void expectClientPasses(int n, const std::string& transport, const std::string& client,
+                        const std::string& header) {
+  const mptest::RunResult r = runClient(n, {"GROVE_TRANSPORT=" + transport}, {}, client);
+  printf("[ client of NCCL %s's nccl.h, n=%d %s ] %.1f s\n", header.c_str(), n, transport.c_str(),
+         r.seconds);
   EXPECT_TRUE(r.ok()) << r.output;
   for (int rank = 0; rank < n; ++rank) {
     const std::string head =
@@ -83,14 +190,24 @@ void expectClientPasses(int n, const std::string& transport) {
     const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
     EXPECT_NE(line.find(std::string(GROVE_NCCL_SHIM_DIR) + "/libnccl.so.2"), std::string::npos)
         << "the client did not run on grove's library: " << line;
-    EXPECT_NE(line.find("(NCCL 22809)"), std::string::npos) << line;
+    EXPECT_NE(line.find("(NCCL " + std::to_string(GROVE_NCCL_VERSION_CODE) + ")"),
+              std::string::npos)
+        << line;
     EXPECT_NE(line.find(" 0 failed"), std::string::npos) << line;
   }
 }
 
-TEST(NcclShim, ClientTwoRanksShm) { expectClientPasses(2, "shm"); }
-TEST(NcclShim, ClientThreeRanksSocket) { expectClientPasses(3, "socket"); }
-TEST(NcclShim, ClientFourRanksShm) { expectClientPasses(4, "shm"); }
+// Every header's client on 2 ranks; the newest's also on 3 (sockets) and 4.
+TEST(NcclShim, ClientEveryHeaderTwoRanksShm) {
+  const std::vector<Oracle> all = oracles();
+  if (all.empty())
+    expectClientPasses(2, "shm", GROVE_NCCL_CLIENT_PATH, shimVersion() + " (grove's)");
+  for (const Oracle& o : all) expectClientPasses(2, "shm", o.client, o.version);
+}
+TEST(NcclShim, ClientThreeRanksSocket) {
+  expectClientPasses(3, "socket", newestClient(), "newest");
+}
+TEST(NcclShim, ClientFourRanksShm) { expectClientPasses(4, "shm", newestClient(), "newest"); }
 
 TEST(NcclShim, EnvNames) {
   const mptest::RunResult r =
