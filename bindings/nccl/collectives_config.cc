@@ -29,12 +29,6 @@ using namespace grove::nccl;
 
 namespace {
 
-bool emulatedDevice() {
-  char v[8];
-  return groveGetConfig("GROVE_DEVICE_EMULATION", v, sizeof v, nullptr) == groveSuccess &&
-         std::strcmp(v, "1") == 0;
-}
-
 // Checks a config (NULL: none) before the call runs.
 ncclResult_t checkConfig(const char* fn, const ncclCollConfig_t* c) {
   if (c == nullptr) return ncclSuccess;

@@ -22,15 +22,14 @@
 #endif
 
 namespace grove::nccl {
-namespace {
 
-// GROVE_DEVICE_EMULATION as the library reads it (a refused value: not
-// emulated; communicator creation then names the bad value).
-bool emulated() {
+bool emulatedDevice() {
   char v[8];
   return groveGetConfig("GROVE_DEVICE_EMULATION", v, sizeof v, nullptr) == groveSuccess &&
          std::strcmp(v, "1") == 0;
 }
+
+namespace {
 
 std::mutex hostMutex;
 std::set<void*> hostBlocks;  // ncclMemAlloc's host blocks (emulated device)
@@ -80,7 +79,7 @@ ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
     if (ptr == nullptr) return refuse(ncclInvalidArgument, fn, "ptr is NULL");
     *ptr = nullptr;
     if (size == 0) return refuse(ncclInvalidArgument, fn, "size is 0");
-    if (emulated()) {  // the emulated device's buffers are host memory
+    if (emulatedDevice()) {  // the emulated device's buffers are host memory
       void* p = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
       if (p == nullptr) return refuse(ncclSystemError, fn, "out of host memory");
       std::lock_guard<std::mutex> lock(hostMutex);

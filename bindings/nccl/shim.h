@@ -54,6 +54,10 @@ struct NcclParam {
 /// False for a name outside the table (or a grove value the library refuses).
 bool ncclParam(const char* nccl, NcclParam* out);
 
+/// GROVE_DEVICE_EMULATION as the library reads it (a refused value: not
+/// emulated; communicator creation then names the bad value).
+bool emulatedDevice();
+
 /// Converts an ncclConfig_t (NULL: defaults) into a groveConfig_t for a CUDA
 /// communicator; refuses a config that NCCL_CONFIG_INITIALIZER did not make.
 ncclResult_t toGroveConfig(const ncclConfig_t* in, groveConfig_t* out, const char* fn);
