@@ -278,7 +278,8 @@ groveResult_t groveScatter(const void* sendbuff, void* recvbuff, size_t recvcoun
                            groveStream_t stream);
 
 /// All-to-all: block j (count elements) of rank i's sendbuff goes to block i
-/// of rank j's recvbuff. sendbuff and recvbuff must not overlap.
+/// of rank j's recvbuff. In place when sendbuff == recvbuff; any other
+/// overlap is refused.
 groveResult_t groveAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                             groveDataType_t datatype, groveComm_t comm, groveStream_t stream);
 
