@@ -32,9 +32,9 @@ namespace {
 // Checks a config (NULL: none) before the call runs.
 ncclResult_t checkConfig(const char* fn, const ncclCollConfig_t* c) {
   if (c == nullptr) return ncclSuccess;
-  if (c->magic != GROVE_NCCL_CONFIG_MAGIC)
-    return refuse(ncclInvalidArgument, fn,
-                  "config was not initialised with NCCL_COLLCONFIG_INITIALIZER");
+  if (ncclResult_t r = checkMagic(fn, c->magic, "config", "NCCL_COLLCONFIG_INITIALIZER");
+      r != ncclSuccess)
+    return r;
   if (c->size < offsetof(ncclCollConfig_t, launchCompletionEvent) + sizeof(cudaEvent_t))
     return refuse(ncclInvalidArgument, fn,
                   "config.size " + std::to_string(c->size) + " is smaller than NCCL 2.32's");

@@ -51,10 +51,9 @@ ncclResult_t toGroveConfig(const ncclConfig_t* in, groveConfig_t* out, const cha
   *out = GROVE_CONFIG_INITIALIZER;
   out->deviceKind = groveDeviceCuda;
   if (in == nullptr) return ncclSuccess;
-  if (in->magic != GROVE_NCCL_CONFIG_MAGIC)
-    return refuse(ncclInvalidArgument, fn,
-                  "config was not initialised with NCCL_CONFIG_INITIALIZER (magic " +
-                      std::to_string(in->magic) + ")");
+  if (ncclResult_t r = checkMagic(fn, in->magic, "config", "NCCL_CONFIG_INITIALIZER");
+      r != ncclSuccess)
+    return r;
   // A config from an older nccl.h is shorter: read only the fields it has.
   auto has = [&](size_t offset, size_t bytes) { return in->size >= offset + bytes; };
   if (!has(offsetof(ncclConfig_t, blocking), sizeof(int)))

@@ -46,9 +46,10 @@ ncclResult_t ncclSetEncryption(const ncclEncryptionConfig_t* config) {
   return call("ncclSetEncryption", [&] {
     const char* fn = "ncclSetEncryption";
     if (config == nullptr) return refuse(ncclInvalidArgument, fn, "config is NULL");
-    if (config->magic != GROVE_NCCL_CONFIG_MAGIC)
-      return refuse(ncclInvalidArgument, fn,
-                    "config was not initialised with NCCL_ENCRYPTION_CONFIG_INITIALIZER");
+    if (ncclResult_t r =
+            checkMagic(fn, config->magic, "config", "NCCL_ENCRYPTION_CONFIG_INITIALIZER");
+        r != ncclSuccess)
+      return r;
     if (config->mode == NCCL_ENCRYPTION_MODE_NONE) return ncclSuccess;
     if (config->mode == NCCL_ENCRYPTION_MODE_PSK)
       return refuse(ncclInvalidUsage, fn,

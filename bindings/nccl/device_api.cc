@@ -111,9 +111,9 @@ ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* prop
   return call("ncclCommQueryProperties", [&] {
     const char* fn = "ncclCommQueryProperties";
     if (props == nullptr) return refuse(ncclInvalidArgument, fn, "props is NULL");
-    if (props->magic != GROVE_NCCL_CONFIG_MAGIC)
-      return refuse(ncclInvalidArgument, fn,
-                    "props was not initialised with NCCL_COMM_PROPERTIES_INITIALIZER");
+    if (ncclResult_t r = checkMagic(fn, props->magic, "props", "NCCL_COMM_PROPERTIES_INITIALIZER");
+        r != ncclSuccess)
+      return r;
     const size_t size = props->size;
     if (size < offsetof(ncclCommProperties_t, railedGinType) + sizeof(ncclGinType_t))
       return refuse(ncclInvalidArgument, fn,

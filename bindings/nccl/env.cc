@@ -205,9 +205,8 @@ bool ncclParam(const char* nccl, NcclParam* out) {
     if (std::strcmp(n.nccl, nccl) != 0) continue;
     mapNcclEnvironment();
     char value[4096];
-    int isSet = 0;
     out->groveName = n.grove;
-    if (groveGetConfig(n.grove, value, sizeof value, &isSet) != groveSuccess) return false;
+    if (groveGetConfig(n.grove, value, sizeof value, nullptr) != groveSuccess) return false;
     out->groveValue = value;
     out->value = n.untranslate ? n.untranslate(value) : std::string(value);
     return true;

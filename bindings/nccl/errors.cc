@@ -31,6 +31,14 @@ ncclResult_t refuse(ncclResult_t code, const char* fn, const std::string& why) {
   return code;
 }
 
+ncclResult_t checkMagic(const char* fn, unsigned int magic, const char* what,
+                        const char* initializer) {
+  if (magic == GROVE_NCCL_CONFIG_MAGIC) return ncclSuccess;
+  return refuse(ncclInvalidArgument, fn,
+                std::string(what) + " was not initialised with " + initializer + " (magic " +
+                    std::to_string(magic) + ")");
+}
+
 ncclResult_t call(const char* fn, const std::function<ncclResult_t()>& body) {
   shimError.clear();
   try {

@@ -26,6 +26,12 @@ inline ncclResult_t toNccl(groveResult_t r) { return static_cast<ncclResult_t>(r
 /// last error (ncclGetLastError) and is logged as grove logs a refusal.
 ncclResult_t refuse(ncclResult_t code, const char* fn, const std::string& why);
 
+/// Refuses a versioned struct (a config, properties) whose magic its
+/// initializer did not write: "`what` was not initialised with
+/// `initializer` (magic N)". ncclSuccess when the magic is NCCL's.
+ncclResult_t checkMagic(const char* fn, unsigned int magic, const char* what,
+                        const char* initializer);
+
 /// Runs one API call: clears the shim's last error and turns an exception
 /// escaping the body into ncclInternalError, so that none crosses the C
 /// boundary.
