@@ -332,6 +332,14 @@ void lifecycle(ncclComm_t comm) {
   ok(ncclCommWindowDeregister(comm, win), "window deregister", comm);
   ok(ncclMemFree(mem), "mem free");
 
+  // a config its initializer did not make is refused (every rank alike)
+  ncclConfig_t stray = NCCL_CONFIG_INITIALIZER;
+  stray.magic = 0x12345678u;
+  ncclComm_t none = nullptr;
+  expect(ncclCommSplit(comm, 0, rank, &none, &stray) == ncclInvalidArgument && none == nullptr &&
+             std::strstr(ncclGetLastError(comm), "NCCL_CONFIG_INITIALIZER") != nullptr,
+         "a config without the initializer's magic is refused, naming it");
+
   // split by parity, then a sum on the child
   ncclComm_t child = nullptr;
   if (ok(ncclCommSplit(comm, rank % 2, rank, &child, nullptr), "split", comm) && child != nullptr) {
@@ -475,6 +483,11 @@ void currentApi(ncclComm_t comm) {
   expect(untouched, "properties wrote nothing past a 2.30 struct");
   ncclCommProperties_t props = NCCL_COMM_PROPERTIES_INITIALIZER;
   ok(ncclCommQueryProperties(comm, &props), "query properties", comm);
+  ncclCommProperties_t unset = NCCL_COMM_PROPERTIES_INITIALIZER;
+  unset.magic = 1;
+  expect(ncclCommQueryProperties(comm, &unset) == ncclInvalidArgument &&
+             std::strstr(ncclGetLastError(comm), "NCCL_COMM_PROPERTIES_INITIALIZER") != nullptr,
+         "properties without the initializer's magic are refused, naming it");
   expect(props.rank == rank && props.nRanks == nranks, "properties of this header's struct");
 
   // The parameter API: NCCL's names, grove's values.
