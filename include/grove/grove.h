@@ -235,6 +235,44 @@ groveResult_t groveCommSuspend(groveComm_t comm);
 /// groveInvalidUsage if comm is not suspended.
 groveResult_t groveCommResume(groveComm_t comm);
 
+/// One-sided access: windows, puts with a signal, and waits for signals
+/// (host communicators and the emulated device; not GPU memory).
+///
+/// Registers [buff, buff + bytes) as this rank's window on comm; *window is
+/// its id. Collective: every rank registers its k-th window in the same
+/// call (sizes may differ per rank), so the id is the same on every rank.
+/// Not inside a group.
+groveResult_t groveWindowRegister(groveComm_t comm, void* buff, size_t bytes, int* window);
+/// Collective: waits until every put made into this rank's windows before
+/// the call has landed, then drops the window. Not inside a group.
+groveResult_t groveWindowDeregister(groveComm_t comm, int window);
+
+/// Signal slots each rank has per peer.
+#define GROVE_MAX_SIGNALS 1024
+
+/// Writes `bytes` from src into peer's window `window` at byte `offset`,
+/// then raises signal slot `signal` (0 <= signal < GROVE_MAX_SIGNALS) of
+/// this rank on peer. The peer calls nothing for it: its progress thread
+/// applies the bytes, then counts the signal. Puts from one rank to one
+/// peer land in call order. The call (on a stream: its operation) completes
+/// once src may be reused. bytes 0 (src may be NULL): the signal alone.
+/// A put outside the peer's window is refused here (groveInvalidArgument).
+groveResult_t grovePutSignal(const void* src, size_t bytes, int peer, int window, size_t offset,
+                             int signal, groveComm_t comm, groveStream_t stream);
+
+/// One wait of groveWaitSignal: `count` signals of slot `signal` from `peer`.
+typedef struct {
+  int peer;
+  int signal;
+  int count;
+} groveSignalWait_t;
+/// Waits until, for every entry, `count` more signals have arrived than
+/// earlier waits consumed, then consumes them (the bytes of their puts are
+/// then in the window). Fails with groveRemoteError if a peer it waits for
+/// is gone, or after GROVE_TIMEOUT without a signal.
+groveResult_t groveWaitSignal(const groveSignalWait_t* waits, int nwaits, groveComm_t comm,
+                              groveStream_t stream);
+
 /// All-reduce: recvbuff[i] = op over ranks of sendbuff[i], on every rank.
 /// In place when sendbuff == recvbuff.
 groveResult_t groveAllReduce(const void* sendbuff, void* recvbuff, size_t count,

@@ -24,6 +24,7 @@
 #include "core/device_path.h"
 #include "core/hang_doctor.h"
 #include "core/planned_routes.h"
+#include "core/rma.h"
 #include "exec/host_executor.h"
 #include "topology/comm_topology.h"
 #include "topology/detect.h"
@@ -456,6 +457,7 @@ void Comm::abort(const std::string& why) {
   // Running work sees the signal at its next wait; give it a moment to leave.
   sequencer_.drainFor(std::min(options_.timeoutSec, 5.0));
   closed_ = true;
+  rma_.reset();
   device_.reset();  // waits (briefly) for device launches to see the abort flag
   bootstrap_.reset();
 }
@@ -469,6 +471,7 @@ void Comm::close() {
     if (device_) device_->abort();
     sequencer_.drainFor(5.0);
   }
+  rma_.reset();     // stops the one-sided progress thread before its links go
   device_.reset();  // closes the device rings before the host links the proxy uses
   if (bootstrap_) bootstrap_->close();
 }

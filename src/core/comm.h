@@ -11,6 +11,7 @@
 // makes every later call return that error.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -44,6 +45,7 @@ class CallTracker;
 class Connections;
 class DevicePath;
 struct DeviceOp;
+class Rma;
 struct UniqueIdData;
 
 /// One point-to-point operation of a group.
@@ -128,6 +130,20 @@ class Comm {
   void suspend();
   /// Ends a suspension (scratch is allocated again as calls need it).
   void resume();
+  /// One-sided access (comm_rma.cc, core/rma.h). Registers this rank's
+  /// window [base, base + bytes); collective, in the same order on every
+  /// rank. Returns its id (the same on every rank).
+  int windowRegister(void* base, uint64_t bytes);
+  /// Collective: waits for every put in flight to this rank, then drops window `id`.
+  void windowDeregister(int id);
+  /// Rank `rank`'s bytes of window `id`; false if there is no such window.
+  bool windowBytes(int id, int rank, uint64_t* bytes) const;
+  /// Puts `bytes` from src into `peer`'s window at `offset` and raises its
+  /// signal slot `signal` there (the caller holds its sequencer ticket).
+  void putSignal(int peer, int window, uint64_t offset, const void* src, uint64_t bytes,
+                 int signal);
+  /// Waits for signals (each {peer, slot, count}) and consumes them.
+  void waitSignals(const std::vector<std::array<int, 3>>& waits);
   /// Stops every pending and future call here and on the other ranks.
   void abort(const std::string& why);
   /// Graceful end: waits for queued work, then leaves the job.
@@ -157,6 +173,8 @@ class Comm {
   void initDevice();
   /// Records a failure seen off the calling thread (the device watcher).
   void recordAsyncFailure(groveResult_t code, const std::string& text);
+  /// Refuses one-sided access where buffers are real GPU memory.
+  void checkOneSided(const char* what) const;
   /// The device operations of a send/recv batch (one one-off program).
   void addDeviceP2P(const std::vector<P2PCall>& calls, groveDataType_t dtype,
                     std::vector<DeviceOp>& ops);
@@ -175,7 +193,8 @@ class Comm {
   std::unique_ptr<plan::Selector> selector_;
   std::unique_ptr<plan::TopoPlans> plans_;  ///< rings / trees / hier plan of the topology (lazy)
   std::unique_ptr<plan::ProgramCache> cache_;
-  std::unique_ptr<DevicePath> device_;              ///< CUDA communicators only
+  std::unique_ptr<Rma> rma_;            ///< one-sided access: made at the first window registration
+  std::unique_ptr<DevicePath> device_;  ///< CUDA communicators only
   std::vector<transport::DevicePeer> devicePeers_;  ///< CUDA communicators: every rank's
   EngineChoice engine_;                             ///< CUDA communicators: kernel or stream
   int cudaDevice_ = -1;

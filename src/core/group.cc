@@ -77,29 +77,43 @@ void runConcurrently(std::vector<std::function<void()>>& work) {
     if (e) std::rethrow_exception(e);
 }
 
+// Runs a share's one-sided puts (waits == false) or waits (true).
+void runOneSided(const std::vector<GroupOp>& ops, bool waits) {
+  for (const GroupOp& op : ops)
+    if (op.oneSided && op.oneSidedWait == waits) op.oneSided();
+}
+
 // The work of one communicator's share of a group.
 std::function<void()> commWork(Comm* comm, std::vector<GroupOp> ops) {
   if (comm->isDevice())
     return [comm, ops = std::move(ops)] {
+      runOneSided(ops, false);
       std::vector<Comm::DeviceCollective> colls;
       std::vector<P2PCall> p2p;
       for (const GroupOp& op : ops) {
-        if (op.isP2P)
+        if (op.oneSided)
+          continue;
+        else if (op.isP2P)
           p2p.push_back(op.p2p);
         else
           colls.push_back({op.args, op.sendbuff, op.recvbuff});
       }
-      comm->deviceGroup(colls, p2p, ops.front().deviceStream);
+      if (!colls.empty() || !p2p.empty()) comm->deviceGroup(colls, p2p, ops.front().deviceStream);
+      runOneSided(ops, true);
     };
   return [comm, ops = std::move(ops)] {
+    runOneSided(ops, false);
     std::vector<P2PCall> p2p;
     for (const GroupOp& op : ops) {
-      if (op.isP2P)
+      if (op.oneSided)
+        continue;
+      else if (op.isP2P)
         p2p.push_back(op.p2p);
       else
         comm->collective(op.args, op.sendbuff, op.recvbuff);
     }
     if (!p2p.empty()) comm->pointToPoint(p2p, groveUint8);
+    runOneSided(ops, true);
   };
 }
 

@@ -5,8 +5,9 @@
 //   1. deferred communicator inits run, all at once on their own threads
 //      (so one thread can create several ranks, as with NCCL);
 //   2. the recorded operations are split per communicator, in order of first
-//      use; each communicator's collectives run in call order and then all
-//      its sends and receives run as one concurrent program;
+//      use; each communicator's one-sided puts run first, then its
+//      collectives in call order, then all its sends and receives as one
+//      concurrent program, and last its one-sided waits;
 //   3. communicators run concurrently: on their host streams if given, else
 //      on helper threads (one thread may drive several ranks of one job).
 //      A CUDA communicator's share becomes one device launch on its stream.
@@ -32,6 +33,11 @@ struct GroupOp {
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
   P2PCall p2p;  ///< sends and receives
+  /// A one-sided put or wait (set: this op is one): at the end, a
+  /// communicator's puts run before its other operations and its waits
+  /// after them, so a wait never holds back what a peer waits for.
+  std::function<void()> oneSided;
+  bool oneSidedWait = false;
 };
 
 /// True between the outermost groveGroupStart and its groveGroupEnd on this thread.

@@ -17,7 +17,7 @@ if(TARGET grove)
   grove_gtest(test_mp_api
     SOURCES ${_mp}/mp_api_errors_test.cc ${_mp}/mp_api_features_test.cc ${_mp}/mp_api_device_test.cc
             ${_mp}/mp_api_lifecycle_test.cc ${_mp}/mp_call_tags_test.cc
-            ${_mp}/mp_soak_test.cc
+            ${_mp}/mp_soak_test.cc ${_mp}/mp_api_one_sided_test.cc
     LIBS grove
     LABELS multiproc
     TIMEOUT 120)

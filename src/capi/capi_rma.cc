@@ -1,0 +1,128 @@
+// C entry points of one-sided access: windows, puts with a signal, waits
+// for signals (core/comm_rma.cc, core/rma.h).
+//
+// Every argument is checked here, before the call is queued, so a bad one
+// is refused with a clear text and leaves the communicator usable: peer and
+// signal ranges, a window the peer registered, and a put that fits it.
+// Puts and waits keep the communicator's issue order (blocking, on a host
+// stream, or recorded in a group, where puts run before and waits after
+// the group's other operations).
+#include <array>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "capi/handles.h"
+#include "core/group.h"
+
+using grove::capi::apiCall;
+namespace core = grove::core;
+
+namespace {
+
+void checkPeer(int peer, const core::Comm& c) {
+  if (peer < 0 || peer >= c.nranks())
+    grove::throwInvalidArgument("peer " + std::to_string(peer) + " out of range [0," +
+                                std::to_string(c.nranks()) + ")");
+}
+
+void checkSignal(int signal) {
+  if (signal < 0 || signal >= GROVE_MAX_SIGNALS)
+    grove::throwInvalidArgument("signal " + std::to_string(signal) + " out of range [0," +
+                                std::to_string(GROVE_MAX_SIGNALS) + ")");
+}
+
+void refuseInGroup(const char* what) {
+  if (core::groupActive())
+    throw grove::Error(
+        groveInvalidUsage,
+        std::string(what) + " cannot be called inside a group (call groveGroupEnd first)");
+}
+
+// Runs a one-sided operation in issue order: recorded in the open group, on
+// the stream, or now.
+void submitOneSided(groveComm_t comm, groveStream_t stream, bool isWait,
+                    std::function<void()> work) {
+  core::Comm& c = grove::capi::usableComm(comm);
+  core::HostStream* hs = c.isDevice() ? nullptr : grove::capi::hostStreamOf(stream);
+  if (core::groupActive()) {
+    core::GroupOp op;
+    op.comm = &c;
+    op.stream = hs;
+    op.deviceStream = c.isDevice() ? stream : nullptr;
+    op.oneSided = std::move(work);
+    op.oneSidedWait = isWait;
+    core::groupRecord(std::move(op));
+    return;
+  }
+  core::submit(c, hs, std::move(work));
+}
+
+}  // namespace
+
+GROVE_API groveResult_t groveWindowRegister(groveComm_t comm, void* buff, size_t bytes,
+                                            int* window) {
+  return apiCall("groveWindowRegister", comm, [&] {
+    if (window == nullptr) grove::throwInvalidArgument("window is NULL");
+    *window = -1;
+    if (buff == nullptr && bytes > 0) grove::throwInvalidArgument("buff is NULL");
+    refuseInGroup("groveWindowRegister");
+    core::Comm& c = grove::capi::usableComm(comm);
+    int id = -1;
+    c.sequencer().runNow([&] { id = c.windowRegister(buff, bytes); });
+    *window = id;
+  });
+}
+
+GROVE_API groveResult_t groveWindowDeregister(groveComm_t comm, int window) {
+  return apiCall("groveWindowDeregister", comm, [&] {
+    refuseInGroup("groveWindowDeregister");
+    core::Comm& c = grove::capi::usableComm(comm);
+    c.sequencer().runNow([&] { c.windowDeregister(window); });
+  });
+}
+
+GROVE_API groveResult_t grovePutSignal(const void* src, size_t bytes, int peer, int window,
+                                       size_t offset, int signal, groveComm_t comm,
+                                       groveStream_t stream) {
+  return apiCall("grovePutSignal", comm, [&] {
+    core::Comm& c = grove::capi::usableComm(comm);
+    checkPeer(peer, c);
+    checkSignal(signal);
+    if (src == nullptr && bytes > 0) grove::throwInvalidArgument("src is NULL");
+    uint64_t limit = 0;
+    if (!c.windowBytes(window, peer, &limit))
+      grove::throwInvalidArgument("window " + std::to_string(window) +
+                                  " is not a registered window of this communicator");
+    if (offset > limit || bytes > limit - offset)
+      grove::throwInvalidArgument("a put of " + std::to_string(bytes) + " bytes at offset " +
+                                  std::to_string(offset) + " does not fit rank " +
+                                  std::to_string(peer) + "'s window " + std::to_string(window) +
+                                  " (" + std::to_string(limit) + " bytes)");
+    core::Comm* cm = &c;
+    submitOneSided(comm, stream, false, [cm, src, bytes, peer, window, offset, signal] {
+      cm->putSignal(peer, window, offset, src, bytes, signal);
+    });
+  });
+}
+
+GROVE_API groveResult_t groveWaitSignal(const groveSignalWait_t* waits, int nwaits,
+                                        groveComm_t comm, groveStream_t stream) {
+  return apiCall("groveWaitSignal", comm, [&] {
+    core::Comm& c = grove::capi::usableComm(comm);
+    if (nwaits < 0) grove::throwInvalidArgument("nwaits " + std::to_string(nwaits) + " < 0");
+    if (waits == nullptr && nwaits > 0) grove::throwInvalidArgument("waits is NULL");
+    std::vector<std::array<int, 3>> list;
+    for (int i = 0; i < nwaits; ++i) {
+      checkPeer(waits[i].peer, c);
+      checkSignal(waits[i].signal);
+      if (waits[i].count < 0)
+        grove::throwInvalidArgument("waits[" + std::to_string(i) + "].count " +
+                                    std::to_string(waits[i].count) + " < 0");
+      list.push_back({waits[i].peer, waits[i].signal, waits[i].count});
+    }
+    if (list.empty()) return;
+    core::Comm* cm = &c;
+    submitOneSided(comm, stream, true, [cm, list] { cm->waitSignals(list); });
+  });
+}

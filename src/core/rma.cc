@@ -1,0 +1,296 @@
+// Rma: puts, signals and windows (see rma.h for how it works).
+#include "core/rma.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "base/error.h"
+#include "base/log.h"
+
+namespace grove::core {
+
+namespace {
+
+constexpr uint32_t kMagic = 0x524d4131;  // "RMA1"
+
+std::string peerName(int p) { return "rank " + std::to_string(p); }
+
+}  // namespace
+
+Rma::Rma(int rank, int nranks, std::vector<transport::SendHalf*> sends,
+         std::vector<transport::RecvHalf*> recvs, const WaitContext& wait)
+    : rank_(rank),
+      nranks_(nranks),
+      sends_(std::move(sends)),
+      incoming_(static_cast<size_t>(nranks)),
+      wait_(wait),
+      arrived_(static_cast<size_t>(nranks) * kSignals, 0),
+      consumed_(static_cast<size_t>(nranks) * kSignals, 0),
+      applied_(static_cast<size_t>(nranks), 0),
+      gone_(static_cast<size_t>(nranks)),
+      sent_(static_cast<size_t>(nranks)) {
+  for (int p = 0; p < nranks; ++p) incoming_[p].half = recvs[p];
+  thread_ = std::thread([this] { loop(); });
+}
+
+Rma::~Rma() {
+  stop_.store(true, std::memory_order_release);
+  thread_.join();
+}
+
+int Rma::nextWindow() const {
+  std::lock_guard<std::mutex> lock(winMu_);
+  return nextWindow_;
+}
+
+void Rma::addWindow(void* base, std::vector<uint64_t> sizes) {
+  std::lock_guard<std::mutex> lock(winMu_);
+  windows_[nextWindow_++] = Window{static_cast<uint8_t*>(base), std::move(sizes)};
+}
+
+bool Rma::windowBytes(int id, int rank, uint64_t* bytes) const {
+  std::lock_guard<std::mutex> lock(winMu_);
+  auto it = windows_.find(id);
+  if (it == windows_.end() || rank < 0 || rank >= nranks_) return false;
+  *bytes = it->second.sizes[rank];
+  return true;
+}
+
+void Rma::removeWindow(int id) {
+  std::lock_guard<std::mutex> lock(winMu_);
+  windows_.erase(id);
+}
+
+std::vector<uint64_t> Rma::sentCounts() const {
+  std::vector<uint64_t> out(sent_.size());
+  for (size_t p = 0; p < out.size(); ++p) out[p] = sent_[p].load();
+  return out;
+}
+
+void Rma::checkPeer(int p) const {
+  if (wait_.abortFlag != nullptr && wait_.abortFlag->load(std::memory_order_acquire))
+    throw Error(groveRemoteError, wait_.abortReason != nullptr && !wait_.abortReason->empty()
+                                      ? *wait_.abortReason
+                                      : std::string("communicator aborted"));
+  if (!gone_[p].empty())
+    throw Error(groveRemoteError,
+                "one-sided link from " + peerName(p) + " is gone (" + gone_[p] + ")");
+}
+
+// Waits on the signal table: `ready` (called under sigMu_) or a failure of
+// one of `peers`, the abort flag, or GROVE_TIMEOUT without progress.
+template <typename Ready, typename Peers>
+static void waitTable(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                      const WaitContext& ctx, const char* what, Ready ready, Peers check) {
+  using clock = std::chrono::steady_clock;
+  const auto limit = std::chrono::duration<double>(ctx.timeoutSec > 0 ? ctx.timeoutSec : 1e9);
+  auto last = clock::now();
+  uint64_t progress = 0;
+  for (;;) {
+    uint64_t seen = 0;
+    if (ready(&seen)) return;
+    check();
+    if (seen != progress) {
+      progress = seen;
+      last = clock::now();
+    } else if (clock::now() - last > limit) {
+      throw Error(groveRemoteError, std::string(what) + ": nothing arrived within GROVE_TIMEOUT (" +
+                                        std::to_string(ctx.timeoutSec) + " s)");
+    }
+    cv.wait_for(lock, std::chrono::milliseconds(2));
+  }
+}
+
+void Rma::drainFrom(const std::vector<uint64_t>& fromEach) {
+  std::unique_lock<std::mutex> lock(sigMu_);
+  waitTable(
+      lock, sigCv_, wait_, "window deregistration waiting for puts in flight",
+      [&](uint64_t* seen) {
+        bool all = true;
+        for (int p = 0; p < nranks_; ++p) {
+          *seen += applied_[p];
+          all = all && applied_[p] >= fromEach[p];
+        }
+        return all;
+      },
+      [&] {
+        for (int p = 0; p < nranks_; ++p)
+          if (applied_[p] < fromEach[p]) checkPeer(p);
+      });
+}
+
+void Rma::waitSignals(const std::vector<Wait>& waits) {
+  // Several waits on one slot add up.
+  std::map<size_t, uint64_t> need;
+  for (const Wait& w : waits) need[static_cast<size_t>(w.peer) * kSignals + w.signal] += w.count;
+  std::unique_lock<std::mutex> lock(sigMu_);
+  waitTable(
+      lock, sigCv_, wait_, "groveWaitSignal",
+      [&](uint64_t* seen) {
+        bool all = true;
+        for (const auto& [slot, n] : need) {
+          *seen += arrived_[slot];
+          all = all && arrived_[slot] - consumed_[slot] >= n;
+        }
+        return all;
+      },
+      [&] {
+        for (const auto& [slot, n] : need)
+          if (arrived_[slot] - consumed_[slot] < n) checkPeer(static_cast<int>(slot / kSignals));
+      });
+  for (const auto& [slot, n] : need) consumed_[slot] += n;
+}
+
+void Rma::put(int peer, int window, uint64_t offset, const void* src, uint64_t bytes, int signal) {
+  uint64_t limit = 0;
+  if (signal < 0 || signal >= kSignals)
+    throwInvalidArgument("signal " + std::to_string(signal) + " out of range");
+  if (!windowBytes(window, peer, &limit) || offset > limit || bytes > limit - offset)
+    throwInvalidArgument("put of " + std::to_string(bytes) + " bytes at offset " +
+                         std::to_string(offset) + " does not fit window " + std::to_string(window) +
+                         " of " + peerName(peer));
+  if (peer == rank_) {
+    {
+      std::lock_guard<std::mutex> lock(winMu_);
+      if (bytes > 0) std::memmove(windows_[window].base + offset, src, bytes);
+    }
+    land(peer, signal);
+    sent_[peer].fetch_add(1);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(sigMu_);
+    checkPeer(peer);
+  }
+  Header h{kMagic, window, offset, bytes, signal, 0};
+  Waiter w(wait_, "one-sided put waiting for room on the link");
+  writeAll(peer, &h, sizeof h, w);
+  writeAll(peer, src, bytes, w);
+  while (!sends_[peer]->flush()) w.wait();
+  sent_[peer].fetch_add(1);
+}
+
+void Rma::writeAll(int peer, const void* data, size_t n, Waiter& w) {
+  transport::SendHalf& half = *sends_[peer];
+  const auto* from = static_cast<const uint8_t*>(data);
+  while (n > 0) {
+    void* to = nullptr;
+    const size_t room = half.reserve(&to);
+    if (room == 0) {
+      half.flush();
+      wait_.noteBlockedOn(-1, peer);
+      w.wait();
+      continue;
+    }
+    const size_t k = std::min(room, n);
+    std::memcpy(to, from, k);
+    half.commit(k);
+    from += k;
+    n -= k;
+    w.progressed();
+  }
+}
+
+void Rma::land(int peer, int signal) {
+  {
+    std::lock_guard<std::mutex> lock(sigMu_);
+    ++arrived_[static_cast<size_t>(peer) * kSignals + signal];
+    ++applied_[peer];
+  }
+  sigCv_.notify_all();
+}
+
+void Rma::markGone(int peer, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(sigMu_);
+    if (!gone_[peer].empty()) return;
+    gone_[peer] = why;
+  }
+  GROVE_INFO(log::kP2p, "rank %d: one-sided link from rank %d closed: %s", rank_, peer,
+             why.c_str());
+  sigCv_.notify_all();
+}
+
+// A header is complete: find where its payload goes.
+void Rma::begin(int peer, Incoming& in) {
+  const Header& h = in.header;
+  if (h.magic != kMagic)
+    throw Error(groveInternalError,
+                "garbled one-sided header (magic " + std::to_string(h.magic) + ")");
+  if (h.signal < 0 || h.signal >= kSignals)
+    throw Error(groveInternalError, "one-sided header with signal " + std::to_string(h.signal));
+  std::lock_guard<std::mutex> lock(winMu_);
+  auto it = windows_.find(h.window);
+  const uint64_t size = it == windows_.end() ? 0 : it->second.sizes[rank_];
+  if (it == windows_.end() || h.offset > size || h.bytes > size - h.offset)
+    throw Error(groveInvalidUsage,
+                "a put of " + std::to_string(h.bytes) + " bytes at offset " +
+                    std::to_string(h.offset) + " into window " + std::to_string(h.window) +
+                    " does not fit this rank's windows (were windows registered in the same "
+                    "order on every rank?)");
+  in.dst = it->second.base + h.offset;
+  in.done = 0;
+}
+
+// Applies what arrived from `peer`; true if any byte moved.
+bool Rma::pump(int peer) {
+  Incoming& in = incoming_[peer];
+  bool moved = false;
+  for (;;) {
+    const void* src = nullptr;
+    const size_t avail = in.half->peek(&src);
+    if (avail == 0) return moved;
+    moved = true;
+    size_t k = 0;
+    if (in.headerHave < sizeof(Header)) {
+      k = std::min(avail, sizeof(Header) - in.headerHave);
+      std::memcpy(reinterpret_cast<uint8_t*>(&in.header) + in.headerHave, src, k);
+      in.headerHave += k;
+      in.half->consume(k);
+      if (in.headerHave < sizeof(Header)) continue;
+      begin(peer, in);
+    } else {
+      k = static_cast<size_t>(std::min<uint64_t>(avail, in.header.bytes - in.done));
+      std::memcpy(in.dst + in.done, src, k);
+      in.done += k;
+      in.half->consume(k);
+    }
+    if (in.done == in.header.bytes) {
+      in.headerHave = 0;
+      land(peer, in.header.signal);
+    }
+  }
+}
+
+void Rma::loop() {
+  uint32_t idle = 0;
+  while (!stop_.load(std::memory_order_acquire)) {
+    bool moved = false;
+    for (int p = 0; p < nranks_; ++p) {
+      if (incoming_[p].half == nullptr) continue;
+      try {
+        moved = pump(p) || moved;
+      } catch (const std::exception& e) {
+        markGone(p, e.what());
+        incoming_[p].half = nullptr;
+      }
+    }
+    if (moved) {
+      idle = 0;
+    } else if (idle < 64) {
+      ++idle;
+      cpuRelax();
+    } else if (idle < 264) {
+      ++idle;
+      sched_yield();
+    } else {
+      const uint32_t extra = std::min<uint32_t>(idle++ - 264, 49);
+      std::this_thread::sleep_for(std::chrono::microseconds(20 + extra * 20));
+    }
+  }
+}
+
+}  // namespace grove::core

@@ -1,0 +1,151 @@
+// Rma: one-sided puts and signals into registered windows, for one rank of
+// a communicator (the core of groveWindowRegister, grovePutSignal and
+// groveWaitSignal).
+//
+// How it works: a put must land without the target doing anything, so each
+// rank runs a progress thread that owns the receiving halves of a reserved
+// connection channel (kRmaChannel, one link from every peer) and applies
+// what arrives. A put is a 32-byte header (window id, offset, bytes,
+// signal) followed by its payload on the sending half to the target; the
+// sender returns once every byte is handed to the transport (the source may
+// then be reused). The target's thread reads the header, looks the window
+// up, copies the payload straight from the transport's buffer into the
+// window, and only then counts the signal, so a waiter that sees the count
+// sees the bytes. Links are byte streams in order, so puts from one peer
+// land in the order they were issued. A put to one's own rank is a copy.
+//
+// Signals: one counter per (peer, signal slot). A wait for `count` signals
+// from a peer returns when that many have arrived beyond those earlier
+// waits consumed, and consumes them (NCCL's ncclWaitSignal).
+//
+// Windows are registered collectively, in the same order on every rank: the
+// k-th window has id k everywhere, and each rank learns every rank's window
+// size, so a put out of the target's bounds is refused at the source. A
+// window leaves collectively too: every rank first waits until it has
+// applied every put its peers made before the call (removeWindow after
+// drainFrom), so nothing in flight can land in freed memory.
+//
+// Failures: a peer whose links break (it died, or left the communicator)
+// is marked gone with the reason; a wait for its signals then fails at once
+// instead of running into the timeout. Waits watch the communicator's abort
+// flag and fail after GROVE_TIMEOUT without progress. The thread backs off
+// (pause, yield, then naps of up to 1 ms) when nothing arrives, so an idle
+// window costs little CPU.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/wait.h"
+#include "core/device_connections.h"
+#include "transports/transport.h"
+
+namespace grove::core {
+
+/// Connection channel of the one-sided links: past every proxied device channel.
+inline constexpr int kRmaChannel =
+    kDeviceProxyChannelBase + plan::kP2PChannel + plan::kMaxP2PChannels;
+
+class Rma {
+ public:
+  /// Signal slots per peer (grovePutSignal's `signal` is below this).
+  static constexpr int kSignals = 1024;
+  /// One wait of waitSignals: `count` more signals in slot `signal` from `peer`.
+  struct Wait {
+    int peer = -1;
+    int signal = 0;
+    uint64_t count = 0;
+  };
+
+  /// sends[p] / recvs[p]: the kRmaChannel halves to and from rank p (null at
+  /// `rank`); they must outlive this object. Starts the progress thread.
+  Rma(int rank, int nranks, std::vector<transport::SendHalf*> sends,
+      std::vector<transport::RecvHalf*> recvs, const WaitContext& wait);
+  /// Stops the progress thread (what has not arrived is dropped).
+  ~Rma();
+  Rma(const Rma&) = delete;
+  Rma& operator=(const Rma&) = delete;
+
+  /// The id the next window gets (windows registered so far).
+  int nextWindow() const;
+  /// Adds window nextWindow() at `base`; sizes[r] = rank r's window bytes.
+  void addWindow(void* base, std::vector<uint64_t> sizes);
+  /// Rank `rank`'s bytes of window `id`; false if this rank has no such window.
+  bool windowBytes(int id, int rank, uint64_t* bytes) const;
+  /// Drops window `id` (call after drainFrom: nothing may be in flight to it).
+  void removeWindow(int id);
+
+  /// Puts sent to each rank so far.
+  std::vector<uint64_t> sentCounts() const;
+  /// Waits until fromEach[p] puts from each rank p have been applied.
+  void drainFrom(const std::vector<uint64_t>& fromEach);
+
+  /// Writes [src, src + bytes) into `peer`'s window `window` at `offset`,
+  /// then raises its signal slot `signal` (bytes 0: the signal alone).
+  /// Returns once the source may be reused. Arguments are checked by the
+  /// caller (windowBytes); a bad one here is groveInvalidArgument.
+  void put(int peer, int window, uint64_t offset, const void* src, uint64_t bytes, int signal);
+  /// Waits for every wait of `waits` (see the file comment), then consumes them.
+  void waitSignals(const std::vector<Wait>& waits);
+
+ private:
+  struct Header {
+    uint32_t magic;
+    int32_t window;
+    uint64_t offset;
+    uint64_t bytes;
+    int32_t signal;
+    uint32_t pad;
+  };
+  static_assert(sizeof(Header) == 32, "one-sided header is 32 bytes on the wire");
+  struct Window {
+    uint8_t* base = nullptr;
+    std::vector<uint64_t> sizes;
+  };
+  // What the progress thread knows of the stream from one peer.
+  struct Incoming {
+    transport::RecvHalf* half = nullptr;
+    Header header{};
+    size_t headerHave = 0;   // header bytes read so far
+    uint8_t* dst = nullptr;  // where the payload goes
+    uint64_t done = 0;       // payload bytes applied
+  };
+
+  void loop();
+  bool pump(int peer);
+  void begin(int peer, Incoming& in);
+  void land(int peer, int signal);
+  void markGone(int peer, const std::string& why);
+  void writeAll(int peer, const void* data, size_t n, Waiter& w);
+  // Throws if peer `p` is gone (with its reason) or the communicator aborted.
+  void checkPeer(int p) const;
+
+  int rank_;
+  int nranks_;
+  std::vector<transport::SendHalf*> sends_;
+  std::vector<Incoming> incoming_;  // by rank; the progress thread's alone
+  WaitContext wait_;
+
+  mutable std::mutex winMu_;
+  std::map<int, Window> windows_;
+  int nextWindow_ = 0;
+
+  mutable std::mutex sigMu_;  // arrived_, consumed_, applied_, gone_
+  std::condition_variable sigCv_;
+  std::vector<uint64_t> arrived_;   // [peer * kSignals + signal]
+  std::vector<uint64_t> consumed_;  // same layout
+  std::vector<uint64_t> applied_;   // puts applied, by peer
+  std::vector<std::string> gone_;   // by peer: why its links broke ("" while fine)
+
+  std::vector<std::atomic<uint64_t>> sent_;  // puts sent, by peer
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace grove::core

@@ -1,0 +1,191 @@
+// In-process API tests of one-sided access (groveWindowRegister,
+// grovePutSignal, groveWaitSignal): ranks are threads on shared memory.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "mp_api_util.h"
+
+namespace {
+
+using mpapi::Comms;
+using mpapi::lastErrorNames;
+using mpapi::onRanks;
+
+uint8_t patternByte(int rank, size_t i) { return static_cast<uint8_t>(rank * 31 + i * 7 + 1); }
+
+// Every rank puts into the next one's window (sizes differ per rank), and
+// signals the one after that alone; each checks what landed. A put larger
+// than a link's buffer streams through it while its target only waits.
+TEST(MpApiOneSided, PutsAndSignalsLandInPeersWindows) {
+  const int n = 4;
+  Comms comms(n);
+  ASSERT_TRUE(comms.ok());
+  const size_t big = (3u << 20) + 123;  // past a 1 MiB link buffer
+  std::vector<std::vector<uint8_t>> win(n), src(n);
+  std::vector<int> ids(n, -7);
+  onRanks(n, [&](int r) {
+    win[r].assign(big + 64 * r, 0);
+    ASSERT_EQ(groveWindowRegister(comms[r], win[r].data(), win[r].size(), &ids[r]), groveSuccess)
+        << groveGetLastError(comms[r]);
+    src[r].resize(big);
+    for (size_t i = 0; i < big; ++i) src[r][i] = patternByte(r, i);
+    const int next = (r + 1) % n, after = (r + 2) % n;
+    ASSERT_EQ(grovePutSignal(src[r].data(), big, next, ids[r], 64 * next, 3, comms[r], nullptr),
+              groveSuccess)
+        << groveGetLastError(comms[r]);
+    ASSERT_EQ(grovePutSignal(nullptr, 0, after, ids[r], 0, 7, comms[r], nullptr), groveSuccess)
+        << groveGetLastError(comms[r]);
+    const int prev = (r + n - 1) % n, before = (r + n - 2) % n;
+    groveSignalWait_t waits[2] = {{prev, 3, 1}, {before, 7, 1}};
+    ASSERT_EQ(groveWaitSignal(waits, 2, comms[r], nullptr), groveSuccess)
+        << groveGetLastError(comms[r]);
+    size_t bad = 0;
+    for (size_t i = 0; i < big; ++i) bad += win[r][64 * r + i] != patternByte(prev, i);
+    for (size_t i = 0; i < static_cast<size_t>(64 * r); ++i) bad += win[r][i] != 0;
+    EXPECT_EQ(bad, 0u) << "rank " << r;
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(ids[r], 0);
+  onRanks(n, [&](int r) {
+    EXPECT_EQ(groveWindowDeregister(comms[r], ids[r]), groveSuccess) << groveGetLastError(comms[r]);
+  });
+}
+
+// A put completes while its target is busy elsewhere (no call into grove),
+// puts from one rank land in order, and a wait consumes what it counted.
+TEST(MpApiOneSided, TargetNeedNotTakePartAndPutsLandInOrder) {
+  Comms comms(2);
+  ASSERT_TRUE(comms.ok());
+  std::vector<uint32_t> win0(4, 0), win1(1 << 20, 0);
+  int id0 = -1, id1 = -1;
+  onRanks(2, [&](int r) {
+    std::vector<uint32_t>& w = r == 0 ? win0 : win1;
+    ASSERT_EQ(groveWindowRegister(comms[r], w.data(), w.size() * 4, r == 0 ? &id0 : &id1),
+              groveSuccess);
+  });
+  std::atomic<bool> putsDone{false};
+  onRanks(2, [&](int r) {
+    if (r == 0) {
+      // 4 MiB into rank 1, which is asleep: the put must not wait for it.
+      std::vector<uint32_t> data(win1.size());
+      for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint32_t>(i * 3);
+      ASSERT_EQ(grovePutSignal(data.data(), data.size() * 4, 1, id0, 0, 0, comms[0], nullptr),
+                groveSuccess)
+          << groveGetLastError(comms[0]);
+      data.assign(data.size(), 0);  // the source may be reused once the put returned
+      for (uint32_t v = 1; v <= 100; ++v)
+        ASSERT_EQ(grovePutSignal(&v, 4, 1, id0, 0, 1, comms[0], nullptr), groveSuccess);
+      putsDone = true;
+      return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!putsDone && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20))
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_TRUE(putsDone.load()) << "puts into an idle rank did not complete";
+    groveSignalWait_t big{0, 0, 1}, order{0, 1, 100};
+    ASSERT_EQ(groveWaitSignal(&big, 1, comms[1], nullptr), groveSuccess);
+    ASSERT_EQ(groveWaitSignal(&order, 1, comms[1], nullptr), groveSuccess)
+        << groveGetLastError(comms[1]);
+    EXPECT_EQ(win1[0], 100u);  // the last of the ordered puts
+    size_t bad = 0;
+    for (size_t i = 1; i < win1.size(); ++i) bad += win1[i] != static_cast<uint32_t>(i * 3);
+    EXPECT_EQ(bad, 0u);
+  });
+  // The 101 signals were consumed: one more wait has nothing to take, until
+  // a signal arrives on a host stream.
+  groveHostStream_t s = nullptr;
+  ASSERT_EQ(groveHostStreamCreate(&s), groveSuccess);
+  groveSignalWait_t one{0, 1, 1};
+  ASSERT_EQ(groveWaitSignal(&one, 1, comms[1], s), groveSuccess);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(groveHostStreamQuery(s), groveInProgress);
+  ASSERT_EQ(grovePutSignal(nullptr, 0, 1, id0, 0, 1, comms[0], nullptr), groveSuccess);
+  EXPECT_EQ(groveHostStreamSynchronize(s), groveSuccess);
+  EXPECT_EQ(groveHostStreamDestroy(s), groveSuccess);
+  onRanks(2, [&](int r) {
+    EXPECT_EQ(groveWindowDeregister(comms[r], r == 0 ? id0 : id1), groveSuccess);
+  });
+}
+
+// In a group a rank's waits run after its sends: the wait below would
+// deadlock if it ran before the send its peer's put waits behind.
+TEST(MpApiOneSided, GroupRunsWaitsAfterTheGroupsOtherWork) {
+  Comms comms(2);
+  ASSERT_TRUE(comms.ok());
+  std::vector<int> win0(16, 0), win1(16, 0);
+  int id = -1;
+  onRanks(2, [&](int r) {
+    int mine = -1;
+    ASSERT_EQ(groveWindowRegister(comms[r], r == 0 ? win0.data() : win1.data(), 64, &mine),
+              groveSuccess);
+    if (r == 0) id = mine;
+  });
+  onRanks(2, [&](int r) {
+    int v = 42, got = 0;
+    if (r == 0) {
+      groveSignalWait_t w{1, 5, 1};
+      ASSERT_EQ(groveGroupStart(), groveSuccess);
+      ASSERT_EQ(groveWaitSignal(&w, 1, comms[0], nullptr), groveSuccess);
+      ASSERT_EQ(groveSend(&v, 1, groveInt32, 1, comms[0], nullptr), groveSuccess);
+      ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(comms[0]);
+      EXPECT_EQ(win0[2], 43);
+    } else {
+      ASSERT_EQ(groveRecv(&got, 1, groveInt32, 0, comms[1], nullptr), groveSuccess);
+      got += 1;
+      ASSERT_EQ(grovePutSignal(&got, 4, 0, id, 8, 5, comms[1], nullptr), groveSuccess);
+    }
+  });
+  onRanks(2, [&](int r) { EXPECT_EQ(groveWindowDeregister(comms[r], id), groveSuccess); });
+}
+
+// Bad arguments are refused with a clear text and leave the communicator
+// usable; without a window nothing one-sided runs.
+TEST(MpApiOneSided, BadArgumentsAreRefusedAndLoseNothing) {
+  Comms comms(2);
+  ASSERT_TRUE(comms.ok());
+  int x = 5;
+  EXPECT_EQ(grovePutSignal(&x, 4, 1, 0, 0, 0, comms[0], nullptr), groveInvalidArgument);
+  EXPECT_TRUE(lastErrorNames(nullptr, "not a registered window"));
+  std::vector<char> w0(100), w1(200);
+  int id = -1;
+  onRanks(2, [&](int r) {
+    int mine = -1;
+    ASSERT_EQ(
+        groveWindowRegister(comms[r], r == 0 ? w0.data() : w1.data(), r == 0 ? 100 : 200, &mine),
+        groveSuccess);
+    if (r == 0) id = mine;
+  });
+  EXPECT_EQ(grovePutSignal(&x, 4, 0, id, 97, 0, comms[1], nullptr), groveInvalidArgument);
+  EXPECT_TRUE(lastErrorNames(nullptr, "does not fit rank 0's window"));
+  EXPECT_EQ(grovePutSignal(&x, 4, 1, id, 196, 0, comms[0], nullptr), groveSuccess);  // 200 there
+  EXPECT_EQ(grovePutSignal(&x, 4, 2, id, 0, 0, comms[0], nullptr), groveInvalidArgument);
+  EXPECT_TRUE(lastErrorNames(nullptr, "peer 2 out of range"));
+  EXPECT_EQ(grovePutSignal(&x, 4, 1, id, 0, GROVE_MAX_SIGNALS, comms[0], nullptr),
+            groveInvalidArgument);
+  EXPECT_TRUE(lastErrorNames(nullptr, "signal 1024 out of range"));
+  EXPECT_EQ(grovePutSignal(nullptr, 4, 1, id, 0, 0, comms[0], nullptr), groveInvalidArgument);
+  groveSignalWait_t bad{1, 0, -1};
+  EXPECT_EQ(groveWaitSignal(&bad, 1, comms[0], nullptr), groveInvalidArgument);
+  EXPECT_EQ(groveWaitSignal(nullptr, 1, comms[0], nullptr), groveInvalidArgument);
+  EXPECT_EQ(groveWaitSignal(nullptr, 0, comms[0], nullptr), groveSuccess);
+  EXPECT_EQ(groveWindowRegister(comms[0], w0.data(), 100, nullptr), groveInvalidArgument);
+  ASSERT_EQ(groveGroupStart(), groveSuccess);
+  int unused = -1;
+  EXPECT_EQ(groveWindowRegister(comms[0], w0.data(), 100, &unused), groveInvalidUsage);
+  EXPECT_TRUE(lastErrorNames(nullptr, "inside a group"));
+  ASSERT_EQ(groveGroupEnd(), groveSuccess);
+  groveSignalWait_t good{0, 0, 1};
+  EXPECT_EQ(groveWaitSignal(&good, 1, comms[1], nullptr), groveSuccess);
+  EXPECT_EQ(std::memcmp(w1.data() + 196, &x, 4), 0);
+  EXPECT_TRUE(mpapi::allReduceWorks(comms));  // nothing refused poisoned the communicators
+  onRanks(2, [&](int r) { EXPECT_EQ(groveWindowDeregister(comms[r], id), groveSuccess); });
+  EXPECT_EQ(grovePutSignal(&x, 4, 1, id, 0, 0, comms[0], nullptr), groveInvalidArgument);
+  EXPECT_EQ(groveWindowDeregister(comms[0], id), groveInvalidArgument);
+}
+
+}  // namespace
