@@ -32,6 +32,7 @@ struct Registration {
   groveComm_t comm = nullptr;
   int rank = -1;
   bool window = false;
+  int oneSided = -1;  ///< a window's id in grove's one-sided access (-1: none, GPU memory)
 };
 
 struct CommState {

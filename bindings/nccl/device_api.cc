@@ -12,7 +12,8 @@
 //   rank again; rank conversions follow NCCL's team arithmetic. The CFT
 //   teams (2.32) are this rank alone, as no fabric tree exists;
 // - ncclCommQueryProperties says so: no device API, no multimem, no GIN,
-//   no CFT, one LSA team per rank.
+//   no CFT, one LSA team per rank; host RMA (put/signal) where buffers
+//   are host memory (windows.cc).
 // The window pointer queries live with the windows (windows.cc).
 #include <algorithm>
 #include <cstddef>
@@ -132,7 +133,8 @@ ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* prop
     p.cudaDev = dev;
     p.nvmlDev = dev;  // grove keeps CUDA's device order
     p.ginType = p.railedGinType = NCCL_GIN_TYPE_NONE;
-    p.nLsaTeams = n;  // each rank is its own load/store team
+    p.nLsaTeams = n;             // each rank is its own load/store team
+    p.hostRmaSupport = dev < 0;  // put/signal: host memory and the emulated device (windows.cc)
     p.commHash = commHash(toGrove(comm));
     p.ginConnectionType = NCCL_GIN_CONNECTION_NONE;
     // Only the fields the caller's struct has (an older nccl.h's is shorter).

@@ -9,14 +9,22 @@
 // and refuses every other peer with a clear text, as NCCL refuses a peer
 // outside the LSA team. Multimem and CFT handles do not exist here.
 //
-// One-sided put/signal (ncclPutSignal, ncclSignal, ncclWaitSignal) are
-// not implemented yet: they refuse with ncclInvalidUsage, and
-// ncclCommQueryProperties says hostRmaSupport = false, the answer NCCL
-// gives on hardware without RMA.
+// One-sided put/signal (ncclPutSignal, ncclSignal, ncclWaitSignal) run on
+// grove's one-sided access (groveWindowRegister, grovePutSignal,
+// groveWaitSignal): a window of a communicator on host memory or the
+// emulated device is also registered with grove, collectively as NCCL's
+// are, and NCCL's peerWin (this rank's handle of the window) names grove's
+// window id, the same on every rank. NCCL's (ctx, sigIdx) pair is grove's
+// signal slot ctx * kSigIdxLimit + sigIdx. Puts land without the target's
+// participation (grove's progress thread), in order per peer; a wait
+// consumes the signals it counted. On GPU memory the calls refuse with a
+// clear text and ncclCommQueryProperties says hostRmaSupport = 0.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "comm_state.h"
+#include "premul_sum.h"
 
 namespace grove::nccl {
 
@@ -42,8 +50,28 @@ namespace {
 const char kNoMultimem[] =
     "grove's libnccl.so.2 has no multimem (NVLink SHARP) or CFT memory; use the host collectives";
 const char kNoOneSided[] =
-    "one-sided put/signal is not supported by grove's NCCL library yet "
+    "one-sided put/signal on GPU memory is not supported by grove's NCCL library yet "
     "(ncclCommQueryProperties reports hostRmaSupport = 0); use ncclSend/ncclRecv";
+
+// NCCL's (ctx, sigIdx) as one of grove's signal slots.
+constexpr int kSigIdxLimit = 256;
+constexpr int kCtxLimit = GROVE_MAX_SIGNALS / kSigIdxLimit;
+
+ncclResult_t signalSlot(const char* fn, int sigIdx, int ctx, int* slot) {
+  if (sigIdx < 0 || sigIdx >= kSigIdxLimit || ctx < 0 || ctx >= kCtxLimit)
+    return refuse(ncclInvalidArgument, fn,
+                  "sigIdx " + std::to_string(sigIdx) + " / ctx " + std::to_string(ctx) +
+                      " out of range (sigIdx in [0," + std::to_string(kSigIdxLimit) +
+                      "), ctx in [0," + std::to_string(kCtxLimit) + "))");
+  *slot = ctx * kSigIdxLimit + sigIdx;
+  return ncclSuccess;
+}
+
+// True when comm's buffers are host memory (host communicator or emulated device).
+bool hostMemory(groveComm_t comm) {
+  int dev = 0;
+  return groveCommCuDevice(comm, &dev) == groveSuccess && dev < 0;
+}
 
 // This rank's window at `offset`, after checking both.
 ncclResult_t ownPointer(const char* fn, ncclWindow_t window, size_t offset, void** outPtr, int peer,
@@ -86,15 +114,32 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
         reinterpret_cast<uintptr_t>(buff) % NCCL_WIN_REQUIRED_ALIGNMENT != 0)
       return refuse(ncclInvalidArgument, fn, "a symmetric window must be aligned to 4096 bytes");
     Registration* reg = nullptr;
-    const ncclResult_t r = registerBuffer(fn, toGrove(comm), buff, size, true, &reg);
+    if (ncclResult_t r = registerBuffer(fn, toGrove(comm), buff, size, true, &reg);
+        r != ncclSuccess)
+      return r;
+    if (hostMemory(toGrove(comm))) {
+      // Collective, as NCCL's: grove's window id is the same on every rank.
+      int id = -1;
+      if (groveResult_t g = groveWindowRegister(toGrove(comm), buff, size, &id);
+          g != groveSuccess) {
+        deregisterBuffer(fn, toGrove(comm), true, reg);
+        return toNccl(g);
+      }
+      withState(toGrove(comm), [&](CommState&) { reg->oneSided = id; });
+    }
     *win = reinterpret_cast<ncclWindow_t>(reg);
-    return r;
+    return ncclSuccess;
   });
 }
 
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   return call("ncclCommWindowDeregister", [&] {
-    return deregisterBuffer("ncclCommWindowDeregister", toGrove(comm), true, win);
+    const char* fn = "ncclCommWindowDeregister";
+    Registration w;
+    if (findWindow(win, &w) && w.comm == toGrove(comm) && w.oneSided >= 0)
+      if (groveResult_t g = groveWindowDeregister(toGrove(comm), w.oneSided); g != groveSuccess)
+        return toNccl(g);
+    return deregisterBuffer(fn, toGrove(comm), true, win);
   });
 }
 
@@ -143,17 +188,58 @@ ncclResult_t ncclGetPeerDeviceLeInfo(ncclWindow_t, size_t, int, ncclCftLeId*, si
   return refuse(ncclInvalidUsage, "ncclGetPeerDeviceLeInfo", kNoMultimem);
 }
 
-ncclResult_t ncclPutSignal(const void*, size_t, ncclDataType_t, int, ncclWindow_t, size_t, int, int,
-                           unsigned int, ncclComm_t, cudaStream_t) {
-  return refuse(ncclInvalidUsage, "ncclPutSignal", kNoOneSided);
+ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
+                           ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
+                           unsigned int flags, ncclComm_t comm, cudaStream_t stream) {
+  return call("ncclPutSignal", [&] {
+    const char* fn = "ncclPutSignal";
+    if (flags != 0) return refuse(ncclInvalidArgument, fn, "flags must be 0");
+    const size_t elem =
+        datatype == ncclFloat8e4m3 || datatype == ncclFloat8e5m2 ? 1 : arithmeticBytes(datatype);
+    if (elem == 0)
+      return refuse(ncclInvalidArgument, fn, "bad datatype " + std::to_string(datatype));
+    if (count > SIZE_MAX / elem) return refuse(ncclInvalidArgument, fn, "count overflows");
+    int slot = 0;
+    if (ncclResult_t r = signalSlot(fn, sigIdx, ctx, &slot); r != ncclSuccess) return r;
+    Registration w;
+    if (!findWindow(peerWin, &w) || w.comm != toGrove(comm))
+      return refuse(ncclInvalidArgument, fn, "peerWin is not a window of this communicator");
+    if (w.oneSided < 0) return refuse(ncclInvalidUsage, fn, kNoOneSided);
+    return toNccl(grovePutSignal(localbuff, count * elem, peer, w.oneSided, peerWinOffset, slot,
+                                 toGrove(comm), reinterpret_cast<groveStream_t>(stream)));
+  });
 }
 
-ncclResult_t ncclSignal(int, int, int, unsigned int, ncclComm_t, cudaStream_t) {
-  return refuse(ncclInvalidUsage, "ncclSignal", kNoOneSided);
+ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                        cudaStream_t stream) {
+  return call("ncclSignal", [&] {
+    const char* fn = "ncclSignal";
+    if (flags != 0) return refuse(ncclInvalidArgument, fn, "flags must be 0");
+    int slot = 0;
+    if (ncclResult_t r = signalSlot(fn, sigIdx, ctx, &slot); r != ncclSuccess) return r;
+    if (!hostMemory(toGrove(comm))) return refuse(ncclInvalidUsage, fn, kNoOneSided);
+    return toNccl(grovePutSignal(nullptr, 0, peer, -1, 0, slot, toGrove(comm),
+                                 reinterpret_cast<groveStream_t>(stream)));
+  });
 }
 
-ncclResult_t ncclWaitSignal(int, ncclWaitSignalDesc_t*, ncclComm_t, cudaStream_t) {
-  return refuse(ncclInvalidUsage, "ncclWaitSignal", kNoOneSided);
+ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+                            cudaStream_t stream) {
+  return call("ncclWaitSignal", [&] {
+    const char* fn = "ncclWaitSignal";
+    if (nDesc < 0 || (nDesc > 0 && signalDescs == nullptr))
+      return refuse(ncclInvalidArgument, fn, "nDesc < 0, or signalDescs is NULL");
+    if (!hostMemory(toGrove(comm))) return refuse(ncclInvalidUsage, fn, kNoOneSided);
+    std::vector<groveSignalWait_t> waits;
+    for (int i = 0; i < nDesc; ++i) {
+      int slot = 0;
+      const ncclWaitSignalDesc_t& d = signalDescs[i];
+      if (ncclResult_t r = signalSlot(fn, d.sigIdx, d.ctx, &slot); r != ncclSuccess) return r;
+      waits.push_back({d.peer, slot, d.opCnt});
+    }
+    return toNccl(groveWaitSignal(waits.data(), nDesc, toGrove(comm),
+                                  reinterpret_cast<groveStream_t>(stream)));
+  });
 }
 
 }  // extern "C"

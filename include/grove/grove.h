@@ -255,7 +255,8 @@ groveResult_t groveWindowDeregister(groveComm_t comm, int window);
 /// this rank on peer. The peer calls nothing for it: its progress thread
 /// applies the bytes, then counts the signal. Puts from one rank to one
 /// peer land in call order. The call (on a stream: its operation) completes
-/// once src may be reused. bytes 0 (src may be NULL): the signal alone.
+/// once src may be reused. bytes 0 (src may be NULL): the signal alone,
+/// for which window may be -1 (once comm has any window).
 /// A put outside the peer's window is refused here (groveInvalidArgument).
 groveResult_t grovePutSignal(const void* src, size_t bytes, int peer, int window, size_t offset,
                              int signal, groveComm_t comm, groveStream_t stream);

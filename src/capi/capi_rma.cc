@@ -91,7 +91,11 @@ GROVE_API groveResult_t grovePutSignal(const void* src, size_t bytes, int peer, 
     checkSignal(signal);
     if (src == nullptr && bytes > 0) grove::throwInvalidArgument("src is NULL");
     uint64_t limit = 0;
-    if (!c.windowBytes(window, peer, &limit))
+    if (window == -1 && bytes == 0) {  // a signal alone
+      if (!c.windowBytes(-1, peer, &limit))
+        throw grove::Error(groveInvalidUsage,
+                           "a signal needs one-sided access: register a window first");
+    } else if (!c.windowBytes(window, peer, &limit))
       grove::throwInvalidArgument("window " + std::to_string(window) +
                                   " is not a registered window of this communicator");
     if (offset > limit || bytes > limit - offset)

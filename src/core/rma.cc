@@ -52,6 +52,10 @@ void Rma::addWindow(void* base, std::vector<uint64_t> sizes) {
 }
 
 bool Rma::windowBytes(int id, int rank, uint64_t* bytes) const {
+  if (id == kNoWindow && rank >= 0 && rank < nranks_) {  // signals alone
+    *bytes = 0;
+    return true;
+  }
   std::lock_guard<std::mutex> lock(winMu_);
   auto it = windows_.find(id);
   if (it == windows_.end() || rank < 0 || rank >= nranks_) return false;
@@ -155,7 +159,7 @@ void Rma::put(int peer, int window, uint64_t offset, const void* src, uint64_t b
   if (peer == rank_) {
     {
       std::lock_guard<std::mutex> lock(winMu_);
-      if (bytes > 0) std::memmove(windows_[window].base + offset, src, bytes);
+      if (bytes > 0) std::memmove(windows_.at(window).base + offset, src, bytes);
     }
     land(peer, signal);
     sent_[peer].fetch_add(1);
@@ -214,16 +218,21 @@ void Rma::markGone(int peer, const std::string& why) {
   sigCv_.notify_all();
 }
 
-// A header is complete: find where its payload goes.
-void Rma::begin(int peer, Incoming& in) {
+// A header is complete: find where its payload goes. False while its
+// window is not registered here yet (the peer may return from the
+// collective registration, and put, before this rank has added it).
+bool Rma::begin(int peer, Incoming& in) {
   const Header& h = in.header;
   if (h.magic != kMagic)
     throw Error(groveInternalError,
                 "garbled one-sided header (magic " + std::to_string(h.magic) + ")");
   if (h.signal < 0 || h.signal >= kSignals)
     throw Error(groveInternalError, "one-sided header with signal " + std::to_string(h.signal));
+  in.done = 0;
+  if (h.window == kNoWindow && h.bytes == 0) return true;  // a signal alone
   std::lock_guard<std::mutex> lock(winMu_);
   auto it = windows_.find(h.window);
+  if (it == windows_.end() && h.window >= nextWindow_) return false;
   const uint64_t size = it == windows_.end() ? 0 : it->second.sizes[rank_];
   if (it == windows_.end() || h.offset > size || h.bytes > size - h.offset)
     throw Error(groveInvalidUsage,
@@ -232,7 +241,7 @@ void Rma::begin(int peer, Incoming& in) {
                     " does not fit this rank's windows (were windows registered in the same "
                     "order on every rank?)");
   in.dst = it->second.base + h.offset;
-  in.done = 0;
+  return true;
 }
 
 // Applies what arrived from `peer`; true if any byte moved.
@@ -240,28 +249,32 @@ bool Rma::pump(int peer) {
   Incoming& in = incoming_[peer];
   bool moved = false;
   for (;;) {
+    if (in.headerHave == sizeof(Header) && !in.started) {
+      if (!begin(peer, in)) return moved;
+      in.started = true;
+    }
+    if (in.started && in.done == in.header.bytes) {  // the put is whole
+      in.headerHave = 0;
+      in.started = false;
+      land(peer, in.header.signal);
+      moved = true;
+      continue;
+    }
     const void* src = nullptr;
     const size_t avail = in.half->peek(&src);
     if (avail == 0) return moved;
     moved = true;
-    size_t k = 0;
     if (in.headerHave < sizeof(Header)) {
-      k = std::min(avail, sizeof(Header) - in.headerHave);
+      const size_t k = std::min(avail, sizeof(Header) - in.headerHave);
       std::memcpy(reinterpret_cast<uint8_t*>(&in.header) + in.headerHave, src, k);
       in.headerHave += k;
       in.half->consume(k);
-      if (in.headerHave < sizeof(Header)) continue;
-      begin(peer, in);
-    } else {
-      k = static_cast<size_t>(std::min<uint64_t>(avail, in.header.bytes - in.done));
-      std::memcpy(in.dst + in.done, src, k);
-      in.done += k;
-      in.half->consume(k);
+      continue;
     }
-    if (in.done == in.header.bytes) {
-      in.headerHave = 0;
-      land(peer, in.header.signal);
-    }
+    const size_t k = static_cast<size_t>(std::min<uint64_t>(avail, in.header.bytes - in.done));
+    std::memcpy(in.dst + in.done, src, k);
+    in.done += k;
+    in.half->consume(k);
   }
 }
 

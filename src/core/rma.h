@@ -23,7 +23,10 @@
 // size, so a put out of the target's bounds is refused at the source. A
 // window leaves collectively too: every rank first waits until it has
 // applied every put its peers made before the call (removeWindow after
-// drainFrom), so nothing in flight can land in freed memory.
+// drainFrom), so nothing in flight can land in freed memory. A peer may
+// return from a registration and put before this rank has added the
+// window: the thread holds such a header (a window id not reached yet)
+// until the window is there.
 //
 // Failures: a peer whose links break (it died, or left the communicator)
 // is marked gone with the reason; a wait for its signals then fails at once
@@ -44,6 +47,7 @@
 
 #include "base/wait.h"
 #include "core/device_connections.h"
+#include "grove/grove.h"
 #include "transports/transport.h"
 
 namespace grove::core {
@@ -55,7 +59,9 @@ inline constexpr int kRmaChannel =
 class Rma {
  public:
   /// Signal slots per peer (grovePutSignal's `signal` is below this).
-  static constexpr int kSignals = 1024;
+  static constexpr int kSignals = GROVE_MAX_SIGNALS;
+  /// The window id of a signal alone (bytes 0): no window, only a signal.
+  static constexpr int kNoWindow = -1;
   /// One wait of waitSignals: `count` more signals in slot `signal` from `peer`.
   struct Wait {
     int peer = -1;
@@ -115,11 +121,12 @@ class Rma {
     size_t headerHave = 0;   // header bytes read so far
     uint8_t* dst = nullptr;  // where the payload goes
     uint64_t done = 0;       // payload bytes applied
+    bool started = false;    // the header's window was found (dst is set)
   };
 
   void loop();
   bool pump(int peer);
-  void begin(int peer, Incoming& in);
+  bool begin(int peer, Incoming& in);
   void land(int peer, int signal);
   void markGone(int peer, const std::string& why);
   void writeAll(int peer, const void* data, size_t n, Waiter& w);

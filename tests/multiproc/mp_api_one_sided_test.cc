@@ -188,4 +188,31 @@ TEST(MpApiOneSided, BadArgumentsAreRefusedAndLoseNothing) {
   EXPECT_EQ(groveWindowDeregister(comms[0], id), groveInvalidArgument);
 }
 
+// A wait for a peer that goes away fails with an error, not a hang.
+TEST(MpApiOneSided, AWaitForAnAbortedPeerFails) {
+  std::vector<groveComm_t> c(2, nullptr);
+  ASSERT_EQ(groveCommInitAll(c.data(), 2, nullptr), groveSuccess);
+  std::vector<char> w0(64), w1(64);
+  onRanks(2, [&](int r) {
+    int id = -1;
+    ASSERT_EQ(groveWindowRegister(c[r], r == 0 ? w0.data() : w1.data(), 64, &id), groveSuccess);
+  });
+  groveResult_t waited = groveSuccess;
+  double seconds = 0;
+  onRanks(2, [&](int r) {
+    if (r == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      EXPECT_EQ(groveCommAbort(c[0]), groveSuccess);
+      return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    groveSignalWait_t w{0, 0, 1};
+    waited = groveWaitSignal(&w, 1, c[1], nullptr);
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  });
+  EXPECT_EQ(waited, groveRemoteError) << groveGetLastError(c[1]);
+  EXPECT_LT(seconds, 15.0) << "the wait ran into the timeout instead of seeing the abort";
+  EXPECT_EQ(groveCommAbort(c[1]), groveSuccess);
+}
+
 }  // namespace

@@ -385,6 +385,48 @@ void lifecycle(ncclComm_t comm) {
 
 #if NCCL_VERSION_CODE >= 23000
 // What NCCL 2.30 added (and 2.32 after it), on a working communicator.
+// One-sided: every rank puts into the next one's window (window sizes
+// differ per rank) and signals the one before; then the same in a group;
+// each checks what landed. Bad puts are refused.
+void oneSided(ncclComm_t comm) {
+  const int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+  std::vector<int32_t> wmem(2048 + 16 * rank, -1);
+  ncclWindow_t w = nullptr;
+  if (!ok(ncclCommWindowRegister(comm, wmem.data(), wmem.size() * 4, &w, NCCL_WIN_DEFAULT),
+          "one-sided window", comm))
+    return;
+  std::vector<int32_t> src(1000);
+  for (int i = 0; i < 1000; ++i) src[i] = rank * 100000 + i;
+  ok(ncclPutSignal(src.data(), 1000, ncclInt32, next, w, 64, 1, 0, 0, comm, nullptr), "put signal",
+     comm);
+  ok(ncclSignal(prev, 2, 1, 0, comm, nullptr), "signal", comm);
+  ncclWaitSignalDesc_t d[2] = {{1, prev, 1, 0}, {1, next, 2, 1}};
+  ok(ncclWaitSignal(2, d, comm, nullptr), "wait signal", comm);
+  size_t bad = 0;
+  for (int i = 0; i < 16; ++i) bad += wmem[i] != -1;
+  for (int i = 0; i < 1000; ++i) bad += wmem[16 + i] != prev * 100000 + i;
+  expect(bad == 0, "put landed in the window (" + std::to_string(bad) + " wrong)");
+  // In a group: puts run before the group's waits.
+  for (int i = 0; i < 1000; ++i) src[i] = -rank - 1;
+  ok(ncclGroupStart(), "group start");
+  ok(ncclPutSignal(src.data(), 1000, ncclInt32, next, w, 4096, 3, 0, 0, comm, nullptr),
+     "put signal in a group", comm);
+  ncclWaitSignalDesc_t g{1, prev, 3, 0};
+  ok(ncclWaitSignal(1, &g, comm, nullptr), "wait signal in a group", comm);
+  ok(ncclGroupEnd(), "group end", comm);
+  bad = 0;
+  for (int i = 0; i < 1000; ++i) bad += wmem[1024 + i] != -prev - 1;
+  expect(bad == 0, "grouped put landed (" + std::to_string(bad) + " wrong)");
+  expect(ncclPutSignal(src.data(), 1000, ncclInt32, next, w, 4 * (2048 + 16 * next) - 8, 1, 0, 0,
+                       comm, nullptr) == ncclInvalidArgument &&
+             std::strstr(ncclGetLastError(comm), "does not fit") != nullptr,
+         "a put past the peer's window is refused");
+  expect(ncclPutSignal(src.data(), 1, ncclInt32, next, w, 0, 256, 0, 0, comm, nullptr) ==
+             ncclInvalidArgument,
+         "a sigIdx out of range is refused");
+  ok(ncclCommWindowDeregister(comm, w), "one-sided window deregister", comm);
+}
+
 void currentApi(ncclComm_t comm) {
   expect(std::string(ncclGetErrorString(ncclTimeout)).find("timed out") != std::string::npos,
          "ncclTimeout has a text");
@@ -446,13 +488,15 @@ void currentApi(ncclComm_t comm) {
              "a peer's window is not mapped here");
     expect(ncclGetPeerDevicePointer(win, wbuf.size(), rank, &self) == ncclInvalidArgument,
            "an offset past the window is refused");
-    expect(ncclPutSignal(wbuf.data(), 4, ncclInt8, (rank + 1) % nranks, win, 0, 0, 0, 0, comm,
-                         nullptr) == ncclInvalidUsage,
-           "put/signal refuses clearly");
+    expect(ncclPutSignal(wbuf.data(), 4, ncclInt8, (rank + 1) % nranks, win, 0, 0, 0, 1, comm,
+                         nullptr) == ncclInvalidArgument,
+           "put/signal with flags is refused");
     expect(ncclCommDeregister(comm, win) == ncclInvalidArgument,
            "a window is not a buffer registration");
     ok(ncclCommWindowDeregister(comm, win), "window deregister", comm);
   }
+
+  oneSided(comm);
 
   // Properties, as an NCCL 2.30 struct (shorter than 2.32's): only its
   // fields are written.
@@ -476,7 +520,7 @@ void currentApi(ncclComm_t comm) {
   ok(ncclCommQueryProperties(comm, reinterpret_cast<ncclCommProperties_t*>(&old.p)),
      "query properties (2.30's struct)", comm);
   expect(old.p.rank == rank && old.p.nRanks == nranks && !old.p.deviceApiSupport &&
-             !old.p.multimemSupport && !old.p.hostRmaSupport && old.p.nLsaTeams == nranks,
+             !old.p.multimemSupport && old.p.hostRmaSupport && old.p.nLsaTeams == nranks,
          "properties");
   bool untouched = true;
   for (unsigned char c : old.canary) untouched &= c == 0xab;
