@@ -157,7 +157,7 @@ std::unique_ptr<core::Comm> retire(groveComm_t comm, const char* fn, bool cancel
                             " called groveCommAbort during init");
   grove::capi::joinInitThread(comm);
   std::unique_ptr<core::Comm> impl = std::move(comm->impl);
-  delete comm;
+  grove::capi::quarantineComm(comm);  // never freed while remembered: no later handle aliases it
   return impl;
 }
 

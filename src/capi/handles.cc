@@ -11,8 +11,8 @@ namespace {
 struct Registry {
   std::mutex mu;
   std::unordered_set<const groveComm*> comms;
-  std::unordered_set<const groveComm*> destroyed;  ///< freed lately (kMaxDestroyed at most)
-  std::deque<const groveComm*> destroyedOrder;     ///< oldest first
+  std::unordered_set<const groveComm*> destroyed;  ///< retired lately (kMaxDestroyed at most)
+  std::deque<groveComm*> quarantine;               ///< retired shells still allocated, oldest first
   std::set<const groveHostStream*> streams;
 };
 
@@ -37,7 +37,6 @@ groveComm* newCommHandle(int rank, int nranks) {
   h->nranks = nranks;
   std::lock_guard<std::mutex> lock(registry().mu);
   registry().comms.insert(h);
-  registry().destroyed.erase(h);  // the allocator reused a freed handle's address
   return h;
 }
 
@@ -67,14 +66,27 @@ bool unregisterComm(const groveComm* h) {
   std::lock_guard<std::mutex> lock(registry().mu);
   if (registry().comms.erase(h) == 0) return false;
   registryEpoch.fetch_add(1, std::memory_order_acq_rel);
-  Registry& r = registry();
-  r.destroyed.insert(h);
-  r.destroyedOrder.push_back(h);
-  if (r.destroyedOrder.size() > kMaxDestroyed) {
-    r.destroyed.erase(r.destroyedOrder.front());
-    r.destroyedOrder.pop_front();
-  }
+  registry().destroyed.insert(h);
   return true;
+}
+
+void quarantineComm(groveComm* h) {
+  h->lastError.clear();
+  h->lastError.shrink_to_fit();
+  h->initErrorText.clear();
+  h->initErrorText.shrink_to_fit();
+  groveComm* oldest = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    Registry& r = registry();
+    r.quarantine.push_back(h);
+    if (r.quarantine.size() > kMaxDestroyed) {
+      oldest = r.quarantine.front();
+      r.quarantine.pop_front();
+      r.destroyed.erase(oldest);
+    }
+  }
+  delete oldest;  // its address may now be reused: it is no longer remembered
 }
 
 void startInitThread(groveComm* h, std::function<void()> init) {

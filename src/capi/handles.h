@@ -2,10 +2,13 @@
 //
 // Every live communicator handle is registered, and every entry point checks
 // the registry before it touches a handle. Destroying or aborting one
-// unregisters and frees it; the last 1024 freed addresses are remembered, so
-// a later call with such a handle gets a clear "destroyed" error, and any
-// other unknown pointer "not a grove communicator" -- never freed memory
-// touched. Memory stays flat however many communicators come and go.
+// unregisters it and puts its emptied shell in quarantine: the last 1024
+// retired handles stay allocated, so the allocator cannot give a new
+// communicator the address of one of them, and a later call with such a
+// handle gets a clear "destroyed" error -- it can never alias a later
+// communicator. Any other unknown pointer is "not a grove communicator";
+// freed memory is never touched. Memory stays flat (1024 shells at most)
+// however many communicators come and go.
 // apiCall() runs
 // the C++ body of an entry point and turns grove::Error (and any other
 // exception) into a result code plus the text groveGetLastError returns.
@@ -58,8 +61,12 @@ bool knownComm(const groveComm* h);
 /// handle destroyed or aborted lately, groveInvalidArgument otherwise.
 void checkKnownComm(const groveComm* h);
 /// Unregisters h and remembers it as destroyed; false if it was not live.
-/// The caller then owns h and deletes it.
+/// The caller then owns h and hands it to quarantineComm when done with it.
 bool unregisterComm(const groveComm* h);
+/// Takes a retired handle (never delete one): it stays allocated while
+/// remembered as destroyed, so no later handle gets its address; the
+/// oldest beyond 1024 is freed.
+void quarantineComm(groveComm* h);
 /// Starts h's non-blocking init on its own thread.
 void startInitThread(groveComm* h, std::function<void()> init);
 /// Waits for h's non-blocking init thread, if it has one that was not joined yet.
