@@ -287,6 +287,7 @@ groveResult_t pointToPoint(const char* fn, bool isSend, const void* buf, size_t 
     op.p2p.peer = peer;
     op.p2p.buffer = const_cast<void*>(buf);
     op.p2p.bytes = bytes;
+    op.p2p.dtype = datatype;
     if (core::groupActive()) {
       core::groupRecord(op);
       return;

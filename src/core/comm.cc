@@ -13,6 +13,7 @@
 #include "algorithms/select/program_cache.h"
 #include "algorithms/select/selector.h"
 #include "base/dtype.h"
+#include "base/entropy.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/socket.h"
@@ -375,7 +376,17 @@ void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype
     deviceGroup({}, calls, stream);
     return;
   }
-  const exec::CallTag tag = exec::p2pTagOf(rank_);
+  // The batch's one data type, checked against the peer's (call_tag.h).
+  uint8_t type = exec::kMixedTypes;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const auto t = static_cast<uint8_t>(calls[i].dtype);
+    if (i == 0) type = t;
+    if (t != type) {
+      type = exec::kMixedTypes;
+      break;
+    }
+  }
+  const exec::CallTag tag = exec::p2pTagOf(rank_, type);
   Tracked tracked(tracker_.get(), tag);
   guarded("send/recv", [&] {
     // Sends to self pair with receives from self in call order: plain copies.

@@ -54,6 +54,7 @@ struct P2PCall {
   int peer = -1;
   void* buffer = nullptr;  ///< const for sends
   size_t bytes = 0;
+  groveDataType_t dtype = groveUint8;  ///< the caller's type (checked against the peer's)
 };
 
 /// The schedule's form of one send or receive, its buffer Buf::kExtra `extraIndex`.

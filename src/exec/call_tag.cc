@@ -40,7 +40,8 @@ const char* kRule =
 bool sameCall(const CallTag& a, const CallTag& b) {
   if (a.coll != b.coll || !validColl(a.coll)) return false;
   const auto c = static_cast<Coll>(a.coll);
-  if (c == Coll::kSendRecv) return true;
+  if (c == Coll::kSendRecv)
+    return a.dtype == kMixedTypes || b.dtype == kMixedTypes || a.dtype == b.dtype;
   return a.count == b.count && a.dtype == b.dtype && (!usesOp(c) || a.op == b.op) &&
          (!usesRoot(c) || a.root == b.root);
 }
@@ -57,10 +58,11 @@ CallTag callTagOf(const plan::CollArgs& args, int rank) {
   return t;
 }
 
-CallTag p2pTagOf(int rank) {
+CallTag p2pTagOf(int rank, uint8_t dtype) {
   CallTag t;
   t.magic = kCallTagMagic;
   t.coll = static_cast<uint8_t>(Coll::kSendRecv);
+  t.dtype = dtype;
   t.rank = rank;
   return t;
 }
@@ -78,7 +80,11 @@ EagerTag eagerTagOf(const plan::CollArgs& args) {
 std::string describeCall(const CallTag& tag) {
   if (!validColl(tag.coll)) return "an unknown call";
   const auto c = static_cast<Coll>(tag.coll);
-  if (c == Coll::kSendRecv) return "send/recv";
+  if (c == Coll::kSendRecv)
+    return tag.dtype == kMixedTypes
+               ? "send/recv"
+               : "send/recv(" + std::string(dtypeName(static_cast<groveDataType_t>(tag.dtype))) +
+                     ")";
   std::string text = std::string(plan::collName(c)) + "(count " + std::to_string(tag.count) + ", " +
                      dtypeName(static_cast<groveDataType_t>(tag.dtype));
   if (usesOp(c)) text += std::string(", ") + opName(static_cast<groveRedOp_t>(tag.op));
@@ -95,7 +101,11 @@ void checkCallTag(const CallTag& got, const CallTag& mine) {
   const std::string peer = "rank " + std::to_string(got.rank);
   if (!sameCall(got, mine))
     throwInvalidUsage("call mismatch: " + peer + " runs " + describeCall(got) + " while " + me +
-                      " runs " + describeCall(mine) + kRule);
+                      " runs " + describeCall(mine) +
+                      (static_cast<Coll>(mine.coll) == Coll::kSendRecv &&
+                               static_cast<Coll>(got.coll) == Coll::kSendRecv
+                           ? ": a receive must use the data type of its send"
+                           : kRule));
   if (got.linkBytes == mine.linkBytes) return;
   if (static_cast<Coll>(mine.coll) == Coll::kSendRecv)
     throwInvalidUsage("send/recv size mismatch: " + peer + " sends " +

@@ -9,7 +9,8 @@
 // of a call is taken off a link, the receiver reads the tag and compares it
 // with its own call: the fields that matter for the collective (op only for
 // reductions, root only for rooted collectives; sends and receives compare
-// bytes alone) and the link's byte count, which catches what the fields do
+// the data type, when each side's batch uses one type, and bytes) and the
+// link's byte count, which catches what the fields do
 // not -- a receive shorter or longer than its send, ranks whose settings
 // gave them different schedules. A mismatch throws groveInvalidUsage naming
 // both ranks' calls; the communicator passes it to every rank. The tag is
@@ -55,8 +56,11 @@ constexpr uint32_t kCallTagMagic = 0x47544147;  // "GTAG"
 
 /// The tag of `args` as sent by `rank` (linkBytes 0: filled per link).
 CallTag callTagOf(const plan::CollArgs& args, int rank);
-/// The tag of a send/recv batch as sent by `rank`.
-CallTag p2pTagOf(int rank);
+/// The dtype of a send/recv batch whose calls use several data types: not compared.
+constexpr uint8_t kMixedTypes = 0xff;
+/// The tag of a send/recv batch as sent by `rank`: `dtype` is the data
+/// type every send and receive of the batch uses (kMixedTypes if they differ).
+CallTag p2pTagOf(int rank, uint8_t dtype = kMixedTypes);
 /// The eager tag of `args`.
 EagerTag eagerTagOf(const plan::CollArgs& args);
 

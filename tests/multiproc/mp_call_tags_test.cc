@@ -5,6 +5,7 @@
 // Ranks are threads of this process (groveCommInitAll).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -48,6 +49,11 @@ const Case kCases[] = {
      [](groveComm_t c, int r, float* b, size_t n) {
        return r == 0 ? groveSend(b, n, groveFloat32, 1, c, nullptr)
                      : groveRecv(b, n / 2, groveFloat32, 0, c, nullptr);
+     }},
+    {"receive of another type of the same size", "send/recv(int32)",
+     [](groveComm_t c, int r, float* b, size_t n) {
+       return r == 0 ? groveSend(b, n, groveFloat32, 1, c, nullptr)
+                     : groveRecv(b, n, groveInt32, 0, c, nullptr);
      }},
     {"receive longer than its send", "which receives",
      [](groveComm_t c, int r, float* b, size_t n) {
@@ -135,8 +141,13 @@ TEST_P(CallTags, MatchingCallsRunWithTags) {
       groveSend(a.data(), n / 2, groveFloat32, peer, c, nullptr);
       groveSend(a.data() + n / 2, n / 2, groveFloat32, peer, c, nullptr);
       groveRecv(b.data(), n, groveFloat32, peer, c, nullptr);
+      // A group of several types is not compared by type, only by bytes.
+      int32_t mine = r, theirs = -1;
+      groveSend(&mine, 1, groveInt32, peer, c, nullptr);
+      groveRecv(&theirs, 1, groveInt32, peer, c, nullptr);
       ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(c);
       ASSERT_EQ(b[n - 1], static_cast<float>(peer + 1));
+      ASSERT_EQ(theirs, peer);
     }
   });
 }
