@@ -95,9 +95,33 @@ class RootLoop {
     std::vector<uint8_t> have;
   };
 
+  // Logs about strangers (failed accepts, silent or refused connections),
+  // at most one line per kQuietSec with the count of those left unsaid, so a
+  // flood cannot fill the log.
+  struct Throttle {
+    net::Deadline next;
+    size_t unsaid = 0;
+    bool first = true;
+    // True when a line may be written now (*unsaid: how many were not).
+    bool allow(size_t* unsaidOut) {
+      if (!first && !next.expired()) {
+        ++unsaid;
+        return false;
+      }
+      first = false;
+      next = net::Deadline::in(kQuietSec);
+      *unsaidOut = unsaid;
+      unsaid = 0;
+      return true;
+    }
+  };
+  static constexpr double kQuietSec = 10.0;
+
   void loop();
   int pollTimeoutMs();
   void acceptOne();
+  /// Closes the oldest connection that has not said hello (the pending cap).
+  void dropOldestPending(const char* why);
   void readConn(Conn& c);
   void parse(Conn& c);
   void handle(Conn& c, const MsgHeader& h, const uint8_t* payload);
@@ -119,6 +143,7 @@ class RootLoop {
   net::Fd listener_;
   uint64_t secret_, nonce_;
   bool closeWhenComplete_;
+  Throttle strangerLog_;
   std::vector<std::unique_ptr<Conn>> conns_;
   int nranks_ = 0;
   int joined_ = 0;
@@ -175,9 +200,12 @@ void RootLoop::loop() {
       if (!c.gone && (ev & POLLOUT)) flush(c);
       if (!c.gone && (ev & (POLLIN | POLLHUP | POLLERR))) readConn(c);
       if (!c.gone && c.rank < 0 && c.helloBy.expired()) {
-        GROVE_WARN(log::kBoot,
-                   "bootstrap root: closing connection from %s: no valid hello within %.0f s",
-                   c.from.c_str(), kHelloTimeoutSec);
+        size_t unsaid = 0;
+        if (!c.closing && strangerLog_.allow(&unsaid))
+          GROVE_WARN(log::kBoot,
+                     "bootstrap root: closing connection from %s: no valid hello within %.0f s "
+                     "(%zu such messages left out)",
+                     c.from.c_str(), kHelloTimeoutSec, unsaid);
         close(c);
       }
     }
@@ -204,7 +232,11 @@ void RootLoop::acceptOne() {
   try {
     fd = net::acceptUntil(listener_.get(), net::Deadline::in(1e-3), {}, &peer);
   } catch (const Error& e) {  // e.g. out of descriptors: keep serving the ranks we have
-    GROVE_WARN(log::kBoot, "bootstrap root: accept failed: %s", e.what());
+    size_t unsaid = 0;
+    if (strangerLog_.allow(&unsaid))
+      GROVE_WARN(log::kBoot, "bootstrap root: accept failed: %s (%zu such messages left out)",
+                 e.what(), unsaid);
+    dropOldestPending("out of descriptors");  // a stranger's slot is worth less than a rank's
     ::poll(nullptr, 0, 10);
     return;
   }
@@ -218,7 +250,20 @@ void RootLoop::acceptOne() {
   c->from = net::formatAddress(peer);
   c->challenge = randomU64();
   send(*c, makeMessage(MsgType::kChallenge, c->challenge, nullptr, 0));
-  if (!c->gone) conns_.push_back(std::move(c));
+  if (c->gone) return;
+  conns_.push_back(std::move(c));
+  size_t pending = 0;
+  for (const auto& x : conns_) pending += !x->gone && x->rank < 0 ? 1 : 0;
+  if (pending > kMaxPendingHellos) dropOldestPending("too many connections without a hello");
+}
+
+void RootLoop::dropOldestPending(const char* why) {
+  for (auto& x : conns_) {
+    if (x->gone || x->rank >= 0) continue;
+    GROVE_INFO(log::kBoot, "bootstrap root: closing connection from %s: %s", x->from.c_str(), why);
+    close(*x);
+    return;
+  }
 }
 
 void RootLoop::readConn(Conn& c) {
@@ -302,10 +347,12 @@ void RootLoop::onHello(Conn& c, const MsgHeader& h, const uint8_t* payload) {
   if (m.magic != kHelloMagic || m.version != kProtocolVersion)
     return refuse(c, "hello with a wrong magic or protocol version (other grove version?)");
   if (m.nonce != nonce_ || m.mac != helloMac(m, c.challenge, secret_)) {
-    GROVE_WARN(log::kBoot,
-               "bootstrap root %s: refusing rank %d from %s: wrong secret "
-               "(a rank of another job, or a stray connection)",
-               net::formatAddress(server_->address()).c_str(), m.rank, c.from.c_str());
+    size_t unsaid = 0;
+    if (strangerLog_.allow(&unsaid))
+      GROVE_WARN(log::kBoot,
+                 "bootstrap root %s: refusing rank %d from %s: wrong secret "
+                 "(a rank of another job, or a stray connection; %zu such messages left out)",
+                 net::formatAddress(server_->address()).c_str(), m.rank, c.from.c_str(), unsaid);
     return refuse(c, "wrong secret: this rank's unique id does not belong to this job");
   }
   if (nranks_ == 0 && m.nranks > 0) {

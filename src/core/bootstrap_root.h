@@ -83,6 +83,9 @@ constexpr uint64_t kHelloMagic = 0x47524f5645424f54ull;  // "GROVEBOT"
 constexpr uint32_t kProtocolVersion = 2;
 constexpr uint32_t kMaxMsgBytes = 1u << 30;  ///< larger payloads are a protocol error
 constexpr double kHelloTimeoutSec = 5.0;     ///< a connection must say hello within this
+/// Connections the root holds that have not said hello yet; past it, the
+/// oldest is closed (a flood of strangers cannot take every descriptor).
+constexpr size_t kMaxPendingHellos = 64;
 
 /// A bootstrap root server running on a detached thread of this process.
 class RootServer {

@@ -171,7 +171,14 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   ctx.rank = rank;
   ctx.nranks = nranks;
   ctx.jobId = jobId_ = jobIdOf(id);
-  ctx.secret = id.secret;
+  // The link key is fresh per run: the id's secret mixed with a random
+  // value from every rank (exchanged over the bootstrap), so no hello
+  // recorded in another run of the same GROVE_COMM_ID and secret is
+  // accepted here. The values need no secrecy: the key still needs the
+  // secret, which never travels.
+  const uint64_t salt = randomU64();
+  const std::vector<uint8_t> salts = bootstrap_->allGather(&salt, sizeof(salt));
+  ctx.secret = runLinkSecret(id, salts);
   ctx.peers = bootstrap_->peers();
   ctx.bufferBytes = options_.bufferBytes;
   ctx.wait = wait_;

@@ -12,6 +12,7 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/siphash.h"
 #include "base/socket.h"
 #include "core/bootstrap_root.h"
 
@@ -149,6 +150,10 @@ std::string jobIdOf(const UniqueIdData& d) {
   char buf[17];
   snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
   return buf;
+}
+
+uint64_t runLinkSecret(const UniqueIdData& d, const std::vector<uint8_t>& salts) {
+  return sipHash24(SipKey{d.secret, d.nonce}, salts.data(), salts.size());
 }
 
 }  // namespace grove::core

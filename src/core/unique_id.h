@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/entropy.h"
 #include "grove/grove.h"
@@ -45,6 +46,12 @@ UniqueIdData makeUniqueId(bool ignoreEnv = false);
 
 /// Hex text unique per communicator (from nonce+secret-derived hash), used e.g. to name shm segments.
 std::string jobIdOf(const UniqueIdData& d);
+
+/// The key of this run's data links: the id's secret mixed (SipHash) with
+/// `salts`, every rank's random value of this run in rank order. Two runs
+/// of one GROVE_COMM_ID and secret get different keys, so no link hello
+/// recorded in one is accepted in the other; the salts need no secrecy.
+uint64_t runLinkSecret(const UniqueIdData& d, const std::vector<uint8_t>& salts);
 
 /// FNV-1a 64-bit hash of `len` bytes, continuing from `h` (base/entropy.h).
 inline uint64_t hashBytes(const void* data, size_t len, uint64_t h = kFnvOffset) {

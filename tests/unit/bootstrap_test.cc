@@ -1,4 +1,5 @@
 // Bootstrap: unique ids, join, all-gather, refusal, abort and death detection.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <thread>
+#include <vector>
 
 #include "base/config.h"
 #include "base/error.h"
@@ -75,6 +77,26 @@ TEST(UniqueId, EncodeDecodeRoundTrip) {
   other.nonce = 43;
   EXPECT_NE(jobIdOf(d), jobIdOf(other));
   EXPECT_EQ(jobIdOf(d).size(), 16u);
+}
+
+// Two runs of one id (a restarted job with the same GROVE_COMM_ID and
+// secret) get different link keys from their ranks' fresh salts; every rank
+// of one run gets the same key, and another secret gives another key.
+TEST(UniqueId, EachRunGetsItsOwnLinkKey) {
+  UniqueIdData d;
+  d.secret = 0x1234;
+  d.nonce = 0x5678;
+  std::vector<uint8_t> runA(16), runB(16);
+  for (size_t i = 0; i < 16; ++i) {
+    runA[i] = static_cast<uint8_t>(i);
+    runB[i] = static_cast<uint8_t>(i + (i == 9 ? 1 : 0));  // one rank drew another salt
+  }
+  EXPECT_EQ(runLinkSecret(d, runA), runLinkSecret(d, runA));
+  EXPECT_NE(runLinkSecret(d, runA), runLinkSecret(d, runB));
+  EXPECT_NE(runLinkSecret(d, runA), d.secret);
+  UniqueIdData other = d;
+  other.secret = 0x1235;
+  EXPECT_NE(runLinkSecret(other, runA), runLinkSecret(d, runA));
 }
 
 TEST(UniqueId, BadMagicAndCorruptionAreRejected) {
@@ -203,6 +225,33 @@ TEST(Bootstrap, RootClosesASilentConnection) {
   double took = std::chrono::duration<double>(Clock::now() - t0).count();
   EXPECT_GT(took, kHelloTimeoutSec - 1);
   EXPECT_LT(took, kHelloTimeoutSec + 5);
+}
+
+// Open descriptors of this process.
+int openFds() {
+  int n = 0;
+  for (int fd = 0; fd < 4096; ++fd) n += fcntl(fd, F_GETFD) != -1 ? 1 : 0;
+  return n;
+}
+
+// A flood of connections that never say hello: the root holds at most
+// kMaxPendingHellos of them (the oldest go first), so it cannot run out of
+// descriptors, and a real rank still joins meanwhile.
+TEST(Bootstrap, RootCapsConnectionsWithoutAHello) {
+  UniqueIdData id = localId();
+  const int before = openFds();
+  std::vector<net::Fd> flood;
+  for (int i = 0; i < 300; ++i) flood.push_back(net::connectUntil(id.root, net::Deadline::in(5)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the root accepts them all
+  const int held = openFds() - before - static_cast<int>(flood.size());
+  EXPECT_LE(held, static_cast<int>(kMaxPendingHellos) + 4)
+      << "the root holds " << held << " descriptors for 300 silent connections";
+  runRanks(1, [&](int r) {
+    AbortSignal sig;
+    Bootstrap b(id, r, 1, selfInfo(), &sig, kTimeout);
+    EXPECT_EQ(b.peers().size(), 1u);
+    b.close();
+  });
 }
 
 TEST(Bootstrap, AbortPropagatesToOtherRanks) {
