@@ -2,6 +2,7 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -10,10 +11,14 @@
 #include <mutex>
 
 #include "base/error.h"
+#include "base/log.h"
+
+extern char** environ;
 
 namespace grove::config {
 
-extern const std::vector<Var>& registeredVars();  // config_vars.cc
+extern const std::vector<Var>& registeredVars();    // config_vars.cc
+extern const std::vector<const char*>& toolVars();  // config_vars.cc
 
 namespace {
 std::mutex& overrideMutex() {
@@ -76,6 +81,63 @@ std::vector<std::string> choicesOf(const Var& var) {
   return out;
 }
 
+// Plain decimal number text: digits with an optional sign, fraction and
+// exponent (`real`), nothing else -- no hex, no blanks, no inf or nan.
+bool plainNumber(const std::string& t, bool real) {
+  if (t.empty()) return false;
+  for (char c : t) {
+    const bool digit = c >= '0' && c <= '9';
+    const bool sign = c == '+' || c == '-';
+    if (!digit && !sign && !(real && (c == '.' || c == 'e' || c == 'E'))) return false;
+  }
+  return (t[0] >= '0' && t[0] <= '9') || t[0] == '+' || t[0] == '-' || (real && t[0] == '.');
+}
+
+// Edits (insertions, deletions, substitutions) from a to b.
+size_t editDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+bool toolName(const std::string& name) {
+  for (const char* t : toolVars()) {
+    const std::string tool = t;
+    if (tool.back() == '_' ? name.rfind(tool, 0) == 0 : name == tool) return true;
+  }
+  return false;
+}
+
+// Warns once per process about each unknown GROVE_* name set.
+void warnUnknownNames() {
+  static std::mutex mu;
+  static std::vector<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const UnknownName& u : unknownEnvironmentNames()) {
+    if (std::find(warned.begin(), warned.end(), u.name) != warned.end()) continue;
+    warned.push_back(u.name);
+    if (u.closest.empty())
+      GROVE_WARN(log::kInit,
+                 "%s is set but is not a grove variable: it is ignored (grove-info "
+                 "lists them all)",
+                 u.name.c_str());
+    else
+      GROVE_WARN(log::kInit,
+                 "%s is set but is not a grove variable: it is ignored (did you mean "
+                 "%s?)",
+                 u.name.c_str(), u.closest.c_str());
+  }
+}
+
 [[noreturn]] void refuse(const Var& var, const std::string& text) {
   throwInvalidArgument(std::string(var.name) + "=" + text + " is not allowed: it must be " +
                        allowedText(var));
@@ -114,8 +176,9 @@ int64_t getInt(const std::string& name) {
   std::string text = getString(name);
   char* end = nullptr;
   errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 0);
-  if (text.empty() || end == nullptr || *end != '\0' || errno == ERANGE) refuse(var, text);
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (!plainNumber(text, false) || end == nullptr || *end != '\0' || errno == ERANGE)
+    refuse(var, text);
   inLimits(var, text, static_cast<double>(v));
   return v;
 }
@@ -131,7 +194,8 @@ bool getBool(const std::string& name) {
 uint64_t parseSize(const std::string& text) {
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end == text.c_str() || !std::isfinite(v) || v < 0)
+  if (text.empty() || end == text.c_str() || !std::isfinite(v) || v < 0 ||
+      !plainNumber(text.substr(0, static_cast<size_t>(end - text.c_str())), true))
     throwInvalidArgument("bad size '" + text + "'");
   std::string suffix(end);
   double mult = 1;
@@ -167,7 +231,7 @@ double getDouble(const std::string& name) {
   std::string text = getString(name);
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0') refuse(var, text);
+  if (!plainNumber(text, true) || *end != '\0') refuse(var, text);
   return inLimits(var, text, v);
 }
 
@@ -180,7 +244,30 @@ std::string getChoice(const std::string& name) {
   refuse(var, text);
 }
 
+std::vector<UnknownName> unknownEnvironmentNames() {
+  std::vector<UnknownName> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    if (name.rfind("GROVE_", 0) != 0 || toolName(name)) continue;
+    size_t best = 4;  // suggest only a name within three edits
+    UnknownName u{name, ""};
+    bool known = false;
+    for (const Var& var : all()) {
+      if (name == var.name) known = true;
+      const size_t d = editDistance(name, var.name);
+      if (d < best) {
+        best = d;
+        u.closest = var.name;
+      }
+    }
+    if (!known) out.push_back(u);
+  }
+  return out;
+}
+
 void validateAll() {
+  warnUnknownNames();
   for (const Var& var : all()) {
     if (!rawValue(var.name)) continue;
     switch (var.type) {

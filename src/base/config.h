@@ -58,8 +58,20 @@ std::string getChoice(const std::string& name);
 /// Parses every variable that is set (override or environment) as its type
 /// and limits say; throws grove::Error(InvalidArgument) naming the first bad
 /// one. Communicator creation calls it, so a bad GROVE_* value is refused
-/// there instead of silently meaning something else.
+/// there instead of silently meaning something else. Numbers are plain
+/// decimal (no hex, no leading blanks). It also warns, once per process and
+/// name, about every unknown GROVE_* name set (unknownEnvironmentNames).
 void validateAll();
+
+/// GROVE_* names set in the environment that the library does not read and
+/// the project's scripts and tools do not either (toolVars in
+/// config_vars.cc): misspellings, each with the closest registered name
+/// ("" when none is close). validateAll() warns once per name.
+struct UnknownName {
+  std::string name;
+  std::string closest;
+};
+std::vector<UnknownName> unknownEnvironmentNames();
 
 /// What `var` allows, in words ("an integer in [0, 32]", "one of a, b").
 std::string allowedText(const Var& var);

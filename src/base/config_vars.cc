@@ -124,4 +124,38 @@ const std::vector<Var>& registeredVars() {
   return vars;
 }
 
+// GROVE_* names the project's scripts, tools and build read (never the
+// library): set in the environment they are not misspellings. A name that
+// ends in '_' stands for every name it begins.
+const std::vector<const char*>& toolVars() {
+  static const std::vector<const char*> names = {
+      "GROVE_BUILD_",            // scripts/build: GROVE_BUILD_DIR, GROVE_BUILD_JOBS, ...
+      "GROVE_WITH_",             // scripts/build: optional parts
+      "GROVE_GPU_CHECK_",        // scripts/gpu-check
+      "GROVE_GPU_QUICK",         // scripts/gpu-check
+      "GROVE_VENV",              // scripts/install-deps, scripts/test
+      "GROVE_PYTHON",            // scripts
+      "GROVE_TEST_JOBS",         // scripts/test
+      "GROVE_TEST_TRACE",        // scripts/test
+      "GROVE_SUITE_BACKEND",     // tests/torch
+      "GROVE_QUICKSTART_RANKS",  // scripts/quickstart
+      "GROVE_FUZZ_SECONDS",      // tests/fuzz
+      "GROVE_FUZZERS",           // tests/fuzz
+      "GROVE_FAULT_TRIALS",      // tests/multiproc fault suite
+      "GROVE_FAULT_SEED",        // tests/multiproc fault suite
+      "GROVE_SOAK_CALLS",        // tests/multiproc soak
+      "GROVE_TSAN",              // tests/sanitize
+      "GROVE_SANITIZE",          // tests/sanitize
+      "GROVE_TORCH_",            // tests/torch and bindings/torch's build
+      "GROVE_FABRIC_",           // tests/fabric
+      "GROVE_NCCL_",             // tests/nccl: oracles
+      "GROVE_CUDA_RUNTIME_INCLUDE",
+      "GROVE_LIB",            // bindings: where libgrove.so is
+      "GROVE_ROOT",           // scripts: the checkout
+      "GROVE_PERF_BINARIES",  // perf
+      "GROVE_TOPO_TOOL",      // tests/topology
+  };
+  return names;
+}
+
 }  // namespace grove::config

@@ -3,6 +3,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -84,7 +85,12 @@ void load(State& s) {
   s.out = stderr;
   if (!file.empty()) {
     FILE* f = fopen(expandPath(file).c_str(), "a");
-    if (f != nullptr) s.out = f;
+    if (f != nullptr)
+      s.out = f;
+    else
+      std::fprintf(stderr,
+                   "grove WARN GROVE_DEBUG_FILE=%s cannot be opened (%s); logging to stderr\n",
+                   file.c_str(), std::strerror(errno));
   }
   s.level.store(l);
   if (!badLevel.empty()) std::fprintf(s.out, "grove WARN %s; logging at WARN\n", badLevel.c_str());

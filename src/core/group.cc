@@ -7,21 +7,10 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/log.h"
 
 namespace grove::core {
 namespace {
-
-struct GroupState {
-  int depth = 0;
-  std::vector<GroupOp> ops;
-  std::vector<std::function<void()>> inits;
-  std::vector<const void*> held;  ///< what this thread's open group holds (with repeats)
-};
-
-GroupState& state() {
-  thread_local GroupState s;
-  return s;
-}
 
 // Objects held by open groups of every thread, with counts.
 struct Holds {
@@ -32,13 +21,6 @@ struct Holds {
 Holds& holds() {
   static Holds* h = new Holds();  // never destroyed: groups may end during static teardown
   return *h;
-}
-
-void hold(const void* object) {
-  if (object == nullptr) return;
-  state().held.push_back(object);
-  std::lock_guard<std::mutex> lock(holds().mu);
-  ++holds().count[object];
 }
 
 // Releases what a group held when its groupEnd is over, however it ends.
@@ -52,6 +34,36 @@ struct ReleaseHolds {
     }
   }
 };
+
+struct GroupState {
+  int depth = 0;
+  std::vector<GroupOp> ops;
+  std::vector<std::function<void()>> inits;
+  std::vector<const void*> held;  ///< what this thread's open group holds (with repeats)
+  // A thread that ends inside a group: what it recorded never runs (no
+  // ticket was taken for it), and its holds go, so the communicators it
+  // used can still be destroyed.
+  ~GroupState() {
+    if (depth > 0 && (!ops.empty() || !inits.empty()))
+      GROVE_WARN(log::kColl,
+                 "a thread ended inside a group (no groveGroupEnd): its %zu recorded calls and %zu "
+                 "inits were dropped",
+                 ops.size(), inits.size());
+    ReleaseHolds release{std::move(held)};
+  }
+};
+
+GroupState& state() {
+  thread_local GroupState s;
+  return s;
+}
+
+void hold(const void* object) {
+  if (object == nullptr) return;
+  state().held.push_back(object);
+  std::lock_guard<std::mutex> lock(holds().mu);
+  ++holds().count[object];
+}
 
 // Runs the functions concurrently (the first on this thread) and rethrows the first error.
 void runConcurrently(std::vector<std::function<void()>>& work) {

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "grove/grove.h"
@@ -112,14 +113,48 @@ TEST(MpApiLifecycle, StaleAndForeignHandlesGetClearErrors) {
   EXPECT_TRUE(lastErrorNames(nullptr, "not a grove communicator"));
 }
 
+// A destroyed handle never aliases a later communicator: the allocator used
+// to hand the next communicator the freed address, and a call on the stale
+// handle then ran on the new one and returned success.
+TEST(MpApiLifecycle, AStaleHandleNeverReachesALaterCommunicator) {
+  for (int i = 0; i < 40; ++i) {
+    groveComm_t old = nullptr, fresh = nullptr;
+    ASSERT_EQ(groveCommInitAll(&old, 1, nullptr), groveSuccess);
+    ASSERT_EQ(i % 2 == 0 ? groveCommDestroy(old) : groveCommAbort(old), groveSuccess);
+    ASSERT_EQ(groveCommInitAll(&fresh, 1, nullptr), groveSuccess);
+    EXPECT_NE(fresh, old) << "cycle " << i << ": a new communicator got a retired handle";
+    float a = 1, b = 0;
+    EXPECT_EQ(groveAllReduce(&a, &b, 1, groveFloat32, groveSum, old, nullptr), groveInvalidUsage)
+        << "cycle " << i;
+    EXPECT_TRUE(lastErrorNames(nullptr, "destroyed"));
+    EXPECT_EQ(groveAllReduce(&a, &b, 1, groveFloat32, groveSum, fresh, nullptr), groveSuccess);
+    EXPECT_EQ(groveCommDestroy(fresh), groveSuccess);
+  }
+}
+
+// A thread that opens a group, queues a call and ends without
+// groveGroupEnd used to leave a communicator that could never be destroyed
+// ("inside a group"); its calls are dropped and the communicator goes.
+TEST(MpApiLifecycle, ADestroyWorksAfterTheGroupsThreadIsGone) {
+  groveComm_t c = nullptr;
+  ASSERT_EQ(groveCommInitAll(&c, 1, nullptr), groveSuccess);
+  float a = 1, b = 0;
+  std::thread([&] {
+    ASSERT_EQ(groveGroupStart(), groveSuccess);
+    ASSERT_EQ(groveAllReduce(&a, &b, 1, groveFloat32, groveSum, c, nullptr), groveSuccess);
+  }).join();
+  EXPECT_EQ(groveAllReduce(&a, &b, 1, groveFloat32, groveSum, c, nullptr), groveSuccess)
+      << groveGetLastError(c);
+  EXPECT_EQ(b, 1.f);
+  EXPECT_EQ(groveCommDestroy(c), groveSuccess) << groveGetLastError(nullptr);
+}
+
 // Values that used to be accepted and meant something else (no timeout at
 // all, a wrapped channel count, logging at the default level).
 TEST(MpApiLifecycle, BadEnvironmentValuesAreRefusedAtInit) {
-  const std::pair<const char*, const char*> bad[] = {{"GROVE_TIMEOUT", "nan"},
-                                                     {"GROVE_TIMEOUT", "0"},
-                                                     {"GROVE_NCHANNELS", "4294967298"},
-                                                     {"GROVE_DEBUG", "garbage"},
-                                                     {"GROVE_BUFFSIZE", "-4M"}};
+  const std::pair<const char*, const char*> bad[] = {
+      {"GROVE_TIMEOUT", "nan"},   {"GROVE_TIMEOUT", "0"},    {"GROVE_NCHANNELS", "4294967298"},
+      {"GROVE_DEBUG", "garbage"}, {"GROVE_BUFFSIZE", "-4M"}, {"GROVE_TIMEOUT", "0x10"}};
   for (const auto& [name, value] : bad) {
     setenv(name, value, 1);
     groveComm_t c = nullptr;

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <string>
 #include <thread>
 
 #include "base/config.h"
@@ -86,7 +89,12 @@ TEST(Config, OutOfRangeAndGarbageValuesAreRefused) {
                                                      {"GROVE_SPIN_US", "-5"},
                                                      {"GROVE_EAGER", "maybe"},
                                                      {"GROVE_DEVICE_KIND", "tpu"},
-                                                     {"GROVE_SOCKET_FAMILY", "AF_UNIX"}};
+                                                     {"GROVE_SOCKET_FAMILY", "AF_UNIX"},
+                                                     {"GROVE_TIMEOUT", "0x10"},
+                                                     {"GROVE_NCHANNELS", "0x4"},
+                                                     {"GROVE_NCHANNELS", " 4"},
+                                                     {"GROVE_SPIN_US", "1e2"},
+                                                     {"GROVE_BUFFSIZE", "0x100000"}};
   for (const auto& [name, value] : bad) {
     ScopedVar set(name, value);
     std::string why = errorOf([] { config::validateAll(); });
@@ -97,6 +105,30 @@ TEST(Config, OutOfRangeAndGarbageValuesAreRefused) {
   ScopedVar timeout("GROVE_TIMEOUT", "nan");
   EXPECT_NE(errorOf([] { config::getDouble("GROVE_TIMEOUT"); }).find("finite number in [0.001"),
             std::string::npos);
+}
+
+// A GROVE_* name nothing reads is a misspelling: it is reported with the
+// closest registered name; the scripts' and tools' own names are not.
+TEST(Config, UnknownNamesAreFoundWithTheClosestKnownName) {
+  setenv("GROVE_TIMEOUTT", "5", 1);
+  setenv("GROVE_BUFSIZE", "1", 1);
+  setenv("GROVE_QQQQQQQQQQQQ", "1", 1);
+  setenv("GROVE_TEST_JOBS", "2", 1);
+  setenv("GROVE_GPU_CHECK_ANYTHING", "1", 1);
+  std::map<std::string, std::string> found;
+  for (const auto& u : config::unknownEnvironmentNames()) found[u.name] = u.closest;
+  unsetenv("GROVE_TIMEOUTT");
+  unsetenv("GROVE_BUFSIZE");
+  unsetenv("GROVE_QQQQQQQQQQQQ");
+  unsetenv("GROVE_TEST_JOBS");
+  unsetenv("GROVE_GPU_CHECK_ANYTHING");
+  EXPECT_EQ(found["GROVE_TIMEOUTT"], "GROVE_TIMEOUT");
+  EXPECT_EQ(found["GROVE_BUFSIZE"], "GROVE_BUFFSIZE");
+  ASSERT_EQ(found.count("GROVE_QQQQQQQQQQQQ"), 1u);
+  EXPECT_EQ(found["GROVE_QQQQQQQQQQQQ"], "");
+  EXPECT_EQ(found.count("GROVE_TEST_JOBS"), 0u);
+  EXPECT_EQ(found.count("GROVE_GPU_CHECK_ANYTHING"), 0u);
+  for (const auto& v : config::all()) EXPECT_EQ(found.count(v.name), 0u) << v.name;
 }
 
 TEST(Config, GoodValuesPassAndChoicesIgnoreCase) {
