@@ -13,6 +13,7 @@
 #include "core/group.h"
 
 using grove::capi::apiCall;
+using grove::capi::checkRank;
 namespace core = grove::core;
 namespace plan = grove::plan;
 
@@ -47,12 +48,6 @@ void checkType(int dtype) {
 void checkOp(int op) {
   if (!grove::opValid(op))
     grove::throwInvalidArgument("op " + std::to_string(op) + " is not a groveRedOp_t");
-}
-
-void checkRank(int value, int nranks, const char* what) {
-  if (value < 0 || value >= nranks)
-    grove::throwInvalidArgument(std::string(what) + " " + std::to_string(value) +
-                                " out of range [0," + std::to_string(nranks) + ")");
 }
 
 // Bytes of count elements times `blocks`, refusing overflow.

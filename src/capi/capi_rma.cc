@@ -16,15 +16,10 @@
 #include "core/group.h"
 
 using grove::capi::apiCall;
+using grove::capi::checkRank;
 namespace core = grove::core;
 
 namespace {
-
-void checkPeer(int peer, const core::Comm& c) {
-  if (peer < 0 || peer >= c.nranks())
-    grove::throwInvalidArgument("peer " + std::to_string(peer) + " out of range [0," +
-                                std::to_string(c.nranks()) + ")");
-}
 
 void checkSignal(int signal) {
   if (signal < 0 || signal >= GROVE_MAX_SIGNALS)
@@ -87,7 +82,7 @@ GROVE_API groveResult_t grovePutSignal(const void* src, size_t bytes, int peer, 
                                        groveStream_t stream) {
   return apiCall("grovePutSignal", comm, [&] {
     core::Comm& c = grove::capi::usableComm(comm);
-    checkPeer(peer, c);
+    checkRank(peer, c.nranks(), "peer");
     checkSignal(signal);
     if (src == nullptr && bytes > 0) grove::throwInvalidArgument("src is NULL");
     uint64_t limit = 0;
@@ -118,7 +113,7 @@ GROVE_API groveResult_t groveWaitSignal(const groveSignalWait_t* waits, int nwai
     if (waits == nullptr && nwaits > 0) grove::throwInvalidArgument("waits is NULL");
     std::vector<std::array<int, 3>> list;
     for (int i = 0; i < nwaits; ++i) {
-      checkPeer(waits[i].peer, c);
+      checkRank(waits[i].peer, c.nranks(), "peer");
       checkSignal(waits[i].signal);
       if (waits[i].count < 0)
         grove::throwInvalidArgument("waits[" + std::to_string(i) + "].count " +

@@ -153,6 +153,12 @@ void setLastError(groveComm* comm, const std::string& text) {
   }
 }
 
+void checkRank(int value, int nranks, const char* what) {
+  if (value < 0 || value >= nranks)
+    throwInvalidArgument(std::string(what) + " " + std::to_string(value) + " out of range [0," +
+                         std::to_string(nranks) + ")");
+}
+
 }  // namespace grove::capi
 
 GROVE_API const char* groveGetLastError(groveComm_t comm) {

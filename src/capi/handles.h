@@ -78,6 +78,10 @@ core::Comm& usableComm(groveComm* h);
 /// what the handle knows (rank, nranks) is there from the start.
 groveComm& handleOf(groveComm* h);
 
+/// Throws groveInvalidArgument "<what> <value> out of range [0,nranks)"
+/// unless 0 <= value < nranks (a root or a peer).
+void checkRank(int value, int nranks, const char* what);
+
 /// Registers / unregisters / checks host streams.
 void addStream(groveHostStream* s);
 void removeStream(groveHostStream* s);
