@@ -1,13 +1,12 @@
 #include "core/device_proxy.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 
 #include "base/error.h"
+#include "base/idle_backoff.h"
 #include "base/log.h"
 
 #include "grove_build_info.h"
@@ -203,7 +202,7 @@ bool DeviceProxy::pumpOnce(Pump& p) {
 }
 
 void DeviceProxy::loop() {
-  uint32_t idle = 0;
+  IdleBackoff backoff(200);  // naps of up to 200 us
   while (!stop_.load(std::memory_order_acquire)) {
     bool moved = false;
     {
@@ -228,18 +227,10 @@ void DeviceProxy::loop() {
         }
       }
     }
-    if (moved) {
-      idle = 0;
-    } else if (idle < 64) {
-      ++idle;
-      cpuRelax();
-    } else if (idle < 264) {
-      ++idle;
-      sched_yield();
-    } else {
-      const uint32_t extra = std::min<uint32_t>(idle++ - 264, 9);
-      std::this_thread::sleep_for(std::chrono::microseconds(20 + extra * 20));
-    }
+    if (moved)
+      backoff.progressed();
+    else
+      backoff.idle();
   }
 }
 

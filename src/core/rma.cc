@@ -1,13 +1,12 @@
 // Rma: puts, signals and windows (see rma.h for how it works).
 #include "core/rma.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 
 #include "base/error.h"
+#include "base/idle_backoff.h"
 #include "base/log.h"
 
 namespace grove::core {
@@ -279,7 +278,7 @@ bool Rma::pump(int peer) {
 }
 
 void Rma::loop() {
-  uint32_t idle = 0;
+  IdleBackoff backoff(1000);  // naps of up to 1000 us
   while (!stop_.load(std::memory_order_acquire)) {
     bool moved = false;
     for (int p = 0; p < nranks_; ++p) {
@@ -291,18 +290,10 @@ void Rma::loop() {
         incoming_[p].half = nullptr;
       }
     }
-    if (moved) {
-      idle = 0;
-    } else if (idle < 64) {
-      ++idle;
-      cpuRelax();
-    } else if (idle < 264) {
-      ++idle;
-      sched_yield();
-    } else {
-      const uint32_t extra = std::min<uint32_t>(idle++ - 264, 49);
-      std::this_thread::sleep_for(std::chrono::microseconds(20 + extra * 20));
-    }
+    if (moved)
+      backoff.progressed();
+    else
+      backoff.idle();
   }
 }
 
