@@ -105,6 +105,11 @@ void Waiter::wait(pollfd* fds, size_t nfds, bool fdsCoverAll) {
   }
   if ((past & 15) == 0) {
     auto now = std::chrono::steady_clock::now();
+    if (ctx_.probe != nullptr && now - lastProgress_ > kProbeAfter &&
+        now - lastProbe_ > kProbeEvery) {
+      lastProbe_ = now;
+      ctx_.probe->probe();
+    }
     double idle = std::chrono::duration<double>(now - lastProgress_).count();
     if (ctx_.timeoutSec > 0 && idle > ctx_.timeoutSec) {
       char msg[512];

@@ -42,6 +42,17 @@ class AbortSignal {
   std::string reason_;
 };
 
+/// A check that a wait blocked for a while runs now and then (every
+/// kProbeEvery, once the wait has made no progress for kProbeAfter): the
+/// communicator's look at its peers on this host, which throws when one of
+/// them is known to be in another call (core/call_board.h).
+class WaitProbe {
+ public:
+  virtual ~WaitProbe() = default;
+  /// Throws grove::Error to end the wait; returns if nothing is known to be wrong.
+  virtual void probe() const = 0;
+};
+
 /// Shared by everything that waits on behalf of one communicator.
 struct WaitContext {
   std::atomic<bool>* abortFlag = nullptr;    ///< raised when the comm is aborted or a peer failed
@@ -51,6 +62,8 @@ struct WaitContext {
   /// Where a blocked wait notes the peers it waits on (the hang doctor's
   /// reports, core/hang_doctor.h); null: not noted.
   std::atomic<int64_t>* blockedOn = nullptr;
+  /// Run by a wait blocked for a while (null: none).
+  const WaitProbe* probe = nullptr;
 
   /// Notes that a wait is blocked on receiving from `recvPeer` and/or sending
   /// to `sendPeer` (-1: none). One relaxed store; call only when blocked.
@@ -106,6 +119,7 @@ class Waiter {
   const WaitContext& ctx_;
   const char* what_;
   std::chrono::steady_clock::time_point lastProgress_{};  // zero: set at the next wait
+  std::chrono::steady_clock::time_point lastProbe_{};     // when the probe last ran
   uint32_t rounds_ = 0;                                   // backoff rounds past the spin stage
   uint32_t calls_ = 0;                                    // wait() calls since the last progress
   bool spinning_ = true;                                  // still in the spin stage
@@ -114,6 +128,10 @@ class Waiter {
   static constexpr std::chrono::microseconds kYieldFor{1000};
   /// How long the spin stage spins without yielding at all.
   static constexpr std::chrono::microseconds kSpinAloneFor{2};
+  /// How long a wait goes without progress before it runs the probe.
+  static constexpr std::chrono::milliseconds kProbeAfter{2};
+  /// How often a blocked wait runs the probe after that.
+  static constexpr std::chrono::milliseconds kProbeEvery{10};
   std::chrono::nanoseconds spin_;
 };
 

@@ -309,5 +309,9 @@ GROVE_API groveResult_t groveGroupStart(void) {
 }
 
 GROVE_API groveResult_t groveGroupEnd(void) {
-  return apiCall("groveGroupEnd", nullptr, [] { core::groupEnd(); });
+  const std::vector<const void*> held = core::groupHeld();
+  const groveResult_t r = apiCall("groveGroupEnd", nullptr, [] { core::groupEnd(); });
+  // groveGetLastError(comm) of every communicator of the group holds the failure too.
+  if (r != groveSuccess && r != groveInProgress) grove::capi::setLastErrorOfHeld(held);
+  return r;
 }

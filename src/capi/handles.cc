@@ -153,6 +153,18 @@ void setLastError(groveComm* comm, const std::string& text) {
   }
 }
 
+void setLastErrorOfHeld(const std::vector<const void*>& held) {
+  if (held.empty()) return;
+  const std::unordered_set<const void*> set(held.begin(), held.end());
+  std::lock_guard<std::mutex> lock(registry().mu);
+  for (const groveComm* c : registry().comms) {
+    auto* h = const_cast<groveComm*>(c);
+    if (set.count(h) == 0 && set.count(h->impl.get()) == 0) continue;
+    std::lock_guard<std::mutex> commLock(h->mu);
+    h->lastError = tlsLastError;
+  }
+}
+
 void checkRank(int value, int nranks, const char* what) {
   if (value < 0 || value >= nranks)
     throwInvalidArgument(std::string(what) + " " + std::to_string(value) + " out of range [0," +

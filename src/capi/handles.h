@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/error.h"
 #include "core/comm.h"
@@ -92,6 +93,9 @@ core::HostStream* hostStreamOf(groveStream_t stream);
 
 /// Records the last error of this thread (and of comm, if given).
 void setLastError(groveComm* comm, const std::string& text);
+/// Gives this thread's last error text to every live communicator that is,
+/// or whose implementation is, among `held` (core::groupHeld()).
+void setLastErrorOfHeld(const std::vector<const void*>& held);
 /// Runs an entry point's body; returns its result code.
 template <typename Fn>
 groveResult_t apiCall(const char* fn, groveComm* comm, Fn&& body) {

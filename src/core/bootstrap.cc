@@ -137,7 +137,11 @@ void Bootstrap::join(const transport::PeerInfo& self) {
       av.check();
       if (localRoot_ && localRoot_->waitFinished(0)) throwSpentId();
       if (deadline.expired() || !localRoot_)
-        throw Error(e.code(), who + " cannot reach the bootstrap root: " + e.what());
+        throw Error(e.code(), who + " cannot reach the bootstrap root" +
+                                  (id_.fromEnv ? ", which rank 0's process hosts "
+                                                 "(GROVE_COMM_ID): has it exited, or not started?"
+                                               : "") +
+                                  ": " + e.what());
     }
   }
   net::setNoDelay(fd_.get());
@@ -173,10 +177,17 @@ void Bootstrap::join(const transport::PeerInfo& self) {
       payload.resize(h.length);
       r = net::recvAll(fd_.get(), payload.data(), payload.size(), deadline, av);
     }
-    if (r == net::IoResult::kTimeout)
-      throwRemoteError(who + ": timed out after " + std::to_string(timeoutSec_) +
-                       " s waiting for all ranks to join the bootstrap root at " + rootText_ +
-                       " (are all ranks started, with the same unique id? GROVE_TIMEOUT)");
+    if (r == net::IoResult::kTimeout) {
+      std::string text = who + ": timed out after " + std::to_string(timeoutSec_) +
+                         " s waiting for all ranks to join the bootstrap root at " + rootText_ +
+                         " (are all ranks started, with the same unique id? GROVE_TIMEOUT)";
+      const std::string missing = askWhoIsMissing();
+      if (!missing.empty()) text += " -- hang doctor: " + missing;
+      // The ranks that did join end now, with this reason, not each at its own timeout.
+      sendMessage(static_cast<uint32_t>(MsgType::kAbort), 0, text.data(), text.size(),
+                  net::Deadline::in(0.2), false);
+      throwRemoteError(text);
+    }
     if (r == net::IoResult::kClosed && localRoot_ && localRoot_->waitFinished(1.0)) throwSpentId();
     if (r == net::IoResult::kClosed)
       throwRemoteError(
@@ -196,6 +207,24 @@ void Bootstrap::join(const transport::PeerInfo& self) {
       case MsgType::kAbort: throwRemoteError(who + ": the job was aborted while joining: " + text);
       default: break;  // nothing else is expected before the welcome
     }
+  }
+}
+
+std::string Bootstrap::askWhoIsMissing() {
+  if (sendMessage(static_cast<uint32_t>(MsgType::kDoctor), 0, nullptr, 0, net::Deadline::in(0.5),
+                  false) != net::IoResult::kOk)
+    return "";
+  const net::Deadline deadline = net::Deadline::in(1.0);
+  for (;;) {
+    MsgHeader h;
+    if (net::recvAll(fd_.get(), &h, sizeof(h), deadline) != net::IoResult::kOk ||
+        h.length > kMaxMsgBytes)
+      return "";
+    std::vector<uint8_t> payload(h.length);
+    if (net::recvAll(fd_.get(), payload.data(), payload.size(), deadline) != net::IoResult::kOk)
+      return "";
+    if (h.type == static_cast<uint32_t>(MsgType::kDiagnosis))
+      return std::string(payload.begin(), payload.end());
   }
 }
 
@@ -246,6 +275,13 @@ void Bootstrap::watch() {
   } catch (const std::exception& e) {
     lost = e.what();
   }
+  // Which of this host's ranks went with the root, from the call board.
+  std::function<std::string()> doctor;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    doctor = hostDoctor_;
+  }
+  const std::string seen = doctor && !byeSent_.load() ? doctor() : "";
   std::lock_guard<std::mutex> lock(mu_);
   watcherDone_ = true;
   if (!byeSent_.load()) {
@@ -253,7 +289,8 @@ void Bootstrap::watch() {
     lostReason_ = "rank " + std::to_string(rank_) +
                   " lost its connection to the bootstrap root at " + rootText_ +
                   (lost.empty() ? "" : " (" + lost + ")") +
-                  ": the process hosting the root exited or the network failed";
+                  ": the process hosting the root exited or the network failed" +
+                  (seen.empty() ? "" : " -- hang doctor: " + seen);
     GROVE_WARN(log::kBoot, "%s", lostReason_.c_str());
     abort_->raise(lostReason_);
   }
@@ -305,6 +342,11 @@ void Bootstrap::abort(const std::string& reason) {
                        net::Deadline::in(0.2), false);
   if (r != net::IoResult::kOk)
     GROVE_INFO(log::kBoot, "rank %d: could not tell the bootstrap root to abort", rank_);
+}
+
+void Bootstrap::setHostDoctor(std::function<std::string()> doctor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  hostDoctor_ = std::move(doctor);
 }
 
 void Bootstrap::setTracker(std::shared_ptr<CallTracker> tracker) {

@@ -17,6 +17,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -81,6 +82,9 @@ class Bootstrap {
   void abort(const std::string& reason);
   /// Where this rank's reports to the hang doctor come from (may be null).
   void setTracker(std::shared_ptr<CallTracker> tracker);
+  /// What this rank adds when it loses the root (the call board's view of
+  /// its host: core/call_board.h); run on the watcher thread, may be empty.
+  void setHostDoctor(std::function<std::string()> doctor);
   /// Asks the root for a diagnosis of the job (core/hang_doctor.h) and waits
   /// up to `waitSec` for it; returns its text, or "" when none came (the
   /// root is gone, or the wait ran out). Never throws.
@@ -96,6 +100,8 @@ class Bootstrap {
   void join(const transport::PeerInfo& self);
   /// Throws groveInvalidUsage: the id names a root of this process that ended.
   [[noreturn]] void throwSpentId() const;
+  /// While joining: asks the root which ranks have not joined (waits up to 1 s); "" if no answer.
+  std::string askWhoIsMissing();
   void watch();
   net::IoResult sendMessage(uint32_t type, uint64_t seq, const void* data, size_t bytes,
                             const net::Deadline& deadline, bool watchAbort);
@@ -120,8 +126,9 @@ class Bootstrap {
   std::atomic<bool> byeSent_{false};
   bool closed_ = false;
   uint64_t nextSeq_ = 1;
-  std::shared_ptr<CallTracker> tracker_;  // guarded by mu_
-  uint64_t diagnosisSeq_ = 0;             // the last diagnosis received (guarded by mu_)
+  std::shared_ptr<CallTracker> tracker_;     // guarded by mu_
+  std::function<std::string()> hostDoctor_;  // guarded by mu_
+  uint64_t diagnosisSeq_ = 0;                // the last diagnosis received (guarded by mu_)
   std::string diagnosis_;
   std::thread watcher_;
 };

@@ -130,6 +130,7 @@ class RootLoop {
   void startDiagnosis();
   void onReport(Conn& c, uint64_t seq, const uint8_t* payload, size_t bytes);
   void finishDiagnosis();
+  Buffer joinDiagnosis(uint64_t seq) const;
   void refuse(Conn& c, const std::string& why);
   void send(Conn& c, const Buffer& msg);
   void flush(Conn& c);
@@ -322,7 +323,8 @@ void RootLoop::handle(Conn& c, const MsgHeader& h, const uint8_t* payload) {
       return abortAll(describe(c.rank) + " aborted the communicator: " + why, c.rank);
     }
     case MsgType::kDoctor:
-      if (c.rank < 0 || !complete_) return refuse(c, "diagnosis before the job was complete");
+      if (c.rank < 0) return refuse(c, "diagnosis before hello");
+      if (!complete_) return send(c, joinDiagnosis(h.seq));
       if (!diag_.active) startDiagnosis();
       return;
     case MsgType::kReport: return onReport(c, h.seq, payload, h.length);
@@ -441,6 +443,25 @@ void RootLoop::onReport(Conn& c, uint64_t seq, const uint8_t* payload, size_t by
   std::memcpy(&r.pos, payload, sizeof(Position));
   r.answered = true;
   if (--diag_.waiting == 0) finishDiagnosis();
+}
+
+// Before every rank has joined, the diagnosis is who has not.
+Buffer RootLoop::joinDiagnosis(uint64_t seq) const {
+  std::string missing;
+  int count = 0;
+  for (int r = 0; r < nranks_; ++r) {
+    if (ranks_[r] != RankState::kAbsent) continue;
+    if (count < 8) missing += (count == 0 ? "" : ", ") + std::to_string(r);
+    ++count;
+  }
+  if (count > 8) missing += " and " + std::to_string(count - 8) + " more";
+  const std::string text =
+      count == 0 ? "every rank has joined"
+                 : (count == 1 ? "rank " : "ranks ") + missing + (count == 1 ? " has" : " have") +
+                       " not joined (of " + std::to_string(nranks_) +
+                       "): not started, stopped or stuck before its init, or given another "
+                       "unique id";
+  return makeMessage(MsgType::kDiagnosis, seq, text.data(), text.size());
 }
 
 void RootLoop::finishDiagnosis() {

@@ -19,6 +19,7 @@
 #include "base/socket.h"
 #include "core/agreement.h"
 #include "core/bootstrap.h"
+#include "core/call_board.h"
 #include "core/call_check.h"
 #include "core/connections.h"
 #include "core/device_engine.h"
@@ -125,6 +126,26 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   if (cancel != nullptr) cancel->tie(&abort_);
   wait_ = WaitContext::of(abort_, options_.timeoutSec);
   tracker_ = std::make_shared<CallTracker>(rank);
+  jobId_ = jobIdOf(id);
+  try {
+    board_ = std::make_unique<CallBoard>(jobId_, rank, nranks);
+    tracker_->attach(board_.get());
+  } catch (const Error& e) {
+    GROVE_INFO(log::kInit, "rank %d: no call board (%s)", rank, e.what());
+  }
+  // An init that fails removes its host's board names (the pages are
+  // unlinked by their owners once every rank has mapped them).
+  struct BoardNames {
+    const std::string& job;
+    int n;
+    bool keep = false;
+    ~BoardNames() {
+      if (keep) return;
+      std::vector<int> all(static_cast<size_t>(n));
+      for (int r = 0; r < n; ++r) all[r] = r;
+      CallBoard::unlinkNames(job, all);
+    }
+  } boardNames{jobId_, nranks};
   wait_.blockedOn = tracker_->blockedOn();
   log::setRank(rank);
   // A CUDA communicator checks its device before joining, so a bad one fails fast.
@@ -157,6 +178,8 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   topology_ = std::make_unique<topo::CommTopology>(
       topo::exchangeCommTopology(view, nranks, bootstrapAllGather()));
 
+  openCallBoard(self);
+
   // More ranks on this host than CPUs: spinning only steals the CPU from the
   // rank we wait for, so yield at once (as MPI libraries do when oversubscribed).
   int local = 0;
@@ -170,7 +193,7 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   transport::Context ctx;
   ctx.rank = rank;
   ctx.nranks = nranks;
-  ctx.jobId = jobId_ = jobIdOf(id);
+  ctx.jobId = jobId_;
   // The link key is fresh per run: the id's secret mixed with a random
   // value from every rank (exchanged over the bootstrap), so no hello
   // recorded in another run of the same GROVE_COMM_ID and secret is
@@ -179,6 +202,8 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   const uint64_t salt = randomU64();
   const std::vector<uint8_t> salts = bootstrap_->allGather(&salt, sizeof(salt));
   ctx.secret = runLinkSecret(id, salts);
+  // Every rank mapped its host's boards before it gave its salt.
+  if (board_) board_->unlinkOwn();
   ctx.peers = bootstrap_->peers();
   ctx.bufferBytes = options_.bufferBytes;
   ctx.wait = wait_;
@@ -221,6 +246,7 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   if (plans_ && linkAddresses && connections_->usesNetwork()) tuneForFabric();
   cache_ = std::make_unique<plan::ProgramCache>(256, plans_.get());
   if (cuda) initDevice();
+  boardNames.keep = true;
   GROVE_INFO(log::kInit, "comm %s rank %d/%d ready: transport %s, %d channel(s), buffer %zu B",
              options_.name.empty() ? "-" : options_.name.c_str(), rank, nranks,
              (device_ ? device_->summary() : connections_->summary()).c_str(), nChannels_,
@@ -286,12 +312,7 @@ void Comm::guarded(const char* what, Fn&& fn) {
     std::string seen = e.what();
     // A wait that ran out (or a link that broke) with no notice from the job:
     // ask every rank where it is before the job ends (core/hang_doctor.h).
-    if (!remote && e.code() == groveRemoteError && bootstrap_) {
-      const std::string diagnosis = bootstrap_->diagnose(kReportWindowSec + 1.0);
-      remote = abort_.raised();  // another rank may have ended the job meanwhile, diagnosed
-      const bool told = remote && abort_.reason().find("hang doctor: ") != std::string::npos;
-      if (!diagnosis.empty() && !told) seen += " -- hang doctor: " + diagnosis;
-    }
+    if (!remote && e.code() == groveRemoteError) seen += doctorSuffix(&remote);
     std::string text = std::string(what) + " failed on rank " + std::to_string(rank_) + ": ";
     if (remote && seen.compare(0, abort_.reason().size(), abort_.reason()) != 0)
       text += abort_.reason() + " (seen here as: " + seen + ")";
@@ -353,6 +374,7 @@ void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* re
                  opName(args.op), args.root, args.inPlace ? 1 : 0);
       connections_->eager(selector_->eagerMaxBytes(), options_.tagCalls)
           .run(args, sendbuff, recvbuff, wait_);
+      checkRootOnBoard(args);
     });
     return;
   }
@@ -375,6 +397,7 @@ void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* re
     exec::ReduceSpec spec{args.dtype, args.op, nranks_};
     exec::runProgram(program, buffers, spec, links, wait_, lowered,
                      options_.tagCalls ? &tag : nullptr);
+    checkRootOnBoard(args);
   });
 }
 

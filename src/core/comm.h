@@ -42,6 +42,8 @@ namespace grove::core {
 
 class Bootstrap;
 class CallTracker;
+class CallBoard;
+class CallBoardProbe;
 class Connections;
 class DevicePath;
 struct DeviceOp;
@@ -161,6 +163,20 @@ class Comm {
     ~Tracked();
     CallTracker* t;
   };
+  /// Sets up the call board (core/call_board.h) once every rank's page exists.
+  void openCallBoard(const transport::PeerInfo& self);
+  /// A rank that only sends in a rooted collective (the root of a broadcast
+  /// or scatter, the others of a reduce or gather) may receive no tag, so it
+  /// looks at the board once its call has ended (throws groveInvalidUsage
+  /// on a mismatch it sees).
+  void checkRootOnBoard(const plan::CollArgs& args) const;
+  /// For a wait that failed with no notice from the job: the hang doctor's
+  /// diagnosis (through the bootstrap root, else this host's call board) as
+  /// " -- hang doctor: ...", or "" (also when another rank's notice that
+  /// came meanwhile carries one; *remote then says a notice came).
+  std::string doctorSuffix(bool* remote);
+  /// The hang doctor from this host's call board (the root did not answer).
+  std::string hostDoctor();
   /// An all-gather over the bootstrap (the agreement and call checks).
   std::function<std::vector<uint8_t>(const void*, size_t)> bootstrapAllGather();
   /// guarded() for code outside comm.cc.
@@ -184,8 +200,12 @@ class Comm {
   int nranks_;
   CommOptions options_;
   AbortSignal abort_;
-  std::shared_ptr<CallTracker> tracker_;  ///< where this rank is, for the hang doctor
-  uint64_t checkSeq_ = 0;                 ///< collectives checked so far (GROVE_CHECK=calls)
+  /// What this rank does, shared with its host's other ranks (null: no
+  /// shared memory); declared first so that it outlives every reader.
+  std::unique_ptr<CallBoard> board_;
+  std::unique_ptr<CallBoardProbe> probe_;  ///< blocked waits' look at the board
+  std::shared_ptr<CallTracker> tracker_;   ///< where this rank is, for the hang doctor
+  uint64_t checkSeq_ = 0;                  ///< collectives checked so far (GROVE_CHECK=calls)
   WaitContext wait_;
   Sequencer sequencer_;
   std::unique_ptr<Bootstrap> bootstrap_;

@@ -78,7 +78,11 @@ void Comm::initDevice() {
 }
 
 void Comm::recordAsyncFailure(groveResult_t code, const std::string& text) {
-  const std::string full = "rank " + std::to_string(rank_) + ": " + text;
+  std::string full = "rank " + std::to_string(rank_) + ": " + text;
+  if (error_.load() != groveSuccess) return;
+  // A wait that ran out with no notice from the job: ask where every rank is.
+  bool remote = abort_.raised();
+  if (!remote && code == groveRemoteError) full += doctorSuffix(&remote);
   {
     std::lock_guard<std::mutex> lock(errorMu_);
     if (error_ != groveSuccess) return;
@@ -88,7 +92,6 @@ void Comm::recordAsyncFailure(groveResult_t code, const std::string& text) {
   // The peers first: raising the signal makes a stream-tape engine release
   // its waits, and a peer must not take what its streams then send for a
   // finished call.
-  const bool remote = abort_.raised();
   if (!remote && bootstrap_) bootstrap_->abort(full);
   abort_.raise(full);
   GROVE_WARN(log::kColl, "%s", full.c_str());

@@ -131,6 +131,8 @@ std::function<void()> commWork(Comm* comm, std::vector<GroupOp> ops) {
 
 }  // namespace
 
+std::vector<const void*> groupHeld() { return state().held; }
+
 bool groupActive() { return state().depth > 0; }
 
 void groupStart() { ++state().depth; }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include "core/comm.h"
 #include "core/host_stream.h"
@@ -46,6 +47,10 @@ bool groupActive();
 void groupStart();
 /// Closes a group; the outermost one runs what was recorded. Throws the first error.
 void groupEnd();
+/// What this thread's open group holds so far (Comms, HostStreams and the
+/// handles of deferred inits; empty outside a group): the C API gives a
+/// failed groupEnd's text to the communicators among them.
+std::vector<const void*> groupHeld();
 /// Records an operation in the open group.
 void groupRecord(GroupOp op);
 /// Records a deferred communicator init (run at the outermost end) of the

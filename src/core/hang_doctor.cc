@@ -1,14 +1,11 @@
 #include "core/hang_doctor.h"
 
-#include <chrono>
 #include <cstdio>
+
+#include "core/call_board.h"
 
 namespace grove::core {
 namespace {
-
-double nowSec() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // "allreduce(count 64, float, sum) #12" or "send/recv batch #3".
 std::string callText(const Position& p) {
@@ -18,8 +15,10 @@ std::string callText(const Position& p) {
 
 // What rank `r` is doing, in words.
 std::string doing(const RankReport& r) {
+  if (r.died) return "has died (its process is gone)";
   if (r.gone) return "has left the job";
-  if (!r.answered) return "stopped answering";
+  if (r.unseen) return "is on another host (not seen without the bootstrap root)";
+  if (!r.answered) return r.silence.empty() ? "stopped answering" : r.silence;
   const Position& p = r.pos;
   if (p.state == kIdle) {
     std::string last = p.collectives == 0 ? "none yet" : callText(p);
@@ -39,6 +38,12 @@ bool inStep(const Position& a, const Position& b) {
 
 }  // namespace
 
+void CallTracker::attach(CallBoard* board) {
+  std::lock_guard<std::mutex> lock(mu_);
+  board_ = board;
+  blocked_ = board != nullptr ? board->blockedOn() : &blockedOn_;
+}
+
 void CallTracker::begin(const exec::CallTag& call) {
   std::lock_guard<std::mutex> lock(mu_);
   const bool p2p = call.coll == static_cast<uint8_t>(plan::Coll::kSendRecv);
@@ -49,22 +54,24 @@ void CallTracker::begin(const exec::CallTag& call) {
     ++pos_.collectives;
     pos_.call = call;
   }
-  since_ = nowSec();
-  blockedOn_.store(0, std::memory_order_relaxed);
+  sinceNs_ = monotonicNs();
+  blocked_->store(0, std::memory_order_relaxed);
+  if (board_ != nullptr) board_->publish(pos_, sinceNs_, !p2p);
 }
 
 void CallTracker::end() {
   std::lock_guard<std::mutex> lock(mu_);
   pos_.state = kIdle;
-  blockedOn_.store(0, std::memory_order_relaxed);
+  blocked_->store(0, std::memory_order_relaxed);
+  if (board_ != nullptr) board_->publish(pos_, sinceNs_, false);
 }
 
 Position CallTracker::snapshot() {
   std::lock_guard<std::mutex> lock(mu_);
   Position p = pos_;
   if (p.state != kIdle) {
-    p.inCallSec = nowSec() - since_;
-    const int64_t b = blockedOn_.load(std::memory_order_relaxed);
+    p.inCallSec = static_cast<double>(monotonicNs() - sinceNs_) * 1e-9;
+    const int64_t b = blocked_->load(std::memory_order_relaxed);
     p.recvPeer = WaitContext::blockedRecvPeer(b);
     p.sendPeer = WaitContext::blockedSendPeer(b);
   }
@@ -76,12 +83,19 @@ std::string diagnose(const std::vector<RankReport>& reports) {
   std::vector<std::string> culprits, details;
   auto ok = [&](int r) { return r >= 0 && r < n && reports[r].answered && !reports[r].gone; };
   // Ranks that cannot answer come first: they are the likeliest cause.
-  for (int r = 0; r < n; ++r)
-    if (!reports[r].gone && !reports[r].answered)
-      culprits.push_back(reports[r].name +
-                         " stopped answering: its process is alive (its "
-                         "bootstrap connection is open) but did not report within 1 s -- stopped "
-                         "(SIGSTOP, a debugger) or stuck outside grove");
+  for (int r = 0; r < n; ++r) {
+    const RankReport& q = reports[r];
+    if (q.died)
+      culprits.push_back(q.name + " has died (its process is gone)" +
+                         (q.pos.state == kIdle ? "" : " while in " + callText(q.pos)));
+    else if (!q.gone && !q.answered && !q.unseen)
+      culprits.push_back(q.name + " " +
+                         (q.silence.empty()
+                              ? "stopped answering: its process is alive (its bootstrap "
+                                "connection is open) but did not report within 1 s -- stopped "
+                                "(SIGSTOP, a debugger) or stuck outside grove"
+                              : q.silence));
+  }
   for (int r = 0; r < n; ++r) {
     const RankReport& me = reports[r];
     if (me.gone || !me.answered) continue;
@@ -110,7 +124,12 @@ std::string diagnose(const std::vector<RankReport>& reports) {
     }
   }
   std::string text;
-  if (culprits.empty()) {
+  int unseen = 0;
+  for (const RankReport& q : reports) unseen += q.unseen ? 1 : 0;
+  if (culprits.empty() && unseen > 0) {
+    text = "no rank of this host is stuck on another; the " + std::to_string(unseen) +
+           " rank(s) on other hosts were not seen (no bootstrap root to ask)";
+  } else if (culprits.empty()) {
     text = "no rank is stuck on another: every rank answered and they are in step";
   } else {
     text = culprits[0];

@@ -45,31 +45,41 @@ enum PositionState : uint32_t { kIdle = 0, kInCollective = 1, kInSendRecv = 2 };
 constexpr double kReportWindowSec = 1.0;
 
 /// One communicator's current call, for its reports.
+class CallBoard;
+
 class CallTracker {
  public:
   explicit CallTracker(int rank) { pos_.rank = rank; }
+  /// Also writes every change to `board` (core/call_board.h), whose page then
+  /// holds the word blockedOn() returns. Call before any call begins.
+  void attach(CallBoard* board);
   /// A collective (or, for kSendRecv, a send/recv batch) starts.
   void begin(const exec::CallTag& call);
   /// The current call ended (either way).
   void end();
   /// Where the executors note what they wait on (WaitContext::blockedOn).
-  std::atomic<int64_t>* blockedOn() { return &blockedOn_; }
+  std::atomic<int64_t>* blockedOn() { return blocked_; }
   /// A consistent copy of the position now.
   Position snapshot();
 
  private:
   std::mutex mu_;
   Position pos_;
-  double since_ = 0;
+  uint64_t sinceNs_ = 0;
   std::atomic<int64_t> blockedOn_{0};
+  std::atomic<int64_t>* blocked_ = &blockedOn_;
+  CallBoard* board_ = nullptr;
 };
 
 /// A rank's answer, as the root holds it.
 struct RankReport {
   bool answered = false;
-  bool gone = false;  ///< left or died before the question
-  std::string name;   ///< "rank 3 (host h pid 123)"
-  Position pos;
+  bool gone = false;    ///< left or died before the question
+  bool died = false;    ///< gone because its process ended (seen on the call board)
+  bool unseen = false;  ///< on another host, seen by nobody (no bootstrap root to ask)
+  std::string name;     ///< "rank 3 (host h pid 123)"
+  std::string silence;  ///< why it did not answer, when that is known
+  Position pos;         ///< its position (for a rank that died: its last one)
 };
 
 /// The diagnosis of reports indexed by rank: one line, then details.

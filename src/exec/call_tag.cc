@@ -92,6 +92,14 @@ std::string describeCall(const CallTag& tag) {
   return text + ")";
 }
 
+std::string callMismatchText(const CallTag& theirs, const CallTag& mine) {
+  const bool p2p = static_cast<Coll>(mine.coll) == Coll::kSendRecv &&
+                   static_cast<Coll>(theirs.coll) == Coll::kSendRecv;
+  return "call mismatch: rank " + std::to_string(theirs.rank) + " runs " + describeCall(theirs) +
+         " while rank " + std::to_string(mine.rank) + " runs " + describeCall(mine) +
+         (p2p ? ": a receive must use the data type of its send" : kRule);
+}
+
 void checkCallTag(const CallTag& got, const CallTag& mine) {
   const std::string me = "rank " + std::to_string(mine.rank);
   if (got.magic != kCallTagMagic || !validColl(got.coll))
@@ -99,13 +107,7 @@ void checkCallTag(const CallTag& got, const CallTag& mine) {
                       " read no call tag where a call of its peer begins: the ranks' streams "
                       "are out of step (do the ranks use the same GROVE_CHECK?)");
   const std::string peer = "rank " + std::to_string(got.rank);
-  if (!sameCall(got, mine))
-    throwInvalidUsage("call mismatch: " + peer + " runs " + describeCall(got) + " while " + me +
-                      " runs " + describeCall(mine) +
-                      (static_cast<Coll>(mine.coll) == Coll::kSendRecv &&
-                               static_cast<Coll>(got.coll) == Coll::kSendRecv
-                           ? ": a receive must use the data type of its send"
-                           : kRule));
+  if (!sameCall(got, mine)) throwInvalidUsage(callMismatchText(got, mine));
   if (got.linkBytes == mine.linkBytes) return;
   if (static_cast<Coll>(mine.coll) == Coll::kSendRecv)
     throwInvalidUsage("send/recv size mismatch: " + peer + " sends " +
@@ -121,9 +123,7 @@ void checkCallTag(const CallTag& got, const CallTag& mine) {
 
 void checkEagerTag(const EagerTag& got, const EagerTag& mine, int peer, int rank) {
   const CallTag g = fromEager(got, peer), m = fromEager(mine, rank);
-  if (!sameCall(g, m))
-    throwInvalidUsage("call mismatch: rank " + std::to_string(peer) + " runs " + describeCall(g) +
-                      " while rank " + std::to_string(rank) + " runs " + describeCall(m) + kRule);
+  if (!sameCall(g, m)) throwInvalidUsage(callMismatchText(g, m));
 }
 
 }  // namespace grove::exec

@@ -71,6 +71,10 @@ bool sameCall(const CallTag& a, const CallTag& b);
 /// "allreduce(count 64, float32, sum)", "broadcast(count 8, int32, root 2)".
 std::string describeCall(const CallTag& tag);
 
+/// "call mismatch: rank 1 runs ... while rank 0 runs ...: <the rule>", for
+/// calls that are not sameCall (`theirs` and `mine` name their ranks).
+std::string callMismatchText(const CallTag& theirs, const CallTag& mine);
+
 /// Throws groveInvalidUsage when `got`, read from the link from its sender,
 /// does not match `mine` (this rank's call; its linkBytes = the bytes this
 /// call takes off that link).

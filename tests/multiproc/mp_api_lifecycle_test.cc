@@ -149,6 +149,30 @@ TEST(MpApiLifecycle, ADestroyWorksAfterTheGroupsThreadIsGone) {
   EXPECT_EQ(groveCommDestroy(c), groveSuccess) << groveGetLastError(nullptr);
 }
 
+// A group whose calls fail: groveGetLastError(comm) of each of its
+// communicators holds the failure, as it does after a failed single call
+// (it used to stay empty: the group's text went to the thread only).
+TEST(MpApiLifecycle, AFailedGroupEndLeavesItsTextOnTheCommunicators) {
+  Comms comms(2);
+  ASSERT_TRUE(comms.ok());
+  std::vector<groveResult_t> got(2, groveSuccess);
+  std::vector<std::string> thread(2), comm(2);
+  onRanks(2, [&](int r) {
+    std::vector<float> buf(64, 1.f);
+    ASSERT_EQ(groveGroupStart(), groveSuccess);
+    groveAllReduce(buf.data(), buf.data(), 64, groveFloat32, r == 0 ? groveSum : groveMax, comms[r],
+                   nullptr);
+    got[r] = groveGroupEnd();
+    thread[r] = groveGetLastError(nullptr);
+    comm[r] = groveGetLastError(comms[r]);
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(got[r], groveSuccess) << "rank " << r;
+    EXPECT_NE(thread[r].find("groveGroupEnd"), std::string::npos) << thread[r];
+    EXPECT_EQ(comm[r], thread[r]) << "rank " << r;
+  }
+}
+
 // Values that used to be accepted and meant something else (no timeout at
 // all, a wrapped channel count, logging at the default level).
 TEST(MpApiLifecycle, BadEnvironmentValuesAreRefusedAtInit) {

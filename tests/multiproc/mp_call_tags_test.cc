@@ -118,6 +118,71 @@ TEST_P(CallTags, MismatchesFailEveryRankNamingTheCalls) {
   }
 }
 
+// Mismatches that no tag can show, because the ranks that disagree never
+// receive from each other: two roots of a reduce wait for each other's data,
+// two roots of a broadcast or scatter both only send. The ranks of one host
+// see each other's calls on the call board (core/call_board.h): the call
+// fails on at least one rank at once and the job ends on every rank, not at
+// the timeout. On 2 and 3 ranks.
+using RootedFn = groveResult_t (*)(groveComm_t, float* buf, size_t count, int root);
+
+struct RootedCase {
+  const char* name;
+  RootedFn call;
+};
+
+const RootedCase kRooted[] = {
+    {"reduce",
+     [](groveComm_t c, float* b, size_t n, int root) {
+       return groveReduce(b, b, n, groveFloat32, groveSum, root, c, nullptr);
+     }},
+    {"broadcast", [](groveComm_t c, float* b, size_t n,
+                     int root) { return groveBroadcast(b, b, n, groveFloat32, root, c, nullptr); }},
+    {"scatter",
+     [](groveComm_t c, float* b, size_t n, int root) {
+       return groveScatter(b, b + 3 * n, n / 4, groveFloat32, root, c, nullptr);
+     }},
+    {"gather",
+     [](groveComm_t c, float* b, size_t n, int root) {
+       return groveGather(b + 3 * n, b, n / 4, groveFloat32, root, c, nullptr);
+     }},
+};
+
+TEST_P(CallTags, RanksClaimingDifferentRootsFailAtOnce) {
+  const size_t n = GetParam().count;
+  for (int nranks : {2, 3}) {
+    for (const RootedCase& k : kRooted) {
+      SCOPED_TRACE(std::string(k.name) + " on " + std::to_string(nranks) + " ranks");
+      Comms comms(nranks);
+      ASSERT_TRUE(comms.ok());
+      std::vector<groveResult_t> first(nranks, groveSuccess), last(nranks, groveSuccess);
+      std::vector<std::string> text(nranks);
+      const double start = mptest::now();
+      onRanks(nranks, [&](int r) {
+        std::vector<float> buf(4 * n, 1.f);
+        // Rank 0 thinks the root is 0; every other rank thinks it is itself.
+        first[r] = k.call(comms[r], buf.data(), n, r);
+        last[r] = first[r];
+        if (last[r] == groveSuccess)
+          last[r] =
+              groveAllReduce(buf.data(), buf.data(), n, groveFloat32, groveSum, comms[r], nullptr);
+        text[r] = groveGetLastError(comms[r]);
+      });
+      EXPECT_LT(mptest::now() - start, 5.0) << "a mismatch waited for the timeout";
+      int failedAtTheCall = 0;
+      bool named = false;
+      for (int r = 0; r < nranks; ++r) {
+        EXPECT_NE(last[r], groveSuccess) << "rank " << r << " returned success";
+        failedAtTheCall += first[r] != groveSuccess ? 1 : 0;
+        named = named || (text[r].find("call mismatch") != std::string::npos &&
+                          text[r].find("root 1") != std::string::npos);
+      }
+      EXPECT_GE(failedAtTheCall, 1) << "every rank returned success from the mismatched call";
+      EXPECT_TRUE(named) << text[0] << " | " << text[1];
+    }
+  }
+}
+
 // Matching calls of every kind keep running with tags: sends and receives in
 // groups (several to one peer), every collective, in place and not.
 TEST_P(CallTags, MatchingCallsRunWithTags) {

@@ -3,12 +3,14 @@
 # the whole core layer (and its dependencies) to build.
 set(_grove_boot_sources ${PROJECT_SOURCE_DIR}/src/core/bootstrap.cc
     ${PROJECT_SOURCE_DIR}/src/core/bootstrap_root.cc ${PROJECT_SOURCE_DIR}/src/core/unique_id.cc
-    ${PROJECT_SOURCE_DIR}/src/core/hang_doctor.cc ${PROJECT_SOURCE_DIR}/src/exec/call_tag.cc)
+    ${PROJECT_SOURCE_DIR}/src/core/hang_doctor.cc ${PROJECT_SOURCE_DIR}/src/core/call_board.cc
+    ${PROJECT_SOURCE_DIR}/src/exec/call_tag.cc)
 grove_gtest(test_net_socket SOURCES ${CMAKE_CURRENT_LIST_DIR}/net_socket_test.cc
             LIBS grove_base LABELS unit)
 grove_gtest(test_bootstrap SOURCES ${CMAKE_CURRENT_LIST_DIR}/bootstrap_test.cc
-            ${CMAKE_CURRENT_LIST_DIR}/hang_doctor_test.cc ${_grove_boot_sources}
-            LIBS grove_base LABELS unit)
+            ${CMAKE_CURRENT_LIST_DIR}/hang_doctor_test.cc ${CMAKE_CURRENT_LIST_DIR}/call_board_test.cc
+            ${_grove_boot_sources}
+            LIBS grove_transport_shm grove_base LABELS unit)
 if(TARGET grove_transport_socket)
   grove_gtest(test_socket_transport SOURCES ${CMAKE_CURRENT_LIST_DIR}/socket_transport_test.cc
               LIBS grove_transport_socket grove_base LABELS unit)

@@ -385,6 +385,8 @@ void SocketTransport::acceptLinks(std::map<LinkKey, size_t>& pending,
                        std::to_string(static_cast<int>(idle)) + " s waiting for connections from " +
                        missing + " (GROVE_TIMEOUT)");
     }
+    // A peer known to be in another call will never connect (base/wait.h).
+    if (ctx_.wait.probe != nullptr && idle > 0.002) ctx_.wait.probe->probe();
     // Wait for a new connection or more hello bytes; wake every 20 ms for
     // aborts and hello deadlines.
     fds.assign(1, pollfd{listener_->fd(), POLLIN, 0});

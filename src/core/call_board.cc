@@ -1,0 +1,241 @@
+#include "core/call_board.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/proc_stat.h"
+
+namespace grove::core {
+
+constexpr uint64_t kBoardMagic = 0x4452414f42565247ULL;  // "GRVBOARD"
+constexpr size_t kTagWords = sizeof(exec::CallTag) / sizeof(uint64_t);
+static_assert(sizeof(exec::CallTag) % sizeof(uint64_t) == 0, "a tag is whole words");
+
+struct BoardPage {
+  std::atomic<uint64_t> magic;
+  std::atomic<uint64_t> version;  // odd while the words below are written
+  std::atomic<uint64_t> state, collectives, p2pBatches, sinceNs;
+  std::atomic<uint64_t> call[kTagWords];
+  std::atomic<uint64_t> history[kBoardHistory][kTagWords];  // collective #k at k % kBoardHistory
+  std::atomic<int64_t> blockedOn;                           // outside the sequence: one word
+};
+
+namespace {
+
+constexpr size_t kPageBytes = 4096;
+static_assert(sizeof(BoardPage) <= kPageBytes, "a board is one page");
+
+std::string pathOf(const std::string& jobId, int rank) {
+  return config::getString("GROVE_SHM_DIR") + "/grove-" + jobId + "-board-" + std::to_string(rank);
+}
+
+void storeTag(std::atomic<uint64_t>* words, const exec::CallTag& tag) {
+  uint64_t w[kTagWords];
+  std::memcpy(w, &tag, sizeof(tag));
+  for (size_t i = 0; i < kTagWords; ++i) words[i].store(w[i], std::memory_order_relaxed);
+}
+
+exec::CallTag loadTag(const std::atomic<uint64_t>* words) {
+  uint64_t w[kTagWords];
+  for (size_t i = 0; i < kTagWords; ++i) w[i] = words[i].load(std::memory_order_relaxed);
+  exec::CallTag tag;
+  std::memcpy(&tag, w, sizeof(tag));
+  return tag;
+}
+
+// One consistent read of a page: `fn` copies what it needs; retried while
+// the writer is inside an update. False if it never held still.
+template <typename Fn>
+bool readStill(const BoardPage& p, Fn&& fn) {
+  for (int tries = 0; tries < 1000; ++tries) {
+    const uint64_t v1 = p.version.load(std::memory_order_acquire);
+    if ((v1 & 1) == 0) {
+      fn();
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (p.version.load(std::memory_order_relaxed) == v1) return true;
+    }
+    std::this_thread::yield();
+  }
+  return false;
+}
+
+}  // namespace
+
+CallBoard::CallBoard(const std::string& jobId, int rank, int nranks)
+    : jobId_(jobId), rank_(rank), byRank_(static_cast<size_t>(nranks)) {
+  own_ = transport::shm::ShmSegment::create(pathOf(jobId, rank), kPageBytes);
+  own_.map(kPageBytes);
+  own_.closeFd();
+  mine_ = reinterpret_cast<BoardPage*>(own_.base());  // zero-filled: a fresh page is idle
+  mine_->magic.store(kBoardMagic, std::memory_order_release);
+}
+
+CallBoard::~CallBoard() { unlinkOwn(); }
+
+void CallBoard::unlinkOwn() {
+  if (own_.valid()) own_.unlink();
+}
+
+void CallBoard::unlinkNames(const std::string& jobId, const std::vector<int>& ranks) {
+  for (int r : ranks) ::unlink(pathOf(jobId, r).c_str());  // ENOENT: already gone
+}
+
+void CallBoard::openPeers(const std::vector<int>& ranks, const std::vector<int>& pids) {
+  for (int r : ranks) {
+    if (r == rank_ || r < 0 || r >= static_cast<int>(byRank_.size())) continue;
+    try {
+      auto m = std::make_unique<Mapped>();
+      m->seg = transport::shm::ShmSegment::tryOpen(pathOf(jobId_, r));
+      if (!m->seg.valid() || m->seg.fileSize() < kPageBytes) continue;
+      m->seg.map(kPageBytes);
+      m->seg.closeFd();
+      m->page = reinterpret_cast<BoardPage*>(m->seg.base());
+      if (m->page->magic.load(std::memory_order_acquire) != kBoardMagic) continue;
+      m->pid = pids[r];
+      byRank_[r] = std::move(m);
+      peers_.push_back(r);
+    } catch (const Error& e) {
+      GROVE_INFO(log::kInit, "rank %d: no call board of rank %d here (%s)", rank_, r, e.what());
+    }
+  }
+}
+
+void CallBoard::publish(const Position& pos, uint64_t sinceNs, bool newCollective) {
+  BoardPage& p = *mine_;
+  const uint64_t v = p.version.load(std::memory_order_relaxed);
+  p.version.store(v + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  p.state.store(pos.state, std::memory_order_relaxed);
+  p.collectives.store(pos.collectives, std::memory_order_relaxed);
+  p.p2pBatches.store(pos.p2pBatches, std::memory_order_relaxed);
+  p.sinceNs.store(sinceNs, std::memory_order_relaxed);
+  storeTag(p.call, pos.call);
+  if (newCollective) storeTag(p.history[pos.collectives % kBoardHistory], pos.call);
+  p.version.store(v + 2, std::memory_order_release);
+}
+
+std::atomic<int64_t>* CallBoard::blockedOn() { return &mine_->blockedOn; }
+
+bool CallBoard::peerPosition(int peer, Position* out) const {
+  if (peer < 0 || peer >= static_cast<int>(byRank_.size()) || !byRank_[peer]) return false;
+  const BoardPage& p = *byRank_[peer]->page;
+  Position pos;
+  uint64_t since = 0;
+  if (!readStill(p, [&] {
+        pos.state = static_cast<uint32_t>(p.state.load(std::memory_order_relaxed));
+        pos.collectives = p.collectives.load(std::memory_order_relaxed);
+        pos.p2pBatches = p.p2pBatches.load(std::memory_order_relaxed);
+        since = p.sinceNs.load(std::memory_order_relaxed);
+        pos.call = loadTag(p.call);
+      }))
+    return false;
+  pos.rank = peer;
+  if (pos.state != kIdle) {
+    const uint64_t now = monotonicNs();
+    pos.inCallSec = now > since ? static_cast<double>(now - since) * 1e-9 : 0.0;
+    const int64_t b = p.blockedOn.load(std::memory_order_relaxed);
+    pos.recvPeer = WaitContext::blockedRecvPeer(b);
+    pos.sendPeer = WaitContext::blockedSendPeer(b);
+  }
+  *out = pos;
+  return true;
+}
+
+bool CallBoard::peerCollective(int peer, uint64_t n, exec::CallTag* out) const {
+  if (n == 0 || peer < 0 || peer >= static_cast<int>(byRank_.size()) || !byRank_[peer])
+    return false;
+  const BoardPage& p = *byRank_[peer]->page;
+  uint64_t begun = 0;
+  exec::CallTag tag;
+  if (!readStill(p, [&] {
+        begun = p.collectives.load(std::memory_order_relaxed);
+        tag = loadTag(p.history[n % kBoardHistory]);
+      }))
+    return false;
+  if (begun < n || begun - n >= kBoardHistory) return false;
+  *out = tag;
+  return true;
+}
+
+int CallBoard::peerPid(int peer) const {
+  if (peer < 0 || peer >= static_cast<int>(byRank_.size()) || !byRank_[peer]) return 0;
+  return byRank_[peer]->pid;
+}
+
+void CallBoardProbe::probe() const {
+  const Position me = tracker_->snapshot();
+  if (me.state != kInCollective) return;
+  for (int peer : board_->peers()) {
+    exec::CallTag theirs;
+    if (board_->peerCollective(peer, me.collectives, &theirs) && !exec::sameCall(theirs, me.call))
+      throwInvalidUsage(exec::callMismatchText(theirs, me.call));
+  }
+}
+
+namespace {
+
+// What /proc says of a peer's process: gone, stopped, or running.
+enum class Proc { kRunning, kStopped, kGone };
+
+Proc procOf(int pid) {
+  if (pid <= 0 || pid == getpid()) return Proc::kRunning;
+  if (kill(pid, 0) != 0 && errno == ESRCH) return Proc::kGone;
+  ProcStat st;
+  if (!readProcStat(pid, &st)) return Proc::kRunning;  // no /proc: only kill() speaks
+  if (procEnded(st.state)) return Proc::kGone;
+  return procStopped(st.state) ? Proc::kStopped : Proc::kRunning;
+}
+
+}  // namespace
+
+std::string hostDiagnosis(const CallBoard& board, const Position& me,
+                          const std::vector<std::string>& names, double settleSec) {
+  const int n = static_cast<int>(names.size());
+  std::vector<RankReport> reports(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    reports[r].name = names[r];
+    reports[r].unseen = true;
+  }
+  const uint64_t end = monotonicNs() + static_cast<uint64_t>(settleSec * 1e9);
+  for (;;) {
+    bool anyDown = false;
+    for (int peer : board.peers()) {
+      RankReport& rep = reports[peer];
+      rep = RankReport{};
+      rep.name = names[peer];
+      switch (procOf(board.peerPid(peer))) {
+        case Proc::kGone:
+          rep.gone = rep.died = true;
+          anyDown = true;
+          break;
+        case Proc::kStopped:
+          rep.silence = "is stopped (SIGSTOP or a debugger): its process is alive but not running";
+          anyDown = true;
+          break;
+        case Proc::kRunning:
+          rep.answered = board.peerPosition(peer, &rep.pos);
+          if (!rep.answered) rep.silence = "is running but its call board never held still";
+          break;
+      }
+      if (rep.died) board.peerPosition(peer, &rep.pos);  // where it was when it died
+    }
+    if (anyDown || monotonicNs() >= end) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (me.rank >= 0 && me.rank < n) {
+    reports[me.rank] = RankReport{};
+    reports[me.rank].name = names[me.rank];
+    reports[me.rank].answered = true;
+    reports[me.rank].pos = me;
+  }
+  return diagnose(reports);
+}
+
+}  // namespace grove::core

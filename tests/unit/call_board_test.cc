@@ -1,0 +1,137 @@
+// The call board (core/call_board.h): pages written by one rank and read by
+// another of the same host, the history of collectives, the probe that
+// fails a wait on a peer in another call, and the diagnosis of a host whose
+// processes died or were stopped.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "base/config.h"
+#include "base/error.h"
+#include "core/call_board.h"
+
+namespace grove::core {
+namespace {
+
+exec::CallTag reduceTo(int root, int rank) {
+  plan::CollArgs a;
+  a.coll = plan::Coll::kReduce;
+  a.count = 64;
+  a.root = root;
+  return exec::callTagOf(a, rank);
+}
+
+std::string jobId() { return "unit-board-" + std::to_string(getpid()); }
+
+bool fileExists(int rank) {
+  const std::string path =
+      config::getString("GROVE_SHM_DIR") + "/grove-" + jobId() + "-board-" + std::to_string(rank);
+  return access(path.c_str(), F_OK) == 0;
+}
+
+// A tracker attached to a board, as a communicator has.
+struct Rank {
+  CallBoard board;
+  CallTracker tracker;
+  Rank(int rank, int nranks) : board(jobId(), rank, nranks), tracker(rank) {
+    tracker.attach(&board);
+  }
+};
+
+TEST(CallBoard, PeersReadPositionsAndHistory) {
+  Rank a(0, 2), b(1, 2);
+  const std::vector<int> pids = {getpid(), getpid()};
+  a.board.openPeers({1}, pids);
+  b.board.openPeers({0}, pids);
+  ASSERT_EQ(a.board.peers(), std::vector<int>{1});
+  // Every rank mapped the others' pages: the names go, the pages stay.
+  a.board.unlinkOwn();
+  b.board.unlinkOwn();
+  EXPECT_FALSE(fileExists(0));
+  EXPECT_FALSE(fileExists(1));
+
+  for (int i = 1; i <= 20; ++i) {
+    b.tracker.begin(reduceTo(i % 3, 1));
+    b.tracker.end();
+  }
+  b.tracker.begin(reduceTo(2, 1));                 // #21, under way
+  b.tracker.blockedOn()->store(int64_t{1} << 32);  // waits to receive from rank 0
+  Position p;
+  ASSERT_TRUE(a.board.peerPosition(1, &p));
+  EXPECT_EQ(p.state, kInCollective);
+  EXPECT_EQ(p.collectives, 21u);
+  EXPECT_EQ(p.call.root, 2);
+  EXPECT_EQ(p.recvPeer, 0);
+  exec::CallTag t;
+  ASSERT_TRUE(a.board.peerCollective(1, 20, &t));
+  EXPECT_EQ(t.root, 20 % 3);
+  ASSERT_TRUE(a.board.peerCollective(1, 21 - kBoardHistory + 1, &t));
+  EXPECT_FALSE(a.board.peerCollective(1, 21 - kBoardHistory, &t)) << "overwritten since";
+  EXPECT_FALSE(a.board.peerCollective(1, 22, &t)) << "not begun yet";
+  EXPECT_FALSE(a.board.peerCollective(0, 1, &t)) << "its own page is not a peer's";
+}
+
+TEST(CallBoard, TheProbeFailsOnAPeerInAnotherCallOfTheSameNumber) {
+  Rank a(0, 2), b(1, 2);
+  const std::vector<int> pids = {getpid(), getpid()};
+  a.board.openPeers({1}, pids);
+  CallBoardProbe probe(&a.board, &a.tracker);
+  a.tracker.begin(reduceTo(0, 0));
+  probe.probe();  // the peer has not begun #1: nothing known
+  b.tracker.begin(reduceTo(0, 1));
+  probe.probe();  // the same call
+  b.tracker.end();
+  a.tracker.end();
+  a.tracker.begin(reduceTo(0, 0));
+  b.tracker.begin(reduceTo(1, 1));  // #2: rank 1 claims the root
+  try {
+    probe.probe();
+    FAIL() << "no mismatch seen";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), groveInvalidUsage);
+    EXPECT_NE(std::string(e.what()).find("call mismatch: rank 1 runs reduce(count 64, float, sum, "
+                                         "root 1) while rank 0 runs reduce(count 64, float, sum, "
+                                         "root 0)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The diagnosis without the bootstrap root: a peer process that is stopped,
+// then one that died, named from /proc and its last position.
+TEST(CallBoard, HostDiagnosisNamesAStoppedAndADeadProcess) {
+  Rank a(0, 3), b(1, 3);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  const std::vector<int> pids = {getpid(), static_cast<int>(child), 0};
+  a.board.openPeers({1}, pids);
+  b.tracker.begin(reduceTo(0, 1));
+  a.tracker.begin(reduceTo(0, 0));
+  const std::vector<std::string> names = {"rank 0 (host h pid 1)", "rank 1 (host h pid 2)",
+                                          "rank 2 (host g pid 3)"};
+  ASSERT_EQ(kill(child, SIGSTOP), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, WUNTRACED), child);
+  std::string d = hostDiagnosis(a.board, a.tracker.snapshot(), names, 0.5);
+  EXPECT_EQ(d.find("rank 1 (host h pid 2) is stopped (SIGSTOP or a debugger)"), 0u) << d;
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  d = hostDiagnosis(a.board, a.tracker.snapshot(), names, 0.5);
+  EXPECT_EQ(d.find("rank 1 (host h pid 2) has died (its process is gone) while in "
+                   "reduce(count 64, float, sum, root 0) #1"),
+            0u)
+      << d;
+  // Rank 2 is on another host: not seen, never blamed.
+  EXPECT_EQ(d.find("rank 2"), std::string::npos) << d;
+}
+
+}  // namespace
+}  // namespace grove::core
