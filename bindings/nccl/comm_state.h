@@ -75,6 +75,20 @@ ncclResult_t deregisterBuffer(const char* fn, groveComm_t comm, bool window, con
 /// A copy of window `win` of any communicator; false if no communicator has it.
 bool findWindow(ncclWindow_t win, Registration* out);
 
+/// True when comm's buffers are host memory (a host communicator or the
+/// emulated device).
+bool hostMemory(groveComm_t comm);
+
+/// This rank's load/store ("LSA") team (device_api.cc): every rank of the
+/// communicator when all of them live in this process on host memory
+/// (ncclCommInitAll, one thread per rank), so that a peer's window is an
+/// address here; otherwise this rank alone.
+ncclTeam_t lsaTeamOf(groveComm_t comm);
+
+/// The window of rank `rank` of the communicator `hash` in this process
+/// whose grove window id is `oneSided`; false if this process has none.
+bool findPeerWindow(uint64_t hash, int rank, int oneSided, Registration* out);
+
 /// The communicator's hash, the same on every rank of it: made from the
 /// unique id at init, from the parent's and the color at split.
 uint64_t commHash(groveComm_t comm);

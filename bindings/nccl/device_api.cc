@@ -6,18 +6,21 @@
 // - the calls that would hand out device-side resources (ncclDevCommCreate
 //   and the *CreateRequirement calls) refuse with ncclInvalidUsage, naming
 //   why, so a client that tries the device API learns it at once;
-// - the team queries describe a communicator without load/store peers: the
-//   world team is every rank, the LSA ("load/store accessible") team is this
-//   rank alone, the rail team (one rank of each LSA team) is therefore every
-//   rank again; rank conversions follow NCCL's team arithmetic. The CFT
-//   teams (2.32) are this rank alone, as no fabric tree exists;
+// - the team queries: the world team is every rank; the LSA ("load/store
+//   accessible") team is every rank when all of them live in this process
+//   on host memory (ncclCommInitAll: a peer's buffer is an address here),
+//   else this rank alone (grove maps no other process's memory); the rail
+//   team is one rank of each LSA team; rank conversions follow NCCL's team
+//   arithmetic. The CFT teams (2.32) are this rank alone, as no fabric tree
+//   exists;
 // - ncclCommQueryProperties says so: no device API, no multimem, no GIN,
-//   no CFT, one LSA team per rank; host RMA (put/signal) where buffers
+//   no CFT, nRanks / lsaSize LSA teams; host RMA (put/signal) where buffers
 //   are host memory (windows.cc).
 // The window pointer queries live with the windows (windows.cc).
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include "comm_state.h"
@@ -43,6 +46,24 @@ ncclTeam_t worldOf(ncclComm_t comm) {
 
 }  // namespace
 
+namespace grove::nccl {
+
+ncclTeam_t lsaTeamOf(groveComm_t comm) {
+  const ncclTeam_t world = worldOf(toNccl(comm));
+  if (world.nRanks <= 0) return ncclTeam_t{0, 0, 1};
+  if (world.nRanks > 1 && hostMemory(comm)) {
+    // Every rank of this communicator in this process: one team of all.
+    const uint64_t hash = commHash(comm);
+    std::lock_guard<std::mutex> lock(detail::stateMutex());
+    int here = 0;
+    for (auto& [c, state] : detail::states()) here += state.hash == hash ? 1 : 0;
+    if (here == world.nRanks) return world;
+  }
+  return ncclTeam_t{1, 0, 1};
+}
+
+}  // namespace grove::nccl
+
 extern "C" {
 
 ncclResult_t ncclDevCommCreate(ncclComm_t, ncclDevCommRequirements_t const*, ncclDevComm_t*) {
@@ -55,12 +76,14 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t, ncclDevComm_t const*) {
 
 ncclTeam_t ncclTeamWorld(ncclComm_t comm) { return worldOf(comm); }
 
-ncclTeam_t ncclTeamLsa(ncclComm_t comm) {
-  ncclTeam_t world = worldOf(comm);
-  return ncclTeam_t{world.nRanks > 0 ? 1 : 0, 0, 1};
-}
+ncclTeam_t ncclTeamLsa(ncclComm_t comm) { return lsaTeamOf(toGrove(comm)); }
 
-ncclTeam_t ncclTeamRail(ncclComm_t comm) { return worldOf(comm); }
+// One rank of each LSA team, NCCL's: stride lsaSize from this rank.
+ncclTeam_t ncclTeamRail(ncclComm_t comm) {
+  const ncclTeam_t world = worldOf(comm), lsa = lsaTeamOf(toGrove(comm));
+  if (lsa.nRanks <= 0) return ncclTeam_t{0, 0, 1};
+  return ncclTeam_t{world.nRanks / lsa.nRanks, world.rank / lsa.nRanks, lsa.nRanks};
+}
 
 // NCCL's arithmetic: member `rank` of `team` is world rank
 // me + (rank - team.rank) * team.stride.
@@ -68,10 +91,11 @@ int ncclTeamRankToWorld(ncclComm_t comm, ncclTeam_t team, int rank) {
   return worldOf(comm).rank + (rank - team.rank) * team.stride;
 }
 
-// Its index in this rank's LSA team (this rank alone): 0 for this rank, -1
-// for any other.
+// Its index in this rank's LSA team, -1 if it is outside it.
 int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t team, int rank) {
-  return ncclTeamRankToWorld(comm, team, rank) == worldOf(comm).rank ? 0 : -1;
+  const ncclTeam_t lsa = lsaTeamOf(toGrove(comm));
+  const int index = ncclTeamRankToWorld(comm, team, rank) - (worldOf(comm).rank - lsa.rank);
+  return index >= 0 && index < lsa.nRanks ? index : -1;
 }
 
 ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t, ncclTeam_t, int, ncclGinBarrierHandle_t*,
@@ -133,7 +157,8 @@ ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* prop
     p.cudaDev = dev;
     p.nvmlDev = dev;  // grove keeps CUDA's device order
     p.ginType = p.railedGinType = NCCL_GIN_TYPE_NONE;
-    p.nLsaTeams = n;             // each rank is its own load/store team
+    const int lsaSize = lsaTeamOf(toGrove(comm)).nRanks;
+    p.nLsaTeams = lsaSize > 0 ? n / lsaSize : n;  // all in this process: one team
     p.hostRmaSupport = dev < 0;  // put/signal: host memory and the emulated device (windows.cc)
     p.commHash = commHash(toGrove(comm));
     p.ginConnectionType = NCCL_GIN_CONNECTION_NONE;

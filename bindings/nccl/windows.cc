@@ -3,11 +3,14 @@
 //
 // How it works: a window is a registration (comm_state.h) that remembers
 // its communicator, rank and user buffer, since NCCL's window queries take
-// the window alone. grove maps no peer's memory into this process: each
-// rank is its own load/store ("LSA") team (device_api.cc), so a pointer
-// query answers for this rank's own window (peer == own rank, LSA rank 0)
-// and refuses every other peer with a clear text, as NCCL refuses a peer
-// outside the LSA team. Multimem and CFT handles do not exist here.
+// the window alone. grove maps no other process's memory: a pointer query
+// answers for this rank's own window and for the windows of its LSA team
+// (device_api.cc), which is every rank of the communicator when all of
+// them live in this process on host memory (ncclCommInitAll): the peer's
+// registration of the same window (same communicator hash, same grove
+// window id) holds its address. As NCCL's, ncclGetPeerDevicePointer gives
+// NULL for a peer outside the team and ncclGetLsaDevicePointer refuses an
+// LSA rank outside it. Multimem and CFT handles do not exist here.
 //
 // One-sided put/signal (ncclPutSignal, ncclSignal, ncclWaitSignal) run on
 // grove's one-sided access (groveWindowRegister, grovePutSignal,
@@ -41,6 +44,25 @@ bool findWindow(ncclWindow_t win, Registration* out) {
   return false;
 }
 
+bool findPeerWindow(uint64_t hash, int rank, int oneSided, Registration* out) {
+  if (oneSided < 0) return false;
+  std::lock_guard<std::mutex> lock(detail::stateMutex());
+  for (auto& [comm, state] : detail::states()) {
+    if (state.hash != hash) continue;
+    for (auto& [handle, reg] : state.registrations)
+      if (reg->window && reg->rank == rank && reg->oneSided == oneSided) {
+        *out = *reg;
+        return true;
+      }
+  }
+  return false;
+}
+
+bool hostMemory(groveComm_t comm) {
+  int dev = 0;
+  return groveCommCuDevice(comm, &dev) == groveSuccess && dev < 0;
+}
+
 }  // namespace grove::nccl
 
 using namespace grove::nccl;
@@ -67,30 +89,30 @@ ncclResult_t signalSlot(const char* fn, int sigIdx, int ctx, int* slot) {
   return ncclSuccess;
 }
 
-// True when comm's buffers are host memory (host communicator or emulated device).
-bool hostMemory(groveComm_t comm) {
-  int dev = 0;
-  return groveCommCuDevice(comm, &dev) == groveSuccess && dev < 0;
-}
-
-// This rank's window at `offset`, after checking both.
-ncclResult_t ownPointer(const char* fn, ncclWindow_t window, size_t offset, void** outPtr, int peer,
-                        bool lsa) {
+// Rank `peer`'s window at `offset`: this rank's own, or a peer's of the
+// same window in this process. *outPtr is NULL when the peer is outside the
+// LSA team (NCCL's answer for a peer that is not load/store accessible).
+ncclResult_t windowPointer(const char* fn, ncclWindow_t window, size_t offset, int peer,
+                           void** outPtr) {
   if (outPtr == nullptr) return refuse(ncclInvalidArgument, fn, "outPtr is NULL");
+  *outPtr = nullptr;
   Registration w;
   if (!findWindow(window, &w))
     return refuse(ncclInvalidArgument, fn, "window is not a registered window");
-  if (offset >= w.size && !(offset == 0 && w.size == 0))
-    return refuse(ncclInvalidArgument, fn,
-                  "offset " + std::to_string(offset) + " is outside the window (" +
-                      std::to_string(w.size) + " bytes)");
-  const bool self = lsa ? peer == 0 : peer == w.rank;
-  if (!self)
+  const ncclTeam_t lsa = lsaTeamOf(w.comm);
+  const int first = w.rank - lsa.rank;  // the team's ranks are first .. first + nRanks - 1
+  if (peer < first || peer >= first + lsa.nRanks) return ncclSuccess;
+  Registration target = w;
+  if (peer != w.rank && !findPeerWindow(commHash(w.comm), peer, w.oneSided, &target))
     return refuse(ncclInvalidUsage, fn,
-                  std::string(lsa ? "LSA rank " : "rank ") + std::to_string(peer) +
-                      "'s window memory is not mapped into this process: grove maps no peer "
-                      "memory (each rank is its own LSA team); use collectives or send/recv");
-  *outPtr = static_cast<char*>(w.buff) + offset;
+                  "rank " + std::to_string(peer) +
+                      " has not registered this window (yet): ncclCommWindowRegister is "
+                      "collective");
+  if (offset >= target.size && !(offset == 0 && target.size == 0))
+    return refuse(ncclInvalidArgument, fn,
+                  "offset " + std::to_string(offset) + " is outside rank " + std::to_string(peer) +
+                      "'s window (" + std::to_string(target.size) + " bytes)");
+  *outPtr = static_cast<char*>(target.buff) + offset;
   return ncclSuccess;
 }
 
@@ -157,14 +179,32 @@ ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUser
 
 ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer, void** outPtr) {
   return call("ncclGetPeerDevicePointer", [&] {
-    return ownPointer("ncclGetPeerDevicePointer", window, offset, outPtr, peer, false);
+    const char* fn = "ncclGetPeerDevicePointer";
+    Registration w;
+    int n = 0;
+    if (findWindow(window, &w) && groveCommCount(w.comm, &n) == groveSuccess &&
+        (peer < 0 || peer >= n))
+      return refuse(ncclInvalidArgument, fn,
+                    "peer " + std::to_string(peer) + " out of range [0," + std::to_string(n) + ")");
+    return windowPointer(fn, window, offset, peer, outPtr);
   });
 }
 
 ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank,
                                      void** outPtr) {
   return call("ncclGetLsaDevicePointer", [&] {
-    return ownPointer("ncclGetLsaDevicePointer", window, offset, outPtr, lsaRank, true);
+    const char* fn = "ncclGetLsaDevicePointer";
+    Registration w;
+    if (!findWindow(window, &w))
+      return refuse(ncclInvalidArgument, fn, "window is not a registered window");
+    const ncclTeam_t lsa = lsaTeamOf(w.comm);
+    if (lsaRank < 0 || lsaRank >= lsa.nRanks)
+      return refuse(ncclInvalidArgument, fn,
+                    "LSA rank " + std::to_string(lsaRank) + " out of range [0," +
+                        std::to_string(lsa.nRanks) +
+                        "): the LSA team is every rank when all live in this process on host "
+                        "memory, else this rank alone");
+    return windowPointer(fn, window, offset, w.rank - lsa.rank + lsaRank, outPtr);
   });
 }
 

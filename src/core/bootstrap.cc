@@ -71,6 +71,10 @@ Bootstrap::Bootstrap(const UniqueIdData& id, int rank, int nranks, const transpo
   else if (!id.fromEnv)
     localRoot_ = RootServer::findLocal(id.nonce);
   if (!id.fromEnv && !localRoot_ && RootServer::endedLocally(id.nonce)) throwSpentId();
+  if (!id.fromEnv && localRoot_ && localRoot_->complete())
+    throwInvalidUsage("rank " + std::to_string(rank) +
+                      ": every rank of this unique id's communicator has joined already (its "
+                      "root takes no more ranks); make a new id with groveGetUniqueId");
   join(me);
   watcher_ = std::thread([this] { watch(); });
 }
@@ -137,11 +141,8 @@ void Bootstrap::join(const transport::PeerInfo& self) {
       av.check();
       if (localRoot_ && localRoot_->waitFinished(0)) throwSpentId();
       if (deadline.expired() || !localRoot_)
-        throw Error(e.code(), who + " cannot reach the bootstrap root" +
-                                  (id_.fromEnv ? ", which rank 0's process hosts "
-                                                 "(GROVE_COMM_ID): has it exited, or not started?"
-                                               : "") +
-                                  ": " + e.what());
+        throw Error(e.code(),
+                    who + " cannot reach the bootstrap root" + rootHost() + ": " + e.what());
     }
   }
   net::setNoDelay(fd_.get());
@@ -155,7 +156,7 @@ void Bootstrap::join(const transport::PeerInfo& self) {
     if (r != net::IoResult::kOk && r != net::IoResult::kTimeout && localRoot_ &&
         localRoot_->waitFinished(1.0))
       throwSpentId();
-    throwRemoteError(who + ": no challenge from the bootstrap root at " + rootText_ +
+    throwRemoteError(who + ": no challenge from the bootstrap root at " + rootText_ + rootHost() +
                      " (not a grove root of this version, or it closed the connection)");
   }
   HelloMsg hello;
@@ -182,7 +183,8 @@ void Bootstrap::join(const transport::PeerInfo& self) {
                          " s waiting for all ranks to join the bootstrap root at " + rootText_ +
                          " (are all ranks started, with the same unique id? GROVE_TIMEOUT)";
       const std::string missing = askWhoIsMissing();
-      if (!missing.empty()) text += " -- hang doctor: " + missing;
+      text += missing.empty() ? " -- the root did not answer" + rootHost()
+                              : " -- hang doctor: " + missing;
       // The ranks that did join end now, with this reason, not each at its own timeout.
       sendMessage(static_cast<uint32_t>(MsgType::kAbort), 0, text.data(), text.size(),
                   net::Deadline::in(0.2), false);
@@ -190,9 +192,9 @@ void Bootstrap::join(const transport::PeerInfo& self) {
     }
     if (r == net::IoResult::kClosed && localRoot_ && localRoot_->waitFinished(1.0)) throwSpentId();
     if (r == net::IoResult::kClosed)
-      throwRemoteError(
-          who + ": the bootstrap root at " + rootText_ +
-          " closed the connection while joining (wrong unique id or secret, or the root exited)");
+      throwRemoteError(who + ": the bootstrap root at " + rootText_ + rootHost() +
+                       " closed the connection while joining (wrong unique id or secret, or the "
+                       "root exited)");
     std::string text(payload.begin(), payload.end());
     switch (static_cast<MsgType>(h.type)) {
       case MsgType::kWelcome:
@@ -208,6 +210,12 @@ void Bootstrap::join(const transport::PeerInfo& self) {
       default: break;  // nothing else is expected before the welcome
     }
   }
+}
+
+std::string Bootstrap::rootHost() const {
+  return id_.fromEnv ? ", which rank 0's process hosts (GROVE_COMM_ID): is it stopped, or has it "
+                       "exited?"
+                     : "";
 }
 
 std::string Bootstrap::askWhoIsMissing() {
@@ -321,9 +329,17 @@ std::vector<uint8_t> Bootstrap::allGather(const void* data, size_t bytes) {
     }
     if (abort_->raised()) throw Error(groveRemoteError, abort_->reason());
     if (rootLost_) throwRemoteError(lostReason_);
-    if (r == net::IoResult::kTimeout || deadline.expired())
-      throwRemoteError(what + ": timed out after " + std::to_string(timeoutSec_) +
-                       " s waiting for the other ranks (GROVE_TIMEOUT)");
+    if (r == net::IoResult::kTimeout || deadline.expired()) {
+      // Say who is missing: the root's diagnosis, else this host's boards.
+      std::function<std::string()> host = hostDoctor_;
+      lock.unlock();
+      std::string text = what + ": timed out after " + std::to_string(timeoutSec_) +
+                         " s waiting for the other ranks (GROVE_TIMEOUT)";
+      std::string d = diagnose(kReportWindowSec + 1.0);
+      if (d.empty() && host) d = host();
+      text += d.empty() ? " -- the root did not answer" + rootHost() : " -- hang doctor: " + d;
+      throwRemoteError(text);
+    }
     cv_.wait_for(lock, std::chrono::milliseconds(deadline.pollMs(100)));
   }
 }

@@ -100,6 +100,9 @@ class Bootstrap {
   void join(const transport::PeerInfo& self);
   /// Throws groveInvalidUsage: the id names a root of this process that ended.
   [[noreturn]] void throwSpentId() const;
+  /// ", which rank 0's process hosts (GROVE_COMM_ID): ..." when rank 0
+  /// starts the root (the id came from GROVE_COMM_ID), else "".
+  std::string rootHost() const;
   /// While joining: asks the root which ranks have not joined (waits up to 1 s); "" if no answer.
   std::string askWhoIsMissing();
   void watch();

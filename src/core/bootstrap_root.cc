@@ -144,6 +144,7 @@ class RootLoop {
   net::Fd listener_;
   uint64_t secret_, nonce_;
   bool closeWhenComplete_;
+  std::string failedWhy_;  // the first abort's reason (told to ranks that join after it)
   Throttle strangerLog_;
   std::vector<std::unique_ptr<Conn>> conns_;
   int nranks_ = 0;
@@ -368,7 +369,9 @@ void RootLoop::onHello(Conn& c, const MsgHeader& h, const uint8_t* payload) {
   if (m.rank < 0 || m.rank >= nranks_)
     return refuse(
         c, "rank " + std::to_string(m.rank) + " out of range [0," + std::to_string(nranks_) + ")");
-  if (failed_) return refuse(c, "the job already failed (a rank died or aborted)");
+  if (failed_)
+    return refuse(c, "the job already failed" +
+                         (failedWhy_.empty() ? " (a rank died or aborted)" : ": " + failedWhy_));
   if (ranks_[m.rank] != RankState::kAbsent)
     return refuse(
         c, "duplicate rank " + std::to_string(m.rank) + ": already joined as " + describe(m.rank));
@@ -522,6 +525,7 @@ void RootLoop::close(Conn& c) {
 }
 
 void RootLoop::abortAll(const std::string& reason, int except) {
+  if (failedWhy_.empty()) failedWhy_ = reason;
   Buffer msg = makeMessage(MsgType::kAbort, 0, reason.data(), reason.size());
   for (auto& c : conns_)
     if (!c->gone && c->rank >= 0 && c->rank != except && !c->bye) send(*c, msg);
@@ -543,6 +547,8 @@ bool RootLoop::done() const {
 
 void RootLoop::publish() {
   std::lock_guard<std::mutex> lock(server_->mu_);
+  server_->complete_ = complete_;
+  server_->closesWhenComplete_ = closeWhenComplete_;
   auto& gone = server_->rankGone_;
   gone.assign(nranks_, 0);
   uint64_t myHost = localHostHash();
@@ -576,6 +582,11 @@ std::shared_ptr<RootServer> RootServer::start(const sockaddr_storage& addr, uint
   GROVE_INFO(log::kBoot, "bootstrap root listening on %s",
              net::formatAddress(server->addr_).c_str());
   return server;
+}
+
+bool RootServer::complete() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return complete_ && closesWhenComplete_;
 }
 
 bool RootServer::endedLocally(uint64_t nonce) {

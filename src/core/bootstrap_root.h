@@ -109,6 +109,9 @@ class RootServer {
   bool waitRemoteRanksGone(double timeoutSec);
   /// Waits (up to timeoutSec) until the server thread has exited.
   bool waitFinished(double timeoutSec);
+  /// True once every rank has joined (a root that closes its listener then
+  /// takes no further rank: an init with its id is refused at once).
+  bool complete();
 
   RootServer() = default;
 
@@ -120,6 +123,8 @@ class RootServer {
   std::condition_variable cv_;
   std::vector<int> rankGone_;  // per rank: 1 when left/dead or in this process
   bool finished_ = false;
+  bool complete_ = false;
+  bool closesWhenComplete_ = false;
 };
 
 }  // namespace grove::core

@@ -139,7 +139,8 @@ UniqueIdData makeUniqueId(bool ignoreEnv) {
   net::Interface itf = net::pickInterface();
   sockaddr_storage addr = itf.addr;
   net::setAddressPort(addr, 0);
-  auto root = RootServer::start(addr, d.secret, d.nonce, /*closeListenerWhenComplete=*/false);
+  // Once every rank has joined nobody needs to connect: the listener closes.
+  auto root = RootServer::start(addr, d.secret, d.nonce, /*closeListenerWhenComplete=*/true);
   d.root = root->address();
   return d;
 }

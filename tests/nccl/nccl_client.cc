@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 // The host side of NCCL's device API: grove's nccl_abi.h declares it;
@@ -482,10 +483,15 @@ void currentApi(ncclComm_t comm) {
     void* self = nullptr;
     ok(ncclGetPeerDevicePointer(win, 128, rank, &self), "own window pointer", comm);
     expect(self == wbuf.data() + 128, "own window pointer at its offset");
-    void* other = nullptr;
+    void* other = &other;
     if (nranks > 1)
-      expect(ncclGetPeerDevicePointer(win, 0, (rank + 1) % nranks, &other) == ncclInvalidUsage,
-             "a peer's window is not mapped here");
+      expect(ncclGetPeerDevicePointer(win, 0, (rank + 1) % nranks, &other) == ncclSuccess &&
+                 other == nullptr,
+             "a peer of another process: no pointer (NULL), as NCCL's for a non-LSA peer");
+    expect(ncclGetPeerDevicePointer(win, 0, nranks, &other) == ncclInvalidArgument,
+           "a peer out of range is refused");
+    expect(ncclGetLsaDevicePointer(win, 0, 1, &other) == ncclInvalidArgument,
+           "an LSA rank outside this rank's team is refused");
     expect(ncclGetPeerDevicePointer(win, wbuf.size(), rank, &self) == ncclInvalidArgument,
            "an offset past the window is refused");
     expect(ncclPutSignal(wbuf.data(), 4, ncclInt8, (rank + 1) % nranks, win, 0, 0, 0, 1, comm,
@@ -601,6 +607,44 @@ ncclComm_t initNonBlocking(const ncclUniqueId& id) {
   return comm;
 }
 
+#if NCCL_VERSION_CODE >= 23000
+// Two ranks of one process (ncclCommInitAll) form one LSA team: each
+// reaches the other's window through its own window handle.
+void sameProcessWindows(ncclComm_t* two) {
+  std::vector<char> mem0(4096), mem1(8192);
+  ncclWindow_t w0 = nullptr, w1 = nullptr;
+  ncclResult_t r1 = ncclSuccess;
+  std::thread other([&] {
+    r1 = ncclCommWindowRegister(two[1], mem1.data(), mem1.size(), &w1, NCCL_WIN_DEFAULT);
+  });
+  ncclResult_t r0 = ncclCommWindowRegister(two[0], mem0.data(), mem0.size(), &w0, NCCL_WIN_DEFAULT);
+  other.join();
+  if (!ok(r0, "same-process window register (rank 0)", two[0]) ||
+      !ok(r1, "same-process window register (rank 1)", two[1]))
+    return;
+  const ClientTeam lsa0 = ncclTeamLsa(two[0]), lsa1 = ncclTeamLsa(two[1]);
+  expect(lsa0.nRanks == 2 && lsa0.rank == 0 && lsa1.nRanks == 2 && lsa1.rank == 1,
+         "the ranks of one process form one LSA team");
+  expect(ncclTeamRankToLsa(two[0], ncclTeamWorld(two[0]), 1) == 1, "world rank 1 is LSA rank 1");
+  void* p = nullptr;
+  ok(ncclGetPeerDevicePointer(w0, 100, 1, &p), "peer pointer in this process", two[0]);
+  expect(p == mem1.data() + 100, "rank 1's window at the offset, through rank 0's handle");
+  ok(ncclGetLsaDevicePointer(w1, 8, 0, &p), "LSA pointer in this process", two[1]);
+  expect(p == mem0.data() + 8, "rank 0's window at the offset, through rank 1's handle");
+  expect(ncclGetPeerDevicePointer(w1, 5000, 0, &p) == ncclInvalidArgument,
+         "an offset past the peer's (smaller) window is refused");
+  expect(ncclGetLsaDevicePointer(w0, 0, 2, &p) == ncclInvalidArgument,
+         "an LSA rank past the team is refused");
+  ncclCommProperties_t props = NCCL_COMM_PROPERTIES_INITIALIZER;
+  ok(ncclCommQueryProperties(two[0], &props), "same-process properties", two[0]);
+  expect(props.nLsaTeams == 1, "one LSA team");
+  std::thread dereg([&] { r1 = ncclCommWindowDeregister(two[1], w1); });
+  ok(ncclCommWindowDeregister(two[0], w0), "same-process window deregister (rank 0)", two[0]);
+  dereg.join();
+  ok(r1, "same-process window deregister (rank 1)", two[1]);
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -646,6 +690,9 @@ int main(int argc, char** argv) {
       int r1 = -1;
       ncclCommUserRank(two[1], &r1);
       expect(r1 == 1, "init all ranks");
+#if NCCL_VERSION_CODE >= 23000
+      sameProcessWindows(two);
+#endif
       ncclCommDestroy(two[0]);
       ncclCommDestroy(two[1]);
     }
