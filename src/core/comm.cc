@@ -503,11 +503,17 @@ void Comm::abort(const std::string& why) {
   bootstrap_.reset();
 }
 
+const char* Comm::drainWork() {
+  const double timeout = options_.timeoutSec > 0 ? options_.timeoutSec : 1e9;
+  if (!sequencer_.drainFor(timeout)) return "queued work";
+  if (device_ && !device_->drain(timeout)) return "enqueued device work";
+  return nullptr;
+}
+
 void Comm::close() {
   if (closed_) return;
   closed_ = true;
-  const double timeout = options_.timeoutSec > 0 ? options_.timeoutSec : 1e9;
-  if (!sequencer_.drainFor(timeout) || (device_ && !device_->drain(timeout))) {
+  if (drainWork() != nullptr) {
     abort_.raise("communicator destroyed while work was still pending");
     if (device_) device_->abort();
     sequencer_.drainFor(5.0);

@@ -182,6 +182,9 @@ class Comm {
   /// guarded() for code outside comm.cc.
   void runGuarded(const char* what, const std::function<void()>& fn);
   void checkUsable() const;
+  /// Waits up to GROVE_TIMEOUT for this rank's queued host work, then its
+  /// enqueued device work; null when both finished, else which did not.
+  const char* drainWork();
   void* scratch(size_t bytes);
   /// Installs the cost model's per-size algorithm table (link-address topologies).
   void tuneForFabric();

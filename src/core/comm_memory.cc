@@ -13,6 +13,7 @@
 // after resume() grows the scratch again. Nothing is asked of the other
 // ranks: a peer that calls a collective meanwhile waits for this rank, as
 // it would for a rank that is merely late, until its timeout.
+#include <string>
 #include <vector>
 
 #include "base/error.h"
@@ -33,13 +34,9 @@ Comm::Memory Comm::memory() const {
 
 void Comm::suspend() {
   checkUsable();
-  const double timeout = options_.timeoutSec > 0 ? options_.timeoutSec : 1e9;
-  if (!sequencer_.drainFor(timeout))
+  if (const char* left = drainWork())
     throw Error(groveInvalidUsage,
-                "queued work did not finish within GROVE_TIMEOUT; not suspended");
-  if (device_ && !device_->drain(timeout))
-    throw Error(groveInvalidUsage,
-                "enqueued device work did not finish within GROVE_TIMEOUT; not suspended");
+                std::string(left) + " did not finish within GROVE_TIMEOUT; not suspended");
   suspended_.store(true, std::memory_order_release);
   if (device_) device_->releaseScratch();
   std::vector<uint8_t>().swap(scratchStore_);
