@@ -38,6 +38,7 @@ struct Registration {
 struct CommState {
   bool finalized = false;
   uint64_t hash = 0;               ///< ncclCommQueryProperties's commHash: the same on every rank
+  bool initAll = false;            ///< made by ncclCommInitAll: every rank is in this process
   uint64_t splits = 0;             ///< ncclCommSplit calls on this communicator so far
   bool growIdOutstanding = false;  ///< ncclCommGetUniqueId gave an id no grow consumed yet
   int nextOp = ncclNumOps;
@@ -80,9 +81,9 @@ bool findWindow(ncclWindow_t win, Registration* out);
 bool hostMemory(groveComm_t comm);
 
 /// This rank's load/store ("LSA") team (device_api.cc): every rank of the
-/// communicator when all of them live in this process on host memory
-/// (ncclCommInitAll, one thread per rank), so that a peer's window is an
-/// address here; otherwise this rank alone.
+/// communicator when it was made by ncclCommInitAll on host memory (all of
+/// them live in this process, so a peer's window is an address here);
+/// otherwise this rank alone.
 ncclTeam_t lsaTeamOf(groveComm_t comm);
 
 /// The window of rank `rank` of the communicator `hash` in this process

@@ -146,6 +146,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
     const uint64_t hash = hashBytes(g.data(), sizeof(groveComm_t));  // one per call, shared
     for (int i = 0; r == groveSuccess && i < ndev; ++i) {
       setCommHash(g[i], hash);
+      withState(g[i], [](CommState& s) { s.initAll = true; });
       comms[i] = toNccl(g[i]);
     }
     return toNccl(r);

@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <mutex>
 #include <string>
 
 #include "comm_state.h"
@@ -51,14 +50,11 @@ namespace grove::nccl {
 ncclTeam_t lsaTeamOf(groveComm_t comm) {
   const ncclTeam_t world = worldOf(toNccl(comm));
   if (world.nRanks <= 0) return ncclTeam_t{0, 0, 1};
-  if (world.nRanks > 1 && hostMemory(comm)) {
-    // Every rank of this communicator in this process: one team of all.
-    const uint64_t hash = commHash(comm);
-    std::lock_guard<std::mutex> lock(detail::stateMutex());
-    int here = 0;
-    for (auto& [c, state] : detail::states()) here += state.hash == hash ? 1 : 0;
-    if (here == world.nRanks) return world;
-  }
+  // Made by ncclCommInitAll (its hash names that one call): every rank is
+  // in this process, one team of all. (A hash alone could be shared by
+  // communicators of one NCCL_COMM_ID in other processes.)
+  const bool initAll = withState(comm, [](CommState& s) { return s.initAll; });
+  if (world.nRanks > 1 && initAll && hostMemory(comm)) return world;
   return ncclTeam_t{1, 0, 1};
 }
 

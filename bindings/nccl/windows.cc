@@ -22,8 +22,10 @@
 // participation (grove's progress thread), in order per peer; a wait
 // consumes the signals it counted. On GPU memory the calls refuse with a
 // clear text and ncclCommQueryProperties says hostRmaSupport = 0.
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm_state.h"
@@ -48,7 +50,7 @@ bool findPeerWindow(uint64_t hash, int rank, int oneSided, Registration* out) {
   if (oneSided < 0) return false;
   std::lock_guard<std::mutex> lock(detail::stateMutex());
   for (auto& [comm, state] : detail::states()) {
-    if (state.hash != hash) continue;
+    if (state.hash != hash || !state.initAll) continue;
     for (auto& [handle, reg] : state.registrations)
       if (reg->window && reg->rank == rank && reg->oneSided == oneSided) {
         *out = *reg;
@@ -103,7 +105,14 @@ ncclResult_t windowPointer(const char* fn, ncclWindow_t window, size_t offset, i
   const int first = w.rank - lsa.rank;  // the team's ranks are first .. first + nRanks - 1
   if (peer < first || peer >= first + lsa.nRanks) return ncclSuccess;
   Registration target = w;
-  if (peer != w.rank && !findPeerWindow(commHash(w.comm), peer, w.oneSided, &target))
+  // The registration is collective, but the peer's thread notes grove's
+  // window id just after its own call returns: give it a moment.
+  bool found = peer == w.rank;
+  for (int tries = 0; !found && tries < 1000; ++tries) {
+    found = findPeerWindow(commHash(w.comm), peer, w.oneSided, &target);
+    if (!found) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!found)
     return refuse(ncclInvalidUsage, fn,
                   "rank " + std::to_string(peer) +
                       " has not registered this window (yet): ncclCommWindowRegister is "

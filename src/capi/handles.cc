@@ -159,8 +159,8 @@ void setLastErrorOfHeld(const std::vector<const void*>& held) {
   std::lock_guard<std::mutex> lock(registry().mu);
   for (const groveComm* c : registry().comms) {
     auto* h = const_cast<groveComm*>(c);
+    std::lock_guard<std::mutex> commLock(h->mu);  // impl is set under it
     if (set.count(h) == 0 && set.count(h->impl.get()) == 0) continue;
-    std::lock_guard<std::mutex> commLock(h->mu);
     h->lastError = tlsLastError;
   }
 }

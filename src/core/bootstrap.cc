@@ -178,11 +178,19 @@ void Bootstrap::join(const transport::PeerInfo& self) {
       payload.resize(h.length);
       r = net::recvAll(fd_.get(), payload.data(), payload.size(), deadline, av);
     }
+    uint32_t lateType = 0;
+    std::vector<uint8_t> late;
+    const std::string missing =
+        r == net::IoResult::kTimeout ? askWhoIsMissing(&lateType, &late) : "";
+    if (lateType != 0) {  // the question crossed the root's welcome (or abort): take that
+      h.type = lateType;
+      payload = std::move(late);
+      r = net::IoResult::kOk;
+    }
     if (r == net::IoResult::kTimeout) {
       std::string text = who + ": timed out after " + std::to_string(timeoutSec_) +
                          " s waiting for all ranks to join the bootstrap root at " + rootText_ +
                          " (are all ranks started, with the same unique id? GROVE_TIMEOUT)";
-      const std::string missing = askWhoIsMissing();
       text += missing.empty() ? " -- the root did not answer" + rootHost()
                               : " -- hang doctor: " + missing;
       // The ranks that did join end now, with this reason, not each at its own timeout.
@@ -218,7 +226,7 @@ std::string Bootstrap::rootHost() const {
                      : "";
 }
 
-std::string Bootstrap::askWhoIsMissing() {
+std::string Bootstrap::askWhoIsMissing(uint32_t* otherType, std::vector<uint8_t>* other) {
   if (sendMessage(static_cast<uint32_t>(MsgType::kDoctor), 0, nullptr, 0, net::Deadline::in(0.5),
                   false) != net::IoResult::kOk)
     return "";
@@ -233,6 +241,13 @@ std::string Bootstrap::askWhoIsMissing() {
       return "";
     if (h.type == static_cast<uint32_t>(MsgType::kDiagnosis))
       return std::string(payload.begin(), payload.end());
+    if (h.type == static_cast<uint32_t>(MsgType::kWelcome) ||
+        h.type == static_cast<uint32_t>(MsgType::kAbort) ||
+        h.type == static_cast<uint32_t>(MsgType::kRefuse)) {
+      *otherType = h.type;
+      *other = std::move(payload);
+      return "";
+    }
   }
 }
 

@@ -103,8 +103,10 @@ class Bootstrap {
   /// ", which rank 0's process hosts (GROVE_COMM_ID): ..." when rank 0
   /// starts the root (the id came from GROVE_COMM_ID), else "".
   std::string rootHost() const;
-  /// While joining: asks the root which ranks have not joined (waits up to 1 s); "" if no answer.
-  std::string askWhoIsMissing();
+  /// While joining: asks the root which ranks have not joined (waits up to
+  /// 1 s); "" if no answer. A welcome, abort or refusal that arrives first
+  /// is handed back in *otherType and *other instead.
+  std::string askWhoIsMissing(uint32_t* otherType, std::vector<uint8_t>* other);
   void watch();
   net::IoResult sendMessage(uint32_t type, uint64_t seq, const void* data, size_t bytes,
                             const net::Deadline& deadline, bool watchAbort);

@@ -20,6 +20,7 @@ static_assert(sizeof(exec::CallTag) % sizeof(uint64_t) == 0, "a tag is whole wor
 
 struct BoardPage {
   std::atomic<uint64_t> magic;
+  std::atomic<int64_t> pid;       // the owner (getpid()), written before magic
   std::atomic<uint64_t> version;  // odd while the words below are written
   std::atomic<uint64_t> state, collectives, p2pBatches, sinceNs;
   std::atomic<uint64_t> call[kTagWords];
@@ -74,6 +75,7 @@ CallBoard::CallBoard(const std::string& jobId, int rank, int nranks)
   own_.map(kPageBytes);
   own_.closeFd();
   mine_ = reinterpret_cast<BoardPage*>(own_.base());  // zero-filled: a fresh page is idle
+  mine_->pid.store(getpid(), std::memory_order_relaxed);
   mine_->magic.store(kBoardMagic, std::memory_order_release);
 }
 
@@ -90,6 +92,9 @@ void CallBoard::unlinkNames(const std::string& jobId, const std::vector<int>& ra
 void CallBoard::openPeers(const std::vector<int>& ranks, const std::vector<int>& pids) {
   for (int r : ranks) {
     if (r == rank_ || r < 0 || r >= static_cast<int>(byRank_.size())) continue;
+    // A process this one cannot see (another pid namespace sharing
+    // /dev/shm) could not be told alive from dead: no board for it.
+    if (pids[r] <= 0 || (kill(pids[r], 0) != 0 && errno == ESRCH)) continue;
     try {
       auto m = std::make_unique<Mapped>();
       m->seg = transport::shm::ShmSegment::tryOpen(pathOf(jobId_, r));
@@ -97,7 +102,10 @@ void CallBoard::openPeers(const std::vector<int>& ranks, const std::vector<int>&
       m->seg.map(kPageBytes);
       m->seg.closeFd();
       m->page = reinterpret_cast<BoardPage*>(m->seg.base());
-      if (m->page->magic.load(std::memory_order_acquire) != kBoardMagic) continue;
+      // Only the page its owner made for this communicator (not a stale one).
+      if (m->page->magic.load(std::memory_order_acquire) != kBoardMagic ||
+          m->page->pid.load(std::memory_order_relaxed) != pids[r])
+        continue;
       m->pid = pids[r];
       byRank_[r] = std::move(m);
       peers_.push_back(r);

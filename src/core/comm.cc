@@ -359,6 +359,9 @@ Comm::Tracked::~Tracked() { t->end(); }
 void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* recvbuff,
                       void* stream) {
   const exec::CallTag tag = exec::callTagOf(args, rank_);
+  // A call refused here (a suspended communicator) is not counted: the
+  // ranks' collective numbers must stay alike (core/call_board.h).
+  checkUsable();
   Tracked tracked(tracker_.get(), tag);
   if (options_.checkCalls)
     guarded(plan::collName(args.coll),
@@ -417,6 +420,7 @@ void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype
     }
   }
   const exec::CallTag tag = exec::p2pTagOf(rank_, type);
+  checkUsable();
   Tracked tracked(tracker_.get(), tag);
   guarded("send/recv", [&] {
     // Sends to self pair with receives from self in call order: plain copies.

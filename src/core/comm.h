@@ -207,6 +207,7 @@ class Comm {
   /// shared memory); declared first so that it outlives every reader.
   std::unique_ptr<CallBoard> board_;
   std::unique_ptr<CallBoardProbe> probe_;  ///< blocked waits' look at the board
+  std::vector<std::string> boardNames_;    ///< "rank r (host h pid p)", for hostDoctor()
   std::shared_ptr<CallTracker> tracker_;   ///< where this rank is, for the hang doctor
   uint64_t checkSeq_ = 0;                  ///< collectives checked so far (GROVE_CHECK=calls)
   WaitContext wait_;

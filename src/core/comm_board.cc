@@ -18,8 +18,15 @@ void Comm::openCallBoard(const transport::PeerInfo& self) {
       local.push_back(static_cast<int>(r));
   }
   board_->openPeers(local, pids);
+  boardNames_.resize(peers.size());
+  for (size_t r = 0; r < peers.size(); ++r)
+    boardNames_[r] = "rank " + std::to_string(r) + " (host " + std::string(peers[r].hostName) +
+                     " pid " + std::to_string(peers[r].pid) + ")";
   // Blocked waits look at the board (GROVE_CHECK=none turns the checks off).
-  if (options_.tagCalls && !board_->peers().empty()) {
+  // Not on CUDA communicators: their grouped collectives are not tracked
+  // one by one, so ranks that group differently would number them apart.
+  const bool cuda = options_.deviceKind == groveDeviceCuda;
+  if (options_.tagCalls && !cuda && !board_->peers().empty()) {
     probe_ = std::make_unique<CallBoardProbe>(board_.get(), tracker_.get());
     wait_.probe = probe_.get();
   }
@@ -48,14 +55,12 @@ std::string Comm::doctorSuffix(bool* remote) {
   return diagnosis.empty() ? "" : " -- hang doctor: " + diagnosis;
 }
 
+// Runs on the caller's thread or on the bootstrap's watcher (which may run
+// while abort() resets bootstrap_): it touches only the board, the tracker
+// and the names cached at init, all of which outlive the bootstrap.
 std::string Comm::hostDoctor() {
-  if (!board_ || !bootstrap_) return "";
-  const std::vector<transport::PeerInfo>& peers = bootstrap_->peers();
-  std::vector<std::string> names(peers.size());
-  for (size_t r = 0; r < peers.size(); ++r)
-    names[r] = "rank " + std::to_string(r) + " (host " + std::string(peers[r].hostName) + " pid " +
-               std::to_string(peers[r].pid) + ")";
-  std::string text = hostDiagnosis(*board_, tracker_->snapshot(), names, 0.5);
+  if (!board_ || boardNames_.empty()) return "";
+  std::string text = hostDiagnosis(*board_, tracker_->snapshot(), boardNames_, 0.5);
   GROVE_WARN(log::kBoot, "hang doctor (rank %d, from this host's call board): %s", rank_,
              text.c_str());
   return text;

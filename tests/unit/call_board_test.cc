@@ -25,7 +25,11 @@ exec::CallTag reduceTo(int root, int rank) {
   return exec::callTagOf(a, rank);
 }
 
-std::string jobId() { return "unit-board-" + std::to_string(getpid()); }
+// The test process's (a forked child keeps its parent's: computed before any fork).
+const std::string& jobId() {
+  static const std::string id = "unit-board-" + std::to_string(getpid());
+  return id;
+}
 
 bool fileExists(int rank) {
   const std::string path =
@@ -101,19 +105,39 @@ TEST(CallBoard, TheProbeFailsOnAPeerInAnotherCallOfTheSameNumber) {
   }
 }
 
-// The diagnosis without the bootstrap root: a peer process that is stopped,
-// then one that died, named from /proc and its last position.
+// The diagnosis without the bootstrap root: a peer process (a child that
+// made its own page and began a reduce) that is stopped, then one that
+// died, named from /proc and its last position.
 TEST(CallBoard, HostDiagnosisNamesAStoppedAndADeadProcess) {
-  Rank a(0, 3), b(1, 3);
+  Rank a(0, 3);
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
+    Rank b(1, 3);
+    b.tracker.begin(reduceTo(0, 1));
+    char one = 1;
+    if (write(ready[1], &one, 1) != 1) _exit(1);
     pause();
     _exit(0);
   }
+  // The child goes however the test ends.
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      CallBoard::unlinkNames(jobId(), {1});  // the child never ended its own
+    }
+  } reap{child};
+  char got = 0;
+  ASSERT_EQ(read(ready[0], &got, 1), 1);
+  close(ready[0]);
+  close(ready[1]);
   const std::vector<int> pids = {getpid(), static_cast<int>(child), 0};
   a.board.openPeers({1}, pids);
-  b.tracker.begin(reduceTo(0, 1));
+  ASSERT_EQ(a.board.peers(), std::vector<int>{1});
   a.tracker.begin(reduceTo(0, 0));
   const std::vector<std::string> names = {"rank 0 (host h pid 1)", "rank 1 (host h pid 2)",
                                           "rank 2 (host g pid 3)"};
@@ -131,6 +155,18 @@ TEST(CallBoard, HostDiagnosisNamesAStoppedAndADeadProcess) {
       << d;
   // Rank 2 is on another host: not seen, never blamed.
   EXPECT_EQ(d.find("rank 2"), std::string::npos) << d;
+}
+
+// A page is read only if its owner is the process the peer list names:
+// not a stale page of another run, not a process this one cannot see.
+TEST(CallBoard, OnlyTheOwnersPageIsRead) {
+  Rank a(0, 2), b(1, 2);
+  a.board.openPeers({1}, {getpid(), 1});  // process 1 exists, but made no page
+  EXPECT_TRUE(a.board.peers().empty());
+  a.board.openPeers({1}, {getpid(), -1});  // no process
+  EXPECT_TRUE(a.board.peers().empty());
+  a.board.openPeers({1}, {getpid(), getpid()});
+  EXPECT_EQ(a.board.peers(), std::vector<int>{1});
 }
 
 }  // namespace
