@@ -7,8 +7,8 @@
 //   and the *CreateRequirement calls) refuse with ncclInvalidUsage, naming
 //   why, so a client that tries the device API learns it at once;
 // - the team queries: the world team is every rank; the LSA ("load/store
-//   accessible") team is every rank when all of them live in this process
-//   on host memory (ncclCommInitAll: a peer's buffer is an address here),
+//   accessible") team is every rank of an ncclCommInitAll communicator on
+//   host memory (all live in this process: a peer's buffer is an address here),
 //   else this rank alone (grove maps no other process's memory); the rail
 //   team is one rank of each LSA team; rank conversions follow NCCL's team
 //   arithmetic. The CFT teams (2.32) are this rank alone, as no fabric tree

@@ -5,8 +5,8 @@
 // its communicator, rank and user buffer, since NCCL's window queries take
 // the window alone. grove maps no other process's memory: a pointer query
 // answers for this rank's own window and for the windows of its LSA team
-// (device_api.cc), which is every rank of the communicator when all of
-// them live in this process on host memory (ncclCommInitAll): the peer's
+// (device_api.cc), which is every rank of an ncclCommInitAll communicator
+// on host memory (all of them live in this process): the peer's
 // registration of the same window (same communicator hash, same grove
 // window id) holds its address. As NCCL's, ncclGetPeerDevicePointer gives
 // NULL for a peer outside the team and ncclGetLsaDevicePointer refuses an
