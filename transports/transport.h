@@ -179,6 +179,9 @@ struct PeerInfo {
   char hostName[64] = {};
   /// By registry slot (transports/registry.h): each transport's address.
   Address addresses[kMaxTransports];
+  /// Where this rank's bootstrap listens to host the root of a communicator
+  /// reformed from this one (core/comm_elastic.cc: shrink); AF_UNSPEC: none.
+  sockaddr_storage rescue{};
 };
 
 /// The socket addresses of the path to one peer, when the topology's links

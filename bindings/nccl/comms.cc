@@ -1,5 +1,5 @@
-// Communicators: unique ids, the init calls, split, finalize, destroy,
-// abort and the queries. An NCCL communicator is a grove CUDA communicator
+// Communicators: unique ids, the init calls, split, shrink, grow, revoke,
+// finalize, destroy, abort and the queries. An NCCL communicator is a grove CUDA communicator
 // (deviceKind cuda; with GROVE_DEVICE_EMULATION=1 its buffers are host
 // memory and the device program runs on CPU threads).
 #include <cstddef>
@@ -35,7 +35,10 @@ uint64_t hashBytes(const void* data, size_t n, uint64_t h) {
 }
 
 uint64_t commHash(groveComm_t comm) {
-  return withState(comm, [](CommState& s) { return s.hash; });
+  uint64_t h = withState(comm, [](CommState& s) { return s.hash; });
+  // Unset (a shrunk or grown communicator): grove's own, the same on every rank.
+  if (h == 0 && groveCommGetHash(comm, &h) == groveSuccess) setCommHash(comm, h);
+  return h;
 }
 
 void setCommHash(groveComm_t comm, uint64_t hash) {
@@ -177,19 +180,33 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   });
 }
 
+// Shrink, grow and revoke are grove's (core/comm_elastic.cc); the children's
+// commHash is grove's hash of the new communicator.
 ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
                             ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
-  (void)comm, (void)excludeRanksList, (void)excludeRanksCount, (void)config, (void)shrinkFlags;
-  if (newcomm != nullptr) *newcomm = nullptr;
-  return refuse(ncclInvalidUsage, "ncclCommShrink",
-                "not supported by grove's NCCL library (the excluded ranks do not take part, and "
-                "grove's split needs every rank); destroy the communicator and make a new one");
+  return call("ncclCommShrink", [&] {
+    const char* fn = "ncclCommShrink";
+    if (newcomm == nullptr) return refuse(ncclInvalidArgument, fn, "newcomm is NULL");
+    *newcomm = nullptr;
+    if ((shrinkFlags & ~NCCL_SHRINK_ABORT) != 0)
+      return refuse(ncclInvalidArgument, fn,
+                    "unknown shrinkFlags " + std::to_string(shrinkFlags) +
+                        " (NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT)");
+    groveConfig_t cfg;
+    if (config != nullptr)  // NULL: the child inherits the parent's configuration
+      if (ncclResult_t r = toGroveConfig(config, &cfg, fn); r != ncclSuccess) return r;
+    groveComm_t child = nullptr;
+    const groveResult_t r = groveCommShrink(
+        toGrove(comm), excludeRanksList, excludeRanksCount, &child,
+        config != nullptr ? &cfg : nullptr,
+        (shrinkFlags & NCCL_SHRINK_ABORT) != 0 ? GROVE_SHRINK_ABORT : GROVE_SHRINK_DEFAULT);
+    *newcomm = toNccl(child);
+    return toNccl(r);
+  });
 }
 
-// A grow id is asked of the existing communicator's root (NCCL 2.29): one
-// at a time, consumed by the grow. grove makes a real unique id (its
-// bootstrap listens for it); the grow itself is refused below, so the id
-// stays outstanding and a second request is refused as NCCL refuses it.
+// A grow id is asked of one rank of the existing communicator: one at a
+// time, consumed by the grow (NCCL 2.29).
 ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
   return call("ncclCommGetUniqueId", [&] {
     const char* fn = "ncclCommGetUniqueId";
@@ -199,7 +216,8 @@ ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
     if (withState(toGrove(comm), [](CommState& s) { return s.growIdOutstanding; }))
       return refuse(ncclInvalidUsage, fn,
                     "an id from an earlier call has not been consumed by ncclCommGrow yet");
-    if (groveResult_t r = groveGetUniqueId(reinterpret_cast<groveUniqueId*>(uniqueId));
+    if (groveResult_t r =
+            groveCommGetUniqueId(toGrove(comm), reinterpret_cast<groveUniqueId*>(uniqueId));
         r != groveSuccess)
       return toNccl(r);
     withState(toGrove(comm), [](CommState& s) { s.growIdOutstanding = true; });
@@ -207,19 +225,38 @@ ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
   });
 }
 
+// Existing ranks pass comm (rank -1: each keeps its rank); new ranks pass
+// comm NULL, the id and their rank.
 ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
                           ncclComm_t* newcomm, ncclConfig_t* config) {
-  (void)comm, (void)nRanks, (void)uniqueId, (void)rank, (void)config;
-  if (newcomm != nullptr) *newcomm = nullptr;
-  return refuse(ncclInvalidUsage, "ncclCommGrow",
-                "not supported by grove's NCCL library yet (new ranks cannot join an existing "
-                "communicator); make a new communicator of every rank from a new unique id");
+  return call("ncclCommGrow", [&] {
+    const char* fn = "ncclCommGrow";
+    if (comm == nullptr) mapNcclEnvironment();
+    if (newcomm == nullptr) return refuse(ncclInvalidArgument, fn, "newcomm is NULL");
+    *newcomm = nullptr;
+    groveConfig_t cfg;
+    // NULL: the parent's configuration (a new rank's default: a CUDA communicator)
+    if (config != nullptr || comm == nullptr)
+      if (ncclResult_t r = toGroveConfig(config, &cfg, fn); r != ncclSuccess) return r;
+    groveComm_t child = nullptr;
+    const groveResult_t r =
+        groveCommGrow(toGrove(comm), nRanks, reinterpret_cast<const groveUniqueId*>(uniqueId), rank,
+                      &child, config != nullptr || comm == nullptr ? &cfg : nullptr);
+    if (comm != nullptr && uniqueId != nullptr && r != groveInvalidArgument)
+      withState(toGrove(comm), [](CommState& s) { s.growIdOutstanding = false; });
+    *newcomm = toNccl(child);
+    return toNccl(r);
+  });
 }
 
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
-  (void)comm, (void)revokeFlags;
-  return refuse(ncclInvalidUsage, "ncclCommRevoke",
-                "not supported by grove's NCCL library; ncclCommAbort stops a communicator");
+  return call("ncclCommRevoke", [&] {
+    if (revokeFlags != NCCL_REVOKE_DEFAULT)
+      return refuse(
+          ncclInvalidArgument, "ncclCommRevoke",
+          "unknown revokeFlags " + std::to_string(revokeFlags) + " (NCCL_REVOKE_DEFAULT)");
+    return toNccl(groveCommRevoke(toGrove(comm), GROVE_REVOKE_DEFAULT));
+  });
 }
 
 // Finalize: grove's destroy already waits for the communicator's work, so

@@ -203,6 +203,47 @@ groveResult_t groveCommSplit(groveComm_t comm, int color, int key, groveComm_t* 
 /// Color that leaves a rank out of every new communicator of groveCommSplit.
 #define GROVE_SPLIT_NOCOLOR (-1)
 
+/// Elastic communicators: shrink after a failure, grow back, revoke.
+///
+/// Makes *newcomm of every rank of comm that is not in excludeRanks (its
+/// excludeCount ranks of comm); ranks keep their order. Only the ranks that
+/// stay call it (the excluded ones may be dead), with the same list, and
+/// shrinks of one comm come in the same order on every caller. The new
+/// communicator is planned for its own members; neither the excluded ranks
+/// nor comm's bootstrap root take part (the lowest rank that stays hosts the
+/// new root). GROVE_SHRINK_DEFAULT: comm must be healthy; this rank's queued
+/// work on it finishes first. GROVE_SHRINK_ABORT: for after a failure or a
+/// groveCommRevoke: this rank's pending work on comm is aborted first. comm
+/// stays to be destroyed (after an abort-mode shrink it only fails calls).
+/// config NULL: comm's configuration; a non-blocking one returns
+/// groveInProgress as init does.
+groveResult_t groveCommShrink(groveComm_t comm, const int* excludeRanks, int excludeCount,
+                              groveComm_t* newcomm, groveConfig_t* config, int flags);
+#define GROVE_SHRINK_DEFAULT 0x00
+#define GROVE_SHRINK_ABORT 0x01
+
+/// Every pending and later call on comm, on every rank, ends with an error
+/// that names this rank (told through comm's bootstrap root while it lives;
+/// a rank that cannot hear it fails on its own when a peer leaves). Does not
+/// wait. Then shrink comm (GROVE_SHRINK_ABORT) or destroy it. flags: 0.
+groveResult_t groveCommRevoke(groveComm_t comm, int flags);
+#define GROVE_REVOKE_DEFAULT 0x00
+
+/// An id for groveCommGrow, made by one rank of comm (its bootstrap root
+/// runs in this process until the grown communicator ends).
+groveResult_t groveCommGetUniqueId(groveComm_t comm, groveUniqueId* uniqueId);
+/// Makes a communicator of nranks ranks: comm's ranks, each keeping its rank
+/// (they call it with comm and rank -1, collectively over comm, and at least
+/// the rank that made the id passes it; the others may pass NULL), and new
+/// ranks nranks(comm) .. nranks-1 (they call it with comm NULL, the id and
+/// their rank). config NULL: comm's configuration (the default for a new rank).
+groveResult_t groveCommGrow(groveComm_t comm, int nranks, const groveUniqueId* uniqueId, int rank,
+                            groveComm_t* newcomm, groveConfig_t* config);
+
+/// A value every rank of comm reads alike and other communicators differ
+/// in (from the nonce of the id it was made from): to tell communicators apart.
+groveResult_t groveCommGetHash(const groveComm_t comm, uint64_t* hash);
+
 /// Number of ranks of comm.
 groveResult_t groveCommCount(const groveComm_t comm, int* count);
 

@@ -51,22 +51,33 @@ groveResult_t initRank(groveComm_t* comm, int nranks, const groveUniqueId& commI
                                   std::to_string(nranks) + ")");
     core::CommOptions opts = core::resolveOptions(config);
     core::UniqueIdData id = core::decodeUniqueId(commId);
-    groveComm* h = grove::capi::newCommHandle(rank, nranks);
-    *comm = h;
-    if (core::groupActive()) {
-      core::groupRecordInit([h, id, opts] { initHandle(h, id, opts); }, h);
-      return;
-    }
-    if (!opts.blocking) {
-      grove::capi::startInitThread(h, [h, id, opts] { initHandle(h, id, opts); });
-      throw Error(groveInProgress, "initialising");
-    }
-    initHandle(h, id, opts);
-    if (h->state.load() == CommState::kFailed) throw Error(h->initError, h->initErrorText);
+    *comm = grove::capi::initComm(rank, nranks, id, opts);
+    grove::capi::endInit(*comm, opts);
   });
 }
 
 }  // namespace
+
+groveComm* grove::capi::initComm(int rank, int nranks, const core::UniqueIdData& id,
+                                 const core::CommOptions& opts) {
+  groveComm* h = grove::capi::newCommHandle(rank, nranks);
+  if (core::groupActive()) {
+    core::groupRecordInit([h, id, opts] { initHandle(h, id, opts); }, h);
+    return h;
+  }
+  if (!opts.blocking) {
+    grove::capi::startInitThread(h, [h, id, opts] { initHandle(h, id, opts); });
+    return h;
+  }
+  initHandle(h, id, opts);
+  return h;
+}
+
+void grove::capi::endInit(groveComm* h, const core::CommOptions& opts) {
+  if (core::groupActive()) return;
+  if (!opts.blocking) throw Error(groveInProgress, "initialising");
+  if (h->state.load() == CommState::kFailed) throw Error(h->initError, h->initErrorText);
+}
 
 GROVE_API groveResult_t groveGetVersion(int* version) {
   return apiCall("groveGetVersion", nullptr, [&] {
@@ -205,6 +216,13 @@ GROVE_API groveResult_t groveCommUserRank(const groveComm_t comm, int* rank) {
   return apiCall("groveCommUserRank", comm, [&] {
     if (rank == nullptr) grove::throwInvalidArgument("rank is NULL");
     *rank = grove::capi::handleOf(comm).rank;  // known before init ends: no wait
+  });
+}
+
+GROVE_API groveResult_t groveCommGetHash(const groveComm_t comm, uint64_t* hash) {
+  return apiCall("groveCommGetHash", comm, [&] {
+    if (hash == nullptr) grove::throwInvalidArgument("hash is NULL");
+    *hash = grove::capi::usableComm(comm).hash();
   });
 }
 

@@ -70,6 +70,14 @@ bool unregisterComm(const groveComm* h);
 void quarantineComm(groveComm* h);
 /// Starts h's non-blocking init on its own thread.
 void startInitThread(groveComm* h, std::function<void()> init);
+/// A new handle for rank `rank` of `nranks` whose Comm inits from `id`:
+/// recorded for the open group's end, on a thread of its own (non-blocking
+/// configuration), or now (blocking; a failure is in the handle's state).
+groveComm* initComm(int rank, int nranks, const core::UniqueIdData& id,
+                    const core::CommOptions& opts);
+/// After initComm (outside a group): throws groveInProgress for a
+/// non-blocking init, a blocking one's failure.
+void endInit(groveComm* h, const core::CommOptions& opts);
 /// Waits for h's non-blocking init thread, if it has one that was not joined yet.
 void joinInitThread(groveComm* h);
 /// The ready Comm of h; waits for a pending init; throws a clear error for a

@@ -1,6 +1,7 @@
 // Bootstrap client side; see bootstrap.h for how it works.
 #include "core/bootstrap.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -147,6 +148,7 @@ void Bootstrap::join(const transport::PeerInfo& self) {
   }
   net::setNoDelay(fd_.get());
   net::setKeepAlive(fd_.get());
+  openRescueListener();
   // The root speaks first: a challenge the hello's mac must cover.
   MsgHeader challenge;
   auto r = net::recvAll(fd_.get(), &challenge, sizeof(challenge), deadline, av);
@@ -166,6 +168,7 @@ void Bootstrap::join(const transport::PeerInfo& self) {
   hello.nranks = nranks_;
   hello.nonce = id_.nonce;
   hello.self = self;
+  hello.self.rescue = rescueAddr_;
   hello.mac = helloMac(hello, challenge.seq, id_.secret);
   r = sendMessage(static_cast<uint32_t>(MsgType::kHello), 0, &hello, sizeof(hello), deadline, true);
   if (r != net::IoResult::kOk)
@@ -402,9 +405,29 @@ std::string Bootstrap::diagnose(double waitSec) {
   return diagnosisSeq_ != before ? diagnosis_ : "";
 }
 
+void Bootstrap::openRescueListener() {
+  // The address this rank reaches the root from is one the job can reach.
+  sockaddr_storage local{};
+  socklen_t len = sizeof(local);
+  if (getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0)
+    throwSystemError("bootstrap: getsockname", errno);
+  net::setAddressPort(local, 0);
+  rescue_ = net::listenOn(local, /*backlog=*/64);
+  rescueAddr_ = local;
+}
+
+std::shared_ptr<RootServer> Bootstrap::startRescueRoot(uint64_t secret, uint64_t nonce) {
+  if (!rescue_) throwInvalidUsage("bootstrap: this rank has no rescue listener (closed)");
+  net::Fd dup(::fcntl(rescue_.get(), F_DUPFD_CLOEXEC, 0));
+  if (!dup) throwSystemError("bootstrap: dup of the rescue listener", errno);
+  return RootServer::startOn(std::move(dup), rescueAddr_, secret, nonce,
+                             /*closeListenerWhenComplete=*/true);
+}
+
 void Bootstrap::close() {
   if (closed_) return;
   closed_ = true;
+  rescue_.reset();
   if (fd_) {
     bool lost;
     {

@@ -89,6 +89,11 @@ class Bootstrap {
   /// up to `waitSec` for it; returns its text, or "" when none came (the
   /// root is gone, or the wait ran out). Never throws.
   std::string diagnose(double waitSec);
+  /// Starts a bootstrap root (core/bootstrap_root.h) for `secret` and
+  /// `nonce` on this rank's rescue listener, whose address every rank has in
+  /// peers()[rank].rescue: how the survivors of a shrink meet without the
+  /// root of this job or a new unique id (core/comm_elastic.cc).
+  std::shared_ptr<RootServer> startRescueRoot(uint64_t secret, uint64_t nonce);
   /// Graceful leave: sends BYE; on the rank whose process hosts the root
   /// server, waits (bounded by the timeout) until the root has seen every
   /// rank of other processes leave or die, so the root outlives the job.
@@ -97,6 +102,8 @@ class Bootstrap {
 
  private:
   void startLocalRootFromEnv();
+  /// Listens (any port) on the address this rank's root connection comes from.
+  void openRescueListener();
   void join(const transport::PeerInfo& self);
   /// Throws groveInvalidUsage: the id names a root of this process that ended.
   [[noreturn]] void throwSpentId() const;
@@ -119,6 +126,8 @@ class Bootstrap {
   double timeoutSec_;
   std::string rootText_;  // root address, for messages
   net::Fd fd_;
+  net::Fd rescue_;  // listening; each startRescueRoot gets a dup
+  sockaddr_storage rescueAddr_{};
   std::vector<transport::PeerInfo> peers_;
   std::shared_ptr<RootServer> localRoot_;  // set when this process hosts the root
   std::timed_mutex sendMu_;                // one writer on fd_ at a time

@@ -564,10 +564,17 @@ void RootLoop::publish() {
 
 std::shared_ptr<RootServer> RootServer::start(const sockaddr_storage& addr, uint64_t secret,
                                               uint64_t nonce, bool closeListenerWhenComplete) {
+  sockaddr_storage bound = addr;
+  net::Fd listener = net::listenOn(bound);
+  return startOn(std::move(listener), bound, secret, nonce, closeListenerWhenComplete);
+}
+
+std::shared_ptr<RootServer> RootServer::startOn(net::Fd listener, const sockaddr_storage& addr,
+                                                uint64_t secret, uint64_t nonce,
+                                                bool closeListenerWhenComplete) {
   auto server = std::make_shared<RootServer>();
   server->addr_ = addr;
   server->nonce_ = nonce;
-  net::Fd listener = net::listenOn(server->addr_);
   net::setNonBlocking(listener.get());
   {
     std::lock_guard<std::mutex> lock(registryMutex());

@@ -36,6 +36,7 @@
 #include <mutex>
 #include <vector>
 
+#include "base/socket.h"
 #include "transports/transport.h"
 
 namespace grove::core {
@@ -96,6 +97,11 @@ class RootServer {
   /// Throws Error(groveSystemError) if it cannot listen.
   static std::shared_ptr<RootServer> start(const sockaddr_storage& addr, uint64_t secret,
                                            uint64_t nonce, bool closeListenerWhenComplete);
+  /// As start(), on `listener`, a socket already listening at `addr` (a
+  /// bootstrap's rescue listener: core/comm_elastic.cc).
+  static std::shared_ptr<RootServer> startOn(net::Fd listener, const sockaddr_storage& addr,
+                                             uint64_t secret, uint64_t nonce,
+                                             bool closeListenerWhenComplete);
   /// The running root of this process for `nonce`, or null.
   static std::shared_ptr<RootServer> findLocal(uint64_t nonce);
   /// True if this process started the root for `nonce` and it has ended

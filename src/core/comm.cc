@@ -115,7 +115,7 @@ void InitCancel::tie(AbortSignal* signal) {
 
 Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& options,
            InitCancel* cancel)
-    : rank_(rank), nranks_(nranks), options_(options) {
+    : rank_(rank), nranks_(nranks), options_(options), id_(id) {
   // Untied when the constructor ends, however it ends.
   struct Tie {
     InitCancel* c;

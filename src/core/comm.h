@@ -24,6 +24,7 @@
 #include "core/engine_choice.h"
 #include "core/options.h"
 #include "core/sequencer.h"
+#include "core/unique_id.h"
 #include "exec/call_tag.h"
 #include "grove/grove.h"
 #include "ir/schedule.h"
@@ -48,7 +49,6 @@ class Connections;
 class DevicePath;
 struct DeviceOp;
 class Rma;
-struct UniqueIdData;
 
 /// One point-to-point operation of a group.
 struct P2PCall {
@@ -91,6 +91,8 @@ class Comm {
   Comm& operator=(const Comm&) = delete;
 
   int rank() const { return rank_; }
+  /// The same on every rank, different per communicator (its id's nonce).
+  uint64_t hash() const { return id_.nonce; }
   int nranks() const { return nranks_; }
   const CommOptions& options() const { return options_; }
   /// The machine graph every rank agreed on at init, with this comm's ranks placed on it.
@@ -119,6 +121,31 @@ class Comm {
   int cudaDevice() const { return cudaDevice_; }
   /// Collective over this comm: the new comm of this rank's color, or null for a negative color.
   std::unique_ptr<Comm> split(int color, int key, const CommOptions& options);
+
+  /// Elastic communicators (comm_elastic.cc). What a rank needs to join a
+  /// communicator reformed from this one: the id, the new size and this
+  /// rank's place in it.
+  struct Reform {
+    UniqueIdData id;
+    int nranks = 0;
+    int rank = -1;
+  };
+  /// Shrink, called by every rank not in `excluded` (the excluded ones do not
+  /// take part; they may be dead). Without `abortMode` this communicator must
+  /// be healthy and its queued work finishes first; with it, its pending work
+  /// is aborted here. The lowest surviving rank hosts the new communicator's
+  /// bootstrap root on its rescue listener; nothing of this communicator's
+  /// root or the excluded ranks is needed.
+  Reform prepareShrink(const std::vector<int>& excluded, bool abortMode);
+  /// Grow, collective over this communicator: one or more ranks pass `id`
+  /// (groveCommGetUniqueId's, made by one of them), the others null; every
+  /// rank keeps its rank in the `nranks`-rank communicator it forms with
+  /// the new ranks.
+  Reform prepareGrow(int nranks, const UniqueIdData* id);
+  /// Ends every pending and later call on this communicator, here and (through
+  /// the bootstrap root, while it lives) on every other rank, with an error
+  /// that names this rank; the communicator can then be shrunk or destroyed.
+  void revoke();
 
   /// Memory this rank of the communicator holds for it (comm_memory.cc).
   struct Memory {
@@ -223,7 +250,9 @@ class Comm {
   std::vector<transport::DevicePeer> devicePeers_;  ///< CUDA communicators: every rank's
   EngineChoice engine_;                             ///< CUDA communicators: kernel or stream
   int cudaDevice_ = -1;
-  std::string jobId_;  ///< unique per communicator (names shared-memory segments)
+  std::string jobId_;     ///< unique per communicator (names shared-memory segments)
+  UniqueIdData id_;       ///< the id it was made from (shrinks derive theirs from it)
+  uint64_t shrinks_ = 0;  ///< shrinks of this communicator so far (they number the new ids)
   int nChannels_ = 1;
   std::vector<uint8_t, std::allocator<uint8_t>> scratchStore_;
   mutable std::mutex errorMu_;

@@ -1,6 +1,7 @@
 // Helpers of the in-process API tests: ranks as threads of this process.
 #pragma once
 
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -23,6 +24,26 @@ inline long rssKiB() {
   if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = -1;
   fclose(f);
   return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/// Open file descriptors of this process (entries of /proc/self/fd).
+inline int openFds() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+/// Threads of this process (entries of /proc/self/task).
+inline int threadCount() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n;
 }
 
 /// Runs fn(rank) on n threads at once and joins them.

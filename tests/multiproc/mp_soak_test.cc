@@ -17,18 +17,10 @@
 
 using mpapi::Comms;
 using mpapi::onRanks;
+using mpapi::openFds;
 using mpapi::rssKiB;
 
 namespace {
-
-int openFds() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (readdir(d) != nullptr) ++n;
-    closedir(d);
-  }
-  return n;
-}
 
 class Soak : public ::testing::TestWithParam<const char*> {};
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -125,6 +127,18 @@ inline RunResult runCommand(const std::vector<std::string>& argv,
   r.seconds = now() - t0;
   r.output = readFile(outPath);
   return r;
+}
+
+/// The names in /dev/shm that start with "grove-", sorted.
+inline std::vector<std::string> groveShmFiles() {
+  std::vector<std::string> names;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d))
+      if (std::string(e->d_name).rfind("grove-", 0) == 0) names.push_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.

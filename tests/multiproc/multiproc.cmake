@@ -2,6 +2,7 @@
 #   grove_mp_check        the rank program (public API only: links grove)
 #   test_mp_matrix        grove-launch -n N -- grove_mp_check, N in {1,2,3,4,8} x {shm,socket}
 #   test_mp_failure       killed / silent / refused ranks
+#   test_mp_elastic       shrink after kill -9, revoke in flight, grow back (grove_mp_elastic ranks)
 #   test_mp_trees         GROVE_ALGO=tree / hier runs of allreduce, broadcast, reduce
 #   test_mp_api           in-process API tests (ranks as threads)
 #   test_mp_link_addresses  all-reduce over a K4 whose links carry 127/8 addresses
@@ -13,11 +14,14 @@ set(_mp ${CMAKE_CURRENT_LIST_DIR})
 if(TARGET grove)
   add_executable(grove_mp_check ${_mp}/grove_mp_check.cc ${_mp}/mp_cases.cc)
   target_link_libraries(grove_mp_check PRIVATE grove)
+  add_executable(grove_mp_elastic ${_mp}/grove_mp_elastic.cc)
+  target_link_libraries(grove_mp_elastic PRIVATE grove)
 
   grove_gtest(test_mp_api
     SOURCES ${_mp}/mp_api_errors_test.cc ${_mp}/mp_api_features_test.cc ${_mp}/mp_api_device_test.cc
             ${_mp}/mp_api_lifecycle_test.cc ${_mp}/mp_call_tags_test.cc
             ${_mp}/mp_soak_test.cc ${_mp}/mp_api_one_sided_test.cc
+            ${_mp}/mp_api_elastic_test.cc
     LIBS grove
     LABELS multiproc
     TIMEOUT 120)
@@ -35,6 +39,10 @@ if(TARGET grove)
     endfunction()
     grove_mp_launch_test(test_mp_matrix mp_matrix_test.cc 300)
     grove_mp_launch_test(test_mp_failure mp_failure_test.cc 120)
+    grove_mp_launch_test(test_mp_elastic mp_elastic_test.cc 300)
+    target_compile_definitions(test_mp_elastic PRIVATE
+      GROVE_MP_ELASTIC_PATH="$<TARGET_FILE:grove_mp_elastic>")
+    add_dependencies(test_mp_elastic grove_mp_elastic)
     grove_mp_launch_test(test_mp_trees mp_tree_test.cc 300)
     grove_mp_launch_test(test_mp_link_addresses mp_link_addr_test.cc 300)
     grove_mp_launch_test(test_mp_planned_routes mp_planned_routes_test.cc 300)

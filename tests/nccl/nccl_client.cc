@@ -460,17 +460,45 @@ void currentApi(ncclComm_t comm) {
   ok(ncclCommMemStats(comm, ncclStatGpuMemSuspended, &suspended), "mem stats resumed", comm);
   expect(suspended == 0, "suspended is 0 after resume");
 
-  // A grow id: one at a time; the grow itself is refused for now.
+  // A grow id: one at a time, consumed by the grow. A grow to the same size
+  // (no new rank) and a shrink that excludes nobody make working copies.
   ncclUniqueId growId;
   if (rank == 0) {
     ok(ncclCommGetUniqueId(comm, &growId), "comm get unique id", comm);
     expect(ncclCommGetUniqueId(comm, &growId) == ncclInvalidUsage, "one grow id at a time");
   }
-  ncclComm_t grown = reinterpret_cast<ncclComm_t>(&growId);
-  expect(ncclCommGrow(comm, nranks + 1, rank == 0 ? &growId : nullptr, -1, &grown, nullptr) ==
-                 ncclInvalidUsage &&
-             grown == nullptr,
-         "grow is refused, and says so");
+  // The child inherits the parent's non-blocking configuration.
+  auto settled = [](ncclResult_t r, ncclComm_t child) {
+    while (r == ncclInProgress && child != nullptr) ncclCommGetAsyncError(child, &r);
+    return r;
+  };
+  ncclComm_t grown = nullptr;
+  ncclResult_t r = ncclCommGrow(comm, nranks, rank == 0 ? &growId : nullptr, -1, &grown, nullptr);
+  if (ok(settled(r, grown), "grow (to the same size)", comm)) {
+    int grownRank = -1;
+    ncclCommUserRank(grown, &grownRank);
+    expect(grownRank == rank, "a grown communicator keeps the ranks");
+    std::vector<float> one(64, 1.0f), sum(64);
+    ok(ncclAllReduce(one.data(), sum.data(), one.size(), ncclFloat32, ncclSum, grown, nullptr),
+       "allreduce on the grown communicator", grown);
+    expect(sum[63] == static_cast<float>(nranks), "the grown communicator's allreduce is exact");
+    ok(ncclCommDestroy(grown), "destroy the grown communicator", grown);
+  }
+  if (rank == 0)
+    ok(ncclCommGetUniqueId(comm, &growId), "a grow consumed the id: another one", comm);
+  ncclComm_t shrunk = nullptr;
+  expect(ncclCommShrink(comm, nullptr, 0, &shrunk, nullptr, 0x10) == ncclInvalidArgument &&
+             shrunk == nullptr,
+         "unknown shrink flags are refused");
+  r = ncclCommShrink(comm, nullptr, 0, &shrunk, nullptr, NCCL_SHRINK_DEFAULT);
+  if (ok(settled(r, shrunk), "shrink excluding nobody", comm)) {
+    std::vector<float> one(64, 1.0f), sum(64);
+    ok(ncclAllReduce(one.data(), sum.data(), one.size(), ncclFloat32, ncclSum, shrunk, nullptr),
+       "allreduce on the shrunk communicator", shrunk);
+    expect(sum[63] == static_cast<float>(nranks), "the shrunk communicator's allreduce is exact");
+    ok(ncclCommDestroy(shrunk), "destroy the shrunk communicator", shrunk);
+  }
+  expect(ncclCommRevoke(comm, 7) == ncclInvalidArgument, "unknown revoke flags are refused");
 
   // Windows: the user pointer, this rank's own pointer, no peer's.
   std::vector<char> wbuf(8192);
