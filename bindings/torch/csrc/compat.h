@@ -24,6 +24,18 @@
 #define GROVE_TORCH_CUDA_PATH 0
 #endif
 
+// Backend::split (dist.split_group) and Backend::shrink (dist.shrink_group).
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9)
+#define GROVE_TORCH_SPLIT 1
+#else
+#define GROVE_TORCH_SPLIT 0
+#endif
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 10)
+#define GROVE_TORCH_SHRINK 1
+#else
+#define GROVE_TORCH_SHRINK 0
+#endif
+
 namespace grove::pytorch {
 
 #if TORCH_VERSION_MAJOR >= 2

@@ -6,6 +6,7 @@
 #include "staging.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include <algorithm>
 #include <climits>
@@ -78,6 +79,7 @@ ProcessGroupGrove::ProcessGroupGrove(const c10::intrusive_ptr<::c10d::Store>& st
                                      int size, groveComm_t comm, std::chrono::milliseconds timeout,
                                      const std::string& profilingName)
     : BackendBase(rank, size),
+      store_(store),
       comm_(std::make_shared<SharedComm>(comm)),
       timeout_(timeout),
       // at shutdown, queued sends get at most this long to go out
@@ -112,6 +114,55 @@ ProcessGroupGrove::~ProcessGroupGrove() {
 #endif
   comm_->destroy();
 }
+
+void ProcessGroupGrove::abort() {
+  comm_->abort("abort() was called on rank " + std::to_string(rank_));
+}
+
+#if GROVE_TORCH_SPLIT
+c10::intrusive_ptr<::c10d::Backend> ProcessGroupGrove::split(
+    const c10::intrusive_ptr<::c10d::Store>& store, const std::vector<int>& ranks,
+    const c10::intrusive_ptr<Options>& opts) {
+  std::vector<int> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  auto at = std::find(sorted.begin(), sorted.end(), rank_);
+  if (at == sorted.end()) return nullptr;
+  const int newRank = static_cast<int>(at - sorted.begin());
+  const std::chrono::milliseconds timeout =
+      opts && opts->timeout.count() > 0 ? opts->timeout : timeout_;
+  return create(store, newRank, static_cast<int>(sorted.size()), timeout, profilingName_);
+}
+#endif
+
+#if GROVE_TORCH_SHRINK
+c10::intrusive_ptr<::c10d::Backend> ProcessGroupGrove::shrink(
+    const std::vector<int64_t>& ranks_to_exclude, int shrink_flags,
+    const c10::intrusive_ptr<Options>& opts) {
+  TORCH_CHECK((shrink_flags & ~1) == 0, "grove: unknown shrink flags ", shrink_flags);
+  std::vector<int> excluded(ranks_to_exclude.begin(), ranks_to_exclude.end());
+  groveComm_t parent = comm_->get();
+  TORCH_CHECK(parent != nullptr, "grove: shrink of an aborted or destroyed process group",
+              comm_->aborted() ? " (" + comm_->abortReason() + ")" : std::string());
+  groveComm_t child = nullptr;
+  const groveResult_t r =
+      groveCommShrink(parent, excluded.data(), static_cast<int>(excluded.size()), &child, nullptr,
+                      (shrink_flags & 1) != 0 ? GROVE_SHRINK_ABORT : GROVE_SHRINK_DEFAULT);
+  TORCH_CHECK(r == groveSuccess && child != nullptr,
+              "grove: shrink failed: ", groveGetLastError(parent));
+  if ((shrink_flags & 1) != 0) comm_->abort("the group was shrunk with SHRINK_ABORT");
+  int newRank = 0, newSize = 0;
+  groveCommUserRank(child, &newRank);
+  groveCommCount(child, &newSize);
+  // The survivors count this group's shrinks alike: each shrunk group's
+  // send/recv and CUDA links meet under their own prefix of the store.
+  auto store = c10::make_intrusive<::c10d::PrefixStore>(
+      "grove/shrink/" + std::to_string(++shrinks_), store_);
+  const std::chrono::milliseconds timeout =
+      opts && opts->timeout.count() > 0 ? opts->timeout : timeout_;
+  return c10::make_intrusive<ProcessGroupGrove>(store, newRank, newSize, child, timeout,
+                                                profilingName_);
+}
+#endif
 
 c10::intrusive_ptr<GroveWork> ProcessGroupGrove::newWork(::c10d::OpType type, const char* name,
                                                          std::vector<at::Tensor> outputs,

@@ -58,6 +58,31 @@ class ProcessGroupGrove : public BackendBase {
   /// "grove".
   const std::string getBackendName() const override { return "grove"; }
 
+  /// Stops the communicator at once on every rank: every pending Work fails
+  /// with the reason, later calls are refused. Never waits for a peer.
+  void abort() override;
+#if GROVE_TORCH_SPLIT
+  bool supportsSplitting() const override { return true; }
+  /// What a split child starts from: this group's timeout.
+  c10::intrusive_ptr<Options> getBackendOptions() override {
+    return c10::make_intrusive<Options>("grove", timeout_);
+  }
+  /// dist.split_group: the members of `ranks` (ranks of this group) form a
+  /// new group through `store` (torch namespaces it per child), ranked in
+  /// the order of their ranks here; other ranks get null and take no part.
+  c10::intrusive_ptr<::c10d::Backend> split(const c10::intrusive_ptr<::c10d::Store>& store,
+                                            const std::vector<int>& ranks,
+                                            const c10::intrusive_ptr<Options>& opts) override;
+#endif
+#if GROVE_TORCH_SHRINK
+  bool supportsShrinking() const override { return true; }
+  /// dist.shrink_group: groveCommShrink (flags 1 = abort mode: after a
+  /// failure); only the ranks that stay call it.
+  c10::intrusive_ptr<::c10d::Backend> shrink(const std::vector<int64_t>& ranks_to_exclude,
+                                             int shrink_flags,
+                                             const c10::intrusive_ptr<Options>& opts) override;
+#endif
+
   /// In-place broadcast of one tensor from opts.rootRank.
   c10::intrusive_ptr<::c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                              const ::c10d::BroadcastOptions& opts) override;
@@ -168,11 +193,13 @@ class ProcessGroupGrove : public BackendBase {
   /// Checks a root rank argument.
   int checkRoot(int64_t root, const char* op) const;
 
-  std::shared_ptr<SharedComm> comm_;   ///< shared with every Work
-  std::chrono::milliseconds timeout_;  ///< the group's timeout
-  std::shared_ptr<P2P> p2p_;           ///< send and recv (aborted with comm_)
-  std::string profilingName_;          ///< "grove", or the name torch knows us by
-  std::atomic<uint64_t> seq_{0};       ///< collectives issued
+  c10::intrusive_ptr<::c10d::Store> store_;  ///< the group's store (shrunk groups use a prefix)
+  int shrinks_ = 0;                          ///< shrinks of this group so far
+  std::shared_ptr<SharedComm> comm_;         ///< shared with every Work
+  std::chrono::milliseconds timeout_;        ///< the group's timeout
+  std::shared_ptr<P2P> p2p_;                 ///< send and recv (aborted with comm_)
+  std::string profilingName_;                ///< "grove", or the name torch knows us by
+  std::atomic<uint64_t> seq_{0};             ///< collectives issued
 #if GROVE_TORCH_CUDA_PATH
   std::shared_ptr<CudaComms> cuda_;  ///< CUDA tensors' communicators (joined on first use)
 #endif
