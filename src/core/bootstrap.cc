@@ -349,12 +349,10 @@ std::vector<uint8_t> Bootstrap::allGather(const void* data, size_t bytes) {
     if (rootLost_) throwRemoteError(lostReason_);
     if (r == net::IoResult::kTimeout || deadline.expired()) {
       // Say who is missing: the root's diagnosis, else this host's boards.
-      std::function<std::string()> host = hostDoctor_;
       lock.unlock();
       std::string text = what + ": timed out after " + std::to_string(timeoutSec_) +
                          " s waiting for the other ranks (GROVE_TIMEOUT)";
-      std::string d = diagnose(kReportWindowSec + 1.0);
-      if (d.empty() && host) d = host();
+      std::string d = doctor(kReportWindowSec + 1.0);
       text += d.empty() ? " -- the root did not answer" + rootHost() : " -- hang doctor: " + d;
       throwRemoteError(text);
     }
@@ -403,6 +401,18 @@ std::string Bootstrap::diagnose(double waitSec) {
   cv_.wait_for(lock, std::chrono::duration<double>(waitSec),
                [&] { return diagnosisSeq_ != before || rootLost_; });
   return diagnosisSeq_ != before ? diagnosis_ : "";
+}
+
+std::string Bootstrap::doctor(double waitSec, const std::function<bool()>& told) {
+  std::string d = diagnose(waitSec);
+  if (told && told()) return "";
+  if (!d.empty()) return d;
+  std::function<std::string()> host;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    host = hostDoctor_;
+  }
+  return host ? host() : "";
 }
 
 void Bootstrap::openRescueListener() {

@@ -89,6 +89,10 @@ class Bootstrap {
   /// up to `waitSec` for it; returns its text, or "" when none came (the
   /// root is gone, or the wait ran out). Never throws.
   std::string diagnose(double waitSec);
+  /// diagnose(), else (the root did not answer) the host doctor's text; ""
+  /// when `told` (may be empty), asked after the root's answer, says the job
+  /// has already given its reason.
+  std::string doctor(double waitSec, const std::function<bool()>& told = {});
   /// Starts a bootstrap root (core/bootstrap_root.h) for `secret` and
   /// `nonce` on this rank's rescue listener, whose address every rank has in
   /// peers()[rank].rescue: how the survivors of a shrink meet without the

@@ -531,11 +531,14 @@ void RootLoop::abortAll(const std::string& reason, int except) {
     if (!c->gone && c->rank >= 0 && c->rank != except && !c->bye) send(*c, msg);
 }
 
+std::string describeRank(int rank, const transport::PeerInfo& info) {
+  return "rank " + std::to_string(rank) + " (host " + std::string(info.hostName) + " pid " +
+         std::to_string(info.pid) + ")";
+}
+
 std::string RootLoop::describe(int rank) const {
   if (rank < 0 || rank >= nranks_) return "an unknown peer";
-  const transport::PeerInfo& p = infos_[rank];
-  return "rank " + std::to_string(rank) + " (host " + std::string(p.hostName) + " pid " +
-         std::to_string(p.pid) + ")";
+  return describeRank(rank, infos_[rank]);
 }
 
 bool RootLoop::done() const {
@@ -548,7 +551,6 @@ bool RootLoop::done() const {
 void RootLoop::publish() {
   std::lock_guard<std::mutex> lock(server_->mu_);
   server_->complete_ = complete_;
-  server_->closesWhenComplete_ = closeWhenComplete_;
   auto& gone = server_->rankGone_;
   gone.assign(nranks_, 0);
   uint64_t myHost = localHostHash();
@@ -575,6 +577,7 @@ std::shared_ptr<RootServer> RootServer::startOn(net::Fd listener, const sockaddr
   auto server = std::make_shared<RootServer>();
   server->addr_ = addr;
   server->nonce_ = nonce;
+  server->closesWhenComplete_ = closeListenerWhenComplete;  // no thread reads it yet
   net::setNonBlocking(listener.get());
   {
     std::lock_guard<std::mutex> lock(registryMutex());

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "base/socket.h"
@@ -75,6 +76,9 @@ struct HelloMsg {
   uint64_t nonce = 0;
   transport::PeerInfo self;
 };
+
+/// "rank R (host H pid P)": how messages name a rank.
+std::string describeRank(int rank, const transport::PeerInfo& info);
 
 /// The mac of hello `m` (its mac field taken as 0) answering `challenge` in
 /// the job of `secret` (and m.nonce).

@@ -3,6 +3,7 @@
 // host when the bootstrap root cannot answer.
 #include "base/log.h"
 #include "core/bootstrap.h"
+#include "core/bootstrap_root.h"
 #include "core/call_board.h"
 #include "core/comm.h"
 
@@ -20,8 +21,7 @@ void Comm::openCallBoard(const transport::PeerInfo& self) {
   board_->openPeers(local, pids);
   boardNames_.resize(peers.size());
   for (size_t r = 0; r < peers.size(); ++r)
-    boardNames_[r] = "rank " + std::to_string(r) + " (host " + std::string(peers[r].hostName) +
-                     " pid " + std::to_string(peers[r].pid) + ")";
+    boardNames_[r] = describeRank(static_cast<int>(r), peers[r]);
   // Blocked waits look at the board (GROVE_CHECK=none turns the checks off).
   // Not on CUDA communicators: their grouped collectives are not tracked
   // one by one, so ranks that group differently would number them apart.
@@ -47,11 +47,12 @@ void Comm::checkRootOnBoard(const plan::CollArgs& args) const {
 
 std::string Comm::doctorSuffix(bool* remote) {
   if (!bootstrap_) return "";
-  std::string diagnosis = bootstrap_->diagnose(kReportWindowSec + 1.0);
-  *remote = abort_.raised();  // another rank may have ended the job meanwhile, diagnosed
-  if (*remote && abort_.reason().find("hang doctor") != std::string::npos) return "";
-  // No answer from the root (its process died or stopped): this host's board.
-  if (diagnosis.empty()) diagnosis = hostDoctor();
+  // The root's diagnosis, else (its process died or stopped) this host's
+  // board; nothing when another rank ended the job meanwhile, diagnosed.
+  const std::string diagnosis = bootstrap_->doctor(kReportWindowSec + 1.0, [&] {
+    *remote = abort_.raised();
+    return *remote && abort_.reason().find("hang doctor") != std::string::npos;
+  });
   return diagnosis.empty() ? "" : " -- hang doctor: " + diagnosis;
 }
 
