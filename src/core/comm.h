@@ -218,6 +218,10 @@ class Comm {
   /// Sets up the device path of a CUDA communicator (after the host links).
   void chooseEngine();
   void initDevice();
+  /// Ends this rank's pending and later calls with `why` (groveRemoteError,
+  /// unless an error is recorded already) without telling the other ranks:
+  /// the abort-mode shrink and, after its notice to the job, revoke.
+  void stopHere(const std::string& why);
   /// Records a failure seen off the calling thread (the device watcher).
   void recordAsyncFailure(groveResult_t code, const std::string& text);
   /// Refuses one-sided access where buffers are real GPU memory.

@@ -84,15 +84,7 @@ Comm::Reform Comm::prepareShrink(const std::vector<int>& excluded, bool abortMod
     const std::string why = "rank " + std::to_string(rank_) +
                             " shrank the communicator with the abort flag (its pending calls "
                             "were aborted)";
-    abort_.raise(why);
-    {
-      std::lock_guard<std::mutex> lock(errorMu_);
-      if (error_ == groveSuccess) {
-        errorText_ = why;
-        error_ = groveRemoteError;
-      }
-    }
-    if (device_) device_->abort();
+    stopHere(why);
     sequencer_.drainFor(std::min(options_.timeoutSec, 5.0));
   } else {
     std::string text;
@@ -171,6 +163,10 @@ Comm::Reform Comm::prepareGrow(int nranks, const UniqueIdData* id) {
 void Comm::revoke() {
   const std::string why = "rank " + std::to_string(rank_) + " revoked the communicator";
   if (bootstrap_) bootstrap_->abort(why);
+  stopHere(why);
+}
+
+void Comm::stopHere(const std::string& why) {
   abort_.raise(why);
   {
     std::lock_guard<std::mutex> lock(errorMu_);

@@ -26,25 +26,19 @@ inline long rssKiB() {
   return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-/// Open file descriptors of this process (entries of /proc/self/fd).
-inline int openFds() {
+/// Entries of directory `path` ("." and ".." included; 0 if unreadable).
+inline int dirEntries(const char* path) {
   int n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
+  if (DIR* d = opendir(path)) {
     while (readdir(d) != nullptr) ++n;
     closedir(d);
   }
   return n;
 }
-
-/// Threads of this process (entries of /proc/self/task).
-inline int threadCount() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (readdir(d) != nullptr) ++n;
-    closedir(d);
-  }
-  return n;
-}
+/// Open file descriptors of this process.
+inline int openFds() { return dirEntries("/proc/self/fd"); }
+/// Threads of this process.
+inline int threadCount() { return dirEntries("/proc/self/task"); }
 
 /// Runs fn(rank) on n threads at once and joins them.
 inline void onRanks(int n, const std::function<void(int)>& fn) {
