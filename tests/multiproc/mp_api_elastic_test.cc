@@ -9,6 +9,9 @@
 //     exact and leave no descriptor, thread or /dev/shm name behind.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <future>
 #include <string>
 #include <thread>
@@ -133,8 +136,33 @@ TEST(MpApiElastic, ARevokedCommunicatorShrinksOnlyInAbortMode) {
   });
 }
 
+// A GROVE_SHM_DIR of this test's own for as long as it lives, so that the
+// segments of tests running beside it in other processes are not counted as
+// this one's. Set before any communicator exists (no thread reads the
+// environment yet) and removed after the last is destroyed.
+class PrivateShmDir {
+ public:
+  PrivateShmDir() {
+    char tmpl[] = "/dev/shm/elastic-cycles-XXXXXX";
+    if (mkdtemp(tmpl) != nullptr) path_ = tmpl;
+    if (!path_.empty()) setenv("GROVE_SHM_DIR", path_.c_str(), 1);
+  }
+  ~PrivateShmDir() {
+    if (path_.empty()) return;
+    unsetenv("GROVE_SHM_DIR");
+    for (const std::string& f : mptest::groveShmFiles(path_)) unlink((path_ + "/" + f).c_str());
+    rmdir(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 TEST(MpApiElastic, FiftyShrinkGrowCyclesLeakNothing) {
   constexpr int kRanks = 4, kCycles = 50, kWarm = 3;
+  const PrivateShmDir shmDir;
+  ASSERT_FALSE(shmDir.path().empty()) << "no directory for the test's segments";
   std::vector<groveComm_t> comms(kRanks, nullptr);
   ASSERT_EQ(groveCommInitAll(comms.data(), kRanks, nullptr), groveSuccess)
       << groveGetLastError(nullptr);
@@ -154,7 +182,7 @@ TEST(MpApiElastic, FiftyShrinkGrowCyclesLeakNothing) {
       settle();
       fdsWarm = mpapi::openFds();
       threadsWarm = mpapi::threadCount();
-      shmWarm = mptest::groveShmFiles().size();
+      shmWarm = mptest::groveShmFiles(shmDir.path()).size();
     }
     const int out = cycle % kRanks;  // a different rank sits out each time
     std::vector<groveComm_t> shrunk(kRanks, nullptr), grown(kRanks, nullptr);
@@ -205,6 +233,6 @@ TEST(MpApiElastic, FiftyShrinkGrowCyclesLeakNothing) {
   settle();
   EXPECT_LE(mpapi::openFds(), fdsWarm) << "descriptors leaked over " << kCycles << " cycles";
   EXPECT_LE(mpapi::threadCount(), threadsWarm) << "threads leaked over " << kCycles << " cycles";
-  EXPECT_LE(mptest::groveShmFiles().size(), shmWarm) << "/dev/shm names left behind";
+  EXPECT_LE(mptest::groveShmFiles(shmDir.path()).size(), shmWarm) << "/dev/shm names left behind";
   onRanks(kRanks, [&](int r) { EXPECT_EQ(groveCommDestroy(comms[r]), groveSuccess); });
 }

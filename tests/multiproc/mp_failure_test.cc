@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
-#include <iterator>
 #include <ostream>
 #include <random>
 #include <regex>
@@ -368,7 +367,11 @@ TEST(MpFailure, RandomFaultsNeverHang) {
     const int victim = static_cast<int>(rng() % n);
     const bool stop = rng() % 2 == 0;
     const double delay = static_cast<double>(rng() % 1500) / 1000.0;
-    const std::vector<std::string> before = groveShmFiles();
+    // The job's segments go to a directory of the trial's own, so that
+    // tests running beside this one are neither counted nor cleaned up.
+    char shmTmpl[] = "/dev/shm/fault-trial-XXXXXX";
+    ASSERT_NE(mkdtemp(shmTmpl), nullptr) << "no directory for the trial's segments";
+    const std::string shmDir = shmTmpl;
     SCOPED_TRACE("trial " + std::to_string(t) + ": " + path + ", " + std::to_string(n) +
                  " ranks, " + (stop ? "SIGSTOP" : "SIGKILL") + " rank " + std::to_string(victim) +
                  " after " + std::to_string(delay) +
@@ -376,8 +379,12 @@ TEST(MpFailure, RandomFaultsNeverHang) {
     Job job;
     std::vector<std::string> args = {"--loop-seconds", "60", "--ready-dir", job.dir};
     if (path == "eager") args.insert(args.end(), {"--loop-count", "16"});
-    job.start(n, path == "socket" ? "socket" : "shm", "3", args,
-              path == "device" ? emulatedDeviceEnv : nullptr);
+    job.start(n, path == "socket" ? "socket" : "shm", "3", args, [&](int r) {
+      std::vector<std::string> env;
+      if (path == "device") env = emulatedDeviceEnv(r);
+      env.push_back("GROVE_SHM_DIR=" + shmDir);
+      return env;
+    });
     std::this_thread::sleep_for(std::chrono::duration<double>(delay));
     const bool inInit = !job.waitReady(n, 0);
     duringInit += inInit ? 1 : 0;
@@ -425,13 +432,11 @@ TEST(MpFailure, RandomFaultsNeverHang) {
         job.waitRanks({static_cast<int>(&k - job.ranks.data())}, 5.0);
       }
     for (const Rank& k : job.ranks) EXPECT_TRUE(k.done) << "a process of the job is left";
-    std::vector<std::string> after = groveShmFiles(), leaked;
-    std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
-                        std::back_inserter(leaked));
-    for (const std::string& f : leaked) {
-      ADD_FAILURE() << "/dev/shm/" << f << " is left after the job";
-      unlink(("/dev/shm/" + f).c_str());
+    for (const std::string& f : groveShmFiles(shmDir)) {
+      ADD_FAILURE() << "shared-memory file " << f << " is left after the job";
+      unlink((shmDir + "/" + f).c_str());
     }
+    rmdir(shmDir.c_str());
   }
   printf(
       "random faults: %d trials (%d SIGKILL, %d SIGSTOP, %d during init); slowest survivor "

@@ -129,10 +129,11 @@ inline RunResult runCommand(const std::vector<std::string>& argv,
   return r;
 }
 
-/// The names in /dev/shm that start with "grove-", sorted.
-inline std::vector<std::string> groveShmFiles() {
+/// The names in `dir` (GROVE_SHM_DIR's default unless given) that start
+/// with "grove-", sorted.
+inline std::vector<std::string> groveShmFiles(const std::string& dir = "/dev/shm") {
   std::vector<std::string> names;
-  if (DIR* d = opendir("/dev/shm")) {
+  if (DIR* d = opendir(dir.c_str())) {
     while (dirent* e = readdir(d))
       if (std::string(e->d_name).rfind("grove-", 0) == 0) names.push_back(e->d_name);
     closedir(d);
