@@ -66,3 +66,31 @@ def ddp_outlives_group(rank, world):
 
 def test_ddp_outlives_its_process_group():
     assert harness.run_ranks(ddp_outlives_group, 2, deadline_s=60) == [True, True]
+
+
+def ddp_logging_data(rank, world):
+    net = torch.nn.Sequential(torch.nn.Linear(10, 20), torch.nn.ReLU(), torch.nn.Linear(20, 5))
+    model = torch.nn.parallel.DistributedDataParallel(net)
+    for _ in range(3):
+        model(torch.randn(4, 10)).sum().backward()
+    d = model._get_ddp_logging_data()
+    size = sum(p.numel() * p.element_size() for p in net.parameters())
+    return {"backend_name": d.get("backend_name"), "get_backend": dist.get_backend(),
+            "group_name": dist.group.WORLD.name(), "world_size": d.get("world_size"),
+            "rank": d.get("rank"), "module_name": d.get("module_name"),
+            "bucket_cap_bytes": d.get("bucket_cap_bytes"),
+            "total_parameter_size_bytes": d.get("total_parameter_size_bytes"),
+            "expected_size": size, "gloo_num_threads": d.get("gloo_num_threads")}
+
+
+def test_ddp_logs_the_grove_backend():
+    """DDP's own logger records the group's backend as "grove" (the name
+    dist.get_backend gives), with the fields torch's test_ddp_logging_data_cpu
+    checks; nothing of gloo's."""
+    results = harness.run_ranks(ddp_logging_data, 2)
+    for rank, d in enumerate(results):
+        assert d["backend_name"] == d["get_backend"] == d["group_name"] == "grove", d
+        assert (d["world_size"], d["rank"], d["module_name"]) == (2, rank, "Sequential"), d
+        assert d["bucket_cap_bytes"] == 25 * 1024 * 1024, d
+        assert d["total_parameter_size_bytes"] == d["expected_size"], d
+        assert d["gloo_num_threads"] is None, d

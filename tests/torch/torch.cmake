@@ -8,7 +8,7 @@ endif()
 if(TARGET grove_torch AND GROVE_TORCH_PYTHON AND _grove_pytest_rc EQUAL 0)
   # One ctest test per file, so ctest -j2 spreads them; each starts up to 4
   # ranks, so each claims both CPUs of the test machines.
-  foreach(name collectives ddp elastic failures gathered_ops p2p rendezvous upstream_suite)
+  foreach(name collectives ddp elastic failures gathered_ops p2p rendezvous torchft upstream_suite)
     add_test(NAME torch.${name}
              COMMAND ${GROVE_TORCH_PYTHON} -m pytest -q -p no:cacheprovider
                      ${CMAKE_CURRENT_LIST_DIR}/test_${name}.py

@@ -67,12 +67,16 @@ c10::intrusive_ptr<c10::ivalue::Future> GroveWork::getFuture() { return future_;
 void GroveWork::abort() { comm_->abort(std::string(name_) + ": Work.abort() was called"); }
 
 void GroveWork::complete(std::exception_ptr error) {
-  finish(error);
+  // The future first (its callbacks run here), then the Work: once wait()
+  // returns, the future is complete and a then() added afterwards runs at
+  // once on the caller's thread, as with gloo (torchft's managed Work
+  // builds its callback chain on exactly that).
   if (error) {
     future_->setError(error);
   } else {
     future_->markCompleted(c10::IValue(outputs_));
   }
+  finish(error);
 }
 
 OpQueue::OpQueue() : state_(std::make_shared<State>()), thread_(&OpQueue::loop, state_) {}

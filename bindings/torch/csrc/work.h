@@ -7,9 +7,9 @@
 // overlaps the communication. grove's host streams give the same asynchrony
 // but report completion per stream, not per call; torch needs each Work to
 // finish (and fail) on its own, so the queue makes blocking calls and
-// completes each Work as its job returns: first the Work (wait() returns,
-// isCompleted() is true), then its future (whose callbacks, e.g. DDP's, run
-// on the worker thread).
+// completes each Work as its job returns: first its future (whose
+// callbacks, e.g. DDP's, run on the worker thread), then the Work (wait()
+// returns, isCompleted() is true), so a completed Work's future is complete.
 //
 // Timeouts: Work::wait() waits at most the op's timeout (the process group's
 // unless the call gave one); when it runs out the communicator is aborted, so
@@ -56,7 +56,7 @@ class GroveWork : public ::c10d::Work {
   /// Aborts the communicator (every rank's pending work fails).
   void abort() override;
 
-  /// Marks the Work done (error null on success), then its future.
+  /// Completes the future (error null on success), then marks the Work done.
   void complete(std::exception_ptr error);
   /// The rank a receive took its message from (before complete()).
   void setSource(int rank) { source_.store(rank); }
@@ -73,7 +73,7 @@ class GroveWork : public ::c10d::Work {
   std::vector<at::Tensor> outputs_;                 ///< what result() and the future give
   std::chrono::milliseconds timeout_;               ///< wait()'s limit by default
   std::shared_ptr<SharedComm> comm_;                ///< aborted when wait() runs out
-  c10::intrusive_ptr<c10::ivalue::Future> future_;  ///< completed after the Work
+  c10::intrusive_ptr<c10::ivalue::Future> future_;  ///< completed before the Work
   std::atomic<int> source_{-1};                     ///< a receive's source, once known
 };
 

@@ -29,11 +29,41 @@ ProcessGroupGrove = _C.ProcessGroupGrove
 grove_version = _C.grove_version
 
 
+class _GroveGroup(_dist.ProcessGroup):
+    """The process group of backend="grove", named "grove".
+
+    For a backend it does not know, torch makes a plain ProcessGroup, whose
+    getBackendName() is "custom" (its backend type's name): DDP's logger
+    then records backend_name "custom". The creator returns this subclass
+    instead (torch takes a ProcessGroup a creator returns as the group
+    itself), with grove's backend registered on every device it serves.
+    """
+
+    def getBackendName(self):
+        return BACKEND_NAME
+
+
+def _devices():
+    return ["cpu", "cuda"] if _C.CUDA_TENSORS else ["cpu"]
+
+
+def group_of(backend, store, rank, size):
+    """A ProcessGroup named "grove" that runs everything on `backend` (a
+    ProcessGroupGrove), on every device grove serves."""
+    pg = _GroveGroup(store, rank, size)
+    custom = _dist.ProcessGroup.BackendType.CUSTOM
+    pg._set_default_backend(custom)
+    for device in _devices():
+        pg._register_backend(torch.device(device), custom, backend)
+    return pg
+
+
 def _create(store, rank, size, timeout):
     """Creator torch.distributed calls for every "grove" process group."""
     if not isinstance(timeout, datetime.timedelta):
         timeout = datetime.timedelta(seconds=float(timeout))
-    return _C.ProcessGroupGrove(store, rank, size, timeout)
+    backend = _C.ProcessGroupGrove(store, rank, size, timeout)
+    return group_of(backend, store, rank, size) if _C.TORCH_BACKEND_API else backend
 
 
 def _register():
@@ -44,8 +74,7 @@ def _register():
     if _C.TORCH_BACKEND_API:
         # torch >= 2: the creator returns a Backend that torch wraps; say
         # which devices it serves.
-        devices = ["cpu", "cuda"] if _C.CUDA_TENSORS else ["cpu"]
-        _dist.Backend.register_backend(BACKEND_NAME, _create, devices=devices)
+        _dist.Backend.register_backend(BACKEND_NAME, _create, devices=_devices())
     else:
         _dist.Backend.register_backend(BACKEND_NAME, _create)
 
