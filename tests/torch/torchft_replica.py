@@ -28,9 +28,22 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 from torch import nn, optim
+from torchft.checkpointing import HTTPTransport
 from torchft.ddp import DistributedDataParallel
 from torchft.manager import Manager
 from torchft.optim import OptimizerWrapper
+
+
+LOOPBACK = "127.0.0.1"
+
+
+class LoopbackHTTPTransport(HTTPTransport):
+    """torchft's checkpoint server, named by the loopback address (torchft
+    names it by socket.gethostname())."""
+
+    def address(self):
+        port = self._server.socket.getsockname()[1]
+        return f"http://{LOOPBACK}:{port}/checkpoint/"
 
 
 def make_group(backend, timeout):
@@ -74,7 +87,9 @@ def main():
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     torch.set_num_threads(1)
 
-    store = dist.TCPStore("localhost", 0, is_master=True, wait_for_workers=False)
+    # Loopback addresses throughout: a host name (even "localhost") need not
+    # resolve in a container.
+    store = dist.TCPStore(LOOPBACK, 0, is_master=True, wait_for_workers=False)
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 8))
     inner = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
@@ -93,12 +108,13 @@ def main():
         load_state_dict=load_state_dict,
         state_dict=state_dict,
         replica_id=f"replica_{a.replica}",
-        store_addr="localhost",
+        store_addr=LOOPBACK,
         store_port=store.port,
         rank=0,
         world_size=1,
         lighthouse_addr=a.lighthouse,
-        hostname="localhost",
+        hostname=LOOPBACK,
+        checkpoint_transport=LoopbackHTTPTransport(timeout=timeout, num_chunks=0),
         timeout=timeout,
         quorum_timeout=timedelta(seconds=60),
         connect_timeout=timeout,
