@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
-#include <unistd.h>
 
 #include <future>
 #include <string>
@@ -136,32 +135,19 @@ TEST(MpApiElastic, ARevokedCommunicatorShrinksOnlyInAbortMode) {
   });
 }
 
-// A GROVE_SHM_DIR of this test's own for as long as it lives, so that the
-// segments of tests running beside it in other processes are not counted as
-// this one's. Set before any communicator exists (no thread reads the
-// environment yet) and removed after the last is destroyed.
-class PrivateShmDir {
- public:
-  PrivateShmDir() {
-    char tmpl[] = "/dev/shm/elastic-cycles-XXXXXX";
-    if (mkdtemp(tmpl) != nullptr) path_ = tmpl;
-    if (!path_.empty()) setenv("GROVE_SHM_DIR", path_.c_str(), 1);
+// GROVE_SHM_DIR set to a directory of this test's own for as long as it
+// lives: set before any communicator exists (no thread reads the environment
+// yet), unset after the last is destroyed, then the directory is removed.
+struct OwnShmDir : mptest::ShmDir {
+  OwnShmDir() : ShmDir("elastic-cycles") {
+    if (!path().empty()) setenv("GROVE_SHM_DIR", path().c_str(), 1);
   }
-  ~PrivateShmDir() {
-    if (path_.empty()) return;
-    unsetenv("GROVE_SHM_DIR");
-    for (const std::string& f : mptest::groveShmFiles(path_)) unlink((path_ + "/" + f).c_str());
-    rmdir(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  ~OwnShmDir() { unsetenv("GROVE_SHM_DIR"); }
 };
 
 TEST(MpApiElastic, FiftyShrinkGrowCyclesLeakNothing) {
   constexpr int kRanks = 4, kCycles = 50, kWarm = 3;
-  const PrivateShmDir shmDir;
+  const OwnShmDir shmDir;
   ASSERT_FALSE(shmDir.path().empty()) << "no directory for the test's segments";
   std::vector<groveComm_t> comms(kRanks, nullptr);
   ASSERT_EQ(groveCommInitAll(comms.data(), kRanks, nullptr), groveSuccess)

@@ -369,9 +369,8 @@ TEST(MpFailure, RandomFaultsNeverHang) {
     const double delay = static_cast<double>(rng() % 1500) / 1000.0;
     // The job's segments go to a directory of the trial's own, so that
     // tests running beside this one are neither counted nor cleaned up.
-    char shmTmpl[] = "/dev/shm/fault-trial-XXXXXX";
-    ASSERT_NE(mkdtemp(shmTmpl), nullptr) << "no directory for the trial's segments";
-    const std::string shmDir = shmTmpl;
+    const mptest::ShmDir shmDir("fault-trial");
+    ASSERT_FALSE(shmDir.path().empty()) << "no directory for the trial's segments";
     SCOPED_TRACE("trial " + std::to_string(t) + ": " + path + ", " + std::to_string(n) +
                  " ranks, " + (stop ? "SIGSTOP" : "SIGKILL") + " rank " + std::to_string(victim) +
                  " after " + std::to_string(delay) +
@@ -382,7 +381,7 @@ TEST(MpFailure, RandomFaultsNeverHang) {
     job.start(n, path == "socket" ? "socket" : "shm", "3", args, [&](int r) {
       std::vector<std::string> env;
       if (path == "device") env = emulatedDeviceEnv(r);
-      env.push_back("GROVE_SHM_DIR=" + shmDir);
+      env.push_back("GROVE_SHM_DIR=" + shmDir.path());
       return env;
     });
     std::this_thread::sleep_for(std::chrono::duration<double>(delay));
@@ -432,11 +431,8 @@ TEST(MpFailure, RandomFaultsNeverHang) {
         job.waitRanks({static_cast<int>(&k - job.ranks.data())}, 5.0);
       }
     for (const Rank& k : job.ranks) EXPECT_TRUE(k.done) << "a process of the job is left";
-    for (const std::string& f : groveShmFiles(shmDir)) {
+    for (const std::string& f : groveShmFiles(shmDir.path()))
       ADD_FAILURE() << "shared-memory file " << f << " is left after the job";
-      unlink((shmDir + "/" + f).c_str());
-    }
-    rmdir(shmDir.c_str());
   }
   printf(
       "random faults: %d trials (%d SIGKILL, %d SIGSTOP, %d during init); slowest survivor "

@@ -142,6 +142,32 @@ inline std::vector<std::string> groveShmFiles(const std::string& dir = "/dev/shm
   return names;
 }
 
+/// A directory of one's own under /dev/shm to point GROVE_SHM_DIR at, so
+/// that a test counts (and removes) only its own segments, never those of
+/// tests running beside it in other processes. On destruction the "grove-"
+/// files left in it are removed, then the directory. path() is empty if it
+/// could not be made.
+class ShmDir {
+ public:
+  explicit ShmDir(const std::string& tag) {
+    std::string tmpl = "/dev/shm/" + tag + "-XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (mkdtemp(buf.data()) != nullptr) path_ = buf.data();
+  }
+  ~ShmDir() {
+    if (path_.empty()) return;
+    for (const std::string& f : groveShmFiles(path_)) unlink((path_ + "/" + f).c_str());
+    rmdir(path_.c_str());
+  }
+  ShmDir(const ShmDir&) = delete;
+  ShmDir& operator=(const ShmDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 /// A TCP port on 127.0.0.1 that was free a moment ago.
 inline int freePort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -49,14 +49,18 @@ def start(backend, replica, lighthouse, tmp, attempt, gate=None, extra=()):
     return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env), out.name
 
 
+def fail_with_logs(what, outputs):
+    logs = "\n".join(f"--- {p}\n{open(p).read()[-3000:]}" for p in outputs)
+    pytest.fail(f"{what}\n{logs}")
+
+
 def wait_until(cond, deadline_s, what, outputs):
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         if cond():
             return
         time.sleep(0.02)
-    logs = "\n".join(f"--- {p}\n{open(p).read()[-3000:]}" for p in outputs)
-    pytest.fail(f"{what} within {deadline_s} s\n{logs}")
+    fail_with_logs(f"{what} within {deadline_s} s", outputs)
 
 
 @pytest.mark.parametrize("backend", ["grove", "gloo", "gloo-future-errors"])
@@ -128,18 +132,18 @@ def test_a_killed_replica_rejoins_and_both_end_identical(backend, tmp_path):
             except subprocess.TimeoutExpired:
                 rc = None
             if rc != 0:
-                wait_until(lambda: False, 0, f"replica {r} ended with {rc}", outputs)
+                fail_with_logs(f"replica {r} ended with {rc}", outputs)
         a = torch.load(os.path.join(tmp, "replica0.pt"))
         b = torch.load(os.path.join(tmp, "replica1.pt"))
         assert a["step"] == b["step"] >= STEPS
         for k in a["params"]:
             assert torch.equal(a["params"][k], b["params"][k]), f"{k} differs between replicas"
-        # The restarted replica healed: its first logged step is past 0.
+        # The restarted replica's last step, for the record.
         rejoined = read_log(victim_log)
         healed_at = next(e["step"] for e in reversed(rejoined) if e["t"] > killed_at) if rejoined else 0
         print(f"\ntorchft/{backend}: survivor's step failed {noticed_s:.2f} s and it "
-              f"committed alone {recovered_s:.2f} s after the kill, {lost} iteration(s) lost; both ended at step {a['step']} with identical "
-              f"parameters (restarted replica last at step {healed_at})")
+              f"committed alone {recovered_s:.2f} s after the kill, {lost} iteration(s) lost; "
+              f"both ended at step {a['step']} with identical parameters (restarted replica last at step {healed_at})")
     finally:
         for p in procs.values():
             if p.poll() is None:

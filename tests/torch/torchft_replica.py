@@ -12,10 +12,10 @@ It stops after committing a step >= --steps in which both replicas took part
 (so a replica that was killed and restarted has rejoined: both stop at the
 same step with the same parameters) and saves the parameters to --out.
 --slow-from-step makes this replica slow from that step on, so that a test
-kills it while the other waits in the step's all-reduce. --max-seconds bounds the run when the other replica never comes back. With
---start-file, training waits for that file after the Manager is up (so that
-both replicas of a test are in the first quorum) and writes
-"<--log>.ready" first.
+kills it while the other waits in the step's all-reduce. --max-seconds
+bounds the run when the other replica never comes back. With --start-file,
+training waits for that file after the Manager is up (so that both replicas
+of a test are in the first quorum) and writes "<--log>.ready" first.
 """
 import argparse
 import json

@@ -47,13 +47,13 @@ def _devices():
     return ["cpu", "cuda"] if _C.CUDA_TENSORS else ["cpu"]
 
 
-def group_of(backend, store, rank, size):
+def group_of(backend, store, rank, size, devices=None):
     """A ProcessGroup named "grove" that runs everything on `backend` (a
-    ProcessGroupGrove), on every device grove serves."""
+    ProcessGroupGrove), on `devices` (default: every device grove serves)."""
     pg = _GroveGroup(store, rank, size)
     custom = _dist.ProcessGroup.BackendType.CUSTOM
     pg._set_default_backend(custom)
-    for device in _devices():
+    for device in devices if devices is not None else _devices():
         pg._register_backend(torch.device(device), custom, backend)
     return pg
 

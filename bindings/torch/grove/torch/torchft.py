@@ -7,7 +7,7 @@ store prefix each time, after aborting the previous group. This class is
 the same shape as torchft's own ``ProcessGroupGloo``: a
 ``torchft.process_group.ProcessGroupWrapper`` whose ``_create_pg`` builds a
 c10d ProcessGroup with grove's backend registered on the CPU (and on CUDA
-when the extension was built with CUDA tensors).
+when the extension was built with CUDA tensors and a GPU is present).
 
     from torchft import Manager
     from grove.torch.torchft import ProcessGroupGrove
@@ -44,7 +44,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 import torch.distributed as dist
 from torch.distributed import ProcessGroup as BaseProcessGroup
 
-from . import _C
+from . import _C, group_of
 
 __all__ = ["ProcessGroupGrove"]
 
@@ -96,16 +96,11 @@ class ProcessGroupGrove(ProcessGroupWrapper):
         super().__init__(timeout=timeout)
 
     def _create_pg(self, store, rank: int, world_size: int) -> BaseProcessGroup:
-        pg = BaseProcessGroup(store, rank, world_size)
-        custom = BaseProcessGroup.BackendType.CUSTOM
-        pg._set_default_backend(custom)
         backend = _C.ProcessGroupGrove(store, rank, world_size, self._timeout)
         devices = ["cpu"]
         if _C.CUDA_TENSORS and torch.cuda.is_available():
             devices.append("cuda")
-        for device in devices:
-            pg._register_backend(torch.device(device), custom, backend)
-        return pg
+        return group_of(backend, store, rank, world_size, devices)
 
     def _wrap_work(self, work: dist._Work, opts: object) -> dist._Work:
         return _FutureErrorWork(work)
