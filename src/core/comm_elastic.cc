@@ -32,6 +32,10 @@
 //   - Revoke raises this rank's abort signal (every pending wait ends with
 //     its reason), records the error, and asks the root to pass the notice
 //     to every other rank, where pending and later calls end alike.
+//
+// The new communicator opens its own links rather than taking over the
+// parent's: after an abort a link's state is unknown, and proving it clean
+// costs about what opening it does (docs/architecture.md).
 #include <algorithm>
 #include <cstring>
 

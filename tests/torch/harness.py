@@ -51,11 +51,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def _child(rank, world, backend, init, fn, args, queue, extra_env, pg_timeout_s):
+def _child(rank, world, backend, init, fn, args, queue, extra_env, pg_timeout_s, init_kwargs):
     try:
         os.environ.update(extra_env)
         torch.set_num_threads(1)
-        kwargs = dict(rank=rank, world_size=world, timeout=timedelta(seconds=pg_timeout_s))
+        kwargs = dict(rank=rank, world_size=world, timeout=timedelta(seconds=pg_timeout_s),
+                      **init_kwargs)
         if init == "env":
             kwargs["init_method"] = "env://"
         else:
@@ -75,12 +76,13 @@ def _child(rank, world, backend, init, fn, args, queue, extra_env, pg_timeout_s)
 
 
 def run_ranks(fn, world, *args, backend="grove", init="file", deadline_s=DEFAULT_DEADLINE_S,
-              extra_env=None, pg_timeout_s=120, allow_exit=()):
+              extra_env=None, pg_timeout_s=120, allow_exit=(), init_kwargs=None):
     """Runs fn on `world` ranks; returns [result of rank 0, ...].
 
     init: "file" (a fresh file:// store), "tcp" (tcp:// on a free port) or
     "env" (env:// with MASTER_ADDR/MASTER_PORT). Ranks in allow_exit may end
     without reporting (a test that kills a rank); their result is None.
+    init_kwargs: more arguments for init_process_group (e.g. device_id).
     """
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
@@ -92,7 +94,8 @@ def run_ranks(fn, world, *args, backend="grove", init="file", deadline_s=DEFAULT
             init = "tcp://127.0.0.1:%d" % free_port()
         elif init == "env":
             env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
-        procs = [ctx.Process(target=_child, args=(r, world, backend, init, fn, args, queue, env, pg_timeout_s))
+        procs = [ctx.Process(target=_child, args=(r, world, backend, init, fn, args, queue, env, pg_timeout_s,
+                                                       dict(init_kwargs or {})))
                  for r in range(world)]
         for p in procs:
             p.start()

@@ -1,6 +1,7 @@
 """Errors surface as Python exceptions instead of hangs: a peer that dies,
 a peer that stops answering (Work.wait timeout aborts the communicator), and
-a collective after the process group was aborted."""
+a collective after the process group was aborted; a wait timeout bounds the
+operation, not the callbacks chained on its future."""
 import os
 import time
 from datetime import timedelta
@@ -66,3 +67,32 @@ def test_wait_timeout_aborts_the_communicator():
     # The abort reached the silent rank: its next collective fails too.
     assert r1[0] == "error", r1
     assert "grove" in r1[1], r1[1]
+
+
+def slow_callback(rank, world):
+    t = torch.ones(10)
+    dist.all_reduce(t)
+    if rank == 1:
+        time.sleep(0.5)  # rank 0's callback is chained before the op ends
+        dist.all_reduce(t)
+        dist.all_reduce(t)
+        return ("ok",)
+    work = dist.all_reduce(t, async_op=True)
+    ran = []
+    # Runs on grove's worker thread when the all-reduce ends, for 2 s.
+    chained = work.get_future().then(lambda f: (time.sleep(2), ran.append(1), f.value())[-1])
+    start = time.monotonic()
+    work.wait(timeout=timedelta(seconds=1))  # bounds the op, not the callback
+    waited = time.monotonic() - start
+    dist.all_reduce(t)  # the group was not aborted
+    return ("ok", waited, ran, chained.done(), t[0].item())
+
+
+def test_wait_timeout_bounds_the_operation_not_the_futures_callbacks():
+    r0, r1 = harness.run_ranks(slow_callback, 2, pg_timeout_s=60)
+    assert r1 == ("ok",)
+    status, waited, ran, done, value = r0
+    # wait() returned after the callback (the future is complete then), and
+    # the callback's 2 s did not count against the 1 s timeout.
+    assert ran == [1] and done and waited >= 2.0, r0
+    assert value == 8.0, r0

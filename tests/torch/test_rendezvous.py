@@ -1,5 +1,7 @@
 """Ranks meet through the c10d store of every init method torch offers
-(env://, tcp://, file://, torchrun), and several grove groups coexist."""
+(env://, tcp://, file://, torchrun), several grove groups coexist, grove
+shares a group with another backend ("cpu:grove,cuda:gloo" and the other
+way round), and a group bound to a device makes subgroups."""
 import os
 import subprocess
 import sys
@@ -47,6 +49,51 @@ def test_subgroups_get_their_own_communicators():
         assert u == 6
         assert v == (1 if rank % 2 else 0)
         assert backend == "grove"
+
+
+def backends_per_device(rank, world):
+    t = torch.tensor([float(rank + 1)])
+    dist.all_reduce(t)
+    pg = dist.group.WORLD
+    names = {d: type(pg._get_backend(torch.device(d))).__name__ for d in ("cpu", "cuda")}
+    return t.item(), names, dist.get_backend()
+
+
+@pytest.mark.skipif(not harness.grove_torch._C.TORCH_BACKEND_API, reason="torch < 2 has no per-device backends")
+@pytest.mark.parametrize("spec,cpu,cuda", [("cpu:grove,cuda:gloo", "ProcessGroupGrove", "ProcessGroupGloo"),
+                                           ("cpu:gloo,cuda:grove", "ProcessGroupGloo", "ProcessGroupGrove")])
+def test_grove_shares_a_group_with_another_backend(spec, cpu, cuda):
+    # Only a group that is grove's alone is grove's named group: in a mixed
+    # one, torch registers each device's backend (the named group would stand
+    # in for the whole group and lose the other backend).
+    world = 2
+    for total, names, backend in harness.run_ranks(backends_per_device, world, backend=spec):
+        assert total == 3.0
+        assert names == {"cpu": cpu, "cuda": cuda}, names
+        assert backend == spec
+
+
+def bound_subgroups(rank, world):
+    default = dist.group.WORLD
+    only_first = dist.new_group([0])  # rank 1 is not a member
+    t = torch.tensor([float(rank + 1)])
+    if rank == 0:
+        dist.all_reduce(t, group=only_first)
+    u = torch.tensor([float(rank + 1)])
+    dist.all_reduce(u)
+    dist.barrier()
+    return str(default.bound_device_id), default.getBackendName(), t.item(), u.item()
+
+
+@pytest.mark.skipif(not harness.grove_torch._C.TORCH_BACKEND_API, reason="torch < 2 has no bound devices")
+def test_a_group_bound_to_a_device_makes_subgroups():
+    # init_process_group(device_id=...) binds the group; torch then asks the
+    # parent's backend on non-members of a new group for a "no colour" split.
+    world = 2
+    results = harness.run_ranks(bound_subgroups, world,
+                                init_kwargs={"device_id": torch.device("cpu", 0)})
+    assert results[0] == ("cpu:0", "grove", 1.0, 3.0)
+    assert results[1] == ("cpu:0", "grove", 2.0, 3.0)
 
 
 TORCHRUN_SCRIPT = textwrap.dedent("""

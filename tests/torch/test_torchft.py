@@ -27,13 +27,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 KILL_AT_STEP = 6   # the victim is killed once it has committed this step with its peer
 STEPS = 16         # both stop at the first step >= this that both take part in
 QUORUM_TIMEOUT_S = 60
+# Each variant's whole run, so that the three fit well inside ctest's 600 s
+# (a run takes about 10 s when healthy).
+VARIANT_BUDGET_S = 170
 
 
 def read_log(path):
+    """The complete lines of a replica's log (the last may still be written)."""
     if not os.path.exists(path):
         return []
     with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+        return [json.loads(line) for line in f if line.endswith("\n")]
 
 
 def start(backend, replica, lighthouse, tmp, attempt, gate=None, extra=()):
@@ -46,7 +50,10 @@ def start(backend, replica, lighthouse, tmp, attempt, gate=None, extra=()):
         cmd += ["--start-file", gate]
     cmd += list(extra)
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env), out.name
+    # A session of its own: the cleanup kills the replica's whole group.
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
+    return proc, out.name
 
 
 def fail_with_logs(what, outputs):
@@ -54,18 +61,28 @@ def fail_with_logs(what, outputs):
     pytest.fail(f"{what}\n{logs}")
 
 
-def wait_until(cond, deadline_s, what, outputs):
-    end = time.monotonic() + deadline_s
+def wait_until(cond, limit_s, what, outputs, budget_end):
+    """Polls cond for limit_s at most, and never past the variant's budget."""
+    end = min(time.monotonic() + limit_s, budget_end)
     while time.monotonic() < end:
         if cond():
             return
         time.sleep(0.02)
-    fail_with_logs(f"{what} within {deadline_s} s", outputs)
+    fail_with_logs(f"{what} within {limit_s} s (or the variant's {VARIANT_BUDGET_S} s)", outputs)
+
+
+def kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 @pytest.mark.parametrize("backend", ["grove", "gloo", "gloo-future-errors"])
 def test_a_killed_replica_rejoins_and_both_end_identical(backend, tmp_path):
     tmp = str(tmp_path)
+    budget_end = time.monotonic() + VARIANT_BUDGET_S
     lighthouse = LighthouseServer(bind="127.0.0.1:0", min_replicas=1, join_timeout_ms=2000,
                                   heartbeat_timeout_ms=2000)
     # The lighthouse names itself by host name; the replicas reach it on the
@@ -84,7 +101,8 @@ def test_a_killed_replica_rejoins_and_both_end_identical(backend, tmp_path):
         victim_log = os.path.join(tmp, "replica1.jsonl")
         survivor_log = os.path.join(tmp, "replica0.jsonl")
         wait_until(lambda: all(os.path.exists(os.path.join(tmp, f"replica{r}.jsonl.ready"))
-                               for r in (0, 1)), 120, "the replicas did not come up", outputs)
+                               for r in (0, 1)), 120, "the replicas did not come up", outputs,
+                   budget_end)
         open(gate, "w").close()
 
         def victim_ready():
@@ -92,11 +110,19 @@ def test_a_killed_replica_rejoins_and_both_end_identical(backend, tmp_path):
             return any(e["committed"] and e["participants"] == 2 and e["step"] >= KILL_AT_STEP
                        for e in read_log(victim_log))
 
-        wait_until(victim_ready, 180, f"no step {KILL_AT_STEP} with both replicas", outputs)
-        time.sleep(0.25)  # the victim sleeps in its step; the survivor waits in the all-reduce
-        procs[1].send_signal(signal.SIGKILL)
+        wait_until(victim_ready, 120, f"no step {KILL_AT_STEP} with both replicas", outputs,
+                   budget_end)
+        # The victim writes its marker as it starts sleeping before the
+        # backward pass of a step; the survivor then waits in that step's
+        # all-reduce. A marker left from an earlier step is removed first.
+        marker = victim_log + ".sleeping"
+        if os.path.exists(marker):
+            os.unlink(marker)
+        wait_until(lambda: os.path.exists(marker), 30, "the victim did not start a slow step",
+                   outputs, budget_end)
+        time.sleep(0.05)
+        kill_group(procs[1])
         killed_at = time.time()
-        procs[1].wait()
         before = len(read_log(survivor_log))
 
         # The survivor commits a step on its own, within the quorum timeout.
@@ -107,7 +133,7 @@ def test_a_killed_replica_rejoins_and_both_end_identical(backend, tmp_path):
                        for e in read_log(survivor_log)[before:])
 
         wait_until(survivor_alone, QUORUM_TIMEOUT_S, "the survivor committed no step alone",
-                   outputs)
+                   outputs, budget_end)
         if backend == "gloo" and procs[0].poll() is not None:
             # torchft's gloo group raises the peer's death out of Work.wait(),
             # which torchft's DDP communication hook does not survive: the
@@ -124,11 +150,12 @@ def test_a_killed_replica_rejoins_and_both_end_identical(backend, tmp_path):
         lost = sum(1 for e in after[:first] if not e["committed"])
         noticed_s = next((e["t"] - killed_at for e in after if not e["committed"]), float("nan"))
 
+        restarted_at = time.time()
         procs[1], out = start(backend, 1, address, tmp, 1)
         outputs.append(out)
         for r in (0, 1):
             try:
-                rc = procs[r].wait(timeout=240)
+                rc = procs[r].wait(timeout=max(1.0, budget_end - time.monotonic()))
             except subprocess.TimeoutExpired:
                 rc = None
             if rc != 0:
@@ -138,16 +165,20 @@ def test_a_killed_replica_rejoins_and_both_end_identical(backend, tmp_path):
         assert a["step"] == b["step"] >= STEPS
         for k in a["params"]:
             assert torch.equal(a["params"][k], b["params"][k]), f"{k} differs between replicas"
-        # The restarted replica's last step, for the record.
-        rejoined = read_log(victim_log)
-        healed_at = next(e["step"] for e in reversed(rejoined) if e["t"] > killed_at) if rejoined else 0
+        # The restarted replica healed from the survivor's checkpoint: its
+        # first step is past the kill, not a step from scratch.
+        rejoined = [e for e in read_log(victim_log) if e["t"] > restarted_at]
+        assert rejoined, "the restarted replica logged no step"
+        healed_at = rejoined[0]["step"]
+        assert healed_at > KILL_AT_STEP, (
+            f"the restarted replica's first step is {healed_at}: it did not heal")
         print(f"\ntorchft/{backend}: survivor's step failed {noticed_s:.2f} s and it "
               f"committed alone {recovered_s:.2f} s after the kill, {lost} iteration(s) lost; "
-              f"both ended at step {a['step']} with identical parameters (restarted replica last at step {healed_at})")
+              f"both ended at step {a['step']} with identical parameters (the restarted "
+              f"replica's first step was {healed_at})")
     finally:
         for p in procs.values():
             if p.poll() is None:
-                p.kill()
-                p.wait()
+                kill_group(p)
         lighthouse.shutdown()
     assert recovered_s < QUORUM_TIMEOUT_S

@@ -12,7 +12,8 @@ It stops after committing a step >= --steps in which both replicas took part
 (so a replica that was killed and restarted has rejoined: both stop at the
 same step with the same parameters) and saves the parameters to --out.
 --slow-from-step makes this replica slow from that step on, so that a test
-kills it while the other waits in the step's all-reduce. --max-seconds
+kills it while the other waits in the step's all-reduce: it writes the step
+to "<--log>.sleeping" as each slow sleep begins. --max-seconds
 bounds the run when the other replica never comes back. With --start-file,
 training waits for that file after the Manager is up (so that both replicas
 of a test are in the first quorum) and writes "<--log>.ready" first.
@@ -59,11 +60,10 @@ def make_group(backend, timeout):
     # "gloo-future-errors": torchft's gloo group with its Works' errors
     # left to their futures, as grove's group does (a like-for-like
     # comparison of recovery).
-    from grove.torch.torchft import _FutureErrorWork
+    from grove.torch.torchft import LeaveErrorsToFutures
 
-    class GlooFutureErrors(ProcessGroupGloo):
-        def _wrap_work(self, work, opts):
-            return _FutureErrorWork(work)
+    class GlooFutureErrors(LeaveErrorsToFutures, ProcessGroupGloo):
+        pass
 
     return GlooFutureErrors(timeout=timeout)
 
@@ -138,6 +138,8 @@ def main():
             optimizer.zero_grad()  # starts the quorum
             loss = loss_fn(ddp(x), y)
             if 0 <= a.slow_from_step <= manager.current_step():
+                with open(a.log + ".sleeping", "w") as marker:
+                    marker.write(str(manager.current_step()))
                 time.sleep(a.slow_seconds)
             loss.backward()
             committed = manager.should_commit()

@@ -83,7 +83,15 @@ PYBIND11_MODULE(_C, m) {
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
            py::arg("profiling_name") = "grove", py::call_guard<py::gil_scoped_release>(),
            "Joins a grove communicator of `size` ranks, meeting the others through `store`. "
-           "profiling_name prefixes the profiler's events (\"grove:all_reduce\").");
+           "profiling_name prefixes the profiler's events (\"grove:all_reduce\").")
+      // new_group on a parent bound to a device: torch asks the parent's
+      // backend of every non-member for a "no colour" split, because NCCL
+      // splits collectively over the parent. grove's subgroups meet through
+      // the store among their members alone, so a non-member has nothing to do.
+      .def(
+          "perform_nocolor_split", [](ProcessGroupGrove&, const py::object&) {}, py::arg("device"),
+          "Nothing: a grove subgroup is made by its members alone (torch calls this on "
+          "non-members when the parent group is bound to a device).");
 
   m.attr("TORCH_BACKEND_API") = grove::pytorch::kBackendApi;
   m.attr("CUDA_TENSORS") = static_cast<bool>(GROVE_TORCH_CUDA_PATH);

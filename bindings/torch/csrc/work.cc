@@ -51,7 +51,13 @@ bool GroveWork::wait(std::chrono::milliseconds timeout) {
 
 bool GroveWork::completesWithin(std::chrono::milliseconds limit) {
   std::unique_lock<std::mutex> lock(mutex_);
-  return cv_.wait_for(lock, limit, [&] { return completed_; });
+  // The limit bounds the operation, not its future's callbacks: once the
+  // operation ended, the callbacks (user code on the worker thread) run to
+  // their end before the Work completes. A callback that waits on its own
+  // Work is on the worker thread and returns once the operation ended.
+  if (!cv_.wait_for(lock, limit, [&] { return ended_; })) return false;
+  if (std::this_thread::get_id() != completer_) cv_.wait(lock, [&] { return completed_; });
+  return true;
 }
 
 std::vector<at::Tensor> GroveWork::result() { return outputs_; }
@@ -71,6 +77,13 @@ void GroveWork::complete(std::exception_ptr error) {
   // returns, the future is complete and a then() added afterwards runs at
   // once on the caller's thread, as with gloo (torchft's managed Work
   // builds its callback chain on exactly that).
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ended_ = true;
+    completer_ = std::this_thread::get_id();
+    exception_ = error;
+  }
+  cv_.notify_all();
   if (error) {
     future_->setError(error);
   } else {

@@ -45,8 +45,8 @@ class GroveWork : public ::c10d::Work {
             std::chrono::milliseconds timeout, std::shared_ptr<SharedComm> comm,
             const char* profilingTitle, const std::vector<at::Tensor>& inputs);
 
-  /// Blocks until the job finished, at most `timeout` (the op's when
-  /// kNoTimeout); rethrows the job's error; aborts the communicator and
+  /// Blocks until the job finished (at most `timeout`, the op's when
+  /// kNoTimeout) and its future's callbacks ran; rethrows the job's error; aborts the communicator and
   /// throws ("... Timed out after N ms ...") when time runs out.
   bool wait(std::chrono::milliseconds timeout) override;
   /// The output tensors (valid once completed).
@@ -62,8 +62,9 @@ class GroveWork : public ::c10d::Work {
   void setSource(int rank) { source_.store(rank); }
   /// The source of a completed receive (recv from any source included).
   int sourceRank() const override;
-  /// Waits at most `limit` for completion, without aborting anything;
-  /// true if the Work completed (its error, if any, is not thrown).
+  /// Waits at most `limit` for the operation to end, then for its future's
+  /// callbacks, without aborting anything; true if the Work completed (its
+  /// error, if any, is not thrown). The limit does not count the callbacks.
   bool completesWithin(std::chrono::milliseconds limit);
   /// The operation's name, for messages.
   const char* name() const { return name_; }
@@ -75,6 +76,8 @@ class GroveWork : public ::c10d::Work {
   std::shared_ptr<SharedComm> comm_;                ///< aborted when wait() runs out
   c10::intrusive_ptr<c10::ivalue::Future> future_;  ///< completed before the Work
   std::atomic<int> source_{-1};                     ///< a receive's source, once known
+  bool ended_ = false;         ///< the operation ended (under mutex_): callbacks may run
+  std::thread::id completer_;  ///< the thread running the future's callbacks
 };
 
 /// What the worker runs for one operation: its grove calls on the host.

@@ -46,15 +46,16 @@ from torch.distributed import ProcessGroup as BaseProcessGroup
 
 from . import _C, group_of
 
-__all__ = ["ProcessGroupGrove"]
+__all__ = ["ProcessGroupGrove", "LeaveErrorsToFutures"]
 
 
 class _FutureErrorWork(dist._Work):
     """A grove Work whose wait() leaves the operation's error to its future."""
 
-    def __init__(self, work: dist._Work) -> None:
+    def __init__(self, work: dist._Work, record) -> None:
         super().__init__()
         self._work = work
+        self._record = record
 
     def wait(self, timeout: Optional[timedelta] = None) -> bool:
         try:
@@ -62,10 +63,13 @@ class _FutureErrorWork(dist._Work):
                 self._work.wait()
             else:
                 self._work.wait(timeout)
-        except RuntimeError:
+        except RuntimeError as e:
             # The future holds the same error (or, after a timeout, the
-            # error of the communicator's abort).
-            pass
+            # error of the communicator's abort); on CUDA tensors the future
+            # may have completed when the work was queued, so the group
+            # also remembers it for errored(), which the Manager asks
+            # before it commits a step.
+            self._record(e)
         return True
 
     def get_future(self) -> torch.futures.Future:
@@ -84,7 +88,33 @@ class _FutureErrorWork(dist._Work):
         self._work.abort()
 
 
-class ProcessGroupGrove(ProcessGroupWrapper):
+class LeaveErrorsToFutures:
+    """A mixin for a torchft ProcessGroupWrapper: its Works leave errors to
+    their futures (``_FutureErrorWork``), and ``errored()`` reports the
+    first error a ``wait()`` left behind since the last configure, so that
+    the Manager does not commit that step even where the future said
+    success (CUDA tensors: the future completes when the work is queued)."""
+
+    _errored: Optional[Exception] = None
+
+    def configure(self, *args, **kwargs) -> None:
+        # After the old group's abort, whose failed Works are not the new
+        # group's errors.
+        super().configure(*args, **kwargs)
+        self._errored = None
+
+    def _wrap_work(self, work: dist._Work, opts: object) -> dist._Work:
+        return _FutureErrorWork(work, self._record_error)
+
+    def _record_error(self, error: Exception) -> None:
+        if self._errored is None:
+            self._errored = error
+
+    def errored(self) -> Optional[Exception]:
+        return self._errored
+
+
+class ProcessGroupGrove(LeaveErrorsToFutures, ProcessGroupWrapper):
     """A reconfigurable grove process group for torchft's Manager.
 
     Args:
@@ -101,9 +131,6 @@ class ProcessGroupGrove(ProcessGroupWrapper):
         if _C.CUDA_TENSORS and torch.cuda.is_available():
             devices.append("cuda")
         return group_of(backend, store, rank, world_size, devices)
-
-    def _wrap_work(self, work: dist._Work, opts: object) -> dist._Work:
-        return _FutureErrorWork(work)
 
     def getBackendName(self) -> str:
         return "torchft-grove"
