@@ -13,6 +13,7 @@
 // bound: it scales the pipeline's fill and drain too, a small share there).
 #include "algorithms/cost/cost_model.h"
 
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <utility>
@@ -132,6 +133,17 @@ TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p,
         }
         return simulate(g, progs, p).seconds;
       };
+}
+
+std::string treeJudgeKey(const Selector& sel, const SimParams& p, uint64_t bytes) {
+  const PlanParams ar = sel.select(Coll::kAllReduce, bytes).params;
+  const PlanParams bc = sel.select(Coll::kBroadcast, bytes).params;
+  char key[200];
+  std::snprintf(key, sizeof key, "judge:%llu:ar%d/%llu:bc%d/%llu:step%a:local%a",
+                static_cast<unsigned long long>(bytes), ar.nChannels,
+                static_cast<unsigned long long>(ar.chunkBytes), bc.nChannels,
+                static_cast<unsigned long long>(bc.chunkBytes), p.stepOverheadUs, p.localGBps);
+  return key;
 }
 
 double predictSeconds(TopoPlans& plans, Algo algo, const CollArgs& args, const PlanParams& params,

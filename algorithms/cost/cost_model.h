@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "algorithms/cost/flow_sim.h"
@@ -57,6 +58,11 @@ FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args, const P
 /// fill and per-step costs (fewer, heavier trees).
 TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p,
                     uint64_t bytes = 32ull << 20);
+/// What the judge treeJudge() makes with these arguments depends on: its
+/// size, the parameters the selector gives all-reduce and broadcast there,
+/// and the simulator's settings (TopoPlans::setTreeJudge's key, which
+/// names stored plans).
+std::string treeJudgeKey(const Selector& sel, const SimParams& p, uint64_t bytes = 32ull << 20);
 
 /// Predicted seconds of a `bytes`-sized call from a function that predicts
 /// any size: called directly up to 64 MiB; above, its 64 MiB prediction

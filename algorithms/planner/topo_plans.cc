@@ -1,9 +1,13 @@
-// TopoPlans: a communicator's plans, each built on first use and cached.
+// TopoPlans: a communicator's plans, each built on first use and cached,
+// and with a store, shared with every communicator of the same topology.
+#include <chrono>
 #include <utility>
 
+#include "algorithms/planner/plan_store.h"
 #include "algorithms/planner/planner_internal.h"
 #include "algorithms/planner/topo_plans.h"
 #include "base/error.h"
+#include "base/log.h"
 
 namespace grove::plan {
 
@@ -27,20 +31,59 @@ TreePlan TopoPlans::jointOrSplit(TreePlan joint, TreePlan split, bool allReduce,
              : joint;
 }
 
+template <typename Plan, typename Decode, typename Encode, typename Make>
+Plan TopoPlans::planned(const std::string& item, Decode decode, Encode encode, Make make) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto ms = [&] { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); };
+  // A judge nobody named would make plans the fingerprint cannot tell apart.
+  const bool stored = store_ != nullptr && (!options_.judge || !judgeKey_.empty());
+  std::string name;
+  if (stored) {
+    if (fingerprint_.empty()) fingerprint_ = planFingerprint(graph_, options_, judgeKey_);
+    name = fingerprint_ + "-" + item;
+    if (std::optional<std::string> text = store_->load(name, storeDir_)) {
+      Plan plan;
+      std::string why;
+      if (decode(*text, graph_, &plan, &why)) {
+        plan.planMs = ms();
+        GROVE_INFO(log::kPlan, "%s of %d ranks: from the plan cache in %.2f ms", item.c_str(),
+                   graph_.nranks(), plan.planMs);
+        return plan;
+      }
+      GROVE_WARN(log::kPlan, "plan cache: %s is not a plan of this topology (%s); planning again",
+                 name.c_str(), why.c_str());
+      store_->drop(name, storeDir_);
+    }
+  }
+  Plan plan = make();
+  plan.planMs = ms();
+  GROVE_INFO(log::kPlan, "%s of %d ranks: planned in %.1f ms", item.c_str(), graph_.nranks(),
+             plan.planMs);
+  if (stored) store_->save(name, encode(plan), storeDir_);
+  return plan;
+}
+
 const RingPlan& TopoPlans::rings() {
-  if (!rings_) rings_ = searchRings(graph_);
+  if (!rings_)
+    rings_ =
+        planned<RingPlan>("rings", decodeRings, encodeRings, [&] { return searchRings(graph_); });
   return *rings_;
 }
 
 const RingPlan& TopoPlans::ncclRings() {
-  if (!ncclRings_) ncclRings_ = ncclLikeRings(graph_);
+  if (!ncclRings_)
+    ncclRings_ = planned<RingPlan>("nccl-rings", decodeRings, encodeRings,
+                                   [&] { return ncclLikeRings(graph_); });
   return *ncclRings_;
 }
 
 const TreePlan& TopoPlans::allReduceTrees() {
   if (!allReduceTrees_) {
-    allReduceTrees_ = jointOrSplit(packAllReduceTrees(graph_, options_),
-                                   packHetero(graph_, 0, true, options_), true, 0);
+    allReduceTrees_ = planned<TreePlan>("trees-allreduce", decodeTrees, encodeTrees, [&] {
+      return jointOrSplit(packAllReduceTrees(graph_, options_),
+                          packHetero(graph_, 0, true, options_), true, 0);
+    });
   }
   return *allReduceTrees_;
 }
@@ -52,15 +95,22 @@ const TreePlan& TopoPlans::rootedTrees(int root) {
   auto it = rootedTrees_.find(root);
   if (it == rootedTrees_.end()) {
     it = rootedTrees_
-             .emplace(root, jointOrSplit(packTrees(graph_, root, options_),
-                                         packHetero(graph_, root, false, options_), false, root))
+             .emplace(root, planned<TreePlan>(
+                                "trees-root" + std::to_string(root), decodeTrees, encodeTrees,
+                                [&] {
+                                  return jointOrSplit(packTrees(graph_, root, options_),
+                                                      packHetero(graph_, root, false, options_),
+                                                      false, root);
+                                }))
              .first;
   }
   return it->second;
 }
 
 const HierPlan& TopoPlans::hierarchical() {
-  if (!hierarchical_) hierarchical_ = planHierarchical(graph_);
+  if (!hierarchical_)
+    hierarchical_ =
+        planned<HierPlan>("hier", decodeHier, encodeHier, [&] { return planHierarchical(graph_); });
   return *hierarchical_;
 }
 

@@ -274,19 +274,35 @@ struct HierPlan {
   std::vector<std::vector<int>> machines;  ///< ranks of each machine (ascending)
   std::vector<std::vector<int>> leaders;   ///< per channel: the leader rank of each machine
   double rate = 0;                         ///< predicted all-reduce algbw (GB/s)
+  double planMs = 0;                       ///< planning time
 };
 /// The hierarchical plan (one channel per NIC of the busiest machine).
 HierPlan planHierarchical(const PlanGraph& g);
 
-/// A communicator's plans: built lazily on first use, then cached.
+class PlanStore;
+
+/// A communicator's plans: built lazily on first use, then cached; with a
+/// store (useStore), taken from it when a communicator of the same
+/// topology made them before, and left there for the next.
 class TopoPlans {
  public:
   /// Takes the graph the plans are made for and the packing knobs.
   explicit TopoPlans(PlanGraph graph, PackOptions options = {});
   /// Lets `judge` choose the number of trees of the tree plans not yet
   /// built (PackOptions::judge). It may refer to graph(): TopoPlans is not
-  /// movable.
-  void setTreeJudge(TreeJudge judge) { options_.judge = std::move(judge); }
+  /// movable. `key` names everything the judge's verdict depends on (its
+  /// size, parameters, link costs: treeJudgeKey in cost_model.h); a judge
+  /// without a key keeps the plans out of the store.
+  void setTreeJudge(TreeJudge judge, std::string key = "") {
+    options_.judge = std::move(judge);
+    judgeKey_ = std::move(key);
+  }
+  /// Takes plans from `store` and leaves new ones there (plan_store.h);
+  /// `dir`: the store's directory for these plans ("" = memory only).
+  void useStore(PlanStore* store, std::string dir = "") {
+    store_ = store;
+    storeDir_ = std::move(dir);
+  }
   TopoPlans(const TopoPlans&) = delete;
   TopoPlans& operator=(const TopoPlans&) = delete;
   /// The plan graph.
@@ -304,9 +320,17 @@ class TopoPlans {
   /// judge when there is one, else of the higher rate; the split takes the
   /// joint packing's proven optimum and bound.
   TreePlan jointOrSplit(TreePlan joint, TreePlan split, bool allReduce, int root) const;
+  /// The plan named `item`: from the store when it holds a valid one,
+  /// else made by `make` (and stored); its planMs is the time either took.
+  template <typename Plan, typename Decode, typename Encode, typename Make>
+  Plan planned(const std::string& item, Decode decode, Encode encode, Make make);
 
   PlanGraph graph_;
   PackOptions options_;
+  std::string judgeKey_;
+  PlanStore* store_ = nullptr;
+  std::string storeDir_;
+  std::string fingerprint_;  ///< computed on the first stored plan
   std::optional<RingPlan> rings_;
   std::optional<RingPlan> ncclRings_;
   std::optional<TreePlan> allReduceTrees_;

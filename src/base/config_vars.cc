@@ -67,6 +67,10 @@ const std::vector<Var>& registeredVars() {
        "(simulating each candidate once, on first use); 0 = the packer's rule (99% of the optimum, "
        "fewest trees)",
        nullptr, 0, 1024.0 * 1024 * 1024},
+      {"GROVE_PLAN_CACHE_DIR", Type::kString, "",
+       "a directory (this user's, writable by no one else) where finished plans are kept by the "
+       "topology's fingerprint, for later communicators and processes; plans are always shared "
+       "in memory within a process"},
       {"GROVE_DIRECT_MAX_BYTES", Type::kSize, "0",
        "messages up to this size use the latency (direct) algorithms; 0 = 16K over shm, 64K over "
        "sockets",

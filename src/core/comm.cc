@@ -9,6 +9,7 @@
 
 #include "algorithms/builders/builders.h"
 #include "algorithms/cost/cost_model.h"
+#include "algorithms/planner/plan_store.h"
 #include "algorithms/planner/topo_plans.h"
 #include "algorithms/select/program_cache.h"
 #include "algorithms/select/selector.h"
@@ -239,10 +240,14 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   }
   // The cost model chooses how many trees the tree plans keep (more trees
   // reach closer to the optimum, fewer have less pipeline fill per tree).
-  if (plans_ && options_.treeJudgeBytes > 0)
-    plans_->setTreeJudge(plan::treeJudge(plans_->graph(), *selector_,
-                                         plan::simParamsFor(connections_->traits()),
-                                         options_.treeJudgeBytes));
+  if (plans_ && options_.treeJudgeBytes > 0) {
+    const plan::SimParams sim = plan::simParamsFor(connections_->traits());
+    plans_->setTreeJudge(plan::treeJudge(plans_->graph(), *selector_, sim, options_.treeJudgeBytes),
+                         plan::treeJudgeKey(*selector_, sim, options_.treeJudgeBytes));
+  }
+  // Communicators of the same topology (subgroups, shrunk and grown ones,
+  // later jobs with GROVE_PLAN_CACHE_DIR) share their plans.
+  if (plans_) plans_->useStore(&plan::PlanStore::process(), options_.planCacheDir);
   if (plans_ && linkAddresses && connections_->usesNetwork()) tuneForFabric();
   cache_ = std::make_unique<plan::ProgramCache>(256, plans_.get());
   if (cuda) initDevice();

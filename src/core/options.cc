@@ -28,6 +28,7 @@ CommOptions resolveOptions(const groveConfig_t* cfg) {
   o.bufferBytes = config::getSize("GROVE_BUFFSIZE");
   o.chunkBytes = config::getSize("GROVE_CHUNKSIZE");
   o.treeJudgeBytes = config::getSize("GROVE_TREE_JUDGE_BYTES");
+  o.planCacheDir = config::getString("GROVE_PLAN_CACHE_DIR");
   if (config::getChoice("GROVE_DEVICE_KIND") == "cuda") o.deviceKind = groveDeviceCuda;
   o.emulateDevice = config::getBool("GROVE_DEVICE_EMULATION");
   o.disableP2P = config::getBool("GROVE_P2P_DISABLE");

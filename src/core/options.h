@@ -26,8 +26,9 @@ struct CommOptions {
   size_t chunkBytes = 0;         ///< 0 = bufferBytes / 2
   uint64_t treeJudgeBytes =
       0;  ///< message size the cost model picks tree counts at; 0 = the packer's rule
-  bool tagCalls = true;     ///< GROVE_CHECK=tags or calls (exec/call_tag.h)
-  bool checkCalls = false;  ///< GROVE_CHECK=calls (core/call_check.h)
+  std::string planCacheDir;  ///< GROVE_PLAN_CACHE_DIR: plans kept on disk ("" = memory only)
+  bool tagCalls = true;      ///< GROVE_CHECK=tags or calls (exec/call_tag.h)
+  bool checkCalls = false;   ///< GROVE_CHECK=calls (core/call_check.h)
 };
 
 /// Resolves options; `config` may be null. Throws grove::Error

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/config.h"
 #include "base/error.h"
 #include "tools/plan/plan_report.h"
 #include "topology/detect.h"
@@ -40,7 +41,7 @@ void usage(FILE* f) {
       f,
       "usage: grove-plan [--file TOPO.json|.xml] [--coll allreduce|broadcast|reduce]\n"
       "                  [--gpus 0,1,4 | --place gpu0,gpu3 | --ranks N] [--root R] [--size 256M]\n"
-      "                  [--transport cuda|socket|shm] [--no-judge]\n"
+      "                  [--transport cuda|socket|shm] [--no-judge] [--cache DIR]\n"
       "                  [--json] [--svg OUT.svg] [--survey | --optimum [--fixtures DIR]]\n"
       "  --file F     topology file (grove JSON or NCCL XML); default: detect this machine\n"
       "  --coll C     allreduce (default), broadcast or reduce\n"
@@ -54,6 +55,9 @@ void usage(FILE* f) {
       "               addresses or the ranks span machines, else shm)\n"
       "  --no-judge   keep the packer's trees (99%% of the optimum, fewest trees) instead\n"
       "               of letting the cost model choose how many trees\n"
+      "  --cache DIR  keep the plans in DIR by the topology's fingerprint and take them\n"
+      "               from there next time (default: GROVE_PLAN_CACHE_DIR); the report\n"
+      "               also times a second planning of the same topology (the cache)\n"
       "  --json       print the report as JSON\n"
       "  --svg F      also write an SVG of the topology and the trees to F\n"
       "  --survey     print the docs/planning.md results table over the fixtures\n"
@@ -85,6 +89,7 @@ std::vector<int> listValue(const std::string& flag, const std::string& v) {
 
 Options parse(int argc, char** argv) {
   Options o;
+  o.request.cacheDir = config::getString("GROVE_PLAN_CACHE_DIR");
   bool sizeGiven = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -124,6 +129,8 @@ Options parse(int argc, char** argv) {
         throwInvalidArgument("--transport: '" + t + "' is not one of cuda, socket, shm");
     } else if (a == "--no-judge")
       o.request.judgeTrees = false;
+    else if (a == "--cache")
+      o.request.cacheDir = value();
     else if (a == "--json")
       o.json = true;
     else if (a == "--svg")

@@ -188,7 +188,11 @@ std::string reportText(const PlanReport& r, const plan::PlanGraph& g) {
       "\nranks:";
   for (size_t i = 0; i < r.rankNodes.size(); ++i)
     out += " " + std::to_string(i) + "=" + r.rankNodes[i];
-  out += fmt("\nplanning time: %.2f ms\n\n", r.planMs);
+  out += fmt("\nplanning time: %.2f ms", r.planMs);
+  if (r.planFromCache) out += " (from the plan cache directory)";
+  if (r.replanMs >= 0)
+    out += fmt("; a second communicator of this topology: %.2f ms (plan cache)", r.replanMs);
+  out += "\n\n";
   out += ringsText("best rings", r.rings) + ringsText("NCCL-like rings", r.ncclRings) +
          treesText(r) + hierText(r) + "\n" + linksText(r, g) + "\npredicted (" +
          bytesText(r.request.bytes) + "):\n  " + pad("algorithm", 18) + pad("algbw GB/s", 12) +
@@ -223,6 +227,8 @@ std::string reportJson(const PlanReport& r, const plan::PlanGraph& g) {
   for (const std::string& n : r.rankNodes) ranks.push(json::Value::makeString(n));
   o.set("ranks", ranks);
   o.set("plan_ms", json::Value::makeNumber(r.planMs));
+  o.set("plan_from_cache", json::Value::makeBool(r.planFromCache));
+  if (r.replanMs >= 0) o.set("replan_ms", json::Value::makeNumber(r.replanMs));
   o.set("rings", ringsJson(r.rings));
   o.set("nccl_rings", ringsJson(r.ncclRings));
   o.set("trees", treesJson(r.trees));

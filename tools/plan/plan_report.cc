@@ -10,6 +10,7 @@
 #include <set>
 
 #include "algorithms/builders/builders.h"
+#include "algorithms/planner/plan_store.h"
 #include "base/config.h"
 #include "base/error.h"
 #include "topology/json.h"
@@ -154,18 +155,37 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   const plan::SimParams sim = plan::simParamsFor(kind);
   plan::Selector sel(r.nranks, kind, plan::SelectorConfig::fromRegistry());
   // As a communicator does (src/core/comm.cc), at GROVE_TREE_JUDGE_BYTES.
-  if (const uint64_t judgeBytes = config::getSize("GROVE_TREE_JUDGE_BYTES");
-      req.judgeTrees && judgeBytes > 0)
-    plans.setTreeJudge(plan::treeJudge(plans.graph(), sel, sim, judgeBytes));
-
-  const auto t0 = std::chrono::steady_clock::now();
-  r.rings = plans.rings();
-  r.ncclRings = plans.ncclRings();
-  r.trees = allReduce ? plans.allReduceTrees() : plans.rootedTrees(req.root);
-  r.hasHier = allReduce;
-  if (r.hasHier) r.hier = plans.hierarchical();
-  r.planMs =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const uint64_t judgeBytes = req.judgeTrees ? config::getSize("GROVE_TREE_JUDGE_BYTES") : 0;
+  auto configure = [&](plan::TopoPlans& p) {
+    if (judgeBytes > 0)
+      p.setTreeJudge(plan::treeJudge(plans.graph(), sel, sim, judgeBytes),
+                     plan::treeJudgeKey(sel, sim, judgeBytes));
+    p.useStore(&plan::PlanStore::process(), req.cacheDir);
+  };
+  auto planAll = [&](plan::TopoPlans& p) {
+    const auto t0 = std::chrono::steady_clock::now();
+    r.rings = p.rings();
+    r.ncclRings = p.ncclRings();
+    r.trees = allReduce ? p.allReduceTrees() : p.rootedTrees(req.root);
+    r.hasHier = allReduce;
+    if (r.hasHier) r.hier = p.hierarchical();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  configure(plans);
+  const uint64_t hitsBefore = plan::PlanStore::process().hits();
+  r.planMs = planAll(plans);
+  r.planFromCache = plan::PlanStore::process().hits() > hitsBefore;
+  {
+    // What a second communicator of this topology pays: the same plans,
+    // from the store (the report keeps the first plans' figures).
+    const PlanReport first = r;
+    plan::TopoPlans again{plan::PlanGraph(plans.graph())};
+    configure(again);
+    r.replanMs = planAll(again);
+    const double replanMs = r.replanMs;
+    r = first;
+    r.replanMs = replanMs;
+  }
   r.ringLoad = plan::linkLoad(g, r.rings.rings);
   r.treeLoad = plan::linkLoad(g, r.trees.trees, allReduce);
   r.boundAlgbw = r.trees.bound;  // allReduceBound / broadcastBound, as the packer found it

@@ -27,6 +27,9 @@ struct PlanRequest {
   /// The cost model chooses the number of trees (TopoPlans::setTreeJudge),
   /// as in a communicator; false: the packer's rule (99% of the optimum).
   bool judgeTrees = true;
+  /// Where finished plans are kept by the topology's fingerprint
+  /// (GROVE_PLAN_CACHE_DIR; "" = in memory only).
+  std::string cacheDir;
 };
 
 /// The prediction of one algorithm.
@@ -60,6 +63,8 @@ struct PlanReport {
   plan::CutBound allGather;      ///< all-gather optimum and its cut
   plan::CutBound reduceScatter;  ///< reduce-scatter optimum and its cut
   double planMs = 0;             ///< wall time of every plan above
+  bool planFromCache = false;    ///< the plans above came from the cache directory
+  double replanMs = -1;          ///< the same plans for a second communicator (the plan cache)
 };
 
 /// Plans and predicts for a placed communicator; `plans` is built from it.
