@@ -65,10 +65,14 @@ TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p,
 std::string treeJudgeKey(const Selector& sel, const SimParams& p, uint64_t bytes = 32ull << 20);
 
 /// Predicted seconds of a `bytes`-sized call from a function that predicts
-/// any size: called directly up to 64 MiB; above, its 64 MiB prediction
-/// scaled in proportion (pipelined programs grow linearly there, and
-/// simulating every chunk of a huge message is slow).
+/// any size: called directly up to 64 MiB; above, extended along the line
+/// through its 16 MiB and 64 MiB predictions (called in that order), as a
+/// pipeline's time grows by its chunks while its fill stays (simulating
+/// every chunk of a huge message is slow).
 double secondsBySize(uint64_t bytes, const std::function<double(uint64_t bytes)>& secondsAt);
+/// That line at `bytes` (> 64 MiB) from the 16 MiB and 64 MiB times; in
+/// proportion to t64 when the times do not grow with the size.
+double extendedSeconds(double t16, double t64, uint64_t bytes);
 
 /// The sizes tuneSelector() predicts: 1 KiB, 4 KiB, ..., 1 GiB.
 std::vector<uint64_t> tuneSizes();
@@ -82,8 +86,8 @@ struct TuneRow {
 
 /// Predicts, for `coll` at every tuneSizes() size, each algorithm the
 /// selector allows (and that can build on these plans), and returns one row
-/// per size. Sizes above 64 MiB are scaled from 64 MiB (secondsBySize) to
-/// keep tuning fast.
+/// per size. Sizes above 64 MiB are extended from 16 and 64 MiB
+/// (extendedSeconds) to keep tuning fast.
 std::vector<TuneRow> tuneCollective(const Selector& sel, TopoPlans& plans, Coll coll, int nranks,
                                     const SimParams& p);
 

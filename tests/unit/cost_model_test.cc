@@ -467,6 +467,44 @@ TEST(CostModel, PredictionGrowsWithSizeAndMatchesASimulation) {
   EXPECT_THROW(predictSeconds(plans, Algo::kRing, a, params, p), Error);
 }
 
+TEST(CostModel, BeyondSixtyFourMiBTheLineThroughSixteenAndSixtyFourMiB) {
+  // A pipeline: a fixed fill plus a time per byte -- the line is exact.
+  auto pipeline = [](uint64_t b) { return 1e-3 + static_cast<double>(b) * 1e-11; };
+  const uint64_t big = 256ull << 20;
+  EXPECT_NEAR(secondsBySize(big, pipeline), pipeline(big), 1e-12);
+  std::vector<uint64_t> asked;
+  secondsBySize(big, [&](uint64_t b) {
+    asked.push_back(b);
+    return pipeline(b);
+  });
+  EXPECT_EQ(asked, (std::vector<uint64_t>{16ull << 20, 64ull << 20}));  // the 64 MiB one last
+  EXPECT_DOUBLE_EQ(secondsBySize(1 << 20, pipeline), pipeline(1 << 20));
+  // Times that do not grow with the size: in proportion to 64 MiB's.
+  EXPECT_DOUBLE_EQ(extendedSeconds(2.0, 1.0, big), 4.0);
+}
+
+TEST(CostModel, TheLineStaysNearTheDirectSimulationAt256MiB) {
+  // Trees on 4 GPUs of the DGX-1: the extended 256 MiB time against the
+  // simulation of every chunk (within 6 %; in proportion it was further off).
+  const topo::CommTopology t = fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), {0, 1, 2, 3});
+  TopoPlans plans(PlanGraph::fromTopology(t));
+  CollArgs a;
+  a.coll = Coll::kAllReduce;
+  a.nranks = 4;
+  const PlanParams params;
+  const SimParams p;
+  auto at = [&](uint64_t bytes) {
+    a.count = bytes / 4;
+    return predictSeconds(plans, Algo::kTree, a, params, p);
+  };
+  const uint64_t big = 256ull << 20;
+  const double direct = at(big);
+  const double line = secondsBySize(big, at);
+  std::printf("tree all-reduce of 256 MiB on 4 GPUs: %.3f ms simulated, %.3f ms by the line\n",
+              direct * 1e3, line * 1e3);
+  EXPECT_NEAR(line / direct, 1.0, 0.06);
+}
+
 TEST(CostModel, SizeRulesMergeRunsAndEndOpen) {
   std::vector<TuneRow> rows(4);
   const Algo winners[] = {Algo::kDirect, Algo::kDirect, Algo::kRing, Algo::kTree};

@@ -160,7 +160,7 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
     if (judgeBytes > 0)
       p.setTreeJudge(plan::treeJudge(plans.graph(), sel, sim, judgeBytes),
                      plan::treeJudgeKey(sel, sim, judgeBytes));
-    p.useStore(&plan::PlanStore::process(), req.cacheDir);
+    if (req.storePlans) p.useStore(&plan::PlanStore::process(), req.cacheDir);
   };
   auto planAll = [&](plan::TopoPlans& p) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -174,8 +174,8 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   configure(plans);
   const uint64_t hitsBefore = plan::PlanStore::process().hits();
   r.planMs = planAll(plans);
-  r.planFromCache = plan::PlanStore::process().hits() > hitsBefore;
-  {
+  r.planFromCache = req.storePlans && plan::PlanStore::process().hits() > hitsBefore;
+  if (req.storePlans) {
     // What a second communicator of this topology pays: the same plans,
     // from the store (the report keeps the first plans' figures).
     const PlanReport first = r;

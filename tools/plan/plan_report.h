@@ -27,6 +27,9 @@ struct PlanRequest {
   /// The cost model chooses the number of trees (TopoPlans::setTreeJudge),
   /// as in a communicator; false: the packer's rule (99% of the optimum).
   bool judgeTrees = true;
+  /// Take plans from the plan cache and leave them there (false: plan
+  /// from scratch, as the survey's planning times do).
+  bool storePlans = true;
   /// Where finished plans are kept by the topology's fingerprint
   /// (GROVE_PLAN_CACHE_DIR; "" = in memory only).
   std::string cacheDir;

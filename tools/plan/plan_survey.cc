@@ -64,6 +64,7 @@ struct Best {
 Best predictRow(const topo::CommTopology& t, plan::TopoPlans& plans, plan::Coll coll,
                 uint64_t bytes) {
   PlanRequest req;
+  req.storePlans = false;  // the planning column times planning itself
   req.coll = coll;
   req.bytes = bytes;
   req.select = false;
