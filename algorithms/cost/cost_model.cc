@@ -32,9 +32,6 @@ namespace {
 
 constexpr uint64_t kMinTuneBytes = 1u << 10;
 constexpr uint64_t kMaxTuneBytes = 1ull << 30;
-// How much faster (predicted) an algorithm must be than the transport's
-// default choice to replace it in a size table.
-constexpr double kSwitchMargin = 0.05;
 constexpr uint64_t kExtrapolateAbove = 64ull << 20;
 constexpr uint64_t kExtrapolateFrom = 16ull << 20;  // the line's other point
 constexpr uint64_t kElemBytes = 4;                  // predictions use float32
@@ -210,10 +207,10 @@ std::vector<TuneRow> tuneCollective(const Selector& sel, TopoPlans& plans, Coll 
       const double t = row.seconds[static_cast<int>(a)];
       if (t >= 0 && (best < 0 || t < best)) best = t, row.winner = a;
     }
-    // Within the model's error the transport's default stays: another
-    // algorithm must be predicted clearly faster to replace it.
+    // The table never picks what it predicts slower; on a tie the
+    // transport's default stays.
     const double baseT = row.seconds[static_cast<int>(base.algo)];
-    if (baseT >= 0 && baseT <= best * (1 + kSwitchMargin)) row.winner = base.algo;
+    if (baseT >= 0 && baseT <= best) row.winner = base.algo;
     rowOf[bytes] = rows.size();
     rows.push_back(std::move(row));
   }

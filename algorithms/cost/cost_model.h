@@ -81,7 +81,7 @@ std::vector<uint64_t> tuneSizes();
 struct TuneRow {
   uint64_t bytes = 0;           ///< message bytes (messageBytes())
   std::vector<double> seconds;  ///< by Algo value; < 0 = not allowed or cannot build
-  Algo winner = Algo::kRing;    ///< fastest; the default unless another is > 5% faster
+  Algo winner = Algo::kRing;    ///< the fastest prediction (the default on a tie)
 };
 
 /// Predicts, for `coll` at every tuneSizes() size, each algorithm the

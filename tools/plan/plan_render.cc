@@ -34,6 +34,41 @@ bool shownLink(const plan::PlanGraph& g, int l) {
   return k.topoLink >= 0 || k.cap < plan::PlanGraph::kUnbounded;
 }
 
+/// The algorithms the size table predicted somewhere.
+std::vector<int> tunedAlgos(const PlanReport& r) {
+  std::vector<int> out;
+  for (int a = 0; a < plan::kNumAlgos; ++a)
+    for (const plan::TuneRow& row : r.bySize)
+      if (row.seconds[a] >= 0) {
+        out.push_back(a);
+        break;
+      }
+  return out;
+}
+
+/// The cost model's choice per size: each algorithm's predicted algbw at
+/// every size of the ladder, the chosen one marked.
+std::string bySizeText(const PlanReport& r) {
+  if (r.bySize.empty()) return "";
+  const std::vector<int> algos = tunedAlgos(r);
+  std::string out = "\nchosen by size (predicted algbw GB/s; * = what the communicator runs):\n  " +
+                    pad("size", 10);
+  for (int a : algos) out += pad(plan::algoName(static_cast<plan::Algo>(a)), 11);
+  out += "\n";
+  for (const plan::TuneRow& row : r.bySize) {
+    out += "  " + pad(bytesText(row.bytes), 10);
+    for (int a : algos) {
+      const double t = row.seconds[a];
+      const bool chosen = static_cast<int>(row.winner) == a;
+      out += pad(
+          t < 0 ? "-" : fmt("%.2f", static_cast<double>(row.bytes) / t / 1e9) + (chosen ? "*" : ""),
+          11);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 const AlgoPrediction* selected(const PlanReport& r) {
   for (const AlgoPrediction& p : r.predictions)
     if (p.name == "selected" && p.ok) return &p;
@@ -213,7 +248,7 @@ std::string reportText(const PlanReport& r, const plan::PlanGraph& g) {
                                      std::make_tuple("reduce-scatter", &r.reduceScatter, "out of")})
     out += std::string("  ") + name + fmt(" optimum %.2f GB/s algbw: ", b->rate) +
            fmt("%.2f GB/s ", b->crossing) + dir + " ranks " + rankSet(b->inside) + "\n";
-  return out;
+  return out + bySizeText(r);
 }
 
 std::string reportJson(const PlanReport& r, const plan::PlanGraph& g) {
@@ -264,6 +299,19 @@ std::string reportJson(const PlanReport& r, const plan::PlanGraph& g) {
   json::Value preds = json::Value::makeArray();
   for (const AlgoPrediction& p : r.predictions) preds.push(predictionJson(p));
   o.set("predictions", preds);
+  json::Value sizes = json::Value::makeArray();
+  for (const plan::TuneRow& row : r.bySize) {
+    json::Value e = json::Value::makeObject(), algbw = json::Value::makeObject();
+    e.set("bytes", json::Value::makeNumber(static_cast<double>(row.bytes)));
+    for (int a : tunedAlgos(r))
+      if (row.seconds[a] > 0)
+        algbw.set(plan::algoName(static_cast<plan::Algo>(a)),
+                  json::Value::makeNumber(static_cast<double>(row.bytes) / row.seconds[a] / 1e9));
+    e.set("algbw", algbw);
+    e.set("chosen", json::Value::makeString(plan::algoName(row.winner)));
+    sizes.push(e);
+  }
+  o.set("by_size", sizes);
   json::Value bound = json::Value::makeObject();
   bound.set("algbw", json::Value::makeNumber(r.boundAlgbw));
   bound.set("busbw", json::Value::makeNumber(r.boundBusbw));

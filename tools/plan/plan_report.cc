@@ -218,8 +218,8 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   r.predictions.push_back(predictWith("ring", g, args, planned(Algo::kRing), sim));
 
   // What the communicator would run: the cost model's table for this size.
-  sel.setSizeTable(req.coll,
-                   plan::sizeRulesOf(plan::tuneCollective(sel, plans, req.coll, r.nranks, sim)));
+  r.bySize = plan::tuneCollective(sel, plans, req.coll, r.nranks, sim);
+  sel.setSizeTable(req.coll, plan::sizeRulesOf(r.bySize));
   const plan::Selection chosen = sel.select(req.coll, req.bytes);
   AlgoPrediction s = predictWith(
       "selected", g, args,

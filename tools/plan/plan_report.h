@@ -68,6 +68,9 @@ struct PlanReport {
   double planMs = 0;             ///< wall time of every plan above
   bool planFromCache = false;    ///< the plans above came from the cache directory
   double replanMs = -1;          ///< the same plans for a second communicator (the plan cache)
+  /// The cost model's predictions at every size of its ladder and the
+  /// algorithm it picks there (the communicator's size table).
+  std::vector<plan::TuneRow> bySize;
 };
 
 /// Plans and predicts for a placed communicator; `plans` is built from it.
