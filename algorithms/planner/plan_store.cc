@@ -76,11 +76,11 @@ bool PlanStore::usable(const std::string& dir) {
   struct stat st {};
   std::string why;
   if (::stat(dir.c_str(), &st) != 0) {
-    if (errno == ENOENT && ::mkdir(dir.c_str(), 0700) == 0 && ::stat(dir.c_str(), &st) == 0) {
-      // made here, ours
-    } else {
+    // Missing: make it (another rank may make it at the same moment; then
+    // it is there to check like any other).
+    const bool made = errno == ENOENT && (::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST);
+    if (!made || ::stat(dir.c_str(), &st) != 0)
       why = std::string("cannot use it (") + std::strerror(errno) + ")";
-    }
   }
   if (why.empty() && !S_ISDIR(st.st_mode)) why = "it is not a directory";
   if (why.empty() && st.st_uid != ::geteuid()) why = "it belongs to another user";
