@@ -108,6 +108,21 @@ class Reader {
     for (auto& r : rs) r = ranks(static_cast<size_t>(links), 0, links - 1);
     return rs;
   }
+  /// A plan's first words: its kind and this format's version.
+  void header(const char* kind) {
+    expect(kind);
+    num(kPlanFormat, kPlanFormat);
+  }
+  /// A named non-negative number ("rate 0x1p+4").
+  double realField(const char* name) {
+    expect(name);
+    return real();
+  }
+  /// A named integer in [lo, hi].
+  long long numField(const char* name, long long lo, long long hi) {
+    expect(name);
+    return num(lo, hi);
+  }
   void end() {
     std::string extra;
     if (in_ >> extra) throw Bad("unexpected '" + extra.substr(0, 40) + "' after the plan");
@@ -217,15 +232,12 @@ std::string encodeRings(const RingPlan& plan) {
 bool decodeRings(const std::string& text, const PlanGraph& g, RingPlan* out, std::string* why) {
   return decodeWith(text, out, why, [&](Reader& in, RingPlan& plan) {
     const int n = g.nranks();
-    in.expect("grove-rings");
-    in.num(kPlanFormat, kPlanFormat);
-    in.expect("rate");
-    plan.rate = in.real();
+    in.header("grove-rings");
+    plan.rate = in.realField("rate");
     in.expect("class");
     plan.linkClass = in.word();
     if (plan.linkClass == "-") plan.linkClass.clear();
-    in.expect("rings");
-    plan.rings.resize(static_cast<size_t>(in.num(0, 4096)));
+    plan.rings.resize(static_cast<size_t>(in.numField("rings", 0, 4096)));
     for (Ring& r : plan.rings) {
       in.expect("ring");
       r.rate = in.real();
@@ -259,26 +271,16 @@ bool decodeTrees(const std::string& text, const PlanGraph& g, TreePlan* out, std
   return decodeWith(text, out, why, [&](Reader& in, TreePlan& plan) {
     const int n = g.nranks();
     const long long big = 1ll << 40;
-    in.expect("grove-trees");
-    in.num(kPlanFormat, kPlanFormat);
-    in.expect("rate");
-    plan.rate = in.real();
-    in.expect("bound");
-    plan.bound = in.real();
-    in.expect("optimum");
-    plan.optimum = in.real();
-    in.expect("pricing");
-    plan.pricingRounds = static_cast<int>(in.num(0, big));
-    in.expect("judged");
-    plan.judged = static_cast<int>(in.num(0, big));
-    in.expect("judged-seconds");
-    plan.judgedSeconds = in.real();
-    in.expect("rounds");
-    plan.rounds = static_cast<int>(in.num(0, big));
-    in.expect("mwu-trees");
-    plan.mwuTrees = static_cast<int>(in.num(0, big));
-    in.expect("trees");
-    plan.trees.resize(static_cast<size_t>(in.num(0, 4096)));
+    in.header("grove-trees");
+    plan.rate = in.realField("rate");
+    plan.bound = in.realField("bound");
+    plan.optimum = in.realField("optimum");
+    plan.pricingRounds = static_cast<int>(in.numField("pricing", 0, big));
+    plan.judged = static_cast<int>(in.numField("judged", 0, big));
+    plan.judgedSeconds = in.realField("judged-seconds");
+    plan.rounds = static_cast<int>(in.numField("rounds", 0, big));
+    plan.mwuTrees = static_cast<int>(in.numField("mwu-trees", 0, big));
+    plan.trees.resize(static_cast<size_t>(in.numField("trees", 0, 4096)));
     for (Tree& t : plan.trees) {
       in.expect("tree");
       t.root = static_cast<int>(in.num(0, n - 1));
@@ -329,12 +331,9 @@ std::string encodeHier(const HierPlan& plan) {
 bool decodeHier(const std::string& text, const PlanGraph& g, HierPlan* out, std::string* why) {
   return decodeWith(text, out, why, [&](Reader& in, HierPlan& plan) {
     const int n = g.nranks();
-    in.expect("grove-hier");
-    in.num(kPlanFormat, kPlanFormat);
-    in.expect("rate");
-    plan.rate = in.real();
-    in.expect("machines");
-    plan.machines.resize(static_cast<size_t>(in.num(0, n)));
+    in.header("grove-hier");
+    plan.rate = in.realField("rate");
+    plan.machines.resize(static_cast<size_t>(in.numField("machines", 0, n)));
     std::vector<int> all;
     std::vector<int> machineOf(static_cast<size_t>(n), -1);
     for (size_t m = 0; m < plan.machines.size(); ++m) {
@@ -345,8 +344,7 @@ bool decodeHier(const std::string& text, const PlanGraph& g, HierPlan* out, std:
       }
     }
     if (!plan.machines.empty()) checkPermutation(all, n, "the machines");
-    in.expect("leaders");
-    plan.leaders.resize(static_cast<size_t>(in.num(0, 4096)));
+    plan.leaders.resize(static_cast<size_t>(in.numField("leaders", 0, 4096)));
     for (auto& channel : plan.leaders) {
       channel = in.ranks(plan.machines.size(), 0, n - 1);
       if (channel.size() != plan.machines.size())

@@ -162,29 +162,26 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
                      plan::treeJudgeKey(sel, sim, judgeBytes));
     if (req.storePlans) p.useStore(&plan::PlanStore::process(), req.cacheDir);
   };
-  auto planAll = [&](plan::TopoPlans& p) {
+  auto planAll = [&](plan::TopoPlans& p, PlanReport& into) {
     const auto t0 = std::chrono::steady_clock::now();
-    r.rings = p.rings();
-    r.ncclRings = p.ncclRings();
-    r.trees = allReduce ? p.allReduceTrees() : p.rootedTrees(req.root);
-    r.hasHier = allReduce;
-    if (r.hasHier) r.hier = p.hierarchical();
+    into.rings = p.rings();
+    into.ncclRings = p.ncclRings();
+    into.trees = allReduce ? p.allReduceTrees() : p.rootedTrees(req.root);
+    into.hasHier = allReduce;
+    if (into.hasHier) into.hier = p.hierarchical();
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   };
   configure(plans);
   const uint64_t hitsBefore = plan::PlanStore::process().hits();
-  r.planMs = planAll(plans);
+  r.planMs = planAll(plans, r);
   r.planFromCache = req.storePlans && plan::PlanStore::process().hits() > hitsBefore;
   if (req.storePlans) {
     // What a second communicator of this topology pays: the same plans,
     // from the store (the report keeps the first plans' figures).
-    const PlanReport first = r;
     plan::TopoPlans again{plan::PlanGraph(plans.graph())};
     configure(again);
-    r.replanMs = planAll(again);
-    const double replanMs = r.replanMs;
-    r = first;
-    r.replanMs = replanMs;
+    PlanReport second;
+    r.replanMs = planAll(again, second);
   }
   r.ringLoad = plan::linkLoad(g, r.rings.rings);
   r.treeLoad = plan::linkLoad(g, r.trees.trees, allReduce);
