@@ -18,8 +18,9 @@
 // waiting on the ring fails at once instead of timing out, then releases
 // the memory.
 //
-// Which transport serves a peer is chosen by the core from canConnect()
-// and per-peer facts (DevicePeer) every rank publishes at init.
+// Which transport serves a peer is chosen by the core from the registry's
+// device rows (registry.h), in order of priority, by canConnect() over the
+// per-peer facts (DevicePeer) every rank publishes at init.
 #pragma once
 
 #include <unistd.h>
@@ -103,6 +104,14 @@ struct DeviceContext {
 };
 
 /// A way of making device rings between this rank and its peers.
+///
+/// Two kinds open their links differently. An exporting transport (the
+/// default: cuda_p2p, host_staged) shares one ring between both ends: the
+/// receiver's createRecv() makes it, the core carries the RingExport to the
+/// sender, whose openSend() maps it. A bridging transport (bridged() true:
+/// the proxy to other hosts) gives each end a ring of its own that it pumps
+/// to or from one of the communicator's host links (bridgeSend/bridgeRecv);
+/// nothing is exported.
 class DeviceTransport {
  public:
   /// Sets the closed word of every ring it still reaches and releases them all.
@@ -119,6 +128,26 @@ class DeviceTransport {
   /// to key.peer) after checking it is the ring of this link and of this
   /// transport's kind. Throws grove::Error on a mismatch or failure.
   virtual DevRing openSend(const LinkKey& key, const RingExport& in) = 0;
+
+  /// True if links open through bridgeSend/bridgeRecv instead of an export.
+  virtual bool bridged() const { return false; }
+  /// Bridging transports: a ring of `capacity` bytes the device sends on,
+  /// drained into `host` (which must outlive this transport).
+  virtual DevRing bridgeSend(const LinkKey& key, uint64_t capacity, SendHalf& host) {
+    (void)capacity, (void)host;
+    throwInternalError(std::string(name()) + ": not a bridging transport (send to rank " +
+                       std::to_string(key.peer) + ")");
+  }
+  /// Bridging transports: a ring of `capacity` bytes the device receives
+  /// on, filled from `host` (which must outlive this transport).
+  virtual DevRing bridgeRecv(const LinkKey& key, uint64_t capacity, RecvHalf& host) {
+    (void)capacity, (void)host;
+    throwInternalError(std::string(name()) + ": not a bridging transport (receive from rank " +
+                       std::to_string(key.peer) + ")");
+  }
+  /// The first failure this transport saw on its own (a bridging
+  /// transport's pumping thread), "" while none.
+  virtual std::string error() const { return {}; }
 };
 
 /// Throws grove::Error(groveInvalidArgument) when `ctx` is inconsistent

@@ -36,7 +36,6 @@ class TopoPlans;
 /// each step pays the links' step overhead (over TCP system calls and
 /// wake-ups, about 20 us; shared memory 2 us).
 SimParams simParamsFor(const LinkTraits& links);
-inline SimParams simParamsFor(TransportKind kind) { return simParamsFor(traitsOf(kind)); }
 
 /// nccl-tests' bus-bandwidth factor: busbw = algbw * factor (all-reduce
 /// 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n; others 1).

@@ -166,24 +166,6 @@ SelectorConfig SelectorConfig::fromRegistry(const char* algoOverride, int nChann
   return c;
 }
 
-LinkTraits traitsOf(TransportKind kind) {
-  LinkTraits t;  // shared memory
-  switch (kind) {
-    case TransportKind::kShm: t.slotLinks = true; break;
-    case TransportKind::kSocket:
-      t.latencyUs = 25;
-      t.stepOverheadUs = 20;
-      t.sharedMemory = false;
-      break;
-    case TransportKind::kCuda:
-      t.sharedMemory = false;
-      t.deviceRings = true;
-      break;
-    default: break;
-  }
-  return t;
-}
-
 Selector::Selector(int nranks, const LinkTraits& links, const SelectorConfig& cfg)
     : nranks_(nranks),
       links_(links),

@@ -96,15 +96,6 @@ Program build(Algo algo, const CollArgs& args, const PlanParams& params, TopoPla
 inline constexpr uint64_t kGpuBytesPerChannel = 512u << 10;
 inline constexpr int kGpuMaxChannels = 32;
 
-/// Named presets of LinkTraits (base/link_traits.h) for tests and tools
-/// that plan without a communicator: the traits the transport registry
-/// gives shm, socket and loopback links, and those of CUDA device rings.
-/// The selector reads the traits alone.
-enum class TransportKind : uint8_t { kAuto, kShm, kSocket, kLoopback, kCuda };
-
-/// The traits of a preset.
-LinkTraits traitsOf(TransportKind kind);
-
 /// The selector's inputs, normally read from the config registry.
 struct SelectorConfig {
   std::string algo;  ///< override text ("" = none), see the file comment
@@ -144,9 +135,9 @@ class Selector {
  public:
   /// Parses cfg.algo (throws Error(groveInvalidArgument) on unknown names)
   /// and fixes the channel count and chunk size for this communicator.
+  /// `links`: the traits of the slowest transport in use (the transport
+  /// registry's rows state them; the selector never asks which it is).
   Selector(int nranks, const LinkTraits& links, const SelectorConfig& cfg);
-  Selector(int nranks, TransportKind kind, const SelectorConfig& cfg)
-      : Selector(nranks, traitsOf(kind), cfg) {}
 
   /// The algorithm for a collective of `bytes` total message bytes
   /// (as messageBytes() counts them).

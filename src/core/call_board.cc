@@ -71,7 +71,7 @@ bool readStill(const BoardPage& p, Fn&& fn) {
 
 CallBoard::CallBoard(const std::string& jobId, int rank, int nranks)
     : jobId_(jobId), rank_(rank), byRank_(static_cast<size_t>(nranks)) {
-  own_ = transport::shm::ShmSegment::create(pathOf(jobId, rank), kPageBytes);
+  own_ = ShmSegment::create(pathOf(jobId, rank), kPageBytes);
   own_.map(kPageBytes);
   own_.closeFd();
   mine_ = reinterpret_cast<BoardPage*>(own_.base());  // zero-filled: a fresh page is idle
@@ -97,7 +97,7 @@ void CallBoard::openPeers(const std::vector<int>& ranks, const std::vector<int>&
     if (pids[r] <= 0 || (kill(pids[r], 0) != 0 && errno == ESRCH)) continue;
     try {
       auto m = std::make_unique<Mapped>();
-      m->seg = transport::shm::ShmSegment::tryOpen(pathOf(jobId_, r));
+      m->seg = ShmSegment::tryOpen(pathOf(jobId_, r));
       if (!m->seg.valid() || m->seg.fileSize() < kPageBytes) continue;
       m->seg.map(kPageBytes);
       m->seg.closeFd();

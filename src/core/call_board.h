@@ -35,9 +35,9 @@
 #include <string>
 #include <vector>
 
+#include "base/shm_segment.h"
 #include "base/wait.h"
 #include "core/hang_doctor.h"
-#include "transports/shm/shm_segment.h"
 
 namespace grove::core {
 
@@ -87,13 +87,13 @@ class CallBoard {
 
  private:
   struct Mapped {
-    transport::shm::ShmSegment seg;
+    ShmSegment seg;
     BoardPage* page = nullptr;
     int pid = 0;
   };
   std::string jobId_;
   int rank_;
-  transport::shm::ShmSegment own_;
+  ShmSegment own_;
   BoardPage* mine_ = nullptr;
   std::vector<std::unique_ptr<Mapped>> byRank_;  // index: rank; null where not mapped
   std::vector<int> peers_;

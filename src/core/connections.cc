@@ -23,6 +23,7 @@ std::vector<std::string> modeNames(const std::string& mode) {
 }
 
 bool enabled(const std::string& mode, const transport::TransportEntry& e) {
+  if (!e.has(transport::kByteStreams)) return false;  // device rings: DeviceConnections
   if (mode == "auto") return e.priority > 0;
   for (const std::string& n : modeNames(mode))
     if (n == e.name) return true;
@@ -38,11 +39,17 @@ std::string parseTransportMode(const std::string& text, const char* source) {
       mode += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (mode.empty() || mode == "auto") return "auto";
   if (mode == "tcp") mode = "socket";  // the older name
-  for (const std::string& n : modeNames(mode))
-    if (transport::findTransport(n) == nullptr)
-      throwInvalidArgument(std::string(source) + " '" + text +
-                           "' is not a transport (auto, or of " + transport::transportNames() +
-                           ", separated by commas)");
+  for (const std::string& n : modeNames(mode)) {
+    const transport::TransportEntry* e = transport::findTransport(n);
+    if (e == nullptr || !e->has(transport::kByteStreams))
+      throwInvalidArgument(
+          std::string(source) + " '" + text + "' is not a host transport (auto, or of " +
+          transport::transportNames(transport::kByteStreams) + ", separated by commas)" +
+          (e != nullptr ? std::string("; ") + e->name +
+                              " makes device rings, which a CUDA communicator "
+                              "chooses itself"
+                        : std::string()));
+  }
   if (modeNames(mode).empty())
     throwInvalidArgument(std::string(source) + " '" + text + "' names no transport");
   return mode;
@@ -51,6 +58,7 @@ std::string parseTransportMode(const std::string& text, const char* source) {
 std::vector<OpenedTransport> openTransports(const std::string& mode,
                                             const transport::OpenArgs& args,
                                             transport::PeerInfo* self) {
+  transport::sealRegistry();  // the slots below are this process's for good
   const auto& rows = transport::registry();
   std::vector<OpenedTransport> opened;
   for (size_t slot = 0; slot < rows.size(); ++slot) {

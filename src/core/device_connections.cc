@@ -8,14 +8,12 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "core/bootstrap.h"
-#include "core/device_proxy.h"
 #include "core/engine_choice.h"
 #include "grove_build_info.h"
-#include "transports/host_staged/host_staged_transport.h"
+#include "transports/registry.h"
 
 #if GROVE_HAVE_CUDA
 #include "exec/cuda/stream_exec.h"
-#include "transports/cuda_p2p/cuda_p2p_transport.h"
 #endif
 
 namespace grove::core {
@@ -36,13 +34,11 @@ transport::DevicePeer localDevicePeer(int rank, int cudaDevice) {
   p.rank = rank;
   p.pid = static_cast<int32_t>(getpid());
   p.hostHash = localHostHash();
+  if (cudaDevice >= 0 && !transport::describeLocalDevice(p, cudaDevice)) p.cudaDevice = cudaDevice;
 #if GROVE_HAVE_CUDA
-  if (cudaDevice >= 0 && !transport::fillCudaIdentity(p, cudaDevice)) p.cudaDevice = cudaDevice;
   if (cudaDevice >= 0 && exec::cuda::streamTapesSupported(cudaDevice, nullptr))
     p.flags |= transport::kDevicePeerStreamOps;
   if (cudaDevice >= 0 && mpsDaemonRunning()) p.flags |= transport::kDevicePeerMps;
-#else
-  p.cudaDevice = cudaDevice;
 #endif
   if (cudaDevice < 0) p.flags |= transport::kDevicePeerStreamOps;  // the emulation runs tapes
   return p;
@@ -66,13 +62,22 @@ std::vector<transport::DevicePeer> gatherDevicePeers(const transport::DevicePeer
 
 namespace {
 
+// One transport per device row of the registry, highest priority first.
 std::vector<std::unique_ptr<DeviceTransport>> makeTransports(const transport::DeviceContext& ctx,
-                                                             bool emulate, bool p2p) {
+                                                             const DeviceLinkOptions& options,
+                                                             const WaitContext& wait) {
+  std::vector<const transport::TransportEntry*> rows;
+  for (const transport::TransportEntry& e : transport::registry())
+    if (e.has(transport::kDeviceRings)) rows.push_back(&e);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto* a, const auto* b) { return a->priority > b->priority; });
+  transport::DeviceOpenArgs args;
+  args.emulate = options.emulate;
+  args.disableP2P = options.disableP2P;
+  args.wait = wait;
   std::vector<std::unique_ptr<DeviceTransport>> out;
-#if GROVE_HAVE_CUDA
-  if (!emulate && p2p) out.push_back(std::make_unique<transport::CudaP2PTransport>(ctx));
-#endif
-  out.push_back(std::make_unique<transport::HostStagedTransport>(ctx, emulate));
+  for (const transport::TransportEntry* e : rows)
+    if (auto t = e->makeDevice(ctx, args)) out.push_back(std::move(t));
   return out;
 }
 
@@ -81,7 +86,7 @@ std::vector<std::unique_ptr<DeviceTransport>> makeTransports(const transport::De
 DeviceConnections::DeviceConnections(transport::DeviceContext ctx, HostLinks hostLinks,
                                      const WaitContext& wait, const DeviceLinkOptions& options)
     : DeviceConnections(ctx, std::move(hostLinks), wait, options,
-                        makeTransports(ctx, options.emulate, !options.disableP2P)) {}
+                        makeTransports(ctx, options, wait)) {}
 
 DeviceConnections::DeviceConnections(transport::DeviceContext ctx, HostLinks hostLinks,
                                      const WaitContext& wait, const DeviceLinkOptions& options,
@@ -105,23 +110,20 @@ DeviceConnections::~DeviceConnections() = default;
 
 void DeviceConnections::choose() {
   byPeer_.assign(ctx_.nranks, nullptr);
-  proxied_.assign(ctx_.nranks, false);
   std::map<std::string, int> counts;
   for (int peer = 0; peer < ctx_.nranks; ++peer) {
     if (peer == ctx_.rank) continue;
-    if (ctx_.peers[peer].hostHash != ctx_.peers[ctx_.rank].hostHash) {
-      proxied_[peer] = true;  // another host: the network proxy
-      ++counts["proxy"];
-      continue;
-    }
     for (auto& t : transports_)
       if (t && t->canConnect(peer)) {
         byPeer_[peer] = t.get();
         break;
       }
-    if (byPeer_[peer] == nullptr)
+    if (byPeer_[peer] == nullptr) {
+      const bool here = ctx_.peers[peer].hostHash == ctx_.peers[ctx_.rank].hostHash;
       throwInvalidUsage("no device transport can reach rank " + std::to_string(peer) +
-                        " from rank " + std::to_string(ctx_.rank) + " on the same host");
+                        " from rank " + std::to_string(ctx_.rank) +
+                        (here ? " on the same host" : " on another host"));
+    }
     ++counts[byPeer_[peer]->name()];
   }
   for (const auto& [name, n] : counts) summary_ += (summary_.empty() ? "" : "+") + name;
@@ -133,7 +135,6 @@ void DeviceConnections::choose() {
 
 const char* DeviceConnections::transportName(int peer) const {
   if (peer < 0 || peer >= ctx_.nranks || peer == ctx_.rank) return "";
-  if (proxied_[peer]) return "proxy";
   return byPeer_[peer] != nullptr ? byPeer_[peer]->name() : "";
 }
 
@@ -179,9 +180,10 @@ void DeviceConnections::exchange(const std::map<int, std::vector<RingExport>>& o
   exec::runProgram(program, buffers, spec, hostLinks_(program), wait_);
 }
 
-// Proxied links: rings in local memory, pumped over host links of their
-// own (channel kDeviceProxyChannelBase + the device channel); no exchange.
-void DeviceConnections::openProxied(const std::set<LinkKey>& sends,
+// Bridged links (the proxy): rings in local memory, pumped over host links
+// of their own (channel kDeviceProxyChannelBase + the device channel); no
+// exchange.
+void DeviceConnections::openBridged(const std::set<LinkKey>& sends,
                                     const std::set<LinkKey>& recvs) {
   auto hostKey = [](const LinkKey& k) {
     return LinkKey{k.peer, kDeviceProxyChannelBase + k.channel, 0};
@@ -205,11 +207,12 @@ void DeviceConnections::openProxied(const std::set<LinkKey>& sends,
     }
   links.phases.push_back(plan::Phase{{lane}});
   exec::LinkTable& table = hostLinks_(links);
-  if (!proxy_) proxy_ = std::make_unique<DeviceProxy>(ctx_.rank, emulated_, wait_);
   for (const LinkKey& k : sends)
-    sends_[k] = proxy_->addSend(k, capacity_, *table.sendLink(hostKey(k)).half);
+    sends_[k] =
+        transportFor(k.peer, "sends to").bridgeSend(k, capacity_, *table.sendLink(hostKey(k)).half);
   for (const LinkKey& k : recvs)
-    recvs_[k] = proxy_->addRecv(k, capacity_, *table.recvLink(hostKey(k)).half);
+    recvs_[k] = transportFor(k.peer, "receives from")
+                    .bridgeRecv(k, capacity_, *table.recvLink(hostKey(k)).half);
 }
 
 // Links of this host: receivers make the rings, the exports travel to the
@@ -242,22 +245,20 @@ void DeviceConnections::openExported(const std::set<LinkKey>& sends,
 DeviceRingTables DeviceConnections::ensure(const exec::dev::DevProgram& program) {
   // Missing links, sorted by (peer, channel, route): both ends list a pair's
   // links in the same order.
-  std::set<LinkKey> newRecvs, newSends, proxRecvs, proxSends;
-  for (const LinkKey& k : program.recvKeys) {
-    checkPeer(k.peer, "receives from");
-    if (!recvs_.count(k)) (proxied_[k.peer] ? proxRecvs : newRecvs).insert(k);
-  }
-  for (const LinkKey& k : program.sendKeys) {
-    checkPeer(k.peer, "sends to");
-    if (!sends_.count(k)) (proxied_[k.peer] ? proxSends : newSends).insert(k);
-  }
-  if (!proxSends.empty() || !proxRecvs.empty()) openProxied(proxSends, proxRecvs);
+  std::set<LinkKey> newRecvs, newSends, bridgedRecvs, bridgedSends;
+  for (const LinkKey& k : program.recvKeys)
+    if (!recvs_.count(k))
+      (transportFor(k.peer, "receives from").bridged() ? bridgedRecvs : newRecvs).insert(k);
+  for (const LinkKey& k : program.sendKeys)
+    if (!sends_.count(k))
+      (transportFor(k.peer, "sends to").bridged() ? bridgedSends : newSends).insert(k);
+  if (!bridgedSends.empty() || !bridgedRecvs.empty()) openBridged(bridgedSends, bridgedRecvs);
   if (!newSends.empty() || !newRecvs.empty()) openExported(newSends, newRecvs);
-  if (!newSends.empty() || !newRecvs.empty() || !proxSends.empty() || !proxRecvs.empty())
+  if (!newSends.empty() || !newRecvs.empty() || !bridgedSends.empty() || !bridgedRecvs.empty())
     GROVE_TRACE(log::kP2p,
-                "rank %d opened %zu send and %zu receive device rings (%zu, %zu proxied)",
-                ctx_.rank, newSends.size() + proxSends.size(), newRecvs.size() + proxRecvs.size(),
-                proxSends.size(), proxRecvs.size());
+                "rank %d opened %zu send and %zu receive device rings (%zu, %zu bridged)",
+                ctx_.rank, newSends.size() + bridgedSends.size(),
+                newRecvs.size() + bridgedRecvs.size(), bridgedSends.size(), bridgedRecvs.size());
   DeviceRingTables tables;
   tables.sends.reserve(program.sendKeys.size());
   tables.recvs.reserve(program.recvKeys.size());
@@ -266,8 +267,11 @@ DeviceRingTables DeviceConnections::ensure(const exec::dev::DevProgram& program)
   return tables;
 }
 
-std::string DeviceConnections::proxyError() const {
-  return proxy_ ? proxy_->error() : std::string();
+std::string DeviceConnections::transportError() const {
+  for (const auto& t : transports_)
+    if (t)
+      if (std::string e = t->error(); !e.empty()) return std::string(t->name()) + ": " + e;
+  return {};
 }
 
 }  // namespace grove::core

@@ -16,15 +16,16 @@
 // route and maps the ring. Rings stay open for the communicator's life;
 // the transports set every ring's closed word when they are destroyed.
 //
-// Choice per peer, fixed at construction and the same on both ends:
-// cuda_p2p when it can connect (same host, same GPU or P2P access both
-// ways), else host_staged (same host). A peer on another host is reached
-// through the network proxy (device_proxy.h): rings in this rank's own
-// pinned memory, pumped by a proxy thread over host links of their own
-// (channel kDeviceProxyChannelBase + the device channel); those need no
-// export exchange. The emulation flag makes host_staged and the proxy's
-// rings plain host memory (no CUDA) for every peer -- the mode tests use
-// without a GPU.
+// Choice per peer, fixed at construction and the same on both ends: the
+// first of the registry's device rows (transports/registry.h), in order of
+// priority, whose transport can connect -- cuda_p2p (same host, same GPU or
+// P2P access both ways), host_staged (same host), the proxy (another host).
+// The proxy bridges: rings in this rank's own pinned memory, pumped by a
+// proxy thread over host links of their own (channel
+// kDeviceProxyChannelBase + the device channel); those need no export
+// exchange. The emulation flag makes host_staged and the proxy's rings
+// plain host memory (no CUDA) for every peer -- the mode tests use without
+// a GPU.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +43,6 @@
 #include "transports/device_transport.h"
 
 namespace grove::core {
-
-class DeviceProxy;
 
 /// Connection channel of the ring-export exchange: above the collectives'
 /// channels and grouped send/recv's, so its bytes never mix with theirs.
@@ -90,20 +89,20 @@ struct DeviceRingTables {
 /// One rank's device rings to its peers, opened on demand (see the file comment).
 class DeviceConnections {
  public:
-  /// Makes the transports: host_staged always (emulated if options.emulate),
-  /// cuda_p2p in CUDA builds unless emulating. `hostLinks` carries the
-  /// exchange; `wait` bounds it. Throws grove::Error(groveInvalidUsage) when a
-  /// peer of this host cannot be reached, groveInvalidArgument for a bad context or capacity.
+  /// Makes a transport of every device row of the registry that takes part
+  /// under these options (cuda_p2p not when emulating or with disableP2P).
+  /// `hostLinks` carries the exchange and the proxy's bytes; `wait` bounds
+  /// them. Throws grove::Error(groveInvalidUsage) when a peer cannot be
+  /// reached, groveInvalidArgument for a bad context or capacity.
   DeviceConnections(transport::DeviceContext ctx, HostLinks hostLinks, const WaitContext& wait,
                     const DeviceLinkOptions& options);
-  /// As above with given transports for peers on this host, tried in this
-  /// order per peer (null entries skipped); options.emulate still decides
-  /// the proxy's memory.
+  /// As above with given transports, tried in this order per peer (null
+  /// entries skipped).
   DeviceConnections(transport::DeviceContext ctx, HostLinks hostLinks, const WaitContext& wait,
                     const DeviceLinkOptions& options,
                     std::vector<std::unique_ptr<transport::DeviceTransport>> transports);
   /// Closes every ring (the transports set the closed words) and releases
-  /// them; drains and stops the proxy first. Must go before the host links
+  /// them; the proxy drains and stops first. Must go before the host links
   /// the proxy pumps into (the communicator's Connections).
   ~DeviceConnections();
   DeviceConnections(const DeviceConnections&) = delete;
@@ -126,13 +125,14 @@ class DeviceConnections {
   size_t sendCount() const { return sends_.size(); }
   /// Receiving rings open so far.
   size_t recvCount() const { return recvs_.size(); }
-  /// The network proxy's first failure ("" while none, or without a proxy).
-  std::string proxyError() const;
+  /// The first failure a transport saw on its own (the proxy's pumping
+  /// thread) as "name: what", "" while none.
+  std::string transportError() const;
 
  private:
   void choose();
   void checkPeer(int peer, const char* what) const;
-  void openProxied(const std::set<transport::LinkKey>& sends,
+  void openBridged(const std::set<transport::LinkKey>& sends,
                    const std::set<transport::LinkKey>& recvs);
   void openExported(const std::set<transport::LinkKey>& sends,
                     const std::set<transport::LinkKey>& recvs);
@@ -147,8 +147,6 @@ class DeviceConnections {
   bool emulated_ = false;
   std::vector<std::unique_ptr<transport::DeviceTransport>> transports_;
   std::vector<transport::DeviceTransport*> byPeer_;
-  std::vector<bool> proxied_;           // by rank: on another host
-  std::unique_ptr<DeviceProxy> proxy_;  // made on the first proxied link
   std::map<transport::LinkKey, transport::DevRing> sends_;
   std::map<transport::LinkKey, transport::DevRing> recvs_;
   std::string summary_;

@@ -116,8 +116,8 @@ std::string DevicePath::describeFailure(const exec::dev::DevControl& c) const {
   std::string text =
       std::string("device launch ") + statusText(s) + " (" + where + engine_->name() + " engine)";
   if (abort_.raised()) text += ": " + abort_.reason();
-  const std::string proxy = links_->proxyError();
-  if (!proxy.empty()) text += "; network proxy: " + proxy;
+  const std::string transport = links_->transportError();
+  if (!transport.empty()) text += "; " + transport;
   return text;
 }
 

@@ -3,13 +3,13 @@ grove_gtest(test_algorithms
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/algorithms_test.cc
                     ${CMAKE_CURRENT_LIST_DIR}/algorithms_misc_test.cc
                     ${CMAKE_CURRENT_LIST_DIR}/selector_test.cc
-            LIBS grove_algorithms grove_base LABELS unit)
+            LIBS grove_algorithms grove_transports grove_base LABELS unit)
 
 # Trees, rings in any order, hierarchical all-reduce, and the size table.
 grove_gtest(test_tree_algorithms
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/tree_algorithms_test.cc
                     ${CMAKE_CURRENT_LIST_DIR}/tree_fanin_test.cc
-            LIBS grove_algorithms grove_base LABELS unit)
+            LIBS grove_algorithms grove_transports grove_base LABELS unit)
 
 # End to end over the host executor and loopback transport. The harness
 # target is defined by another area's .cmake file (possibly included after
@@ -19,7 +19,7 @@ function(_grove_algorithms_exec_test)
      AND TARGET grove_transport_loopback)
     grove_gtest(test_algorithms_exec
                 SOURCES ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/algorithms_exec_test.cc
-                LIBS grove_algorithms grove_exec grove_kernels grove_transport_loopback
+                LIBS grove_algorithms grove_exec grove_kernels grove_transports
                      grove_test_harness grove_base
                 LABELS unit TIMEOUT 180)
     grove_gtest(test_tree_algorithms_exec

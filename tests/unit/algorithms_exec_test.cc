@@ -17,6 +17,7 @@
 #include "exec_check.h"
 #include "ir/validate.h"
 #include "unit/harness/thread_ranks.h"
+#include "unit/link_presets.h"
 
 namespace grove::plan {
 namespace {
@@ -175,7 +176,7 @@ TEST(ExecSelector, SelectedAndCachedProgramsRun) {
   SelectorConfig cfg;
   cfg.bufferBytes = 8192;
   const int n = 3;
-  Selector sel(n, TransportKind::kLoopback, cfg);
+  Selector sel(n, presets::linkTraits("loopback"), cfg);
   ProgramCache cache;
   for (uint64_t count : {uint64_t{100}, uint64_t{100000}}) {
     for (int rep = 0; rep < 2; ++rep) {

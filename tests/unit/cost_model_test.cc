@@ -14,6 +14,7 @@
 #include "algorithms/cost/flow_sim.h"
 #include "base/error.h"
 #include "topology/topo_file.h"
+#include "unit/link_presets.h"
 #include "unit/topo_fixtures.h"
 
 namespace grove::plan {
@@ -423,7 +424,7 @@ TEST(FlowSim, BadProgramsFailClearly) {
 // ---------------------------------------------------------------- model
 
 Selector cudaSelector(int nranks) {
-  return Selector(nranks, TransportKind::kCuda, SelectorConfig{});
+  return Selector(nranks, presets::deviceRingTraits(), SelectorConfig{});
 }
 
 /// Every size maps to an allowed algorithm, rules ascend and end open.
@@ -565,7 +566,7 @@ TEST(CostModel, TuneRespectsOverrides) {
   TopoPlans plans(PlanGraph::fromTopology(t));
   SelectorConfig cfg;
   cfg.algo = "allreduce:ring,tree";
-  Selector sel(3, TransportKind::kCuda, cfg);
+  Selector sel(3, presets::deviceRingTraits(), cfg);
   tuneSelector(sel, plans, 3, SimParams{});
   for (const SizeRule& r : sel.sizeTable(Coll::kAllReduce)) EXPECT_NE(r.algo, Algo::kDirect);
   EXPECT_THROW(tuneSelector(sel, plans, 4, SimParams{}), Error);

@@ -26,8 +26,8 @@
 #include "base/socket.h"
 #include "core/bootstrap.h"
 #include "core/connections.h"
-#include "core/device_proxy.h"
 #include "exec/device/emulate.h"
+#include "transports/proxy/device_proxy.h"
 #include "transports/socket/socket_transport.h"
 #include "unit/harness/run_threads.h"
 #include "unit/harness/thread_ranks.h"
@@ -256,7 +256,7 @@ TEST_P(DeviceConnectionsN, ProxiedRanksOnSeparateHosts) {
       [](harness::ThreadRank& tr, DeviceConnections& dc) {
         EXPECT_EQ(dc.summary(), "proxy (emulated)");
         runCollectives(tr.rank(), tr.nranks(), dc, 2);
-        EXPECT_EQ(dc.proxyError(), "");
+        EXPECT_EQ(dc.transportError(), "");
         const int next = (tr.rank() + 1) % tr.nranks();  // the rings' successor
         EXPECT_TRUE(tr.links().hasSend({next, kDeviceProxyChannelBase + 0, 0}));
         EXPECT_TRUE(tr.links().hasSend({next, kDeviceProxyChannelBase + 1, 0}));
@@ -313,7 +313,7 @@ TEST(DeviceConnections, ProxyOverTheCommunicatorsSocketLinks) {
                          o);
     EXPECT_EQ(dc.summary(), "proxy (emulated)");
     runCollectives(rank, n, dc, 1);
-    EXPECT_EQ(dc.proxyError(), "");
+    EXPECT_EQ(dc.transportError(), "");
     end.arrive(ctx.wait);
   });
 }
@@ -330,6 +330,7 @@ uint32_t closedWithin30s(const DevRing& r) {
 }
 
 TEST(DeviceProxy, AFailingHostHalfClosesItsRing) {
+  using transport::DeviceProxy;
   struct BrokenHalf : transport::SendHalf {
     size_t reserve(void**) override { throwRemoteError("peer went away"); }
     void commit(size_t) override {}
@@ -345,6 +346,7 @@ TEST(DeviceProxy, AFailingHostHalfClosesItsRing) {
 
 // An abort closes every proxied ring.
 TEST(DeviceProxy, AbortClosesTheRings) {
+  using transport::DeviceProxy;
   struct IdleHalf : transport::RecvHalf {
     size_t peek(const void**) override { return 0; }
     void consume(size_t) override {}

@@ -10,6 +10,7 @@
 #include "algorithms/select/selector.h"
 #include "base/config.h"
 #include "base/error.h"
+#include "unit/link_presets.h"
 
 namespace grove::plan {
 namespace {
@@ -23,7 +24,7 @@ SelectorConfig cfg(const std::string& algo = "") {
 }
 
 TEST(Selector, DefaultThresholds) {
-  Selector s(4, TransportKind::kShm, cfg());
+  Selector s(4, presets::linkTraits("shm"), cfg());
   EXPECT_EQ(s.select(Coll::kAllReduce, 16 << 10).algo, Algo::kDoubling);
   EXPECT_EQ(s.select(Coll::kAllReduce, (16 << 10) + 1).algo, Algo::kRing);
   EXPECT_EQ(s.select(Coll::kBroadcast, 0).algo, Algo::kDirect);
@@ -41,7 +42,7 @@ TEST(Selector, DefaultThresholds) {
   EXPECT_EQ(s.select(a).algo, Algo::kRing);
   EXPECT_EQ(s.params().nChannels, 1);
   EXPECT_EQ(s.params().chunkBytes, 512u << 10);
-  EXPECT_EQ(Selector(4, TransportKind::kSocket, cfg()).params().nChannels, 2);
+  EXPECT_EQ(Selector(4, presets::linkTraits("socket"), cfg()).params().nChannels, 2);
 }
 
 // On GPU lanes automatic channels grow with the message, one per 512 KiB up
@@ -49,20 +50,20 @@ TEST(Selector, DefaultThresholds) {
 TEST(Selector, GpuLanesScaleChannelsWithTheMessage) {
   SelectorConfig c = cfg();
   c.gpuLanes = true;
-  Selector gpu(2, TransportKind::kShm, c);
+  Selector gpu(2, presets::linkTraits("shm"), c);
   EXPECT_EQ(gpu.select(Coll::kAllReduce, 8).params.nChannels, 1);
   EXPECT_EQ(gpu.select(Coll::kAllReduce, 1 << 20).params.nChannels, 2);
   EXPECT_EQ(gpu.select(Coll::kAllReduce, 4 << 20).params.nChannels, 8);
   EXPECT_EQ(gpu.select(Coll::kBroadcast, 16 << 20).params.nChannels, 32);
   EXPECT_EQ(gpu.select(Coll::kAllGather, uint64_t{1} << 30).params.nChannels, 32);
   c.nChannels = 3;
-  const Selector set(2, TransportKind::kShm, c), host(2, TransportKind::kShm, cfg());
+  const Selector set(2, presets::linkTraits("shm"), c), host(2, presets::linkTraits("shm"), cfg());
   EXPECT_EQ(set.select(Coll::kAllReduce, 1 << 30).params.nChannels, 3);
   EXPECT_EQ(host.select(Coll::kAllReduce, 1 << 30).params.nChannels, 1);
   // Exchanges: as many channels on a GPU, one on the host (even over sockets).
   EXPECT_EQ(gpu.select(Coll::kGather, 64 << 20).params.nChannels, 32);
   EXPECT_EQ(gpu.select(Coll::kAlltoAll, 2 << 20).params.nChannels, 4);
-  const Selector tcp(4, TransportKind::kSocket, cfg());
+  const Selector tcp(4, presets::linkTraits("socket"), cfg());
   EXPECT_EQ(tcp.select(Coll::kAllGather, 64 << 20).params.nChannels, 2);
   for (Coll coll : {Coll::kGather, Coll::kScatter, Coll::kAlltoAll})
     EXPECT_EQ(tcp.select(coll, 64 << 20).params.nChannels, 1) << collName(coll);
@@ -71,47 +72,48 @@ TEST(Selector, GpuLanesScaleChannelsWithTheMessage) {
 // Send/recv groups split long ops only on a GPU.
 TEST(Selector, P2PSplitsOnGpus) {
   SelectorConfig c = cfg();
-  EXPECT_EQ(Selector(2, TransportKind::kSocket, c).p2pSplit().maxChannels, 1);
+  EXPECT_EQ(Selector(2, presets::linkTraits("socket"), c).p2pSplit().maxChannels, 1);
   c.gpuLanes = true;
-  EXPECT_EQ(Selector(2, TransportKind::kShm, c).p2pSplit().maxChannels, kMaxP2PChannels);
-  EXPECT_EQ(Selector(2, TransportKind::kShm, c).p2pSplit().bytesPerChannel, 512u << 10);
+  EXPECT_EQ(Selector(2, presets::linkTraits("shm"), c).p2pSplit().maxChannels, kMaxP2PChannels);
+  EXPECT_EQ(Selector(2, presets::linkTraits("shm"), c).p2pSplit().bytesPerChannel, 512u << 10);
   c.nChannels = 2;
-  EXPECT_EQ(Selector(2, TransportKind::kShm, c).p2pSplit().maxChannels, 2);
+  EXPECT_EQ(Selector(2, presets::linkTraits("shm"), c).p2pSplit().maxChannels, 2);
 }
 
 // The latency algorithm: recursive doubling where it saves messages (see
 // Selector::latencyAlgo), direct elsewhere; the same threshold for both.
 TEST(Selector, LatencyAlgorithmByTransportAndRanks) {
-  Selector shm3(3, TransportKind::kShm, cfg());
+  Selector shm3(3, presets::linkTraits("shm"), cfg());
   EXPECT_EQ(shm3.select(Coll::kAllReduce, 8).algo, Algo::kDirect);
   EXPECT_EQ(shm3.select(Coll::kAllGather, 8).algo, Algo::kDirect);
-  Selector shm8(8, TransportKind::kShm, cfg());
+  Selector shm8(8, presets::linkTraits("shm"), cfg());
   EXPECT_EQ(shm8.select(Coll::kAllReduce, 8).algo, Algo::kDoubling);
   EXPECT_EQ(shm8.select(Coll::kAllGather, 8).algo, Algo::kDirect);
-  Selector sock3(3, TransportKind::kSocket, cfg());
+  Selector sock3(3, presets::linkTraits("socket"), cfg());
   EXPECT_EQ(sock3.select(Coll::kAllReduce, 64 << 10).algo, Algo::kDoubling);
   EXPECT_EQ(sock3.select(Coll::kAllReduce, (64 << 10) + 1).algo, Algo::kRing);
   EXPECT_EQ(sock3.select(Coll::kAllGather, 8).algo, Algo::kDirect);
-  Selector sock4(4, TransportKind::kSocket, cfg());
+  Selector sock4(4, presets::linkTraits("socket"), cfg());
   EXPECT_EQ(sock4.select(Coll::kAllGather, 64 << 10).algo, Algo::kDoubling);
   EXPECT_EQ(sock4.select(Coll::kBroadcast, 8).algo, Algo::kRing) << "the chain pipelines";
-  EXPECT_EQ(Selector(2, TransportKind::kSocket, cfg()).select(Coll::kBroadcast, 8).algo,
+  EXPECT_EQ(Selector(2, presets::linkTraits("socket"), cfg()).select(Coll::kBroadcast, 8).algo,
             Algo::kDirect);
-  Selector sock8(8, TransportKind::kSocket, cfg());
+  Selector sock8(8, presets::linkTraits("socket"), cfg());
   EXPECT_EQ(sock8.select(Coll::kBroadcast, 64 << 10).algo, Algo::kDoubling) << "the binomial tree";
   EXPECT_EQ(sock8.select(Coll::kBroadcast, (64 << 10) + 1).algo, Algo::kRing);
-  EXPECT_EQ(
-      Selector(4, TransportKind::kSocket, cfg("broadcast:^ring")).select(Coll::kBroadcast, 8).algo,
-      Algo::kDoubling);
+  EXPECT_EQ(Selector(4, presets::linkTraits("socket"), cfg("broadcast:^ring"))
+                .select(Coll::kBroadcast, 8)
+                .algo,
+            Algo::kDoubling);
   EXPECT_EQ(shm8.select(Coll::kBroadcast, 8).algo, Algo::kDirect);
-  EXPECT_EQ(Selector(4, TransportKind::kCuda, cfg()).select(Coll::kAllReduce, 8).algo,
+  EXPECT_EQ(Selector(4, presets::deviceRingTraits(), cfg()).select(Coll::kAllReduce, 8).algo,
             Algo::kDirect);
   // Excluding doubling leaves direct below the threshold; naming it alone keeps it at every size.
-  EXPECT_EQ(Selector(4, TransportKind::kSocket, cfg("allreduce:^doubling"))
+  EXPECT_EQ(Selector(4, presets::linkTraits("socket"), cfg("allreduce:^doubling"))
                 .select(Coll::kAllReduce, 8)
                 .algo,
             Algo::kDirect);
-  EXPECT_EQ(Selector(4, TransportKind::kShm, cfg("allgather:doubling"))
+  EXPECT_EQ(Selector(4, presets::linkTraits("shm"), cfg("allgather:doubling"))
                 .select(Coll::kAllGather, 1 << 30)
                 .algo,
             Algo::kDoubling);
@@ -121,19 +123,22 @@ TEST(Selector, LatencyAlgorithmByTransportAndRanks) {
   EXPECT_EQ(sock4.select(Coll::kAllReduce, 16 << 20).algo, Algo::kHalving);
   EXPECT_EQ(sock4.select(Coll::kAllReduce, (16 << 20) + 1).algo, Algo::kRing);
   EXPECT_EQ(sock8.select(Coll::kAllReduce, 2 << 20).algo, Algo::kHalving);
-  EXPECT_EQ(Selector(2, TransportKind::kSocket, cfg()).select(Coll::kAllReduce, 2 << 20).algo,
+  EXPECT_EQ(
+      Selector(2, presets::linkTraits("socket"), cfg()).select(Coll::kAllReduce, 2 << 20).algo,
+      Algo::kRing);
+  EXPECT_EQ(
+      Selector(6, presets::linkTraits("socket"), cfg()).select(Coll::kAllReduce, 2 << 20).algo,
+      Algo::kRing);
+  EXPECT_EQ(Selector(4, presets::linkTraits("shm"), cfg()).select(Coll::kAllReduce, 2 << 20).algo,
             Algo::kRing);
-  EXPECT_EQ(Selector(6, TransportKind::kSocket, cfg()).select(Coll::kAllReduce, 2 << 20).algo,
-            Algo::kRing);
-  EXPECT_EQ(Selector(4, TransportKind::kShm, cfg()).select(Coll::kAllReduce, 2 << 20).algo,
-            Algo::kRing);
-  EXPECT_EQ(Selector(4, TransportKind::kSocket, cfg("allreduce:ring,doubling"))
+  EXPECT_EQ(Selector(4, presets::linkTraits("socket"), cfg("allreduce:ring,doubling"))
                 .select(Coll::kAllReduce, 2 << 20)
                 .algo,
             Algo::kRing);
-  EXPECT_EQ(
-      Selector(4, TransportKind::kShm, cfg("allreduce:halving")).select(Coll::kAllReduce, 8).algo,
-      Algo::kHalving);
+  EXPECT_EQ(Selector(4, presets::linkTraits("shm"), cfg("allreduce:halving"))
+                .select(Coll::kAllReduce, 8)
+                .algo,
+            Algo::kHalving);
   bool listed = false;
   for (const std::string& line : sock4.describeTable())
     listed |= line.find("allgather      doubling <= 65536 B < ring") != std::string::npos;
@@ -155,36 +160,43 @@ TEST(Selector, LatencyAlgorithmByTransportAndRanks) {
 TEST(Selector, BinomialBroadcastWhenRanksOutnumberTheCpus) {
   SelectorConfig crowded = cfg();
   crowded.hostCpus = 2;
-  const Selector busy4(4, TransportKind::kSocket, crowded);
+  const Selector busy4(4, presets::linkTraits("socket"), crowded);
   EXPECT_EQ(busy4.select(Coll::kBroadcast, (256 << 10) - 1).algo, Algo::kRing);
   EXPECT_EQ(busy4.select(Coll::kBroadcast, 256 << 10).algo, Algo::kDoubling);
   EXPECT_EQ(busy4.select(Coll::kBroadcast, uint64_t{1} << 30).algo, Algo::kDoubling);
   EXPECT_EQ(busy4.select(Coll::kAllGather, 64 << 20).algo, Algo::kRing);
-  EXPECT_EQ(Selector(8, TransportKind::kSocket, crowded).select(Coll::kBroadcast, 4 << 20).algo,
-            Algo::kDoubling);
+  EXPECT_EQ(
+      Selector(8, presets::linkTraits("socket"), crowded).select(Coll::kBroadcast, 4 << 20).algo,
+      Algo::kDoubling);
   // Not: hosts unknown or several, a CPU per rank, 3 ranks, shared memory,
   // doubling excluded, GPU buffers.
-  EXPECT_EQ(Selector(4, TransportKind::kSocket, cfg()).select(Coll::kBroadcast, 4 << 20).algo,
-            Algo::kRing);
-  EXPECT_EQ(Selector(3, TransportKind::kSocket, crowded).select(Coll::kBroadcast, 4 << 20).algo,
-            Algo::kRing);
-  EXPECT_EQ(Selector(4, TransportKind::kShm, crowded).select(Coll::kBroadcast, 4 << 20).algo,
+  EXPECT_EQ(
+      Selector(4, presets::linkTraits("socket"), cfg()).select(Coll::kBroadcast, 4 << 20).algo,
+      Algo::kRing);
+  EXPECT_EQ(
+      Selector(3, presets::linkTraits("socket"), crowded).select(Coll::kBroadcast, 4 << 20).algo,
+      Algo::kRing);
+  EXPECT_EQ(Selector(4, presets::linkTraits("shm"), crowded).select(Coll::kBroadcast, 4 << 20).algo,
             Algo::kRing);
   SelectorConfig ringOnly = cfg("broadcast:ring,direct");
   ringOnly.hostCpus = 2;
-  EXPECT_EQ(Selector(4, TransportKind::kSocket, ringOnly).select(Coll::kBroadcast, 4 << 20).algo,
-            Algo::kRing);
+  EXPECT_EQ(
+      Selector(4, presets::linkTraits("socket"), ringOnly).select(Coll::kBroadcast, 4 << 20).algo,
+      Algo::kRing);
   crowded.gpuLanes = true;
-  EXPECT_EQ(Selector(4, TransportKind::kSocket, crowded).select(Coll::kBroadcast, 4 << 20).algo,
-            Algo::kRing);
+  EXPECT_EQ(
+      Selector(4, presets::linkTraits("socket"), crowded).select(Coll::kBroadcast, 4 << 20).algo,
+      Algo::kRing);
   SelectorConfig roomy = cfg();
   roomy.hostCpus = 4;
-  EXPECT_EQ(Selector(4, TransportKind::kSocket, roomy).select(Coll::kBroadcast, 4 << 20).algo,
-            Algo::kRing);
+  EXPECT_EQ(
+      Selector(4, presets::linkTraits("socket"), roomy).select(Coll::kBroadcast, 4 << 20).algo,
+      Algo::kRing);
   // Two ranks over sockets on one host: one channel (several hosts: two).
   SelectorConfig one = cfg();
   one.hostCpus = 2;
-  const Selector pair(2, TransportKind::kSocket, one), apart(2, TransportKind::kSocket, cfg());
+  const Selector pair(2, presets::linkTraits("socket"), one),
+      apart(2, presets::linkTraits("socket"), cfg());
   EXPECT_EQ(pair.select(Coll::kAllGather, 8 << 20).params.nChannels, 1);
   EXPECT_EQ(apart.select(Coll::kAllGather, 8 << 20).params.nChannels, 2);
   EXPECT_EQ(busy4.select(Coll::kAllGather, 8 << 20).params.nChannels, 2);
@@ -195,29 +207,30 @@ TEST(Selector, BinomialBroadcastWhenRanksOutnumberTheCpus) {
 }
 
 TEST(Selector, Overrides) {
-  Selector s(4, TransportKind::kShm, cfg(" AllReduce : Ring ; broadcast:direct;reduce:^direct "));
+  Selector s(4, presets::linkTraits("shm"),
+             cfg(" AllReduce : Ring ; broadcast:direct;reduce:^direct "));
   EXPECT_EQ(s.select(Coll::kAllReduce, 1).algo, Algo::kRing);
   EXPECT_EQ(s.select(Coll::kBroadcast, 1u << 30).algo, Algo::kDirect);
   EXPECT_EQ(s.select(Coll::kReduce, 1).algo, Algo::kRing);
   EXPECT_EQ(s.select(Coll::kAllGather, 1).algo, Algo::kDirect);  // untouched
-  Selector all(4, TransportKind::kShm, cfg("ring"));
+  Selector all(4, presets::linkTraits("shm"), cfg("ring"));
   EXPECT_EQ(all.select(Coll::kAllGather, 1).algo, Algo::kRing);
   EXPECT_EQ(all.select(Coll::kGather, 1).algo, Algo::kDirect);  // falls back (WARN)
-  Selector both(4, TransportKind::kShm, cfg("all_reduce:ring,direct"));
+  Selector both(4, presets::linkTraits("shm"), cfg("all_reduce:ring,direct"));
   EXPECT_EQ(both.select(Coll::kAllReduce, 1).algo, Algo::kDirect);
   EXPECT_EQ(both.select(Coll::kAllReduce, 1 << 20).algo, Algo::kRing);
 }
 
 TEST(Selector, UnsupportedOverrideFallsBack) {
-  Selector s(4, TransportKind::kShm, cfg("reducescatter:direct"));
+  Selector s(4, presets::linkTraits("shm"), cfg("reducescatter:direct"));
   EXPECT_EQ(s.select(Coll::kReduceScatter, 1).algo, Algo::kRing);
-  Selector g(4, TransportKind::kShm, cfg("gather:ring"));
+  Selector g(4, presets::linkTraits("shm"), cfg("gather:ring"));
   EXPECT_EQ(g.select(Coll::kGather, 1).algo, Algo::kDirect);
 }
 
 void expectBadOverride(const std::string& text, const std::string& fragment) {
   try {
-    Selector s(4, TransportKind::kShm, cfg(text));
+    Selector s(4, presets::linkTraits("shm"), cfg(text));
     FAIL() << "expected an error for '" << text << "'";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), groveInvalidArgument);
@@ -230,7 +243,7 @@ TEST(Selector, BadOverrideText) {
   expectBadOverride("allreduc:ring", "valid: allreduce, broadcast");
   expectBadOverride("allreduce:", "no algorithm");
   expectBadOverride("allreduce:ring,", "unknown algorithm ''");
-  EXPECT_NO_THROW(Selector(4, TransportKind::kShm, cfg(";;")));
+  EXPECT_NO_THROW(Selector(4, presets::linkTraits("shm"), cfg(";;")));
 }
 
 TEST(Selector, ReadsTheRegistry) {
@@ -242,7 +255,7 @@ TEST(Selector, ReadsTheRegistry) {
   SelectorConfig c = SelectorConfig::fromRegistry();
   EXPECT_EQ(c.algo, "allreduce:ring");
   EXPECT_EQ(c.directMaxBytes, 1024u);
-  Selector s(4, TransportKind::kShm, c);
+  Selector s(4, presets::linkTraits("shm"), c);
   EXPECT_EQ(s.params().chunkBytes, 32u << 10);
   EXPECT_EQ(s.params().nChannels, 3);
   EXPECT_EQ(s.select(Coll::kAllReduce, 1).algo, Algo::kRing);
@@ -255,7 +268,7 @@ TEST(Selector, ReadsTheRegistry) {
 }
 
 TEST(Selector, DescribesItsTable) {
-  Selector s(8, TransportKind::kShm, cfg("allreduce:ring"));
+  Selector s(8, presets::linkTraits("shm"), cfg("allreduce:ring"));
   std::vector<std::string> lines = s.describeTable();
   ASSERT_EQ(lines.size(), 1u + kNumColls);
   EXPECT_NE(lines[1].find("allreduce"), std::string::npos);
@@ -276,7 +289,7 @@ TEST(Selector, EagerOnlyOverSharedMemoryForSmallBlocks) {
     a.nranks = nranks;
     return a;
   };
-  Selector two(2, TransportKind::kShm, cfg(""));
+  Selector two(2, presets::linkTraits("shm"), cfg(""));
   EXPECT_EQ(two.eagerMaxBytes(), 8192u) << "min(8K, 16K / 1)";
   EXPECT_TRUE(two.eager(call(Coll::kAllReduce, 2048, 2)));
   EXPECT_FALSE(two.eager(call(Coll::kAllReduce, 2049, 2)));
@@ -284,19 +297,20 @@ TEST(Selector, EagerOnlyOverSharedMemoryForSmallBlocks) {
   EXPECT_FALSE(two.eager(call(Coll::kSendRecv, 1, 2)));
   EXPECT_FALSE(two.eager(call(Coll::kAllReduce, UINT64_MAX / 2, 2)))
       << "a huge count must not overflow into a small block";
-  Selector four(4, TransportKind::kShm, cfg(""));
+  Selector four(4, presets::linkTraits("shm"), cfg(""));
   EXPECT_EQ(four.eagerMaxBytes(), 5440u) << "16K / 3, down to 64 B";
-  EXPECT_EQ(Selector(64, TransportKind::kShm, cfg("")).eagerMaxBytes(), 256u);
-  EXPECT_EQ(Selector(1, TransportKind::kShm, cfg("")).eagerMaxBytes(), 0u) << "no peers";
-  EXPECT_EQ(Selector(2, TransportKind::kSocket, cfg("")).eagerMaxBytes(), 0u);
-  EXPECT_EQ(Selector(2, TransportKind::kCuda, cfg("")).eagerMaxBytes(), 0u);
+  EXPECT_EQ(Selector(64, presets::linkTraits("shm"), cfg("")).eagerMaxBytes(), 256u);
+  EXPECT_EQ(Selector(1, presets::linkTraits("shm"), cfg("")).eagerMaxBytes(), 0u) << "no peers";
+  EXPECT_EQ(Selector(2, presets::linkTraits("socket"), cfg("")).eagerMaxBytes(), 0u);
+  EXPECT_EQ(Selector(2, presets::deviceRingTraits(), cfg("")).eagerMaxBytes(), 0u);
   SelectorConfig off = cfg("");
   off.eager = false;
-  EXPECT_EQ(Selector(2, TransportKind::kShm, off).eagerMaxBytes(), 0u);
+  EXPECT_EQ(Selector(2, presets::linkTraits("shm"), off).eagerMaxBytes(), 0u);
   SelectorConfig big = cfg("");
   big.eagerMaxBytes = 1 << 20;
-  EXPECT_TRUE(Selector(8, TransportKind::kShm, big).eager(call(Coll::kBroadcast, 1 << 18, 8)));
-  Selector ring(2, TransportKind::kShm, cfg("allreduce:ring"));
+  EXPECT_TRUE(
+      Selector(8, presets::linkTraits("shm"), big).eager(call(Coll::kBroadcast, 1 << 18, 8)));
+  Selector ring(2, presets::linkTraits("shm"), cfg("allreduce:ring"));
   EXPECT_FALSE(ring.eager(call(Coll::kAllReduce, 2, 2))) << "an override names the algorithm";
   EXPECT_TRUE(ring.eager(call(Coll::kBroadcast, 2, 2)));
   std::vector<std::string> lines = ring.describeTable();

@@ -281,29 +281,78 @@ TEST_P(Conformance, CloseAfterSendingThenError) {
 
 std::vector<std::string> registered() {
   std::vector<std::string> names;
-  for (const TransportEntry& e : registry()) names.push_back(e.name);
+  for (const TransportEntry& e : registry())
+    if (e.has(kByteStreams)) names.push_back(e.name);
   return names;
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, Conformance, ::testing::ValuesIn(registered()),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
-// The registry itself: names unique, priorities ordered, traits sane.
+// The registry itself: names unique, byte rows first (their index is their
+// address slot), each kind by priority, every row able to make what it
+// provides, traits sane.
 TEST(TransportRegistry, RowsAreConsistent) {
   const auto& rows = registry();
-  ASSERT_GE(rows.size(), 3u);
-  ASSERT_LE(rows.size(), static_cast<size_t>(kMaxTransports));
+  size_t bytes = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
-    EXPECT_EQ(findTransport(rows[i].name), &rows[i]);
-    if (i > 0) {
-      EXPECT_GE(rows[i - 1].priority, rows[i].priority) << rows[i].name;
+    const TransportEntry& e = rows[i];
+    EXPECT_EQ(findTransport(e.name), &e);
+    if (e.has(kByteStreams)) {
+      EXPECT_EQ(bytes, i) << e.name << ": a byte row after a device row";
+      ++bytes;
+      EXPECT_TRUE(e.canConnect && e.open && e.make) << e.name;
+      EXPECT_EQ(e.has(kSlots), e.traits.slotLinks) << e.name;
+    } else {
+      EXPECT_TRUE(e.has(kDeviceRings)) << e.name << " provides nothing a communicator uses";
+      EXPECT_TRUE(static_cast<bool>(e.makeDevice)) << e.name;
+      EXPECT_TRUE(e.traits.deviceRings) << e.name;
     }
-    EXPECT_GT(rows[i].traits.latencyUs, 0) << rows[i].name;
-    EXPECT_GT(rows[i].traits.stepOverheadUs, 0) << rows[i].name;
+    if (i > 0 && rows[i - 1].has(kByteStreams) == e.has(kByteStreams)) {
+      EXPECT_GE(rows[i - 1].priority, e.priority) << e.name;
+    }
+    EXPECT_GT(e.traits.latencyUs, 0) << e.name;
+    EXPECT_GT(e.traits.stepOverheadUs, 0) << e.name;
   }
+  EXPECT_GE(bytes, 3u);
+  EXPECT_LE(bytes, static_cast<size_t>(kMaxTransports));
   EXPECT_NE(findTransport("SHM"), nullptr);
   EXPECT_EQ(findTransport("carrier-pigeon"), nullptr);
   EXPECT_NE(transportNames().find("socket"), std::string::npos);
+  EXPECT_EQ(transportNames(kDeviceRings).find("socket"), std::string::npos);
+  EXPECT_NE(transportNames(kDeviceRings).find("host_staged"), std::string::npos);
+  EXPECT_NE(transportNames(kDeviceRings).find("proxy"), std::string::npos);
+  ASSERT_NE(firstProviding(kSlots), nullptr);
+  EXPECT_STREQ(firstProviding(kSlots)->name, "shm");
+  EXPECT_EQ(describeProvides(kByteStreams | kSlots), "byte streams, slots");
+}
+
+// Rows a program adds are checked, and only before the first communicator
+// (registry_extension_test.cc adds one that works).
+TEST(TransportRegistry, BadRowsAreRefused) {
+  TransportEntry nameless{};
+  EXPECT_THROW(registerTransport(nameless), Error);
+  TransportEntry taken = *findTransport("socket");
+  EXPECT_THROW(registerTransport(taken), Error);
+  TransportEntry half{};
+  half.name = "half-made";
+  half.provides = kByteStreams;  // but no open/make
+  EXPECT_THROW(registerTransport(half), Error);
+  TransportEntry idle{};
+  idle.name = "idle";  // provides nothing
+  EXPECT_THROW(registerTransport(idle), Error);
+  EXPECT_EQ(findTransport("half-made"), nullptr);
+  EXPECT_EQ(findTransport("idle"), nullptr);
+  sealRegistry();
+  TransportEntry late = *findTransport("loopback");
+  late.name = "too-late";
+  try {
+    registerTransport(late);
+    ADD_FAILURE() << "registered after the seal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), groveInvalidUsage) << e.what();
+  }
+  EXPECT_EQ(findTransport("too-late"), nullptr);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "ir/step_traits.h"
 #include "ir/validate.h"
 #include "tree_check.h"
+#include "unit/link_presets.h"
 
 namespace grove::plan {
 namespace {
@@ -478,19 +479,19 @@ TEST(TreeSelector, NamesSupportAndOverrides) {
   EXPECT_FALSE(algoSupports(Algo::kHier, Coll::kBroadcast));
 
   SelectorConfig cfg;
-  Selector def(4, TransportKind::kShm, cfg);
+  Selector def(4, presets::linkTraits("shm"), cfg);
   for (uint64_t bytes : {uint64_t{8}, uint64_t{1} << 30}) {
     const Algo a = def.select(Coll::kAllReduce, bytes).algo;
     EXPECT_TRUE(a == Algo::kRing || a == Algo::kDirect || a == Algo::kDoubling)
         << "trees are never picked by default";
   }
   cfg.algo = "tree";
-  Selector trees(4, TransportKind::kShm, cfg);
+  Selector trees(4, presets::linkTraits("shm"), cfg);
   EXPECT_EQ(trees.select(Coll::kAllReduce, 8).algo, Algo::kTree);
   EXPECT_EQ(trees.select(Coll::kBroadcast, 1 << 20).algo, Algo::kTree);
   EXPECT_NE(trees.select(Coll::kAllGather, 1 << 20).algo, Algo::kTree);
   cfg.algo = "allreduce:hier";
-  Selector hier(4, TransportKind::kShm, cfg);
+  Selector hier(4, presets::linkTraits("shm"), cfg);
   EXPECT_EQ(hier.select(Coll::kAllReduce, 1 << 20).algo, Algo::kHier);
 
   CollArgs a{Coll::kAllReduce, 8, groveFloat32, groveSum, 0, 0, 4, false};
@@ -500,7 +501,7 @@ TEST(TreeSelector, NamesSupportAndOverrides) {
 
 TEST(TreeSelector, SizeTableReplacesThresholdsWithinOverrides) {
   SelectorConfig cfg;
-  Selector sel(4, TransportKind::kShm, cfg);
+  Selector sel(4, presets::linkTraits("shm"), cfg);
   const uint64_t kMax = std::numeric_limits<uint64_t>::max();
   sel.setSizeTable(Coll::kAllReduce,
                    {{4096, Algo::kDirect}, {1 << 20, Algo::kTree}, {kMax, Algo::kRing}});
@@ -523,7 +524,7 @@ TEST(TreeSelector, SizeTableReplacesThresholdsWithinOverrides) {
 
   // An override that excludes the table's choice falls back among the allowed.
   cfg.algo = "allreduce:ring,direct";
-  Selector restricted(4, TransportKind::kShm, cfg);
+  Selector restricted(4, presets::linkTraits("shm"), cfg);
   restricted.setSizeTable(Coll::kAllReduce, {{kMax, Algo::kTree}});
   const Algo a = restricted.select(Coll::kAllReduce, 1 << 20).algo;
   EXPECT_TRUE(a == Algo::kRing || a == Algo::kDirect);

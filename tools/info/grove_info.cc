@@ -1,16 +1,19 @@
 // grove-info: what this build of Grove is and how it is configured.
 //
-//   grove-info             version, build features, algorithms, the default
-//                          selection rules, every GROVE_* variable
+//   grove-info             version, build features, the transports, the
+//                          algorithms, the default selection rules, every
+//                          GROVE_* variable
 //   grove-info --vars      the variables only
 //   grove-info --algos     the algorithm table, the default selection rules
-//                          and what they choose per link class
+//                          and what they choose per link class (the
+//                          transport registry's rows of equal traits)
 //   grove-info --nranks N  the choices shown for N ranks (default 4)
 //   grove-info --json      everything as one JSON object (for scripts)
 // Each variable shows its type, default, current value (and where it comes
 // from: the environment or the default) and its help text. Like ucc_info, it
-// reads the library's own tables: the algorithm table, the rules and the
-// config registry (it links the layers, not libgrove.so).
+// reads the library's own tables: the transport registry, the algorithm
+// table, the rules and the config registry (it links the layers, not libgrove.so).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +28,7 @@
 #include "base/json_text.h"
 #include "grove/grove.h"
 #include "grove_build_info.h"
+#include "transports/registry.h"
 
 namespace grove::tools {
 namespace {
@@ -79,20 +83,75 @@ std::string collList(unsigned colls) {
   return out;
 }
 
-/// The link-class presets the selection is shown for.
-struct Preset {
-  const char* name;
-  plan::TransportKind kind;
+/// The link classes the selection is shown for: the transport registry's
+/// rows grouped by equal traits (the selector reads traits, never names).
+struct LinkClass {
+  std::string names;  ///< the rows of this class, '+'-joined
+  LinkTraits traits;
 };
-constexpr Preset kPresets[] = {{"shared memory (shm)", plan::TransportKind::kShm},
-                               {"network (socket)", plan::TransportKind::kSocket},
-                               {"device (cuda)", plan::TransportKind::kCuda}};
 
-std::vector<std::string> selectionLines(const Preset& p, int nranks) {
+bool sameTraits(const LinkTraits& a, const LinkTraits& b) {
+  return a.latencyUs == b.latencyUs && a.stepOverheadUs == b.stepOverheadUs &&
+         a.bandwidthGBs == b.bandwidthGBs && a.sharedMemory == b.sharedMemory &&
+         a.slotLinks == b.slotLinks && a.deviceRings == b.deviceRings;
+}
+
+std::vector<LinkClass> linkClasses() {
+  std::vector<LinkClass> classes;
+  for (const transport::TransportEntry& e : transport::registry()) {
+    auto it = std::find_if(classes.begin(), classes.end(),
+                           [&](const LinkClass& c) { return sameTraits(c.traits, e.traits); });
+    if (it == classes.end())
+      classes.push_back({e.name, e.traits});
+    else
+      it->names += std::string("+") + e.name;
+  }
+  return classes;
+}
+
+std::vector<std::string> selectionLines(const LinkClass& c, int nranks) {
   plan::SelectorConfig cfg = plan::SelectorConfig::fromRegistry();
-  cfg.gpuLanes = p.kind == plan::TransportKind::kCuda;
-  if (p.kind != plan::TransportKind::kShm) cfg.eager = false;
-  return plan::Selector(nranks, p.kind, cfg).describeTable();
+  cfg.gpuLanes = c.traits.deviceRings;
+  return plan::Selector(nranks, c.traits, cfg).describeTable();
+}
+
+std::string traitsText(const LinkTraits& t) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "latency %g us, %g us per step%s%s", t.latencyUs, t.stepOverheadUs,
+                t.sharedMemory ? ", shared memory" : "", t.network() ? ", network" : "");
+  return buf;
+}
+
+void printTransports() {
+  std::printf(
+      "Transports (GROVE_TRANSPORT names the byte-stream ones; highest priority first "
+      "within a kind):\n");
+  for (const transport::TransportEntry& e : transport::registry())
+    std::printf("  %-11s %s\n              provides: %s; priority %d; %s\n", e.name, e.description,
+                transport::describeProvides(e.provides).c_str(), e.priority,
+                traitsText(e.traits).c_str());
+  std::printf("\n");
+}
+
+std::string transportsJson() {
+  std::string out = "  \"transports\": [\n";
+  const auto& rows = transport::registry();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const transport::TransportEntry& e = rows[i];
+    char traits[200];
+    std::snprintf(traits, sizeof traits,
+                  "{\"latency_us\": %g, \"step_overhead_us\": %g, \"shared_memory\": %s, "
+                  "\"slot_links\": %s, \"device_rings\": %s}",
+                  e.traits.latencyUs, e.traits.stepOverheadUs,
+                  e.traits.sharedMemory ? "true" : "false", e.traits.slotLinks ? "true" : "false",
+                  e.traits.deviceRings ? "true" : "false");
+    out += "    {\"name\": " + grove::jsonQuoted(e.name) +
+           ", \"description\": " + grove::jsonQuoted(e.description) +
+           ", \"provides\": " + grove::jsonQuoted(transport::describeProvides(e.provides)) +
+           ", \"priority\": " + std::to_string(e.priority) + ", \"traits\": " + traits + "}" +
+           (i + 1 < rows.size() ? ",\n" : "\n");
+  }
+  return out + "  ],\n";
 }
 
 void printAlgos(int nranks) {
@@ -102,10 +161,10 @@ void printAlgos(int nranks) {
                 a.needsPlans ? " [needs topology plans]" : "", collList(a.colls).c_str());
   std::printf("\nDefault selection rules (first that applies and is allowed wins, per band):\n");
   for (const std::string& line : plan::describeRules()) std::printf("  %s\n", line.c_str());
-  for (const Preset& p : kPresets) {
-    std::printf("\nWhat they choose over %s links, %d ranks (GROVE_* settings applied):\n", p.name,
-                nranks);
-    for (const std::string& line : selectionLines(p, nranks)) std::printf("  %s\n", line.c_str());
+  for (const LinkClass& c : linkClasses()) {
+    std::printf("\nWhat they choose over %s links, %d ranks (GROVE_* settings applied):\n",
+                c.names.c_str(), nranks);
+    for (const std::string& line : selectionLines(c, nranks)) std::printf("  %s\n", line.c_str());
   }
   std::printf("\n");
 }
@@ -124,6 +183,7 @@ void printText(bool varsOnly, bool algosOnly, int nranks) {
     std::printf("\nBuild features:\n");
     for (const std::string& line : featureLines()) std::printf("  %s\n", line.c_str());
     std::printf("\n");
+    printTransports();
     printAlgos(nranks);
   }
   printVarsText();
@@ -142,9 +202,9 @@ std::string algosJson(int nranks) {
   const auto rules = plan::describeRules();
   for (size_t i = 0; i < rules.size(); ++i) out += (i ? ", " : "") + grove::jsonQuoted(rules[i]);
   out += "],\n  \"selection\": {\"nranks\": " + std::to_string(nranks);
-  for (const Preset& p : kPresets) {
-    out += ", " + grove::jsonQuoted(p.name) + ": [";
-    const auto lines = selectionLines(p, nranks);
+  for (const LinkClass& c : linkClasses()) {
+    out += ", " + grove::jsonQuoted(c.names) + ": [";
+    const auto lines = selectionLines(c, nranks);
     for (size_t i = 0; i < lines.size(); ++i) out += (i ? ", " : "") + grove::jsonQuoted(lines[i]);
     out += "]";
   }
@@ -178,6 +238,7 @@ void printJson(bool varsOnly, bool algosOnly, int nranks) {
     auto lines = featureLines();
     for (size_t i = 0; i < lines.size(); ++i) out += (i ? ", " : "") + grove::jsonQuoted(lines[i]);
     out += "],\n";
+    out += transportsJson();
     out += algosJson(nranks);
   }
   out += "  \"variables\": [\n";

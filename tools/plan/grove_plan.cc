@@ -19,6 +19,7 @@
 #include "tools/plan/plan_report.h"
 #include "topology/detect.h"
 #include "topology/topo_file.h"
+#include "transports/registry.h"
 
 #ifndef GROVE_PLAN_FIXTURES
 #define GROVE_PLAN_FIXTURES "tests/fixtures/topology"
@@ -41,7 +42,7 @@ void usage(FILE* f) {
       f,
       "usage: grove-plan [--file TOPO.json|.xml] [--coll allreduce|broadcast|reduce]\n"
       "                  [--gpus 0,1,4 | --place gpu0,gpu3 | --ranks N] [--root R] [--size 256M]\n"
-      "                  [--transport cuda|socket|shm] [--no-judge] [--cache DIR]\n"
+      "                  [--transport NAME] [--no-judge] [--cache DIR]\n"
       "                  [--json] [--svg OUT.svg] [--survey | --optimum [--fixtures DIR]]\n"
       "  --file F     topology file (grove JSON or NCCL XML); default: detect this machine\n"
       "  --coll C     allreduce (default), broadcast or reduce\n"
@@ -50,7 +51,9 @@ void usage(FILE* f) {
       "  --ranks N    N ranks spread over the machines (default: one per GPU)\n"
       "  --root R     root rank of broadcast / reduce (default 0)\n"
       "  --size S     message size of the predictions (default 256M; K, M, G suffixes)\n"
-      "  --transport T  the transport the predictions assume: cuda, socket or shm\n"
+      "  --transport T  the registered transport whose link traits the predictions assume\n"
+      "                 (grove-info lists them); default: device rings for GPU ranks, else\n"
+      "                 socket across machines or over addressed links, else shm\n"
       "               (default: cuda for GPU ranks, else socket when the links carry\n"
       "               addresses or the ranks span machines, else shm)\n"
       "  --no-judge   keep the packer's trees (99%% of the optimum, fewest trees) instead\n"
@@ -119,14 +122,11 @@ Options parse(int argc, char** argv) {
       o.request.bytes = parseBytes(value()), sizeGiven = true;
     else if (a == "--transport") {
       const std::string t = value();
-      if (t == "cuda")
-        o.request.transport = plan::TransportKind::kCuda;
-      else if (t == "socket")
-        o.request.transport = plan::TransportKind::kSocket;
-      else if (t == "shm")
-        o.request.transport = plan::TransportKind::kShm;
-      else
-        throwInvalidArgument("--transport: '" + t + "' is not one of cuda, socket, shm");
+      const transport::TransportEntry* e = transport::findTransport(t);
+      if (e == nullptr)
+        throwInvalidArgument("--transport: '" + t + "' is not a transport (one of " +
+                             transport::transportNames() + ")");
+      o.request.transport = e->name;
     } else if (a == "--no-judge")
       o.request.judgeTrees = false;
     else if (a == "--cache")

@@ -220,7 +220,7 @@ std::string reportText(const PlanReport& r, const plan::PlanGraph& g) {
       std::string(plan::collName(r.request.coll)) + " of " + bytesText(r.request.bytes) + " over " +
       std::to_string(r.nranks) + " rank(s) on " + std::to_string(r.machines) + " machine(s)" +
       (r.request.coll == plan::Coll::kAllReduce ? "" : ", root " + std::to_string(r.request.root)) +
-      "\nranks:";
+      ", " + r.transport + " links" + "\nranks:";
   for (size_t i = 0; i < r.rankNodes.size(); ++i)
     out += " " + std::to_string(i) + "=" + r.rankNodes[i];
   out += fmt("\nplanning time: %.2f ms", r.planMs);
@@ -258,6 +258,7 @@ std::string reportJson(const PlanReport& r, const plan::PlanGraph& g) {
   o.set("root", json::Value::makeNumber(r.request.root));
   o.set("nranks", json::Value::makeNumber(r.nranks));
   o.set("machines", json::Value::makeNumber(r.machines));
+  o.set("transport", json::Value::makeString(r.transport));
   json::Value ranks = json::Value::makeArray();
   for (const std::string& n : r.rankNodes) ranks.push(json::Value::makeString(n));
   o.set("ranks", ranks);

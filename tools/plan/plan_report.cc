@@ -14,6 +14,7 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "topology/json.h"
+#include "transports/registry.h"
 
 namespace grove::tools {
 
@@ -87,14 +88,18 @@ AlgoPrediction predictWith(const std::string& name, const plan::PlanGraph& g,
 }
 
 // What a communicator of these ranks would run over: GPU ranks move data
-// with CUDA whether or not the links carry addresses (the addresses only
-// choose which link a host connection takes), host ranks over sockets when
-// the links carry addresses or the ranks span machines, else shared memory.
-plan::TransportKind transportOf(const topo::CommTopology& t, int machines) {
+// over device rings whether or not the links carry addresses (the addresses
+// only choose which link a host connection takes), host ranks over sockets
+// when the links carry addresses or the ranks span machines, else shared
+// memory. The answer is a row of the transport registry.
+const transport::TransportEntry& transportOf(const topo::CommTopology& t, int machines) {
+  const transport::TransportEntry* e = nullptr;
   if (!t.ranks.empty() && t.graph.node(t.ranks[0].node).kind == topo::NodeKind::kGpu)
-    return plan::TransportKind::kCuda;
-  if (t.graph.hasLinkAddresses()) return plan::TransportKind::kSocket;
-  return machines > 1 ? plan::TransportKind::kSocket : plan::TransportKind::kShm;
+    e = transport::firstProviding(transport::kDeviceRings);
+  else
+    e = transport::findTransport(t.graph.hasLinkAddresses() || machines > 1 ? "socket" : "shm");
+  if (e == nullptr) throwInternalError("grove-plan: the transport registry lacks a default row");
+  return *e;
 }
 
 }  // namespace
@@ -149,11 +154,15 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   }
   r.machines = static_cast<int>(machines.size());
   const bool allReduce = req.coll == Coll::kAllReduce;
-  const plan::TransportKind kind = req.transport == plan::TransportKind::kAuto
-                                       ? transportOf(topology, r.machines)
-                                       : req.transport;
-  const plan::SimParams sim = plan::simParamsFor(kind);
-  plan::Selector sel(r.nranks, kind, plan::SelectorConfig::fromRegistry());
+  const transport::TransportEntry* row = req.transport.empty()
+                                             ? &transportOf(topology, r.machines)
+                                             : transport::findTransport(req.transport);
+  if (row == nullptr)
+    throwInvalidArgument("--transport: '" + req.transport + "' is not a transport (one of " +
+                         transport::transportNames() + ")");
+  r.transport = row->name;
+  const plan::SimParams sim = plan::simParamsFor(row->traits);
+  plan::Selector sel(r.nranks, row->traits, plan::SelectorConfig::fromRegistry());
   // As a communicator does (src/core/comm.cc), at GROVE_TREE_JUDGE_BYTES.
   const uint64_t judgeBytes = req.judgeTrees ? config::getSize("GROVE_TREE_JUDGE_BYTES") : 0;
   auto configure = [&](plan::TopoPlans& p) {

@@ -20,10 +20,10 @@ struct PlanRequest {
   uint64_t bytes = 256ull << 20;             ///< message bytes of the predictions
   int root = 0;                              ///< broadcast / reduce root
   bool select = true;  ///< also predict direct and what the tuned selector picks
-  /// The transport the predictions assume; kAuto: CUDA for GPU ranks, else
-  /// sockets when the links carry addresses or the ranks span machines, else
-  /// shared memory.
-  plan::TransportKind transport = plan::TransportKind::kAuto;
+  /// The registered transport (transports/registry.h) whose link traits the
+  /// predictions assume; "": device rings for GPU ranks, else sockets when
+  /// the links carry addresses or the ranks span machines, else shm.
+  std::string transport;
   /// The cost model chooses the number of trees (TopoPlans::setTreeJudge),
   /// as in a communicator; false: the packer's rule (99% of the optimum).
   bool judgeTrees = true;
@@ -53,6 +53,7 @@ struct PlanReport {
   PlanRequest request;
   int nranks = 0;
   int machines = 0;
+  std::string transport;               ///< the transport row whose traits the predictions assume
   std::vector<std::string> rankNodes;  ///< by rank: qualified topology node name
   plan::RingPlan rings, ncclRings;
   plan::TreePlan trees;                    ///< all-reduce trees, or rooted at the root

@@ -8,7 +8,7 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "base/log.h"
-#include "transports/shm/shm_segment.h"
+#include "base/shm_segment.h"
 #include "transports/shm/shm_transport.h"
 
 #include "grove_build_info.h"
@@ -20,7 +20,7 @@
 namespace grove::transport {
 
 struct HostStagedTransport::Held {
-  shm::ShmSegment seg;
+  ShmSegment seg;
   uint8_t* devBase = nullptr;  // what the DevRing points into (device or host pointer)
   bool registered = false;     // cudaHostRegister'ed
   bool owner = false;          // this side created the segment (receiver)
@@ -124,7 +124,7 @@ DevRing HostStagedTransport::createRecv(const LinkKey& key, uint64_t capacity, R
     throwInternalError("host_staged transport: segment name too long: " + name);
   auto held = std::make_unique<Held>();
   bool replaced = false;
-  held->seg = shm::ShmSegment::create(dir_ + "/" + name, ringBytes(capacity), &replaced);
+  held->seg = ShmSegment::create(dir_ + "/" + name, ringBytes(capacity), &replaced);
   if (replaced)
     GROVE_WARN(log::kShm, "replaced stale device ring segment %s (left by a job that crashed?)",
                name.c_str());
@@ -162,7 +162,7 @@ DevRing HostStagedTransport::openSend(const LinkKey& key, const RingExport& in) 
                        std::to_string(key.peer));
   const std::string path = dir_ + "/" + in.shmName;
   auto held = std::make_unique<Held>();
-  held->seg = shm::ShmSegment::tryOpen(path);
+  held->seg = ShmSegment::tryOpen(path);
   if (!held->seg.valid())
     throwRemoteError("host_staged transport: the ring " + path + " of rank " +
                      std::to_string(key.peer) + " is gone (did that rank fail or close?)");

@@ -22,9 +22,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/shm_segment.h"
 #include "transports/byte_ring.h"
 #include "transports/shm/peer_watch.h"
-#include "transports/shm/shm_segment.h"
 #include "transports/transport.h"
 
 namespace grove::transport::shm {

@@ -20,7 +20,6 @@ using shm::kShmDataOffset;
 using shm::kShmMagic;
 using shm::kShmVersion;
 using shm::ShmHeader;
-using shm::ShmSegment;
 
 /// What a link's segment must be: byte ring (slots == 0) or slot link.
 struct ShmTransport::SegmentSpec {

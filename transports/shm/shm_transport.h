@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "transports/shm/shm_segment.h"
+#include "base/shm_segment.h"
 #include "transports/transport.h"
 
 namespace grove::transport {
@@ -76,7 +76,7 @@ class ShmTransport final : public Transport {
   struct SegmentSpec;
   struct PendingSend;
   std::string pathOf(const SegmentSpec& spec) const;
-  shm::ShmSegment createSegment(const SegmentSpec& spec);
+  ShmSegment createSegment(const SegmentSpec& spec);
   void attachAll(std::vector<PendingSend>& pending);
   bool tryAttach(PendingSend& p);
   void checkLinks(const std::vector<LinkKey>& links, const char* kind) const;

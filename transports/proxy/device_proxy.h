@@ -31,9 +31,10 @@
 
 #include "base/wait.h"
 #include "transports/device_ring.h"
+#include "transports/device_transport.h"
 #include "transports/transport.h"
 
-namespace grove::core {
+namespace grove::transport {
 
 /// Pumps proxied device rings to and from host transport halves on one thread.
 class DeviceProxy {
@@ -77,4 +78,34 @@ class DeviceProxy {
   std::thread thread_;
 };
 
-}  // namespace grove::core
+/// The proxy as a device transport (the registry's "proxy" row): reaches
+/// every rank on another host, bridging its rings to the communicator's
+/// host links (device_transport.h). The pumping thread starts with the
+/// first link.
+class ProxyTransport final : public DeviceTransport {
+ public:
+  /// `emulate` and `wait` as for DeviceProxy.
+  ProxyTransport(DeviceContext ctx, bool emulate, const WaitContext& wait);
+  const char* name() const override { return "proxy"; }
+  /// True for a rank on another host.
+  bool canConnect(int peer) const override;
+  /// Throws grove::Error(groveInternalError): proxied rings are not exported.
+  DevRing createRecv(const LinkKey& key, uint64_t capacity, RingExport& out) override;
+  /// Throws grove::Error(groveInternalError): proxied rings are not exported.
+  DevRing openSend(const LinkKey& key, const RingExport& in) override;
+  bool bridged() const override { return true; }
+  DevRing bridgeSend(const LinkKey& key, uint64_t capacity, SendHalf& host) override;
+  DevRing bridgeRecv(const LinkKey& key, uint64_t capacity, RecvHalf& host) override;
+  std::string error() const override { return proxy_ ? proxy_->error() : std::string(); }
+
+ private:
+  DeviceProxy& proxy();
+  void check(const LinkKey& key, const char* what) const;
+
+  DeviceContext ctx_;
+  bool emulate_;
+  WaitContext wait_;
+  std::unique_ptr<DeviceProxy> proxy_;
+};
+
+}  // namespace grove::transport

@@ -1,4 +1,4 @@
-#include "transports/shm/shm_segment.h"
+#include "base/shm_segment.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -12,7 +12,7 @@
 #include "base/error.h"
 #include "base/log.h"
 
-namespace grove::transport::shm {
+namespace grove {
 
 ShmSegment::ShmSegment(ShmSegment&& o) noexcept { *this = std::move(o); }
 
@@ -133,4 +133,4 @@ bool ShmSegment::unlink() {
   return false;
 }
 
-}  // namespace grove::transport::shm
+}  // namespace grove

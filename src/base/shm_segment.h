@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <string>
 
-namespace grove::transport::shm {
+namespace grove {
 
 /// One shared-memory file and (optionally) its mapping.
 class ShmSegment {
@@ -83,4 +83,4 @@ class ShmSegment {
   bool haveIdentity_ = false;
 };
 
-}  // namespace grove::transport::shm
+}  // namespace grove

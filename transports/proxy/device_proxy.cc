@@ -1,4 +1,4 @@
-#include "core/device_proxy.h"
+#include "transports/proxy/device_proxy.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,7 +15,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
-namespace grove::core {
+namespace grove::transport {
 
 using transport::DevRing;
 
@@ -234,4 +234,45 @@ void DeviceProxy::loop() {
   }
 }
 
-}  // namespace grove::core
+ProxyTransport::ProxyTransport(DeviceContext ctx, bool emulate, const WaitContext& wait)
+    : ctx_(std::move(ctx)), emulate_(emulate), wait_(wait) {
+  checkDeviceContext(ctx_, "proxy transport");
+}
+
+bool ProxyTransport::canConnect(int peer) const {
+  if (peer < 0 || peer >= ctx_.nranks || peer == ctx_.rank) return false;
+  return ctx_.peers[peer].hostHash != ctx_.peers[ctx_.rank].hostHash;
+}
+
+void ProxyTransport::check(const LinkKey& key, const char* what) const {
+  if (!canConnect(key.peer))
+    throwInvalidArgument("proxy transport: rank " + std::to_string(ctx_.rank) + " cannot " + what +
+                         " rank " + std::to_string(key.peer) + " (not a rank on another host)");
+}
+
+DevRing ProxyTransport::createRecv(const LinkKey& key, uint64_t, RingExport&) {
+  throwInternalError("proxy transport: rings to rank " + std::to_string(key.peer) +
+                     " are bridged, not exported");
+}
+
+DevRing ProxyTransport::openSend(const LinkKey& key, const RingExport&) {
+  throwInternalError("proxy transport: rings to rank " + std::to_string(key.peer) +
+                     " are bridged, not exported");
+}
+
+DeviceProxy& ProxyTransport::proxy() {
+  if (!proxy_) proxy_ = std::make_unique<DeviceProxy>(ctx_.rank, emulate_, wait_);
+  return *proxy_;
+}
+
+DevRing ProxyTransport::bridgeSend(const LinkKey& key, uint64_t capacity, SendHalf& host) {
+  check(key, "send to");
+  return proxy().addSend(key, capacity, host);
+}
+
+DevRing ProxyTransport::bridgeRecv(const LinkKey& key, uint64_t capacity, RecvHalf& host) {
+  check(key, "receive from");
+  return proxy().addRecv(key, capacity, host);
+}
+
+}  // namespace grove::transport
