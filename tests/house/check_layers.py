@@ -8,18 +8,29 @@ lines after it up to the next blank line (prose in between is for people).
 A path names a folder (everything under it) or one file. A source belongs to
 the deepest layer folder above it, and may always include its own layer's
 files. An include is resolved the way the build resolves it: beside the
-including file, then from the repository root, src/ and include/; the
+including file, then from the repository root, src/ and include/ (and,
+for tests, tests/); the
 generated feature header is named `grove_build_info.h` in a rule. Angle
 includes resolve the same way from the root, src/ and include/ (the build
 finds them there too); what resolves to no file of the repository is the
 system's or a third party's and is not checked. Block comments and `#if 0`
 regions are read as the compiler reads them: not at all.
 
-Two more rules hold everywhere:
+More rules hold everywhere:
+  - every source belongs to a layer: a source in a folder with no rule
+    above it (tests included) is a failure, not a pass;
   - a source that tests a GROVE_HAVE_* feature macro includes the one
     generated feature header before its first test, and tests it with
     `#if` (the macros are 0 or 1: `#ifdef GROVE_HAVE_CUDA` is always true);
-  - the README's rule names only paths that exist.
+  - the README's rule names only paths that exist;
+  - link lines keep the rule too. Every CMake file is read for the targets
+    grove_layer() defines (a target's files: its listed sources and the
+    headers beside them, or everything under its folder when its sources
+    are a variable; src/capi's also the public header it implements) and
+    for what each target links: grove_layer's DEPS,
+    target_link_libraries and grove_gtest's LIBS. A target defined in a
+    layer may link another only if its rule allows including one of that
+    target's files (or the target lies in its own layer).
 
 Usage: check_layers.py [repository root]   (exit 1 and one line per broken
 edge when a rule is broken; --list prints every layer and its rule)
@@ -31,6 +42,13 @@ import sys
 SOURCE_EXT = (".h", ".hpp", ".cc", ".cpp", ".c", ".cu", ".cuh")
 GENERATED = "grove_build_info.h"
 SKIP_DIRS = {"build", ".git", ".venv", ".bundle", "fixtures"}
+CMAKE_FILES = ("CMakeLists.txt",)
+PUBLIC_HEADER = "include/grove/grove.h"
+CMAKE_EXT = ".cmake"
+CALL_RE = re.compile(r"\b(grove_layer|grove_gtest|target_link_libraries|add_executable|add_library)\s*\(", re.I)
+LINK_KEYWORDS = {"PUBLIC", "PRIVATE", "INTERFACE", "LINK_PUBLIC", "LINK_PRIVATE"}
+SECTION_WORDS = {"SOURCES", "DEPS", "LIBS", "LABELS", "TIMEOUT", "PROCESSORS", "STATIC", "SHARED",
+                 "MODULE", "OBJECT", "EXCLUDE_FROM_ALL"}
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 FEATURE_RE = re.compile(r"^\s*#\s*(?:el)?if\b.*\bGROVE_HAVE_[A-Z_]+", re.M)
 DEFINED_RE = re.compile(r"^\s*#\s*(?:ifdef|ifndef)\s+GROVE_HAVE_|\bdefined\s*\(?\s*GROVE_HAVE_", re.M)
@@ -86,6 +104,8 @@ def resolve(root, src, kind, name):
         return GENERATED
     here = os.path.dirname(src)
     bases = ("", "src", "include") if kind == "<" else (here, "", "src", "include")
+    if src.startswith("tests/"):  # test programs also see tests/ (grove_gtest)
+        bases += ("tests",)
     for base in bases:
         cand = os.path.normpath(os.path.join(base, name))
         if os.path.isfile(os.path.join(root, cand)):
@@ -98,6 +118,103 @@ def allowed(target, rule):
         if target == item or target.startswith(item + "/"):
             return True
     return False
+
+
+def cmake_calls(text):
+    """(command, argument tokens) of every call CALL_RE names, comments dropped."""
+    text = re.sub(r"#[^\n]*", "", text)
+    calls = []
+    for m in CALL_RE.finditer(text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        args = text[m.end():i - 1]
+        calls.append((m.group(1).lower(), re.findall(r'"[^"]*"|[^\s"]+', args)))
+    return calls
+
+
+def source_token(token, here):
+    """A SOURCES token as a repository-relative path, or None (a variable)."""
+    for var in ("${CMAKE_CURRENT_SOURCE_DIR}/", "${CMAKE_CURRENT_LIST_DIR}/",
+                "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/"):
+        if token.startswith(var):
+            token = token[len(var):]
+    if "$" in token:
+        return None
+    return os.path.normpath(os.path.join(here, token))
+
+
+def read_targets(root):
+    """Layer targets: name -> (folder, files). And link edges: (target or
+    program, its folder, the target it links, the CMake file)."""
+    targets, links = {}, []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")]
+        for fn in filenames:
+            if fn not in CMAKE_FILES and not fn.endswith(CMAKE_EXT):
+                continue
+            path = os.path.join(dirpath, fn)
+            here = os.path.relpath(dirpath, root)
+            rel = os.path.relpath(path, root)
+            defined = {}
+            for cmd, args in cmake_calls(open(path, encoding="utf-8").read()):
+                if not args:
+                    continue
+                name, rest = args[0], args[1:]
+                if cmd in ("add_executable", "add_library", "grove_gtest", "grove_layer"):
+                    defined[name] = here
+                if cmd == "grove_layer":
+                    section, files, glob = None, set(), False
+                    for t in rest:
+                        if t in SECTION_WORDS:
+                            section = t
+                        elif section == "SOURCES":
+                            src = source_token(t, here)
+                            if src is None:
+                                glob = True
+                            else:
+                                files.add(src)
+                                files.add(os.path.splitext(src)[0] + ".h")
+                    if glob:  # sources from a variable: anything under the folder
+                        for d, subdirs, fs in os.walk(os.path.join(root, here)):
+                            subdirs[:] = [x for x in subdirs if x not in SKIP_DIRS]
+                            files |= {os.path.relpath(os.path.join(d, f), root) for f in fs
+                                      if f.endswith(SOURCE_EXT)}
+                    if here == "src/capi":  # the C API implements the public header
+                        files.add(PUBLIC_HEADER)
+                    targets[name] = (here, files)
+                if cmd in ("grove_layer", "grove_gtest"):
+                    section = None
+                    for t in rest:
+                        if t in SECTION_WORDS:
+                            section = t
+                        elif section in ("DEPS", "LIBS"):
+                            links.append((name, defined.get(name, here), t, rel))
+                elif cmd == "target_link_libraries":
+                    for t in rest:
+                        if t not in LINK_KEYWORDS:
+                            links.append((name, defined.get(name, here), t, rel))
+    return targets, links
+
+
+def link_problems(root, layers):
+    targets, links = read_targets(root)
+    problems = []
+    for name, folder, dep, cmake_file in links:
+        if dep not in targets or dep == name:
+            continue  # a system or third-party library, a variable, or itself
+        layer = owner(folder + "/", layers)
+        if layer is None:
+            continue  # reported as a source without a rule
+        dep_folder, dep_files = targets[dep]
+        if dep_folder == layer or dep_folder.startswith(layer + "/"):
+            continue
+        if any(allowed(f, layers[layer]) for f in dep_files):
+            continue
+        problems.append(f"{cmake_file}: {name} links {dep} ({dep_folder}), which "
+                        f"{layer}/README.md does not allow")
+    return problems
 
 
 def main():
@@ -134,6 +251,8 @@ def main():
                 problems.append(f"{src}: tests whether a GROVE_HAVE_* macro is defined; they are "
                                 f"always defined (0 or 1): use #if")
             if layer is None:
+                problems.append(f"{src}: no README.md with a 'May include:' rule in its folder "
+                                f"or above it")
                 continue
             checked += 1
             for kind, name in includes:
@@ -144,6 +263,7 @@ def main():
                 if target.startswith(layer + "/") or allowed(target, layers[layer]):
                     continue
                 problems.append(f"{src}: includes {target}, which {layer}/README.md does not allow")
+    problems += link_problems(root, layers)
     for p in problems:
         print(p)
     print(f"check_layers: {len(layers)} layers, {checked} sources, {edges} include edges, "

@@ -34,6 +34,7 @@ GOOD = {
     "src/exec/run.cc": '#include "exec/run.h"\n#include "ir/wire.h"\n#include "grove_build_info.h"\n#if GROVE_HAVE_CUDA\n#endif\n',
     "src/exec/run.h": "#pragma once\n",
     "include/grove/grove.h": "#pragma once\n",
+    "include/grove/README.md": "# api\n\nMay include: nothing of the repository.\n",
 }
 
 
@@ -98,6 +99,61 @@ class CheckLayers(unittest.TestCase):
             code, out = run(root)
             self.assertEqual(code, 1)
             self.assertIn("src/exec/y.cc: tests a GROVE_HAVE_* macro", out)
+
+    def test_a_source_outside_every_layer_fails(self):
+        for stray in ("src/stray.cc", "plugins/p.cc", "tests/unit/t.cc"):
+            with tempfile.TemporaryDirectory() as root:
+                make_tree(root, dict(GOOD, **{stray: '#include "base/log.h"\n'}))
+                code, out = run(root)
+                self.assertEqual(code, 1, stray)
+                self.assertIn(f"{stray}: no README.md with a 'May include:' rule", out)
+
+    def test_a_test_folder_is_held_to_its_rule(self):
+        tree = dict(GOOD, **{
+            "tests/unit/README.md": "May include: `include/grove`, `src/base`.\n",
+            "tests/unit/t.cc": '#include "base/log.h"\n#include "unit/helper.h"\n',
+            "tests/unit/helper.h": "#pragma once\n",
+        })
+        with tempfile.TemporaryDirectory() as root:
+            make_tree(root, tree)
+            self.assertEqual(run(root)[0], 0, run(root)[1])
+        with tempfile.TemporaryDirectory() as root:
+            make_tree(root, dict(tree, **{"tests/unit/u.cc": '#include "exec/run.h"\n'}))
+            code, out = run(root)
+            self.assertEqual(code, 1)
+            self.assertIn("tests/unit/u.cc: includes src/exec/run.h", out)
+
+    def test_link_lines_keep_the_rule(self):
+        cmake = {
+            "src/base/CMakeLists.txt": "grove_layer(grove_base SOURCES log.cc)\n",
+            "src/base/log.cc": '#include "base/log.h"\n',
+            "src/ir/CMakeLists.txt": "grove_layer(grove_ir SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/schedule.cc\n"
+                                     "            DEPS grove_base Threads::Threads)\n",
+            "src/ir/schedule.cc": '#include "ir/schedule.h"\n',
+            "src/exec/CMakeLists.txt": "file(GLOB S *.cc)\ngrove_layer(grove_exec SOURCES ${S} DEPS grove_base)\n",
+        }
+        with tempfile.TemporaryDirectory() as root:
+            make_tree(root, dict(GOOD, **cmake))
+            code, out = run(root)
+            self.assertEqual(code, 0, out)
+        # exec may include src/ir/wire.h only: linking grove_ir (schedule.cc) breaks its rule.
+        bad = dict(cmake, **{"src/exec/CMakeLists.txt":
+                             "file(GLOB S *.cc)\ngrove_layer(grove_exec SOURCES ${S} DEPS grove_base)\n"
+                             "# a comment naming grove_ir is not a link\n"
+                             "target_link_libraries(grove_exec PUBLIC grove_ir)\n"})
+        with tempfile.TemporaryDirectory() as root:
+            make_tree(root, dict(GOOD, **bad))
+            code, out = run(root)
+            self.assertEqual(code, 1)
+            self.assertIn("src/exec/CMakeLists.txt: grove_exec links grove_ir (src/ir), which "
+                          "src/exec/README.md does not allow", out)
+        # base may include nothing but the public header: a DEPS edge up is caught too.
+        up = dict(cmake, **{"src/base/CMakeLists.txt": "grove_layer(grove_base SOURCES log.cc DEPS grove_exec)\n"})
+        with tempfile.TemporaryDirectory() as root:
+            make_tree(root, dict(GOOD, **up))
+            code, out = run(root)
+            self.assertEqual(code, 1)
+            self.assertIn("grove_base links grove_exec (src/exec)", out)
 
 
 if __name__ == "__main__":
