@@ -31,7 +31,25 @@ std::map<std::string, std::string>& overrides() {
 }
 }  // namespace
 
-const std::vector<Var>& all() { return registeredVars(); }
+namespace {
+// The library's variables, then the components' (VarTable). Tables are
+// added while the program or library loads, before anything reads them.
+std::vector<Var>& table() {
+  static std::vector<Var> vars = registeredVars();
+  return vars;
+}
+}  // namespace
+
+const std::vector<Var>& all() { return table(); }
+
+VarTable::VarTable(std::initializer_list<Var> vars) {
+  for (const Var& v : vars) {
+    for (const Var& known : table())
+      if (std::string(known.name) == v.name)
+        throwInternalError(std::string("config variable ") + v.name + " is registered twice");
+    table().push_back(v);
+  }
+}
 
 const Var& find(const std::string& name) {
   for (const Var& v : all())

@@ -1,13 +1,16 @@
 // The typed registry of GROVE_* configuration variables.
 //
 // Every variable the library reads is declared once, with a type, a default
-// and help text (config_vars.cc). Code reads values only through this
+// and help text: the library's own in config_vars.cc, a component's (a
+// transport's) in its own folder through a VarTable beside the code that
+// reads them. Code reads values only through this
 // registry, never with getenv, so grove-info can print them all and tests can
 // override them. Values come from the environment, read when first asked for;
 // setOverride() replaces a value for the whole process (tests, tools).
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,8 +34,20 @@ struct Var {
   double max = 9.2e18;            ///< largest value allowed (kInt, kSize, kDouble)
 };
 
-/// Every registered variable, in registration order.
+/// Every registered variable, in registration order (config_vars.cc's,
+/// then the components' tables).
 const std::vector<Var>& all();
+
+/// A component's own variables: constructing one registers them. Define it
+/// at namespace scope in the source file that reads them, so they are
+/// registered whenever that code is linked in (before main, or when the
+/// library is loaded), and grove-info lists them with the rest. A name
+/// registered twice is a build error (grove::Error(groveInternalError) at
+/// load).
+class VarTable {
+ public:
+  explicit VarTable(std::initializer_list<Var> vars);
+};
 
 /// The variable named `name`; throws grove::Error(InternalError) if unknown.
 const Var& find(const std::string& name);

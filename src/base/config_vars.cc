@@ -1,6 +1,8 @@
-// Every GROVE_* variable, with its type, default, help text and what values
-// it allows (choices of a string; [min, max] of a number or size). grove-info
-// prints this table; add a line here before reading a new variable.
+// The library's GROVE_* variables, with their type, default, help text and
+// what values they allow (choices of a string; [min, max] of a number or
+// size). grove-info prints this table and the components' own (a
+// transport's variables live in its folder: config::VarTable); add a line
+// here, or to the component's table, before reading a new variable.
 #include "base/config.h"
 
 namespace grove::config {
@@ -37,23 +39,10 @@ const std::vector<Var>& registeredVars() {
        "auto (per peer, the first that reaches it: shm on one host, net where an RDMA fabric is "
        "present, socket otherwise), or the transports to use, comma-separated: shm, net, socket "
        "(tcp), loopback (threads of one process)"},
-      {"GROVE_NET_PROVIDER", Type::kString, "",
-       "libfabric provider of the net transport (verbs, efa, tcp, ...); empty: FI_PROVIDER, else "
-       "the fastest present where an RDMA device exists (tcp only when GROVE_TRANSPORT names net)"},
-      {"GROVE_NET_NICS", Type::kInt, "0",
-       "NICs (fabric domains) the net transport spreads its channels over; 0 = every domain of "
-       "the chosen provider on the chosen interface's fabric, up to 4",
-       nullptr, 0, 4},
       {"GROVE_BUFFSIZE", Type::kSize, "1M", "bytes of each connection's buffer per direction",
        nullptr, 4096, 1024.0 * 1024 * 1024},
       {"GROVE_NCHANNELS", Type::kInt, "0",
        "channels (parallel connections) per collective; 0 = automatic", nullptr, 0, 32},
-      {"GROVE_SOCKET_SNDBUF", Type::kSize, "512K",
-       "SO_SNDBUF of socket-transport connections (the kernel doubles it); 0 = autotuning", nullptr,
-       0, 1024.0 * 1024 * 1024},
-      {"GROVE_SOCKET_RCVBUF", Type::kSize, "4M",
-       "SO_RCVBUF of socket-transport connections (the kernel doubles it); 0 = autotuning", nullptr,
-       0, 1024.0 * 1024 * 1024},
       {"GROVE_SHM_DIR", Type::kString, "/dev/shm", "where shared-memory segments are made"},
       // Algorithms
       {"GROVE_ALGO", Type::kString, "",

@@ -146,6 +146,27 @@ TEST(Config, GoodValuesPassAndChoicesIgnoreCase) {
   EXPECT_EQ(config::allowedText(config::find("GROVE_NCHANNELS")), "an integer in [0, 32]");
 }
 
+// A component's own table (what a transport declares in its folder).
+const config::VarTable kComponentSettings{
+    {"GROVE_UNIT_COMPONENT_DEPTH", config::Type::kInt, "3", "a component's own setting (test)",
+     nullptr, 1, 8},
+};
+
+TEST(Config, ComponentTablesJoinTheOneRegistry) {
+  const config::Var& v = config::find("GROVE_UNIT_COMPONENT_DEPTH");
+  EXPECT_STREQ(v.help, "a component's own setting (test)");
+  EXPECT_EQ(config::getInt("GROVE_UNIT_COMPONENT_DEPTH"), 3);
+  bool listed = false;
+  for (const config::Var& var : config::all()) listed = listed || var.name == v.name;
+  EXPECT_TRUE(listed);
+  {
+    ScopedVar deep("GROVE_UNIT_COMPONENT_DEPTH", "9");  // its limits hold like any other's
+    EXPECT_THROW(config::getInt("GROVE_UNIT_COMPONENT_DEPTH"), Error);
+  }
+  // A name registered twice (here, one of the library's own) is refused.
+  EXPECT_THROW(config::VarTable({{"GROVE_TIMEOUT", config::Type::kDouble, "1", "again"}}), Error);
+}
+
 TEST(Dtype, SizesNamesAndNcclValues) {
   EXPECT_EQ(dtypeSize(groveFloat16), 2u);
   EXPECT_EQ(dtypeSize(groveBfloat16), 2u);

@@ -20,6 +20,17 @@
 namespace grove::transport {
 namespace {
 
+// The net transport's settings (grove-info lists them with the library's).
+const config::VarTable kNetSettings{
+    {"GROVE_NET_PROVIDER", config::Type::kString, "",
+     "libfabric provider of the net transport (verbs, efa, tcp, ...); empty: FI_PROVIDER, else "
+     "the fastest present where an RDMA device exists (tcp only when GROVE_TRANSPORT names net)"},
+    {"GROVE_NET_NICS", config::Type::kInt, "0",
+     "NICs (fabric domains) the net transport spreads its channels over; 0 = every domain of "
+     "the chosen provider on the chosen interface's fabric, up to 4",
+     nullptr, 0, 4},
+};
+
 using net::Nic;
 
 constexpr uint32_t kBlobMagic = 0x4e455447;  // "GTEN"

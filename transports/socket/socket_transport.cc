@@ -19,6 +19,16 @@
 namespace grove::transport {
 namespace {
 
+// The socket transport's settings (grove-info lists them with the library's).
+const config::VarTable kSocketSettings{
+    {"GROVE_SOCKET_SNDBUF", config::Type::kSize, "512K",
+     "SO_SNDBUF of socket-transport connections (the kernel doubles it); 0 = autotuning", nullptr,
+     0, 1024.0 * 1024 * 1024},
+    {"GROVE_SOCKET_RCVBUF", config::Type::kSize, "4M",
+     "SO_RCVBUF of socket-transport connections (the kernel doubles it); 0 = autotuning", nullptr,
+     0, 1024.0 * 1024 * 1024},
+};
+
 /// First bytes on every link connection.
 struct LinkHello {
   uint64_t magic = 0;
