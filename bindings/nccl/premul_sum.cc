@@ -6,56 +6,15 @@
 #include <cstring>
 #include <type_traits>
 
+#include "base/fp16.h"
+
 namespace grove::nccl {
 namespace {
 
-float bitsToFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-uint32_t floatToBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-float halfToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  const uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  if (exp == 0x1f) return bitsToFloat(sign | 0x7f800000 | (mant << 13));  // inf, nan
-  if (exp == 0) {  // zero and subnormals: mant * 2^-24
-    const float v = static_cast<float>(mant) * (1.0f / 16777216.0f);
-    return sign ? -v : v;
-  }
-  return bitsToFloat(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-uint16_t floatToHalf(float f) {
-  const uint32_t u = floatToBits(f);
-  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000);
-  const uint32_t abs = u & 0x7fffffff;
-  if (abs >= 0x7f800000) return sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 : 0);  // inf, nan
-  if (abs >= 0x477ff000) return sign | 0x7c00;                                   // overflows to inf
-  if (abs < 0x38800000) {  // a subnormal half (or zero): round abs * 2^24 to an integer
-    const float scaled = bitsToFloat(abs) * 16777216.0f;
-    uint32_t m = static_cast<uint32_t>(scaled);
-    const float rest = scaled - static_cast<float>(m);
-    if (rest > 0.5f || (rest == 0.5f && (m & 1))) ++m;
-    return sign | static_cast<uint16_t>(m);
-  }
-  const uint32_t rounded = abs + 0xfff + ((abs >> 13) & 1);  // to nearest even at bit 13
-  return sign | static_cast<uint16_t>((rounded - (112u << 23)) >> 13);
-}
-
-float bf16ToFloat(uint16_t b) { return bitsToFloat(static_cast<uint32_t>(b) << 16); }
-
-uint16_t floatToBf16(float f) {
-  const uint32_t u = floatToBits(f);
-  if ((u & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((u >> 16) | 0x40);  // nan
-  return static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-}
+float halfToFloat(uint16_t h) { return fp16::halfBitsToFloat(h); }
+uint16_t floatToHalf(float f) { return fp16::floatToHalfBits(f); }
+float bf16ToFloat(uint16_t b) { return fp16::bf16BitsToFloat(b); }
+uint16_t floatToBf16(float f) { return fp16::floatToBf16Bits(f); }
 
 template <typename T>
 void scaleWrapping(void* dst, const void* src, size_t n, const void* scalar) {

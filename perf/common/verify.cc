@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/dtype.h"
+#include "base/fp16.h"
 
 namespace grove::perf {
 namespace {
@@ -96,12 +97,12 @@ void storeValue(groveDataType_t type, void* buf, size_t index, int64_t v) {
     case groveInt64:
     case groveUint64: storeBits(buf, index, &v, 8); break;
     case groveFloat16: {
-      uint16_t b = floatToHalfBits(static_cast<float>(v));
+      uint16_t b = fp16::floatToHalfBits(static_cast<float>(v));
       storeBits(buf, index, &b, 2);
       break;
     }
     case groveBfloat16: {
-      uint16_t b = floatToBf16Bits(static_cast<float>(v));
+      uint16_t b = fp16::floatToBf16Bits(static_cast<float>(v));
       storeBits(buf, index, &b, 2);
       break;
     }
@@ -155,12 +156,12 @@ double loadValue(groveDataType_t type, const void* buf, size_t index) {
     case groveFloat16: {
       uint16_t v;
       std::memcpy(&v, p, 2);
-      return halfBitsToFloat(v);
+      return fp16::halfBitsToFloat(v);
     }
     case groveBfloat16: {
       uint16_t v;
       std::memcpy(&v, p, 2);
-      return bf16BitsToFloat(v);
+      return fp16::bf16BitsToFloat(v);
     }
     case groveFloat32: {
       float v;
@@ -257,69 +258,6 @@ size_t countWrong(groveDataType_t type, const void* got, const void* expected, s
   size_t wrong = 0;
   for (size_t i = 0; i < count; ++i) wrong += std::memcmp(a + i * es, b + i * es, es) != 0;
   return wrong;
-}
-
-uint16_t floatToHalfBits(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff);
-  uint32_t mant = x & 0x7fffffu;
-  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
-  int32_t e = exp - 127 + 15;
-  if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (e <= 0) {                                                 // subnormal or zero
-    if (e < -10) return static_cast<uint16_t>(sign);
-    mant |= 0x800000u;
-    const int shift = 14 - e;
-    uint32_t h = mant >> shift;
-    const uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1u))) ++h;
-    return static_cast<uint16_t>(sign | h);
-  }
-  uint32_t h = (static_cast<uint32_t>(e) << 10) | (mant >> 13);
-  const uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into inf: correct
-  return static_cast<uint16_t>(sign | h);
-}
-
-float halfBitsToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
-  if (exp == 0x1f) {
-    x = sign | 0x7f800000u | (mant << 13);
-  } else if (exp == 0) {
-    if (mant == 0) {
-      x = sign;
-    } else {  // normalise the subnormal
-      int e = -1;
-      do {
-        mant <<= 1;
-        ++e;
-      } while ((mant & 0x400u) == 0);
-      x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
-    }
-  } else {
-    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-
-uint16_t floatToBf16Bits(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // NaN
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(x >> 16);
-}
-
-float bf16BitsToFloat(uint16_t b) {
-  uint32_t x = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
 }
 
 }  // namespace grove::perf

@@ -70,10 +70,4 @@ size_t preparedRecvBytes(const DataSpec& spec, int rank, const CollCounts& count
 /// Number of elements of got that differ (bitwise) from expected.
 size_t countWrong(groveDataType_t type, const void* got, const void* expected, size_t count);
 
-/// IEEE half and bfloat16 from float (round to nearest even) and back.
-uint16_t floatToHalfBits(float f);
-float halfBitsToFloat(uint16_t h);
-uint16_t floatToBf16Bits(float f);
-float bf16BitsToFloat(uint16_t b);
-
 }  // namespace grove::perf

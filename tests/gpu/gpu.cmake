@@ -12,7 +12,8 @@ endif()
 set(_gpu ${CMAKE_CURRENT_LIST_DIR})
 add_executable(test_gpu_kernels ${_gpu}/gpu_kernels_test.cc ${_gpu}/gpu_slices_test.cc ${_gpu}/gpu_main.cc
                ${_gpu}/gpu_check.cc ${_gpu}/slice_kernels.cu)
-target_link_libraries(test_gpu_kernels PRIVATE grove_kernels grove_base CUDA::cudart GTest::gtest)
+target_link_libraries(test_gpu_kernels PRIVATE grove_exec grove_kernels grove_base CUDA::cudart
+                      GTest::gtest)
 target_include_directories(test_gpu_kernels PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
 set_target_properties(test_gpu_kernels PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
 set_source_files_properties(${_gpu}/slice_kernels.cu PROPERTIES COMPILE_OPTIONS "--fmad=false")

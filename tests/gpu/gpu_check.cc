@@ -20,14 +20,6 @@ void cudaOk(int err, const char* what) {
   }
 }
 
-DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
-  void* p = nullptr;
-  cudaOk(cudaMalloc(&p, bytes), "cudaMalloc");
-  ptr_ = static_cast<unsigned char*>(p);
-}
-
-DeviceBuffer::~DeviceBuffer() { cudaFree(ptr_); }
-
 namespace {
 
 template <class T>

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/cuda/cuda_executor.h"
 #include "grove/grove.h"
 
 namespace grove::gputest {
@@ -15,23 +16,9 @@ namespace grove::gputest {
 /// Throws std::runtime_error naming `what` when err (a cudaError_t) is not success.
 void cudaOk(int err, const char* what);
 
-/// A device allocation of `bytes` (cudaMalloc), freed on destruction.
-class DeviceBuffer {
- public:
-  /// Allocates bytes of device memory.
-  explicit DeviceBuffer(size_t bytes);
-  ~DeviceBuffer();
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  /// The device address.
-  unsigned char* get() const { return ptr_; }
-  /// The allocation size.
-  size_t size() const { return bytes_; }
-
- private:
-  unsigned char* ptr_ = nullptr;
-  size_t bytes_ = 0;
-};
+/// A zeroed device allocation, freed on destruction: the executor's own
+/// (stream-ordered on a private stream, zeroed before it returns).
+using DeviceBuffer = exec::cuda::DeviceBuffer;
 
 /// Guard byte written around every destination before a launch.
 inline constexpr unsigned char kGuard = 0xa5;

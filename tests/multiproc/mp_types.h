@@ -19,6 +19,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/fp16.h"
 #include "grove/grove.h"
 
 namespace mp {
@@ -36,55 +37,12 @@ inline uint64_t hash3(uint64_t a, uint64_t b, uint64_t c) {
 }
 
 // ------------------------------------------------------------ 16-bit floats
-inline uint16_t floatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t mant = x & 0x7fffffu;
-  int exp = static_cast<int>((x >> 23) & 0xff);
-  if (exp == 255) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
-  int e = exp - 127 + 15;
-  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (e <= 0) {
-    if (e < -10) return static_cast<uint16_t>(sign);
-    mant |= 0x800000u;
-    int shift = 14 - e;
-    uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1))) ++h;
-    return static_cast<uint16_t>(sign | h);
-  }
-  uint32_t h = (static_cast<uint32_t>(e) << 10) | (mant >> 13), rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) ++h;
-  return static_cast<uint16_t>(sign | h);
-}
-inline float halfToFloat(uint16_t h) {
-  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
-  if (exp == 0) {
-    float f = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -f : f;
-  }
-  if (exp == 31)
-    x = sign | 0x7f800000u | (mant << 13);
-  else
-    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-inline uint16_t floatToBf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(x >> 16);
-}
-inline float bf16ToFloat(uint16_t b) {
-  uint32_t x = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
+// The project's one conversion (base/fp16.h; kernels_test checks it against
+// a reference over every half and bfloat16).
+inline uint16_t floatToHalf(float f) { return grove::fp16::floatToHalfBits(f); }
+inline float halfToFloat(uint16_t h) { return grove::fp16::halfBitsToFloat(h); }
+inline uint16_t floatToBf16(float f) { return grove::fp16::floatToBf16Bits(f); }
+inline float bf16ToFloat(uint16_t b) { return grove::fp16::bf16BitsToFloat(b); }
 
 // ------------------------------------------------------------ dtype table
 inline const int kAllDtypes[] = {groveInt8,    groveUint8,   groveInt32,   groveUint32,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "base/fp16.h"
 #include "perf/common/coll_spec.h"
 #include "perf/common/perf_args.h"
 #include "perf/common/report.h"
@@ -164,13 +165,13 @@ TEST(Report, Layout) {
 
 TEST(Verify, HalfAndBf16Conversions) {
   for (int v = -2048; v <= 2048; ++v)
-    EXPECT_EQ(halfBitsToFloat(floatToHalfBits(static_cast<float>(v))), v);
+    EXPECT_EQ(fp16::halfBitsToFloat(fp16::floatToHalfBits(static_cast<float>(v))), v);
   for (int v = -256; v <= 256; ++v)
-    EXPECT_EQ(bf16BitsToFloat(floatToBf16Bits(static_cast<float>(v))), v);
-  EXPECT_EQ(floatToHalfBits(1.0f), 0x3c00);
-  EXPECT_EQ(floatToHalfBits(65536.0f), 0x7c00);  // overflow -> inf
-  EXPECT_EQ(floatToBf16Bits(1.0f), 0x3f80);
-  EXPECT_EQ(floatToHalfBits(2049.0f), floatToHalfBits(2048.0f));  // ties to even
+    EXPECT_EQ(fp16::bf16BitsToFloat(fp16::floatToBf16Bits(static_cast<float>(v))), v);
+  EXPECT_EQ(fp16::floatToHalfBits(1.0f), 0x3c00);
+  EXPECT_EQ(fp16::floatToHalfBits(65536.0f), 0x7c00);  // overflow -> inf
+  EXPECT_EQ(fp16::floatToBf16Bits(1.0f), 0x3f80);
+  EXPECT_EQ(fp16::floatToHalfBits(2049.0f), fp16::floatToHalfBits(2048.0f));  // ties to even
 }
 
 // ---- simulation of every collective in the element type's own arithmetic ----
@@ -223,10 +224,10 @@ void reduceInto(groveDataType_t t, groveRedOp_t op, void* a, const void* b, size
       uint16_t x, y;
       std::memcpy(&x, pa, 2);
       std::memcpy(&y, pb, 2);
-      float fx = h ? halfBitsToFloat(x) : bf16BitsToFloat(x);
-      float fy = h ? halfBitsToFloat(y) : bf16BitsToFloat(y);
+      float fx = h ? fp16::halfBitsToFloat(x) : fp16::bf16BitsToFloat(x);
+      float fy = h ? fp16::halfBitsToFloat(y) : fp16::bf16BitsToFloat(y);
       float r = combine(fx, fy);
-      uint16_t b = h ? floatToHalfBits(r) : floatToBf16Bits(r);
+      uint16_t b = h ? fp16::floatToHalfBits(r) : fp16::floatToBf16Bits(r);
       std::memcpy(pa, &b, 2);
       break;
     }
@@ -245,7 +246,7 @@ void divideBy(groveDataType_t t, void* a, size_t i, int n) {
   } else {
     float f = static_cast<float>(v) / static_cast<float>(n);
     if (t == groveFloat32) std::memcpy(static_cast<char*>(a) + i * 4, &f, 4);
-    uint16_t b = t == groveFloat16 ? floatToHalfBits(f) : floatToBf16Bits(f);
+    uint16_t b = t == groveFloat16 ? fp16::floatToHalfBits(f) : fp16::floatToBf16Bits(f);
     if (t != groveFloat32) std::memcpy(static_cast<char*>(a) + i * 2, &b, 2);
   }
 }

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "kernels/cpu/fp16.h"
+#include "base/fp16.h"
 #include "kernels/cpu/reduce_loops.h"
 
 namespace grove::kernels {
@@ -43,9 +43,9 @@ void copy(void* dst, const void* src, size_t bytes) {
   if (bytes != 0 && dst != src) std::memcpy(dst, src, bytes);
 }
 
-float halfToFloat(uint16_t h) { return detail::halfBitsToFloat(h); }
-uint16_t floatToHalf(float f) { return detail::floatToHalfBits(f); }
-float bf16ToFloat(uint16_t b) { return detail::bf16BitsToFloat(b); }
-uint16_t floatToBf16(float f) { return detail::floatToBf16Bits(f); }
+float halfToFloat(uint16_t h) { return fp16::halfBitsToFloat(h); }
+uint16_t floatToHalf(float f) { return fp16::floatToHalfBits(f); }
+float bf16ToFloat(uint16_t b) { return fp16::bf16BitsToFloat(b); }
+uint16_t floatToBf16(float f) { return fp16::floatToBf16Bits(f); }
 
 }  // namespace grove::kernels

@@ -9,7 +9,7 @@
 // over the arrays (auto-vectorised), narrow the result into dst (and dst2).
 // Blocks read both inputs before writing, so dst may alias a or b exactly;
 // unaligned loads and stores make any pointer alignment fine. The bits equal
-// those of the portable path (fp16.h mimics F16C's NaN handling), except the
+// those of the portable path (base/fp16.h mimics F16C's NaN handling), except the
 // payload of a NaN result when both inputs are NaN.
 #include "kernels/cpu/reduce_loops.h"
 
@@ -43,7 +43,7 @@ GROVE_F16C_TARGET GROVE_ALWAYS_INLINE void widen(float* out, const uint8_t* in, 
   for (size_t i = full; i < n; ++i) {
     uint16_t h;
     std::memcpy(&h, in + 2 * i, 2);
-    out[i] = halfBitsToFloat(h);
+    out[i] = fp16::halfBitsToFloat(h);
   }
 }
 
@@ -57,7 +57,7 @@ GROVE_F16C_TARGET GROVE_ALWAYS_INLINE void narrow(uint8_t* out, uint8_t* out2, c
     if (out2 != nullptr) _mm_storeu_si128(reinterpret_cast<__m128i*>(out2 + 2 * i), h);
   }
   for (size_t i = full; i < n; ++i) {
-    uint16_t h = floatToHalfBits(in[i]);
+    uint16_t h = fp16::floatToHalfBits(in[i]);
     std::memcpy(out + 2 * i, &h, 2);
     if (out2 != nullptr) std::memcpy(out2 + 2 * i, &h, 2);
   }

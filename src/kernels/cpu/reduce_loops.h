@@ -25,8 +25,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "base/fp16.h"
 #include "grove/grove.h"
-#include "kernels/cpu/fp16.h"
 
 namespace grove::kernels::detail {
 
@@ -80,16 +80,16 @@ struct PlainCodec {
 struct HalfCodec {
   using Storage = uint16_t;
   using Compute = float;
-  static GROVE_ALWAYS_INLINE Compute load(Storage v) { return halfBitsToFloat(v); }
-  static GROVE_ALWAYS_INLINE Storage store(Compute v) { return floatToHalfBits(v); }
+  static GROVE_ALWAYS_INLINE Compute load(Storage v) { return fp16::halfBitsToFloat(v); }
+  static GROVE_ALWAYS_INLINE Storage store(Compute v) { return fp16::floatToHalfBits(v); }
 };
 
 /// bfloat16 stored as bits, computed in float.
 struct Bf16Codec {
   using Storage = uint16_t;
   using Compute = float;
-  static GROVE_ALWAYS_INLINE Compute load(Storage v) { return bf16BitsToFloat(v); }
-  static GROVE_ALWAYS_INLINE Storage store(Compute v) { return floatToBf16Bits(v); }
+  static GROVE_ALWAYS_INLINE Compute load(Storage v) { return fp16::bf16BitsToFloat(v); }
+  static GROVE_ALWAYS_INLINE Storage store(Compute v) { return fp16::floatToBf16Bits(v); }
 };
 
 // ------------------------------------------------------------------ ops

@@ -1,4 +1,8 @@
-// Branch-free float <-> half / bfloat16 conversions (round to nearest even).
+// Branch-free float <-> half / bfloat16 conversions (round to nearest even),
+// the one copy every part of the project uses: the CPU reduction kernels,
+// the perf programs' checks, the NCCL library's PreMulSum, the tests'
+// oracles. Header-only and stateless, so programs outside the library (which
+// link libgrove.so and grove_dtype) may include it too.
 //
 // How it works: every conversion is straight-line integer and float
 // arithmetic followed by selects, with no branches and no table lookups, so
@@ -33,7 +37,7 @@
 #define GROVE_ALWAYS_INLINE inline
 #endif
 
-namespace grove::kernels::detail {
+namespace grove::fp16 {
 
 GROVE_ALWAYS_INLINE float bitsToFloat(uint32_t u) {
   float f;
@@ -90,4 +94,4 @@ GROVE_ALWAYS_INLINE uint16_t floatToBf16Bits(float f) {
   return static_cast<uint16_t>(isNan ? nan : rounded);
 }
 
-}  // namespace grove::kernels::detail
+}  // namespace grove::fp16
