@@ -97,6 +97,9 @@ Program buildDirectBroadcast(const CollArgs& args, const PlanParams& params);
 Program buildDirectAllGather(const CollArgs& args, const PlanParams& params);
 /// Direct reduce: every rank sends to the root, which reduces in rank order.
 Program buildDirectReduce(const CollArgs& args, const PlanParams& params);
+/// Direct reduce-scatter: block p of every rank's input goes to rank p,
+/// which reduces the copies in rank order.
+Program buildDirectReduceScatter(const CollArgs& args, const PlanParams& params);
 /// Recursive-doubling all-reduce: log2(nranks) pairwise exchange rounds
 /// (other rank counts fold the extra ranks in first and out last).
 Program buildDoublingAllReduce(const CollArgs& args, const PlanParams& params);

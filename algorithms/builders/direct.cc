@@ -20,8 +20,11 @@
 // copies the input into the rank's own scratch slot.
 //
 // Reduce: the same, but only the root receives and reduces; the others just
-// send. Broadcast: the root sends to each rank. All-gather: every rank sends
-// its block to every other rank, which receives it straight into its output.
+// send. Reduce-scatter: rank r sends block p of its input to rank p, and
+// each rank reduces the n copies of its own block in rank order (the eager
+// collectives' pattern, exec/eager.h). Broadcast: the root sends to each
+// rank. All-gather: every rank sends its block to every other rank, which
+// receives it straight into its output.
 //
 // Scratch: one slot of the message size per peer (plus one for the own input
 // when in place); these algorithms are meant for messages of a few KiB.
@@ -38,11 +41,12 @@ using detail::sendLane;
 
 namespace {
 
-/// Receives every peer's input into scratch and reduces all contributions in
-/// rank order into the output (the reducing side of all-reduce and reduce).
-/// Adds the receive lanes to `comm` (the communication phase) and returns
-/// the reduction phase; sets prog.scratchBytes.
-Phase gatherAndReduce(const CollArgs& a, uint64_t bytes, Phase& comm, Program& prog) {
+/// Receives every peer's contribution into scratch and reduces all of them
+/// in rank order into the output (the reducing side of all-reduce, reduce
+/// and reduce-scatter); this rank's own is the input at `own`. Adds the
+/// receive lanes to `comm` (the communication phase) and returns the
+/// reduction phase; sets prog.scratchBytes.
+Phase gatherAndReduce(const CollArgs& a, uint64_t bytes, uint64_t own, Phase& comm, Program& prog) {
   const int n = a.nranks, r = a.rank;
   // In place, slot j belongs to rank j; out of place, this rank needs no slot.
   auto slot = [&](int j) -> uint64_t {
@@ -54,9 +58,9 @@ Phase gatherAndReduce(const CollArgs& a, uint64_t bytes, Phase& comm, Program& p
     detail::addLane(comm, recvLane(q, ref(Buf::kScratch, slot(q)), bytes));
   }
   if (a.inPlace)
-    detail::addLane(comm, copyLane(ref(Buf::kInput, 0), ref(Buf::kScratch, slot(r)), bytes));
+    detail::addLane(comm, copyLane(ref(Buf::kInput, own), ref(Buf::kScratch, slot(r)), bytes));
   auto contribution = [&](int j) {
-    return (j == r && !a.inPlace) ? ref(Buf::kInput, 0) : ref(Buf::kScratch, slot(j));
+    return (j == r && !a.inPlace) ? ref(Buf::kInput, own) : ref(Buf::kScratch, slot(j));
   };
   Lane lane;
   lane.steps.push_back(detail::copyStep(contribution(0), ref(Buf::kOutput, 0), bytes));
@@ -78,7 +82,24 @@ Program buildDirectAllReduce(const CollArgs& a, const PlanParams& p) {
   Phase comm;
   for (int i = 1; i < a.nranks; ++i)
     detail::addLane(comm, sendLane(modRank(a.rank + i, a.nranks), ref(Buf::kInput, 0), bytes));
-  Phase reduce = gatherAndReduce(a, bytes, comm, prog);
+  Phase reduce = gatherAndReduce(a, bytes, 0, comm, prog);
+  detail::addPhase(prog, std::move(comm));
+  detail::addPhase(prog, std::move(reduce));
+  return prog;
+}
+
+Program buildDirectReduceScatter(const CollArgs& a, const PlanParams& p) {
+  const uint64_t es = detail::checkArgs(a, p, "direct reducescatter");
+  const uint64_t bytes = a.count * es;  // one block: what each rank keeps
+  const uint64_t myBlock = static_cast<uint64_t>(a.rank) * bytes;
+  Program prog;
+  if (detail::trivialProgram(a, bytes, myBlock, 0, "direct", prog)) return prog;
+  Phase comm;
+  for (int i = 1; i < a.nranks; ++i) {
+    const int q = modRank(a.rank + i, a.nranks);
+    detail::addLane(comm, sendLane(q, ref(Buf::kInput, static_cast<uint64_t>(q) * bytes), bytes));
+  }
+  Phase reduce = gatherAndReduce(a, bytes, myBlock, comm, prog);
   detail::addPhase(prog, std::move(comm));
   detail::addPhase(prog, std::move(reduce));
   return prog;
@@ -95,7 +116,7 @@ Program buildDirectReduce(const CollArgs& a, const PlanParams& p) {
     detail::addPhase(prog, std::move(comm));
     return prog;
   }
-  Phase reduce = gatherAndReduce(a, bytes, comm, prog);
+  Phase reduce = gatherAndReduce(a, bytes, 0, comm, prog);
   detail::addPhase(prog, std::move(comm));
   detail::addPhase(prog, std::move(reduce));
   return prog;

@@ -38,6 +38,7 @@ std::array<AlgoInfo, kNumAlgos> makeTable() {
            {Coll::kBroadcast, buildDirectBroadcast},
            {Coll::kReduce, buildDirectReduce},
            {Coll::kAllGather, buildDirectAllGather},
+           {Coll::kReduceScatter, buildDirectReduceScatter},
            {Coll::kGather, buildGather},
            {Coll::kScatter, buildScatter},
            {Coll::kAlltoAll, buildAlltoAll}},

@@ -153,6 +153,14 @@ Program build(Algo algo, const CollArgs& args, const PlanParams& params) {
   return fn(args, params);
 }
 
+Program eagerProgram(const CollArgs& args) {
+  PlanParams one;
+  one.nChannels = 1;
+  Program prog = build(Algo::kDirect, args, one);
+  prog.algo = "eager";
+  return prog;
+}
+
 SelectorConfig SelectorConfig::fromRegistry(const char* algoOverride, int nChannels) {
   SelectorConfig c;
   c.algo = (algoOverride != nullptr && *algoOverride != '\0') ? std::string(algoOverride)

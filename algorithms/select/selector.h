@@ -6,7 +6,11 @@
 // links (exec/eager.h) instead of a program, unless an override names its
 // collective. The automatic limit, min(8 KiB, 16 KiB / (nranks - 1)), keeps
 // a rank's eager traffic per call (its block to each peer) near the size
-// where the programs catch up (measured with 2 and 4 ranks).
+// where the programs catch up (measured with 2 and 4 ranks). What an eager
+// call sends is a program too -- the direct algorithm's (eagerProgram) --
+// which the eager path carries out message for message over slots instead
+// of interpreting it; the validator, the deadlock simulator and grove-plan
+// read that program.
 //
 // Default choice: the rules of default_rules.h, as data keyed by the link
 // traits (network, shared memory, device), the rank count and the message
@@ -14,8 +18,9 @@
 // (direct, or recursive doubling where the rules say), the ring (chain for
 // broadcast/reduce) above, with the bands where halving-doubling or the
 // binomial tree beat it. grove-info prints the rules and what they give.
-// Reduce-scatter always uses the ring; gather, scatter, all-to-all and
-// send/recv have one (direct) algorithm. Trees and the hierarchical
+// Reduce-scatter uses the ring by default (direct only through an override
+// or the cost model's table); gather, scatter, all-to-all and send/recv
+// have one (direct) algorithm. Trees and the hierarchical
 // algorithm are never picked by default: only through an override
 // (GROVE_ALGO=tree) or a per-size table (setSizeTable, which the cost model
 // fills).
@@ -85,6 +90,17 @@ Program build(Algo algo, const CollArgs& args, const PlanParams& params);
 /// ring. `plans` may be null (then as build() above). Every rank must pass
 /// plans built from the same graph.
 Program build(Algo algo, const CollArgs& args, const PlanParams& params, TopoPlans* plans);
+
+/// The program an eager call follows: the direct algorithm's on one channel
+/// (one message per pair of ranks that exchange data, each the call's
+/// block; reductions in rank order). exec/eager.h sends exactly these
+/// messages, one slot each, and computes what the program's local phase
+/// computes, without interpreting it: a slot carries a small message and
+/// its ready flag in one cache line, where a program over byte rings pays
+/// a second line for the ring's counter and the interpreter's steps (8 B
+/// all-reduce, 2 ranks: 0.17 us eager, docs/benchmarks.md). Throws
+/// Error(groveInvalidArgument) for send/recv (never eager).
+Program eagerProgram(const CollArgs& args);
 
 /// On a GPU each channel is one thread block, and one block moves about 9 GB/s
 /// (a copy keeps 32 KiB per block in flight): automatic channels grow by one

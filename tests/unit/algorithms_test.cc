@@ -390,7 +390,7 @@ TEST(Builders, RejectBadArguments) {
   EXPECT_EQ(buildAlltoAll(a, PlanParams{}).scratchBytes, 4u * 8u * dtypeSize(a.dtype));
   a.inPlace = false;
   a.coll = Coll::kReduceScatter;
-  EXPECT_THROW(build(Algo::kDirect, a, PlanParams{}), Error);
+  EXPECT_THROW(build(Algo::kDoubling, a, PlanParams{}), Error);
 }
 
 TEST(Builders, MessageBytesCountsLikeNccl) {

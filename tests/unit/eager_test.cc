@@ -6,14 +6,19 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "algorithms/select/selector.h"
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/wait.h"
 #include "exec/eager.h"
+#include "ir/step_traits.h"
+#include "ir/validate.h"
 #include "kernels/cpu/reduce.h"
 #include "transports/shm/shm_transport.h"
 #include "unit/harness/run_threads.h"
@@ -24,9 +29,39 @@ namespace {
 
 using plan::Coll;
 
-/// Eager collectives of `n` thread ranks over a fresh mesh of slot links.
+/// Every message the eager collectives post: (from, to) -> bytes, summed.
+struct Traffic {
+  std::mutex mu;
+  std::map<std::pair<int, int>, uint64_t> bytes;
+  void add(int from, int to, uint64_t n) {
+    std::lock_guard<std::mutex> lock(mu);
+    bytes[{from, to}] += n;
+  }
+};
+
+/// A slot sender that records what it posts, then posts it.
+class RecordingSender final : public transport::SlotSender {
+ public:
+  RecordingSender(std::unique_ptr<transport::SlotSender> inner, int from, int to, Traffic* log)
+      : inner_(std::move(inner)), from_(from), to_(to), log_(log) {}
+  size_t maxBytes() const override { return inner_->maxBytes(); }
+  void* acquire() override { return inner_->acquire(); }
+  void post(size_t n) override {
+    log_->add(from_, to_, n);
+    inner_->post(n);
+  }
+
+ private:
+  std::unique_ptr<transport::SlotSender> inner_;
+  int from_, to_;
+  Traffic* log_;
+};
+
+/// Eager collectives of `n` thread ranks over a fresh mesh of slot links
+/// (recording every message in `traffic` when given).
 std::vector<std::unique_ptr<EagerCollectives>> eagerRanks(int n, size_t maxBytes, int slots,
-                                                          const WaitContext& wc, bool tags = true) {
+                                                          const WaitContext& wc, bool tags = true,
+                                                          Traffic* traffic = nullptr) {
   const std::string job = harness::uniqueJob("eager");
   std::vector<std::unique_ptr<transport::ShmTransport>> transports;
   for (int r = 0; r < n; ++r)
@@ -42,6 +77,9 @@ std::vector<std::unique_ptr<EagerCollectives>> eagerRanks(int n, size_t maxBytes
     transports[r]->establishSlots(peers, EagerCollectives::slotBytes(maxBytes, tags), slots, s, q);
     for (size_t i = 0; i < peers.size(); ++i) {
       sends[peers[i]] = std::move(s[i]);
+      if (traffic != nullptr)
+        sends[peers[i]] =
+            std::make_unique<RecordingSender>(std::move(sends[peers[i]]), r, peers[i], traffic);
       recvs[peers[i]] = std::move(q[i]);
     }
     ranks[r] = std::make_unique<EagerCollectives>(r, n, maxBytes, tags, std::move(sends),
@@ -219,6 +257,61 @@ TEST_F(EagerTest, EveryCollectiveInPlaceAndNotMatchesTheReference) {
           a.inPlace = inPlace;
           checkCollective(ranks, a, wc_);
         }
+  }
+}
+
+// The eager path is the direct algorithm's program carried out over slots
+// (plan::eagerProgram): per pair of ranks it posts exactly the bytes that
+// program sends, and that program passes the validator and the deadlock
+// simulator -- so what they check is what eager calls run.
+TEST_F(EagerTest, EveryCallSendsWhatItsProgramSends) {
+  const Coll colls[] = {Coll::kAllReduce, Coll::kReduce, Coll::kReduceScatter, Coll::kBroadcast,
+                        Coll::kAllGather, Coll::kGather, Coll::kScatter,       Coll::kAlltoAll};
+  for (int n : {2, 3, 5}) {
+    Traffic traffic;
+    auto ranks = eagerRanks(n, 512, 4, wc_, /*tags=*/false, &traffic);
+    for (Coll c : colls)
+      for (bool inPlace : {false, true}) {
+        plan::CollArgs a;
+        a.coll = c;
+        a.count = 7;
+        a.dtype = groveFloat32;
+        a.op = groveSum;
+        a.root = 1;
+        a.inPlace = inPlace;
+        a.nranks = n;
+        traffic.bytes.clear();
+        checkCollective(ranks, a, wc_);
+        std::vector<plan::Program> programs;
+        std::map<std::pair<int, int>, uint64_t> planned;
+        for (int r = 0; r < n; ++r) {
+          plan::CollArgs mine = a;
+          mine.rank = r;
+          const bool rooted = c == Coll::kReduce || c == Coll::kBroadcast || c == Coll::kGather ||
+                              c == Coll::kScatter;
+          mine.inPlace = inPlace && (!rooted || r == a.root);
+          programs.push_back(plan::eagerProgram(mine));
+          for (const plan::Phase& ph : programs.back().phases)
+            for (const plan::Lane& lane : ph.lanes)
+              for (const plan::Step& st : lane.steps)
+                if (plan::stepSends(st.kind))
+                  for (int i = 0; i < plan::sendPeerCount(st); ++i)
+                    planned[{r, plan::sendPeerAt(st, i)}] += st.bytes;
+        }
+        EXPECT_EQ(traffic.bytes, planned)
+            << plan::collName(c) << " in-place " << inPlace << " on " << n << " ranks";
+        plan::ValidateOptions vo;
+        vo.elemSize = 4;
+        for (int r = 0; r < n; ++r) {
+          plan::CollArgs mine = a;
+          mine.rank = r;
+          vo.sizes.push_back(plan::bufferSizesFor(mine));
+        }
+        EXPECT_NO_THROW(plan::validatePrograms(programs, vo)) << plan::collName(c);
+        plan::SimOptions so;
+        so.elemSize = 4;
+        EXPECT_NO_THROW(plan::checkDeadlockFree(programs, so)) << plan::collName(c);
+      }
   }
 }
 

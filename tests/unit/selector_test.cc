@@ -222,8 +222,10 @@ TEST(Selector, Overrides) {
 }
 
 TEST(Selector, UnsupportedOverrideFallsBack) {
-  Selector s(4, presets::linkTraits("shm"), cfg("reducescatter:direct"));
+  Selector s(4, presets::linkTraits("shm"), cfg("reducescatter:doubling"));
   EXPECT_EQ(s.select(Coll::kReduceScatter, 1).algo, Algo::kRing);
+  Selector d(4, presets::linkTraits("shm"), cfg("reducescatter:direct"));
+  EXPECT_EQ(d.select(Coll::kReduceScatter, 1).algo, Algo::kDirect);
   Selector g(4, presets::linkTraits("shm"), cfg("gather:ring"));
   EXPECT_EQ(g.select(Coll::kGather, 1).algo, Algo::kDirect);
 }
@@ -338,9 +340,9 @@ TEST(AlgorithmTable, RowsAreConsistent) {
       }
     }
   }
-  // 16 pairs with rank-order builders (what the structural and end-to-end
+  // 17 pairs with rank-order builders (what the structural and end-to-end
   // tests run); tree and hier only through plans.
-  EXPECT_EQ(builtCombos().size(), 16u);
+  EXPECT_EQ(builtCombos().size(), 17u);
   EXPECT_THROW(build(Algo::kTree, CollArgs{}, PlanParams{}), Error);
 }
 

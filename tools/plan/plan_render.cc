@@ -51,15 +51,20 @@ std::vector<int> tunedAlgos(const PlanReport& r) {
 std::string bySizeText(const PlanReport& r) {
   if (r.bySize.empty()) return "";
   const std::vector<int> algos = tunedAlgos(r);
-  std::string out = "\nchosen by size (predicted algbw GB/s; * = what the communicator runs):\n  " +
-                    pad("size", 10);
+  std::string out = "\nchosen by size (predicted algbw GB/s; * = what the communicator runs";
+  if (r.eagerMaxBytes > 0)
+    out += "; up to " + bytesText(r.eagerMaxBytes) +
+           " it runs direct's messages eagerly over slot links";
+  out += "):\n  " + pad("size", 10);
   for (int a : algos) out += pad(plan::algoName(static_cast<plan::Algo>(a)), 11);
   out += "\n";
   for (const plan::TuneRow& row : r.bySize) {
     out += "  " + pad(bytesText(row.bytes), 10);
+    const bool eager = row.bytes <= r.eagerMaxBytes;
     for (int a : algos) {
       const double t = row.seconds[a];
-      const bool chosen = static_cast<int>(row.winner) == a;
+      const bool chosen =
+          eager ? a == static_cast<int>(plan::Algo::kDirect) : static_cast<int>(row.winner) == a;
       out += pad(
           t < 0 ? "-" : fmt("%.2f", static_cast<double>(row.bytes) / t / 1e9) + (chosen ? "*" : ""),
           11);
@@ -309,7 +314,9 @@ std::string reportJson(const PlanReport& r, const plan::PlanGraph& g) {
         algbw.set(plan::algoName(static_cast<plan::Algo>(a)),
                   json::Value::makeNumber(static_cast<double>(row.bytes) / row.seconds[a] / 1e9));
     e.set("algbw", algbw);
-    e.set("chosen", json::Value::makeString(plan::algoName(row.winner)));
+    const bool eager = row.bytes <= r.eagerMaxBytes;
+    e.set("chosen", json::Value::makeString(eager ? "direct" : plan::algoName(row.winner)));
+    e.set("eager", json::Value::makeBool(eager));
     sizes.push(e);
   }
   o.set("by_size", sizes);

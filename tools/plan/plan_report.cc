@@ -225,6 +225,9 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
 
   // What the communicator would run: the cost model's table for this size.
   r.bySize = plan::tuneCollective(sel, plans, req.coll, r.nranks, sim);
+  plan::CollArgs eagerCall = args;
+  eagerCall.count = sel.eagerMaxBytes() / dtypeSize(eagerCall.dtype);
+  if (eagerCall.count > 0 && sel.eager(eagerCall)) r.eagerMaxBytes = sel.eagerMaxBytes();
   sel.setSizeTable(req.coll, plan::sizeRulesOf(r.bySize));
   const plan::Selection chosen = sel.select(req.coll, req.bytes);
   AlgoPrediction s = predictWith(

@@ -72,6 +72,9 @@ struct PlanReport {
   /// The cost model's predictions at every size of its ladder and the
   /// algorithm it picks there (the communicator's size table).
   std::vector<plan::TuneRow> bySize;
+  /// Calls of at most this many message bytes run eagerly over slot links
+  /// (the direct algorithm's messages, plan::eagerProgram); 0: none do.
+  uint64_t eagerMaxBytes = 0;
 };
 
 /// Plans and predicts for a placed communicator; `plans` is built from it.
