@@ -125,7 +125,8 @@ struct Address {
 constexpr int kMaxTransports = 6;
 
 /// One-sided access to peers' memory (RDMA-style), for transports that have
-/// it (Transport::oneSided(); the network transport): a rank exposes a
+/// it (Transport::oneSided(); the network transport; the core's one-sided
+/// service, core/rma.h, puts through it): a rank exposes a
 /// region of its memory, hands the description to a peer by any means (the
 /// caller's business, e.g. a byte link), and the peer writes into it with
 /// put(); each put carries a small signal that the exposing rank takes,

@@ -7,9 +7,11 @@
 // (and checks that all ranks register their k-th window together);
 // deregistration exchanges how many puts each rank sent to each other, so
 // every rank waits for exactly the puts still in flight to it.
+#include <algorithm>
 #include <cstring>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "core/bootstrap.h"
 #include "core/comm.h"
 #include "core/connections.h"
@@ -47,13 +49,25 @@ int Comm::windowRegister(void* base, uint64_t bytes) {
     if (!rma_) {
       std::vector<transport::SendHalf*> sends(static_cast<size_t>(nranks_), nullptr);
       std::vector<transport::RecvHalf*> recvs(static_cast<size_t>(nranks_), nullptr);
+      // Peers whose transport writes one-sided (net) are reached that way,
+      // while the signal can name every rank; the others over byte links.
+      transport::OneSided* oneSided = nullptr;
+      std::vector<bool> direct(static_cast<size_t>(nranks_), false);
+      if (static_cast<uint64_t>(nranks_) * Rma::kSignals <= transport::OneSided::kMaxSignal + 1ull)
+        for (int p = 0; p < nranks_; ++p) {
+          transport::OneSided* os = p == rank_ ? nullptr : connections_->oneSidedTo(p);
+          if (os != nullptr && (oneSided == nullptr || os == oneSided)) {
+            oneSided = os;
+            direct[p] = true;
+          }
+        }
       if (nranks_ > 1) {
-        // One link to and from every peer on the reserved channel.
+        // One link to and from every other peer on the reserved channel.
         plan::Program links;
         links.algo = "one-sided-links";
         plan::Lane lane;
         for (int p = 0; p < nranks_; ++p) {
-          if (p == rank_) continue;
+          if (p == rank_ || direct[p]) continue;
           plan::Step send;
           send.kind = plan::StepKind::kSend;
           send.sendPeer = p;
@@ -68,18 +82,32 @@ int Comm::windowRegister(void* base, uint64_t bytes) {
         links.phases.push_back(plan::Phase{{lane}});
         exec::LinkTable& table = connections_->ensure(links);
         for (int p = 0; p < nranks_; ++p) {
-          if (p == rank_) continue;
+          if (p == rank_ || direct[p]) continue;
           sends[p] = table.sendLink(transport::LinkKey{p, kRmaChannel, 0}).half.get();
           recvs[p] = table.recvLink(transport::LinkKey{p, kRmaChannel, 0}).half.get();
         }
       }
-      rma_ = std::make_unique<Rma>(rank_, nranks_, std::move(sends), std::move(recvs), wait_);
+      const int viaOneSided = static_cast<int>(std::count(direct.begin(), direct.end(), true));
+      rma_ = std::make_unique<Rma>(rank_, nranks_, std::move(sends), std::move(recvs), wait_,
+                                   oneSided, std::move(direct));
+      if (viaOneSided > 0)
+        GROVE_INFO(log::kP2p, "rank %d puts to %d peer(s) with the transport's one-sided writes",
+                   rank_, viaOneSided);
     }
     struct Entry {
       int64_t id;
       uint64_t bytes;
+      transport::OneSided::Remote window;  // blank without one-sided peers
+      transport::OneSided::Remote signals;
     };
-    const auto all = gatherEach(*bootstrap_, Entry{rma_->nextWindow(), bytes}, nranks_);
+    const auto all = gatherEach(
+        *bootstrap_,
+        Entry{rma_->nextWindow(), bytes, rma_->expose(base, bytes), rma_->signalTarget()}, nranks_);
+    std::vector<transport::OneSided::Remote> remotes, signalTargets;
+    for (int r = 0; r < nranks_; ++r) {
+      remotes.push_back(all[r].window);
+      signalTargets.push_back(all[r].signals);
+    }
     std::vector<uint64_t> sizes;
     for (int r = 0; r < nranks_; ++r) {
       if (all[r].id != all[rank_].id)
@@ -91,7 +119,7 @@ int Comm::windowRegister(void* base, uint64_t bytes) {
       sizes.push_back(all[r].bytes);
     }
     id = rma_->nextWindow();
-    rma_->addWindow(base, std::move(sizes));
+    rma_->addWindow(base, std::move(sizes), std::move(remotes), std::move(signalTargets));
   });
   return id;
 }

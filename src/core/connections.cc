@@ -156,6 +156,11 @@ class Connections::RoutedLinks final : public exec::LinkTable {
 
 Connections::~Connections() = default;
 
+transport::OneSided* Connections::oneSidedTo(int peer) const {
+  transport::Transport* t = peer == rank_ ? nullptr : transportFor(peer);
+  return t != nullptr ? t->oneSided() : nullptr;
+}
+
 transport::Transport* Connections::transportFor(int peer) const {
   if (peer < 0 || peer >= static_cast<int>(byPeer_.size()) || byPeer_[peer] == nullptr)
     throwInternalError("no transport for rank " + std::to_string(peer));

@@ -109,6 +109,10 @@ class Connections {
   static constexpr int kEagerMinSlots = 8;
   static constexpr int kEagerMaxSlots = 64;
 
+  /// One-sided access to `peer` (transport.h's OneSided) when the transport
+  /// that reaches it has one (net), else nullptr.
+  transport::OneSided* oneSidedTo(int peer) const;
+
  private:
   class RoutedLinks;
   transport::Transport* transportFor(int peer) const;

@@ -20,7 +20,8 @@ std::string peerName(int p) { return "rank " + std::to_string(p); }
 }  // namespace
 
 Rma::Rma(int rank, int nranks, std::vector<transport::SendHalf*> sends,
-         std::vector<transport::RecvHalf*> recvs, const WaitContext& wait)
+         std::vector<transport::RecvHalf*> recvs, const WaitContext& wait,
+         transport::OneSided* oneSided, std::vector<bool> oneSidedPeers)
     : rank_(rank),
       nranks_(nranks),
       sends_(std::move(sends)),
@@ -32,12 +33,34 @@ Rma::Rma(int rank, int nranks, std::vector<transport::SendHalf*> sends,
       gone_(static_cast<size_t>(nranks)),
       sent_(static_cast<size_t>(nranks)) {
   for (int p = 0; p < nranks; ++p) incoming_[p].half = recvs[p];
+  oneSidedPeers_.assign(static_cast<size_t>(nranks), false);
+  for (size_t p = 0; p < oneSidedPeers.size() && p < oneSidedPeers_.size(); ++p)
+    oneSidedPeers_[p] = oneSided != nullptr && oneSidedPeers[p] && static_cast<int>(p) != rank;
+  if (std::find(oneSidedPeers_.begin(), oneSidedPeers_.end(), true) != oneSidedPeers_.end()) {
+    if (static_cast<uint64_t>(nranks) * kSignals > transport::OneSided::kMaxSignal + 1ull)
+      throwInternalError("one-sided puts: " + std::to_string(nranks) +
+                         " ranks do not fit the transport's signal");
+    oneSided_ = oneSided;
+    signalTarget_ = oneSided_->expose(&signalWord_, sizeof signalWord_);
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
 Rma::~Rma() {
   stop_.store(true, std::memory_order_release);
   thread_.join();
+  if (oneSided_ == nullptr) return;
+  try {
+    oneSided_->release(&signalWord_);
+    for (const auto& [id, w] : windows_) oneSided_->release(w.base);
+  } catch (...) {
+    // The transport may already have lost its peers; nothing to undo then.
+  }
+}
+
+transport::OneSided::Remote Rma::expose(void* base, uint64_t bytes) {
+  if (oneSided_ == nullptr || base == nullptr || bytes == 0) return {};
+  return oneSided_->expose(base, bytes);
 }
 
 int Rma::nextWindow() const {
@@ -45,9 +68,13 @@ int Rma::nextWindow() const {
   return nextWindow_;
 }
 
-void Rma::addWindow(void* base, std::vector<uint64_t> sizes) {
+void Rma::addWindow(void* base, std::vector<uint64_t> sizes,
+                    std::vector<transport::OneSided::Remote> remotes,
+                    std::vector<transport::OneSided::Remote> signalTargets) {
   std::lock_guard<std::mutex> lock(winMu_);
-  windows_[nextWindow_++] = Window{static_cast<uint8_t*>(base), std::move(sizes)};
+  if (!signalTargets.empty()) signalTargets_ = std::move(signalTargets);
+  windows_[nextWindow_++] =
+      Window{static_cast<uint8_t*>(base), std::move(sizes), std::move(remotes)};
 }
 
 bool Rma::windowBytes(int id, int rank, uint64_t* bytes) const {
@@ -64,7 +91,11 @@ bool Rma::windowBytes(int id, int rank, uint64_t* bytes) const {
 
 void Rma::removeWindow(int id) {
   std::lock_guard<std::mutex> lock(winMu_);
-  windows_.erase(id);
+  auto it = windows_.find(id);
+  if (it == windows_.end()) return;
+  // The cache cannot see a free: drop the registration before the memory goes.
+  if (oneSided_ != nullptr && it->second.base != nullptr) oneSided_->release(it->second.base);
+  windows_.erase(it);
 }
 
 std::vector<uint64_t> Rma::sentCounts() const {
@@ -168,12 +199,69 @@ void Rma::put(int peer, int window, uint64_t offset, const void* src, uint64_t b
     std::lock_guard<std::mutex> lock(sigMu_);
     checkPeer(peer);
   }
+  if (oneSidedPeers_[peer]) {
+    putOneSided(peer, window, offset, src, bytes, signal);
+    return;
+  }
   Header h{kMagic, window, offset, bytes, signal, 0};
   Waiter w(wait_, "one-sided put waiting for room on the link");
   writeAll(peer, &h, sizeof h, w);
   writeAll(peer, src, bytes, w);
   while (!sends_[peer]->flush()) w.wait();
   sent_[peer].fetch_add(1);
+}
+
+// The transport writes the bytes into the peer's window and delivers the
+// signal after them; returns once the source may be reused.
+void Rma::putOneSided(int peer, int window, uint64_t offset, const void* src, uint64_t bytes,
+                      int signal) {
+  transport::OneSided::Remote dst;
+  {
+    std::lock_guard<std::mutex> lock(winMu_);
+    if (window == kNoWindow || bytes == 0) {  // the signal alone
+      if (static_cast<size_t>(peer) >= signalTargets_.size())
+        throwInternalError("one-sided signal to rank " + std::to_string(peer) +
+                           " before any window was registered");
+      dst = signalTargets_[peer];
+      offset = 0;
+      bytes = 0;
+    } else {
+      const Window& w = windows_.at(window);
+      if (static_cast<size_t>(peer) >= w.remotes.size())
+        throwInternalError("window " + std::to_string(window) + " has no one-sided descriptor");
+      dst = w.remotes[peer];
+    }
+  }
+  const uint32_t code = static_cast<uint32_t>(rank_ * kSignals + signal);
+  Waiter w(wait_, "one-sided put waiting for the transport");
+  uint64_t op = 0;
+  try {
+    while ((op = oneSided_->put(src, bytes, dst, offset, code)) == 0) {
+      wait_.noteBlockedOn(-1, peer);
+      w.wait();
+    }
+    while (!oneSided_->done(op)) w.wait();
+  } catch (const Error& e) {
+    if (e.code() == groveRemoteError) markGone(peer, e.what());
+    throw;
+  }
+  sent_[peer].fetch_add(1);
+  oneSidedPuts_.fetch_add(1);
+}
+
+// Signals of one-sided puts into this rank's windows; true if any came.
+bool Rma::takeSignals() {
+  bool any = false;
+  uint32_t code = 0;
+  while (oneSided_->takeSignal(&code)) {
+    const int peer = static_cast<int>(code / kSignals), slot = static_cast<int>(code % kSignals);
+    if (peer < 0 || peer >= nranks_ || !oneSidedPeers_[peer])
+      throw Error(groveInternalError, "one-sided signal " + std::to_string(code) +
+                                          " names no rank that puts one-sided here");
+    land(peer, slot);
+    any = true;
+  }
+  return any;
 }
 
 void Rma::writeAll(int peer, const void* data, size_t n, Waiter& w) {
@@ -281,6 +369,14 @@ void Rma::loop() {
   IdleBackoff backoff(1000);  // naps of up to 1000 us
   while (!stop_.load(std::memory_order_acquire)) {
     bool moved = false;
+    if (oneSided_ != nullptr) {
+      try {
+        moved = takeSignals();
+      } catch (const std::exception& e) {
+        for (int p = 0; p < nranks_; ++p)
+          if (oneSidedPeers_[p]) markGone(p, e.what());
+      }
+    }
     for (int p = 0; p < nranks_; ++p) {
       if (incoming_[p].half == nullptr) continue;
       try {

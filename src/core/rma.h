@@ -28,6 +28,19 @@
 // window: the thread holds such a header (a window id not reached yet)
 // until the window is there.
 //
+// One-sided writes (transport.h's OneSided, where the transport reaching
+// a peer has it: net): a put to such a peer is the transport's own write
+// into the peer's registered window with a signal, and the progress thread
+// takes the signals that arrive and counts them as above; no header
+// travels and no thread copies the bytes. Every rank exposes each window
+// (and an 8-byte target for signals alone) at registration and the
+// registration's all-gather carries the descriptors (Remote). The signal
+// names the putting rank and the slot, rank * kSignals + slot, so this
+// path serves at most OneSided::kMaxSignal / kSignals ranks (the core
+// uses the byte links past that). A peer is reached one way for the
+// communicator's life, and each put waits for its write's completion
+// before it returns, so one peer's puts stay in order.
+//
 // Failures: a peer whose links break (it died, or left the communicator)
 // is marked gone with the reason; a wait for its signals then fails at once
 // instead of running into the timeout. Waits watch the communicator's abort
@@ -70,9 +83,13 @@ class Rma {
   };
 
   /// sends[p] / recvs[p]: the kRmaChannel halves to and from rank p (null at
-  /// `rank`); they must outlive this object. Starts the progress thread.
+  /// `rank`, and for the peers `oneSided` serves); `oneSided`: the one-sided
+  /// access every peer p with oneSidedPeers[p] is reached with (null, or
+  /// oneSidedPeers empty: none). Everything must outlive this object.
+  /// Starts the progress thread.
   Rma(int rank, int nranks, std::vector<transport::SendHalf*> sends,
-      std::vector<transport::RecvHalf*> recvs, const WaitContext& wait);
+      std::vector<transport::RecvHalf*> recvs, const WaitContext& wait,
+      transport::OneSided* oneSided = nullptr, std::vector<bool> oneSidedPeers = {});
   /// Stops the progress thread (what has not arrived is dropped).
   ~Rma();
   Rma(const Rma&) = delete;
@@ -80,12 +97,24 @@ class Rma {
 
   /// The id the next window gets (windows registered so far).
   int nextWindow() const;
-  /// Adds window nextWindow() at `base`; sizes[r] = rank r's window bytes.
-  void addWindow(void* base, std::vector<uint64_t> sizes);
+  /// What peers need to write one-sided into [base, base + bytes) here
+  /// (exposed, cached; a blank Remote without one-sided peers).
+  transport::OneSided::Remote expose(void* base, uint64_t bytes);
+  /// This rank's 8-byte target of signals alone (blank without one-sided peers).
+  transport::OneSided::Remote signalTarget() const { return signalTarget_; }
+  /// Adds window nextWindow() at `base`; sizes[r] = rank r's window bytes,
+  /// remotes[r] what rank r exposed (empty: no one-sided peers), and
+  /// signalTargets[r] rank r's signalTarget() (likewise).
+  void addWindow(void* base, std::vector<uint64_t> sizes,
+                 std::vector<transport::OneSided::Remote> remotes = {},
+                 std::vector<transport::OneSided::Remote> signalTargets = {});
   /// Rank `rank`'s bytes of window `id`; false if this rank has no such window.
   bool windowBytes(int id, int rank, uint64_t* bytes) const;
-  /// Drops window `id` (call after drainFrom: nothing may be in flight to it).
+  /// Drops window `id` (call after drainFrom: nothing may be in flight to
+  /// it) and its one-sided registration.
   void removeWindow(int id);
+  /// Puts sent one-sided so far (tests, logs).
+  uint64_t oneSidedPuts() const { return oneSidedPuts_.load(); }
 
   /// Puts sent to each rank so far.
   std::vector<uint64_t> sentCounts() const;
@@ -113,6 +142,7 @@ class Rma {
   struct Window {
     uint8_t* base = nullptr;
     std::vector<uint64_t> sizes;
+    std::vector<transport::OneSided::Remote> remotes;  // by rank (one-sided peers)
   };
   // What the progress thread knows of the stream from one peer.
   struct Incoming {
@@ -130,6 +160,9 @@ class Rma {
   void land(int peer, int signal);
   void markGone(int peer, const std::string& why);
   void writeAll(int peer, const void* data, size_t n, Waiter& w);
+  void putOneSided(int peer, int window, uint64_t offset, const void* src, uint64_t bytes,
+                   int signal);
+  bool takeSignals();
   // Throws if peer `p` is gone (with its reason) or the communicator aborted.
   void checkPeer(int p) const;
 
@@ -151,6 +184,12 @@ class Rma {
   std::vector<std::string> gone_;   // by peer: why its links broke ("" while fine)
 
   std::vector<std::atomic<uint64_t>> sent_;  // puts sent, by peer
+  transport::OneSided* oneSided_ = nullptr;  // the one-sided access, if any peer uses it
+  std::vector<bool> oneSidedPeers_;          // by rank
+  uint64_t signalWord_ = 0;                  // target of signals alone
+  transport::OneSided::Remote signalTarget_{};
+  std::vector<transport::OneSided::Remote> signalTargets_;  // by rank
+  std::atomic<uint64_t> oneSidedPuts_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

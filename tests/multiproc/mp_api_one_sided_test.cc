@@ -5,7 +5,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -186,6 +188,53 @@ TEST(MpApiOneSided, BadArgumentsAreRefusedAndLoseNothing) {
   onRanks(2, [&](int r) { EXPECT_EQ(groveWindowDeregister(comms[r], id), groveSuccess); });
   EXPECT_EQ(grovePutSignal(&x, 4, 1, id, 0, 0, comms[0], nullptr), groveInvalidArgument);
   EXPECT_EQ(groveWindowDeregister(comms[0], id), groveInvalidArgument);
+}
+
+// Over the net transport (libfabric; its tcp provider here) puts are the
+// transport's own one-sided writes with a signal, not bytes on a link: the
+// same calls land the same bytes, large and small, signals alone included.
+TEST(MpApiOneSided, OverTheNetTransportsOneSidedWrites) {
+  const char* before = std::getenv("GROVE_TRANSPORT");
+  const std::string saved = before ? before : "";
+  setenv("GROVE_TRANSPORT", "net", 1);
+  std::vector<groveComm_t> c(3, nullptr);
+  const groveResult_t init = groveCommInitAll(c.data(), 3, nullptr);
+  const std::string why = groveGetLastError(nullptr);
+  if (before)
+    setenv("GROVE_TRANSPORT", saved.c_str(), 1);
+  else
+    unsetenv("GROVE_TRANSPORT");
+  if (init != groveSuccess) GTEST_SKIP() << "no net transport on this host: " << why;
+  const int n = 3;
+  const size_t big = (2u << 20) + 77;
+  std::vector<std::vector<uint8_t>> win(n, std::vector<uint8_t>(big + 64, 0));
+  std::vector<int> ids(n, -1);
+  onRanks(n, [&](int r) {
+    ASSERT_EQ(groveWindowRegister(c[r], win[r].data(), win[r].size(), &ids[r]), groveSuccess)
+        << groveGetLastError(c[r]);
+    std::vector<uint8_t> src(big);
+    for (size_t i = 0; i < big; ++i) src[i] = patternByte(r, i);
+    const int next = (r + 1) % n;
+    ASSERT_EQ(grovePutSignal(src.data(), big, next, ids[r], 64, 2, c[r], nullptr), groveSuccess)
+        << groveGetLastError(c[r]);
+    src.assign(big, 0);  // reusable once the put returned
+    for (uint32_t v = 1; v <= 50; ++v)
+      ASSERT_EQ(grovePutSignal(&v, 4, next, ids[r], 0, 4, c[r], nullptr), groveSuccess);
+    ASSERT_EQ(grovePutSignal(nullptr, 0, next, ids[r], 0, 6, c[r], nullptr), groveSuccess);
+    const int prev = (r + n - 1) % n;
+    groveSignalWait_t waits[3] = {{prev, 2, 1}, {prev, 4, 50}, {prev, 6, 1}};
+    ASSERT_EQ(groveWaitSignal(waits, 3, c[r], nullptr), groveSuccess) << groveGetLastError(c[r]);
+    size_t bad = 0;
+    for (size_t i = 0; i < big; ++i) bad += win[r][64 + i] != patternByte(prev, i);
+    EXPECT_EQ(bad, 0u) << "rank " << r;
+    uint32_t last = 0;
+    std::memcpy(&last, win[r].data(), 4);
+    EXPECT_EQ(last, 50u) << "rank " << r;
+  });
+  onRanks(n, [&](int r) {
+    EXPECT_EQ(groveWindowDeregister(c[r], ids[r]), groveSuccess) << groveGetLastError(c[r]);
+    EXPECT_EQ(groveCommDestroy(c[r]), groveSuccess);
+  });
 }
 
 // A wait for a peer that goes away fails with an error, not a hang.

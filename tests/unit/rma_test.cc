@@ -1,0 +1,139 @@
+// Rma's one-sided path (core/rma.h): ranks as threads of one process whose
+// peers are reached through a transport's OneSided (here an in-process
+// stand-in that writes by address and queues signals per rank). Puts land
+// in the peers' windows, signals alone reach them, every put goes through
+// the transport (none through byte links, which these ranks do not have),
+// and deregistration drops the registrations.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+#include "base/wait.h"
+#include "core/rma.h"
+
+namespace grove::core {
+namespace {
+
+using transport::OneSided;
+
+// What every rank's stand-in shares: the signals queued for each rank.
+struct Fabric {
+  explicit Fabric(int n) : signals(static_cast<size_t>(n)) {}
+  std::mutex mu;
+  std::vector<std::deque<uint32_t>> signals;
+  std::atomic<int> puts{0};
+  std::atomic<int> releases{0};
+};
+
+class FakeOneSided final : public OneSided {
+ public:
+  FakeOneSided(Fabric& f, int rank) : f_(f), rank_(rank) {}
+  Remote expose(void* base, size_t bytes) override {
+    Remote r;
+    r.addr = reinterpret_cast<uint64_t>(base);
+    r.key = 0x6b6579;
+    r.bytes = bytes;
+    r.rank = rank_;
+    return r;
+  }
+  uint64_t put(const void* src, size_t n, const Remote& dst, uint64_t offset,
+               uint32_t signal) override {
+    if (offset > dst.bytes || n > dst.bytes - offset || dst.key != 0x6b6579)
+      throwInvalidArgument("fake put outside its region");
+    if (n > 0) std::memcpy(reinterpret_cast<uint8_t*>(dst.addr) + offset, src, n);
+    std::lock_guard<std::mutex> lock(f_.mu);
+    f_.signals[static_cast<size_t>(dst.rank)].push_back(signal);
+    ++f_.puts;
+    return ++next_;
+  }
+  bool done(uint64_t) override { return true; }
+  bool takeSignal(uint32_t* signal) override {
+    std::lock_guard<std::mutex> lock(f_.mu);
+    auto& q = f_.signals[static_cast<size_t>(rank_)];
+    if (q.empty()) return false;
+    *signal = q.front();
+    q.pop_front();
+    return true;
+  }
+  bool flush() override { return true; }
+  void release(void*) override { ++f_.releases; }
+  size_t registrations() const override { return 0; }
+  size_t registrationHits() const override { return 0; }
+
+ private:
+  Fabric& f_;
+  int rank_;
+  uint64_t next_ = 0;
+};
+
+void onRanks(int n, const std::function<void(int)>& fn) {
+  std::vector<std::thread> t;
+  for (int r = 0; r < n; ++r) t.emplace_back(fn, r);
+  for (auto& x : t) x.join();
+}
+
+TEST(RmaOneSided, PutsAndSignalsGoThroughTheTransport) {
+  constexpr int n = 3;
+  constexpr size_t kBytes = 100000;
+  Fabric fabric(n);
+  AbortSignal abort;
+  const WaitContext wait = WaitContext::of(abort, 10);
+  std::vector<std::unique_ptr<FakeOneSided>> os;
+  std::vector<std::unique_ptr<Rma>> rma;
+  for (int r = 0; r < n; ++r) {
+    os.push_back(std::make_unique<FakeOneSided>(fabric, r));
+    std::vector<bool> peers(n, true);
+    rma.push_back(std::make_unique<Rma>(r, n, std::vector<transport::SendHalf*>(n, nullptr),
+                                        std::vector<transport::RecvHalf*>(n, nullptr), wait,
+                                        os.back().get(), peers));
+  }
+  // Registration as the core does it: expose, exchange, add.
+  std::vector<std::vector<uint8_t>> win(n, std::vector<uint8_t>(kBytes, 0));
+  std::vector<OneSided::Remote> remotes, signals;
+  for (int r = 0; r < n; ++r) {
+    remotes.push_back(rma[r]->expose(win[r].data(), kBytes));
+    signals.push_back(rma[r]->signalTarget());
+    EXPECT_EQ(remotes.back().bytes, kBytes);
+    EXPECT_NE(signals.back().addr, 0u);
+  }
+  for (int r = 0; r < n; ++r)
+    rma[r]->addWindow(win[r].data(), std::vector<uint64_t>(n, kBytes), remotes, signals);
+  onRanks(n, [&](int r) {
+    std::vector<uint8_t> src(kBytes - 16);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(r * 7 + i);
+    const int next = (r + 1) % n, after = (r + 2) % n;
+    rma[r]->put(next, 0, 16, src.data(), src.size(), 3);
+    rma[r]->put(after, Rma::kNoWindow, 0, nullptr, 0, 9);
+    rma[r]->put(r, 0, 0, src.data(), 8, 1);  // to itself: a copy, no transport
+    const int prev = (r + n - 1) % n, before = (r + n - 2) % n;
+    rma[r]->waitSignals({{prev, 3, 1}, {before, 9, 1}, {r, 1, 1}});
+    size_t bad = 0;
+    for (size_t i = 0; i < src.size(); ++i)
+      bad += win[r][16 + i] != static_cast<uint8_t>(prev * 7 + i);
+    EXPECT_EQ(bad, 0u) << "rank " << r;
+    EXPECT_EQ(rma[r]->oneSidedPuts(), 2u);
+    EXPECT_THROW(rma[r]->put(next, 0, kBytes - 4, src.data(), 8, 0), Error);  // out of bounds
+  });
+  EXPECT_EQ(fabric.puts.load(), 2 * n);
+  for (int r = 0; r < n; ++r) {
+    std::vector<uint64_t> fromEach(n, 0);
+    fromEach[(r + n - 1) % n] = 1;   // the put
+    fromEach[(r + n - 2) % n] += 1;  // the signal alone
+    fromEach[r] = 1;                 // its own copy
+    rma[r]->drainFrom(fromEach);
+    rma[r]->removeWindow(0);
+  }
+  EXPECT_EQ(fabric.releases.load(), n);  // each window's registration dropped
+  rma.clear();
+  EXPECT_EQ(fabric.releases.load(), 2 * n);  // and the signal targets'
+}
+
+}  // namespace
+}  // namespace grove::core
