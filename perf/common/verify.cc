@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "base/dtype.h"
-#include "base/fp16.h"
 
 namespace grove::perf {
 namespace {
@@ -50,10 +49,6 @@ int64_t reduceInput(const DataSpec& s, int rank, size_t index) {
   }
 }
 
-void storeBits(void* buf, size_t index, const void* bits, size_t size) {
-  std::memcpy(static_cast<char*>(buf) + index * size, bits, size);
-}
-
 }  // namespace
 
 int64_t inputValue(const DataSpec& spec, int rank, size_t index) {
@@ -80,102 +75,12 @@ int64_t reducedValue(const DataSpec& spec, size_t index) {
   return result;
 }
 
-void storeValue(groveDataType_t type, void* buf, size_t index, int64_t v) {
-  switch (type) {
-    case groveInt8:
-    case groveUint8: {
-      uint8_t b = static_cast<uint8_t>(v);
-      storeBits(buf, index, &b, 1);
-      break;
-    }
-    case groveInt32:
-    case groveUint32: {
-      uint32_t b = static_cast<uint32_t>(v);
-      storeBits(buf, index, &b, 4);
-      break;
-    }
-    case groveInt64:
-    case groveUint64: storeBits(buf, index, &v, 8); break;
-    case groveFloat16: {
-      uint16_t b = fp16::floatToHalfBits(static_cast<float>(v));
-      storeBits(buf, index, &b, 2);
-      break;
-    }
-    case groveBfloat16: {
-      uint16_t b = fp16::floatToBf16Bits(static_cast<float>(v));
-      storeBits(buf, index, &b, 2);
-      break;
-    }
-    case groveFloat32: {
-      float f = static_cast<float>(v);
-      storeBits(buf, index, &f, 4);
-      break;
-    }
-    case groveFloat64: {
-      double d = static_cast<double>(v);
-      storeBits(buf, index, &d, 8);
-      break;
-    }
-    default: break;
-  }
+namespace {
+// An integer exact in `type` as element `index` of buf.
+void putValue(groveDataType_t type, void* buf, size_t index, int64_t v) {
+  storeElement(type, static_cast<double>(v), buf, index);
 }
-
-double loadValue(groveDataType_t type, const void* buf, size_t index) {
-  const char* p = static_cast<const char*>(buf) + index * dtypeSize(type);
-  switch (type) {
-    case groveInt8: {
-      int8_t v;
-      std::memcpy(&v, p, 1);
-      return v;
-    }
-    case groveUint8: {
-      uint8_t v;
-      std::memcpy(&v, p, 1);
-      return v;
-    }
-    case groveInt32: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case groveUint32: {
-      uint32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case groveInt64: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return static_cast<double>(v);
-    }
-    case groveUint64: {
-      uint64_t v;
-      std::memcpy(&v, p, 8);
-      return static_cast<double>(v);
-    }
-    case groveFloat16: {
-      uint16_t v;
-      std::memcpy(&v, p, 2);
-      return fp16::halfBitsToFloat(v);
-    }
-    case groveBfloat16: {
-      uint16_t v;
-      std::memcpy(&v, p, 2);
-      return fp16::bf16BitsToFloat(v);
-    }
-    case groveFloat32: {
-      float v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case groveFloat64: {
-      double v;
-      std::memcpy(&v, p, 8);
-      return v;
-    }
-    default: return 0;
-  }
-}
+}  // namespace
 
 size_t checkedRegionOffset(const DataSpec& spec, int rank, const CollCounts& counts, bool inPlace) {
   return inPlace ? counts.recvInplaceOffset * static_cast<size_t>(rank) * dtypeSize(spec.type) : 0;
@@ -200,7 +105,7 @@ void prepareData(const DataSpec& spec, int rank, const CollCounts& c, bool inPla
   const bool rootOnlyInput = spec.kind == CollKind::kBroadcast || spec.kind == CollKind::kScatter;
   if (!rootOnlyInput || rank == spec.root)
     for (size_t i = 0; i < c.sendCount; ++i)
-      storeValue(spec.type, data, i, inputValue(spec, rank, i));
+      putValue(spec.type, data, i, inputValue(spec, rank, i));
 
   // Start from what the region holds now: rooted collectives leave it alone off the root.
   std::memcpy(expected, recvBytes + region, c.recvCount * es);
@@ -209,20 +114,20 @@ void prepareData(const DataSpec& spec, int rank, const CollCounts& c, bool inPla
   switch (spec.kind) {
     case CollKind::kAllReduce:
       for (size_t i = 0; i < c.recvCount; ++i)
-        storeValue(spec.type, expected, i, reducedValue(spec, i));
+        putValue(spec.type, expected, i, reducedValue(spec, i));
       break;
     case CollKind::kReduce:
       if (rank != spec.root) break;
       for (size_t i = 0; i < c.recvCount; ++i)
-        storeValue(spec.type, expected, i, reducedValue(spec, i));
+        putValue(spec.type, expected, i, reducedValue(spec, i));
       break;
     case CollKind::kReduceScatter:
       for (size_t i = 0; i < c.recvCount; ++i)
-        storeValue(spec.type, expected, i, reducedValue(spec, static_cast<size_t>(rank) * per + i));
+        putValue(spec.type, expected, i, reducedValue(spec, static_cast<size_t>(rank) * per + i));
       break;
     case CollKind::kBroadcast:
       for (size_t i = 0; i < c.recvCount; ++i)
-        storeValue(spec.type, expected, i, inputValue(spec, spec.root, i));
+        putValue(spec.type, expected, i, inputValue(spec, spec.root, i));
       break;
     case CollKind::kGather:
       if (rank != spec.root) break;
@@ -230,22 +135,22 @@ void prepareData(const DataSpec& spec, int rank, const CollCounts& c, bool inPla
     case CollKind::kAllGather:
       for (int j = 0; j < n; ++j)
         for (size_t i = 0; i < per; ++i)
-          storeValue(spec.type, expected, static_cast<size_t>(j) * per + i, inputValue(spec, j, i));
+          putValue(spec.type, expected, static_cast<size_t>(j) * per + i, inputValue(spec, j, i));
       break;
     case CollKind::kScatter:
       for (size_t i = 0; i < c.recvCount; ++i)
-        storeValue(spec.type, expected, i,
-                   inputValue(spec, spec.root, static_cast<size_t>(rank) * per + i));
+        putValue(spec.type, expected, i,
+                 inputValue(spec, spec.root, static_cast<size_t>(rank) * per + i));
       break;
     case CollKind::kAlltoAll:
       for (int j = 0; j < n; ++j)
         for (size_t i = 0; i < per; ++i)
-          storeValue(spec.type, expected, static_cast<size_t>(j) * per + i,
-                     inputValue(spec, j, static_cast<size_t>(rank) * per + i));
+          putValue(spec.type, expected, static_cast<size_t>(j) * per + i,
+                   inputValue(spec, j, static_cast<size_t>(rank) * per + i));
       break;
     case CollKind::kSendRecv:
       for (size_t i = 0; i < c.recvCount; ++i)
-        storeValue(spec.type, expected, i, inputValue(spec, (rank - 1 + n) % n, i));
+        putValue(spec.type, expected, i, inputValue(spec, (rank - 1 + n) % n, i));
       break;
   }
 }

@@ -42,12 +42,6 @@ int64_t inputValue(const DataSpec& spec, int rank, size_t index);
 /// it is stored in the type: integer types then wrap as the hardware does).
 int64_t reducedValue(const DataSpec& spec, size_t index);
 
-/// Writes v (an integer exact in `type`) as element `index` of buf.
-void storeValue(groveDataType_t type, void* buf, size_t index, int64_t v);
-
-/// Reads element `index` of buf as a double (for tests and messages).
-double loadValue(groveDataType_t type, const void* buf, size_t index);
-
 /// Sets up one rank's buffers for a checked run, like nccl-tests' InitData:
 /// zeroes recv (counts.recvCount elements), writes this rank's input (into
 /// send, or into recv at the in-place offset when inPlace), and writes the

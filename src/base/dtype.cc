@@ -2,6 +2,11 @@
 
 #include <strings.h>
 
+#include <cstdint>
+#include <cstring>
+
+#include "base/fp16.h"
+
 namespace grove {
 namespace {
 struct TypeInfo {
@@ -48,6 +53,55 @@ std::optional<groveRedOp_t> parseOp(const std::string& name) {
   for (int i = 0; i < groveNumOps; ++i)
     if (strcasecmp(name.c_str(), kOpNames[i]) == 0) return static_cast<groveRedOp_t>(i);
   return std::nullopt;
+}
+
+namespace {
+template <typename T>
+T loadAs(const void* buf, size_t index) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(buf) + index * sizeof(T), sizeof(T));
+  return v;
+}
+template <typename T>
+void storeAs(void* buf, size_t index, T v) {
+  std::memcpy(static_cast<char*>(buf) + index * sizeof(T), &v, sizeof(T));
+}
+/// v's integer part as the low 64 bits of its two's complement.
+uint64_t integerBits(double v) {
+  return v < 0 ? static_cast<uint64_t>(static_cast<int64_t>(v)) : static_cast<uint64_t>(v);
+}
+}  // namespace
+
+double elementAsDouble(groveDataType_t t, const void* buf, size_t index) {
+  switch (t) {
+    case groveInt8: return loadAs<int8_t>(buf, index);
+    case groveUint8: return loadAs<uint8_t>(buf, index);
+    case groveInt32: return loadAs<int32_t>(buf, index);
+    case groveUint32: return loadAs<uint32_t>(buf, index);
+    case groveInt64: return static_cast<double>(loadAs<int64_t>(buf, index));
+    case groveUint64: return static_cast<double>(loadAs<uint64_t>(buf, index));
+    case groveFloat16: return fp16::halfBitsToFloat(loadAs<uint16_t>(buf, index));
+    case groveBfloat16: return fp16::bf16BitsToFloat(loadAs<uint16_t>(buf, index));
+    case groveFloat32: return loadAs<float>(buf, index);
+    case groveFloat64: return loadAs<double>(buf, index);
+    default: return 0;
+  }
+}
+
+void storeElement(groveDataType_t t, double v, void* buf, size_t index) {
+  switch (t) {
+    case groveInt8:
+    case groveUint8: storeAs(buf, index, static_cast<uint8_t>(integerBits(v))); break;
+    case groveInt32:
+    case groveUint32: storeAs(buf, index, static_cast<uint32_t>(integerBits(v))); break;
+    case groveInt64:
+    case groveUint64: storeAs(buf, index, integerBits(v)); break;
+    case groveFloat16: storeAs(buf, index, fp16::floatToHalfBits(static_cast<float>(v))); break;
+    case groveBfloat16: storeAs(buf, index, fp16::floatToBf16Bits(static_cast<float>(v))); break;
+    case groveFloat32: storeAs(buf, index, static_cast<float>(v)); break;
+    case groveFloat64: storeAs(buf, index, v); break;
+    default: break;
+  }
 }
 
 }  // namespace grove

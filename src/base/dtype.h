@@ -20,6 +20,15 @@ const char* dtypeName(groveDataType_t t);
 /// Parses a type name (nccl-tests' names and a few aliases such as float32, fp16, bf16).
 std::optional<groveDataType_t> parseDtype(const std::string& name);
 
+/// Element `index` of `buf` (elements of type t) as a double: exact for
+/// every float16, bfloat16, float and double, and for integers up to 2^53;
+/// 0 for an invalid type. The checks of programs and tests read values so.
+double elementAsDouble(groveDataType_t t, const void* buf, size_t index);
+/// Stores `v` into element `index` of `buf` as type t: floating types round
+/// to nearest even, integer types take v's integer part, wrapped to the
+/// type's width (negative values as two's complement). Invalid types: nothing.
+void storeElement(groveDataType_t t, double v, void* buf, size_t index);
+
 /// True for the 5 valid ops.
 bool opValid(int op);
 /// Name of an op: sum prod max min avg.

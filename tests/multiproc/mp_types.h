@@ -19,7 +19,7 @@
 #include <cstring>
 #include <string>
 
-#include "base/fp16.h"
+#include "base/dtype.h"
 #include "grove/grove.h"
 
 namespace mp {
@@ -35,14 +35,6 @@ inline uint64_t mix64(uint64_t x) {
 inline uint64_t hash3(uint64_t a, uint64_t b, uint64_t c) {
   return mix64(a * 0x9e3779b97f4a7c15ull ^ mix64(b + 0x632be59bd9b4e019ull) ^ (c << 1));
 }
-
-// ------------------------------------------------------------ 16-bit floats
-// The project's one conversion (base/fp16.h; kernels_test checks it against
-// a reference over every half and bfloat16).
-inline uint16_t floatToHalf(float f) { return grove::fp16::floatToHalfBits(f); }
-inline float halfToFloat(uint16_t h) { return grove::fp16::halfBitsToFloat(h); }
-inline uint16_t floatToBf16(float f) { return grove::fp16::floatToBf16Bits(f); }
-inline float bf16ToFloat(uint16_t b) { return grove::fp16::bf16BitsToFloat(b); }
 
 // ------------------------------------------------------------ dtype table
 inline const int kAllDtypes[] = {groveInt8,    groveUint8,   groveInt32,   groveUint32,
@@ -80,51 +72,7 @@ inline bool isSigned(int dt) {
 
 /// Element at p as a double (floats) -- for printing and float comparisons.
 inline double toDouble(int dt, const uint8_t* p) {
-  switch (dt) {
-    case groveInt8: return static_cast<int8_t>(*p);
-    case groveUint8: return *p;
-    case groveInt32: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case groveUint32: {
-      uint32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case groveInt64: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return static_cast<double>(v);
-    }
-    case groveUint64: {
-      uint64_t v;
-      std::memcpy(&v, p, 8);
-      return static_cast<double>(v);
-    }
-    case groveFloat16: {
-      uint16_t v;
-      std::memcpy(&v, p, 2);
-      return halfToFloat(v);
-    }
-    case groveFloat32: {
-      float v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case groveFloat64: {
-      double v;
-      std::memcpy(&v, p, 8);
-      return v;
-    }
-    case groveBfloat16: {
-      uint16_t v;
-      std::memcpy(&v, p, 2);
-      return bf16ToFloat(v);
-    }
-  }
-  return 0;
+  return grove::elementAsDouble(static_cast<groveDataType_t>(dt), p, 0);
 }
 
 /// Printable element: the value and its bits.
@@ -146,54 +94,7 @@ inline std::string formatElem(int dt, const uint8_t* p) {
 
 // Integer-valued storage of a double v for every type (v exact in the type).
 inline void storeValue(int dt, double v, uint8_t* p) {
-  switch (dt) {
-    case groveInt8: {
-      int8_t x = static_cast<int8_t>(v);
-      std::memcpy(p, &x, 1);
-      break;
-    }
-    case groveUint8: {
-      uint8_t x = static_cast<uint8_t>(v);
-      std::memcpy(p, &x, 1);
-      break;
-    }
-    case groveInt32: {
-      int32_t x = static_cast<int32_t>(v);
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    case groveUint32: {
-      uint32_t x = static_cast<uint32_t>(v);
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    case groveInt64: {
-      int64_t x = static_cast<int64_t>(v);
-      std::memcpy(p, &x, 8);
-      break;
-    }
-    case groveUint64: {
-      uint64_t x = static_cast<uint64_t>(v);
-      std::memcpy(p, &x, 8);
-      break;
-    }
-    case groveFloat16: {
-      uint16_t x = floatToHalf(static_cast<float>(v));
-      std::memcpy(p, &x, 2);
-      break;
-    }
-    case groveFloat32: {
-      float x = static_cast<float>(v);
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    case groveFloat64: std::memcpy(p, &v, 8); break;
-    case groveBfloat16: {
-      uint16_t x = floatToBf16(static_cast<float>(v));
-      std::memcpy(p, &x, 2);
-      break;
-    }
-  }
+  grove::storeElement(static_cast<groveDataType_t>(dt), v, p, 0);
 }
 
 /// Kind of input a case needs.

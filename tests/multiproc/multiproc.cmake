@@ -13,12 +13,10 @@ set(_mp ${CMAKE_CURRENT_LIST_DIR})
 
 if(TARGET grove)
   add_executable(grove_mp_check ${_mp}/grove_mp_check.cc ${_mp}/mp_cases.cc)
-  target_link_libraries(grove_mp_check PRIVATE grove)
+  # grove_dtype (stateless: the types' facts, element values) beside libgrove.so.
+  target_link_libraries(grove_mp_check PRIVATE grove grove_dtype)
   add_executable(grove_mp_elastic ${_mp}/grove_mp_elastic.cc)
   target_link_libraries(grove_mp_elastic PRIVATE grove)
-  # The half/bfloat16 conversion (base/fp16.h, header-only) is the one
-  # internal header these programs see.
-  target_include_directories(grove_mp_check PRIVATE ${PROJECT_SOURCE_DIR}/src)
 
   grove_gtest(test_mp_api
     SOURCES ${_mp}/mp_api_errors_test.cc ${_mp}/mp_api_features_test.cc ${_mp}/mp_api_device_test.cc

@@ -167,6 +167,31 @@ TEST(Config, ComponentTablesJoinTheOneRegistry) {
   EXPECT_THROW(config::VarTable({{"GROVE_TIMEOUT", config::Type::kDouble, "1", "again"}}), Error);
 }
 
+TEST(Dtype, ElementsReadAndWrittenAsDoubles) {
+  uint8_t buf[32] = {};
+  for (groveDataType_t t : {groveInt8, groveUint8, groveInt32, groveUint32, groveInt64, groveUint64,
+                            groveFloat16, groveFloat32, groveFloat64, groveBfloat16}) {
+    std::memset(buf, 0, sizeof buf);
+    storeElement(t, 100, buf, 1);
+    EXPECT_EQ(elementAsDouble(t, buf, 1), 100.0) << dtypeName(t);
+    EXPECT_EQ(elementAsDouble(t, buf, 0), 0.0) << dtypeName(t) << ": element 0 untouched";
+  }
+  storeElement(groveInt8, -3, buf, 0);
+  EXPECT_EQ(elementAsDouble(groveInt8, buf, 0), -3.0);
+  storeElement(groveUint8, 300, buf, 0);  // wraps to the type's width
+  EXPECT_EQ(elementAsDouble(groveUint8, buf, 0), 44.0);
+  storeElement(groveUint32, -1, buf, 0);  // two's complement
+  EXPECT_EQ(elementAsDouble(groveUint32, buf, 0), 4294967295.0);
+  storeElement(groveInt64, -4096.75, buf, 0);  // the integer part
+  EXPECT_EQ(elementAsDouble(groveInt64, buf, 0), -4096.0);
+  storeElement(groveFloat16, 2049.0, buf, 0);  // nearest even
+  EXPECT_EQ(elementAsDouble(groveFloat16, buf, 0), 2048.0);
+  storeElement(groveBfloat16, 0.1, buf, 0);
+  EXPECT_NEAR(elementAsDouble(groveBfloat16, buf, 0), 0.1, 0.001);
+  storeElement(groveFloat64, 0.1, buf, 0);
+  EXPECT_EQ(elementAsDouble(groveFloat64, buf, 0), 0.1);
+}
+
 TEST(Dtype, SizesNamesAndNcclValues) {
   EXPECT_EQ(dtypeSize(groveFloat16), 2u);
   EXPECT_EQ(dtypeSize(groveBfloat16), 2u);

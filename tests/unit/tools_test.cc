@@ -176,7 +176,7 @@ TEST(Verify, HalfAndBf16Conversions) {
 
 // ---- simulation of every collective in the element type's own arithmetic ----
 
-double toDouble(groveDataType_t t, const void* p, size_t i) { return loadValue(t, p, i); }
+double toDouble(groveDataType_t t, const void* p, size_t i) { return elementAsDouble(t, p, i); }
 
 // a[i] = a[i] op b[i], computed as the library does: integers wrap, half and
 // bf16 in float rounded once per operation.
@@ -239,7 +239,7 @@ void reduceInto(groveDataType_t t, groveRedOp_t op, void* a, const void* b, size
 void divideBy(groveDataType_t t, void* a, size_t i, int n) {
   double v = toDouble(t, a, i);
   if (!dtypeIsFloat(t)) {
-    storeValue(t, a, i, static_cast<int64_t>(v) / n);
+    storeElement(t, static_cast<double>(static_cast<int64_t>(v) / n), a, i);
   } else if (t == groveFloat64) {
     double d = v / n;
     std::memcpy(static_cast<char*>(a) + i * 8, &d, 8);
