@@ -143,7 +143,7 @@ std::vector<TransportEntry> builtIn() {
 }
 
 struct Table {
-  std::mutex mu;  // guards registration (reads come after the seal)
+  std::mutex mu;  // guards registration and the seal; reads come after the seal
   std::vector<TransportEntry> rows = builtIn();
   std::atomic<bool> sealed{false};
 };
@@ -154,6 +154,12 @@ Table& table() {
 }
 
 bool isByteRow(const TransportEntry& e) { return e.has(kByteStreams); }
+
+const TransportEntry* findIn(const std::vector<TransportEntry>& rows, const std::string& name) {
+  for (const TransportEntry& e : rows)
+    if (strcasecmp(e.name, name.c_str()) == 0) return &e;
+  return nullptr;
+}
 
 size_t byteRows(const std::vector<TransportEntry>& rows) {
   return static_cast<size_t>(std::count_if(rows.begin(), rows.end(), isByteRow));
@@ -172,7 +178,10 @@ std::string describeProvides(unsigned provides) {
   return out.empty() ? "nothing" : out;
 }
 
-const std::vector<TransportEntry>& registry() { return table().rows; }
+const std::vector<TransportEntry>& registry() {
+  sealRegistry();  // what is read stays as it was read
+  return table().rows;
+}
 
 void registerTransport(TransportEntry row) {
   Table& t = table();
@@ -182,7 +191,7 @@ void registerTransport(TransportEntry row) {
                       "' registered after the first communicator read the registry");
   if (row.name == nullptr || row.name[0] == '\0')
     throwInvalidArgument("a transport row needs a name");
-  if (findTransport(row.name) != nullptr)
+  if (findIn(t.rows, row.name) != nullptr)
     throwInvalidArgument(std::string("transport '") + row.name + "' is already registered");
   const bool bytes = isByteRow(row);
   if (bytes && (!row.canConnect || !row.open || !row.make))
@@ -217,11 +226,7 @@ void sealRegistry() {
   t.sealed.store(true, std::memory_order_release);
 }
 
-const TransportEntry* findTransport(const std::string& name) {
-  for (const TransportEntry& e : registry())
-    if (strcasecmp(e.name, name.c_str()) == 0) return &e;
-  return nullptr;
-}
+const TransportEntry* findTransport(const std::string& name) { return findIn(registry(), name); }
 
 const TransportEntry* firstProviding(unsigned what) {
   const TransportEntry* best = nullptr;

@@ -125,14 +125,16 @@ const std::vector<TransportEntry>& registry();
 
 /// Adds a row (a transport built outside this library, or a test's): byte
 /// rows go after the last byte row, device rows at the end, each after the
-/// rows of its kind with a priority at least its own. Only before the
-/// first communicator: throws grove::Error(groveInvalidUsage) once the core
-/// has read the registry, groveInvalidArgument for a row with no name, a
-/// taken name, no way to make it, or no address slot left.
+/// rows of its kind with a priority at least its own. Only while nothing
+/// has read the registry (program start-up, before any communicator, tool
+/// or lookup): throws grove::Error(groveInvalidUsage) once it was read,
+/// groveInvalidArgument for a row with no name, a taken name, no way to
+/// make it, or no address slot left. Every rank must register the same
+/// rows (communicator creation checks).
 void registerTransport(TransportEntry row);
 
-/// Marks the registry read (the core calls it when it opens transports):
-/// from then on the rows and their slots never change.
+/// Marks the registry read (every lookup does): from then on the rows and
+/// their slots never change, so references to rows stay valid.
 void sealRegistry();
 
 /// The row named `name` (case-insensitive), or nullptr.

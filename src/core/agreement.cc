@@ -6,6 +6,7 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "core/unique_id.h"
+#include "transports/registry.h"
 
 namespace grove::core {
 namespace {
@@ -59,6 +60,9 @@ std::vector<AgreedSetting> agreedSettings(const CommOptions& o) {
        std::to_string(o.treeJudgeBytes)},  // every rank must keep the same trees
       {"GROVE_NCHANNELS", std::to_string(o.nChannels)},
       {"GROVE_TRANSPORT", o.transport},
+      // A byte row's address slot is its place in the registry: rows a
+      // program registered on some ranks only would misread every address.
+      {"transports", transport::transportNames(transport::kByteStreams)},
       {"GROVE_ALGO", o.algo},
       {"GROVE_DEVICE_KIND", o.deviceKind == groveDeviceCuda ? "cuda" : "host"},
       {"GROVE_DEVICE_EMULATION", o.emulateDevice ? "1" : "0"},

@@ -99,10 +99,29 @@ int Comm::windowRegister(void* base, uint64_t bytes) {
       uint64_t bytes;
       transport::OneSided::Remote window;  // blank without one-sided peers
       transport::OneSided::Remote signals;
+      int64_t exposed;  // 1: the window is exposed (or needs not be)
     };
-    const auto all = gatherEach(
-        *bootstrap_,
-        Entry{rma_->nextWindow(), bytes, rma_->expose(base, bytes), rma_->signalTarget()}, nranks_);
+    // Every rank learns whether all could expose, so all fail together
+    // instead of waiting for a window that never comes.
+    Entry mine{rma_->nextWindow(), bytes, {}, rma_->signalTarget(), 1};
+    std::string exposeError;
+    try {
+      mine.window = rma_->expose(base, bytes);
+    } catch (const std::exception& e) {
+      exposeError = e.what();
+      mine.exposed = 0;
+    }
+    const auto all = gatherEach(*bootstrap_, mine, nranks_);
+    if (!exposeError.empty())
+      throw Error(
+          groveSystemError,
+          "window registration: exposing the window for one-sided writes failed: " + exposeError);
+    for (int r = 0; r < nranks_; ++r)
+      if (all[r].exposed == 0) {
+        rma_->unexpose(base);
+        throw Error(groveRemoteError, "window registration: rank " + std::to_string(r) +
+                                          " could not expose its window for one-sided writes");
+      }
     std::vector<transport::OneSided::Remote> remotes, signalTargets;
     for (int r = 0; r < nranks_; ++r) {
       remotes.push_back(all[r].window);
@@ -110,12 +129,14 @@ int Comm::windowRegister(void* base, uint64_t bytes) {
     }
     std::vector<uint64_t> sizes;
     for (int r = 0; r < nranks_; ++r) {
-      if (all[r].id != all[rank_].id)
+      if (all[r].id != all[rank_].id) {
+        rma_->unexpose(base);
         throw Error(groveInvalidUsage,
                     "window registration: rank " + std::to_string(r) + " registers its window " +
                         std::to_string(all[r].id) + " while rank " + std::to_string(rank_) +
                         " registers its window " + std::to_string(all[rank_].id) +
                         " (every rank must register and deregister windows together)");
+      }
       sizes.push_back(all[r].bytes);
     }
     id = rma_->nextWindow();

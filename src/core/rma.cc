@@ -63,6 +63,19 @@ transport::OneSided::Remote Rma::expose(void* base, uint64_t bytes) {
   return oneSided_->expose(base, bytes);
 }
 
+void Rma::unexpose(void* base) {
+  if (oneSided_ == nullptr || base == nullptr) return;
+  std::lock_guard<std::mutex> lock(winMu_);
+  releaseUnlessExposed(base);
+}
+
+void Rma::releaseUnlessExposed(const void* base) {
+  if (base == &signalWord_) return;
+  for (const auto& [id, w] : windows_)
+    if (w.base == base) return;
+  oneSided_->release(const_cast<void*>(base));
+}
+
 int Rma::nextWindow() const {
   std::lock_guard<std::mutex> lock(winMu_);
   return nextWindow_;
@@ -93,9 +106,11 @@ void Rma::removeWindow(int id) {
   std::lock_guard<std::mutex> lock(winMu_);
   auto it = windows_.find(id);
   if (it == windows_.end()) return;
-  // The cache cannot see a free: drop the registration before the memory goes.
-  if (oneSided_ != nullptr && it->second.base != nullptr) oneSided_->release(it->second.base);
+  uint8_t* base = it->second.base;
   windows_.erase(it);
+  // The cache cannot see a free: drop the registration before the memory
+  // goes (unless another window starts at the same address).
+  if (oneSided_ != nullptr && base != nullptr) releaseUnlessExposed(base);
 }
 
 std::vector<uint64_t> Rma::sentCounts() const {
@@ -244,6 +259,13 @@ void Rma::putOneSided(int peer, int window, uint64_t offset, const void* src, ui
   } catch (const Error& e) {
     if (e.code() == groveRemoteError) markGone(peer, e.what());
     throw;
+  }
+  // The transport registered the source on its way out; the caller may free
+  // it once this returns, and a cached registration would outlive its
+  // pages: drop it (a source inside an exposed window used that one).
+  if (bytes > 0) {
+    std::lock_guard<std::mutex> lock(winMu_);
+    releaseUnlessExposed(src);
   }
   sent_[peer].fetch_add(1);
   oneSidedPuts_.fetch_add(1);

@@ -145,56 +145,72 @@ def source_token(token, here):
     return os.path.normpath(os.path.join(here, token))
 
 
-def read_targets(root):
-    """Layer targets: name -> (folder, files). And link edges: (target or
-    program, its folder, the target it links, the CMake file)."""
-    targets, links = {}, []
+def cmake_files(root):
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")]
         for fn in filenames:
-            if fn not in CMAKE_FILES and not fn.endswith(CMAKE_EXT):
+            if fn in CMAKE_FILES or fn.endswith(CMAKE_EXT):
+                yield os.path.join(dirpath, fn), os.path.relpath(dirpath, root)
+
+
+def read_targets(root):
+    """Libraries: name -> (folder, files, whole) where `whole` means the
+    sources came from a variable (the target stands for its whole folder).
+    And link edges: (target or program, its folder, what it links, the CMake
+    file). Definitions are read first from every file, so a link line in
+    another file than the target's definition is charged to the right folder."""
+    calls = [(path, here, cmake_calls(open(path, encoding="utf-8").read()))
+             for path, here in cmake_files(root)]
+    defined, targets, links, aliases = {}, {}, [], {}
+    for path, here, cs in calls:
+        for cmd, args in cs:
+            if args and cmd in ("add_executable", "add_library", "grove_gtest", "grove_layer"):
+                defined.setdefault(args[0], here)
+            if not args or cmd not in ("grove_layer", "add_library"):
                 continue
-            path = os.path.join(dirpath, fn)
-            here = os.path.relpath(dirpath, root)
-            rel = os.path.relpath(path, root)
-            defined = {}
-            for cmd, args in cmake_calls(open(path, encoding="utf-8").read()):
-                if not args:
-                    continue
-                name, rest = args[0], args[1:]
-                if cmd in ("add_executable", "add_library", "grove_gtest", "grove_layer"):
-                    defined[name] = here
-                if cmd == "grove_layer":
-                    section, files, glob = None, set(), False
-                    for t in rest:
-                        if t in SECTION_WORDS:
-                            section = t
-                        elif section == "SOURCES":
-                            src = source_token(t, here)
-                            if src is None:
-                                glob = True
-                            else:
-                                files.add(src)
-                                files.add(os.path.splitext(src)[0] + ".h")
-                    if glob:  # sources from a variable: anything under the folder
-                        for d, subdirs, fs in os.walk(os.path.join(root, here)):
-                            subdirs[:] = [x for x in subdirs if x not in SKIP_DIRS]
-                            files |= {os.path.relpath(os.path.join(d, f), root) for f in fs
-                                      if f.endswith(SOURCE_EXT)}
-                    if here == "src/capi":  # the C API implements the public header
-                        files.add(PUBLIC_HEADER)
-                    targets[name] = (here, files)
-                if cmd in ("grove_layer", "grove_gtest"):
-                    section = None
-                    for t in rest:
-                        if t in SECTION_WORDS:
-                            section = t
-                        elif section in ("DEPS", "LIBS"):
-                            links.append((name, defined.get(name, here), t, rel))
-                elif cmd == "target_link_libraries":
-                    for t in rest:
-                        if t not in LINK_KEYWORDS:
-                            links.append((name, defined.get(name, here), t, rel))
+            name, rest = args[0], args[1:]
+            if "ALIAS" in rest:  # another name of a library defined elsewhere
+                aliases[name] = rest[rest.index("ALIAS") + 1]
+                continue
+            if "INTERFACE" in rest or "IMPORTED" in rest:
+                continue  # third-party flags and libraries, no grove sources
+            section = "SOURCES" if cmd == "add_library" else None
+            files, whole = set(), False
+            for t in rest:
+                if t in SECTION_WORDS:
+                    section = t if t in ("SOURCES", "DEPS") else section
+                elif section == "SOURCES":
+                    src = source_token(t, here)
+                    if src is None:
+                        whole = True
+                    elif src.endswith(SOURCE_EXT):
+                        files.add(src)
+                        files.add(os.path.splitext(src)[0] + ".h")
+            if here == "src/capi" or name == "grove":  # they implement the public header
+                files.add(PUBLIC_HEADER)
+            targets[name] = (here, files, whole)
+    for alias, real in aliases.items():
+        if real in targets:
+            targets[alias] = targets[real]
+    for path, here, cs in calls:
+        rel = os.path.relpath(path, root)
+        for cmd, args in cs:
+            if not args:
+                continue
+            name, rest = args[0], args[1:]
+            if "$" in name:
+                continue  # a function's target, named by a variable: unknown here
+            if cmd in ("grove_layer", "grove_gtest"):
+                section = None
+                for t in rest:
+                    if t in SECTION_WORDS:
+                        section = t
+                    elif section in ("DEPS", "LIBS"):
+                        links.append((name, defined.get(name, here), t, rel))
+            elif cmd == "target_link_libraries":
+                for t in rest:
+                    if t not in LINK_KEYWORDS:
+                        links.append((name, defined.get(name, here), t, rel))
     return targets, links
 
 
@@ -207,10 +223,15 @@ def link_problems(root, layers):
         layer = owner(folder + "/", layers)
         if layer is None:
             continue  # reported as a source without a rule
-        dep_folder, dep_files = targets[dep]
+        dep_folder, dep_files, whole = targets[dep]
         if dep_folder == layer or dep_folder.startswith(layer + "/"):
             continue
-        if any(allowed(f, layers[layer]) for f in dep_files):
+        rule = layers[layer]
+        if PUBLIC_HEADER in dep_files and allowed(PUBLIC_HEADER, rule):
+            continue
+        # A library of a whole folder needs the folder; one of listed
+        # sources, one of its files.
+        if allowed(dep_folder, rule) or (not whole and any(allowed(f, rule) for f in dep_files)):
             continue
         problems.append(f"{cmake_file}: {name} links {dep} ({dep_folder}), which "
                         f"{layer}/README.md does not allow")

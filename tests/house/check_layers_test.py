@@ -155,6 +155,29 @@ class CheckLayers(unittest.TestCase):
             self.assertEqual(code, 1)
             self.assertIn("grove_base links grove_exec (src/exec)", out)
 
+    def test_a_folder_library_needs_its_folder(self):
+        # tools may include base/log.h alone: it may link a library built of
+        # log.cc, not one built of a whole folder (whatever else is in it).
+        tree = dict(GOOD, **{
+            "tools/README.md": "May include: `include/grove`, `src/base/log.h`.\n",
+            "tools/t.cc": '#include "base/log.h"\n',
+            "src/base/log.cc": '#include "base/log.h"\n',
+            "src/base/CMakeLists.txt": "grove_layer(grove_log SOURCES log.cc)\n"
+                                       "file(GLOB S *.cc)\ngrove_layer(grove_base SOURCES ${S})\n"
+                                       "add_library(grove::log ALIAS grove_log)\n",
+            "tools/CMakeLists.txt": "add_executable(t t.cc)\ntarget_link_libraries(t PRIVATE grove::log)\n",
+        })
+        with tempfile.TemporaryDirectory() as root:
+            make_tree(root, tree)
+            code, out = run(root)
+            self.assertEqual(code, 0, out)
+        with tempfile.TemporaryDirectory() as root:
+            make_tree(root, dict(tree, **{"tools/CMakeLists.txt":
+                                          "add_executable(t t.cc)\ntarget_link_libraries(t PRIVATE grove_base)\n"}))
+            code, out = run(root)
+            self.assertEqual(code, 1)
+            self.assertIn("tools/CMakeLists.txt: t links grove_base (src/base)", out)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -143,6 +143,27 @@ void onRanks(int n, const std::function<void(int)>& fn) {
 }
 
 TEST(RegistryExtension, AThrowAwayTransportCarriesCommunicators) {
+  // Rows are checked before they join (nothing has read the registry yet).
+  auto refusedAs = [](TransportEntry row, groveResult_t code) {
+    try {
+      registerTransport(std::move(row));
+      return false;
+    } catch (const Error& e) {
+      return e.code() == code;
+    }
+  };
+  EXPECT_TRUE(refusedAs(TransportEntry{}, groveInvalidArgument)) << "a row without a name";
+  TransportEntry taken = mailboxRow();
+  taken.name = "SOCKET";
+  EXPECT_TRUE(refusedAs(taken, groveInvalidArgument)) << "a taken name";
+  TransportEntry half = mailboxRow();
+  half.name = "half-made";
+  half.make = nullptr;
+  EXPECT_TRUE(refusedAs(half, groveInvalidArgument)) << "byte streams but no make";
+  TransportEntry idle = mailboxRow();
+  idle.name = "idle";
+  idle.provides = 0;
+  EXPECT_TRUE(refusedAs(idle, groveInvalidArgument)) << "provides nothing";
   registerTransport(mailboxRow());
   ASSERT_NE(findTransport("mailbox"), nullptr);
   constexpr int kRanks = 3;
@@ -174,10 +195,13 @@ TEST(RegistryExtension, AThrowAwayTransportCarriesCommunicators) {
   });
   EXPECT_GE(gLinksOpened.load(), 2 * kRanks);
   EXPECT_GE(gBytesMoved.load(), kCount * sizeof(float));
-  // Once a communicator has read the registry, its rows are fixed.
+  EXPECT_EQ(findTransport("half-made"), nullptr);
+  EXPECT_EQ(findTransport("idle"), nullptr);
+  // Once the registry has been read, its rows (and their slots) are fixed.
   TransportEntry late = mailboxRow();
   late.name = "mailbox-2";
-  EXPECT_THROW(registerTransport(late), Error);
+  EXPECT_TRUE(refusedAs(late, groveInvalidUsage));
+  EXPECT_EQ(findTransport("mailbox-2"), nullptr);
 }
 
 }  // namespace

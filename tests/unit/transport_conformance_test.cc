@@ -327,33 +327,5 @@ TEST(TransportRegistry, RowsAreConsistent) {
   EXPECT_EQ(describeProvides(kByteStreams | kSlots), "byte streams, slots");
 }
 
-// Rows a program adds are checked, and only before the first communicator
-// (registry_extension_test.cc adds one that works).
-TEST(TransportRegistry, BadRowsAreRefused) {
-  TransportEntry nameless{};
-  EXPECT_THROW(registerTransport(nameless), Error);
-  TransportEntry taken = *findTransport("socket");
-  EXPECT_THROW(registerTransport(taken), Error);
-  TransportEntry half{};
-  half.name = "half-made";
-  half.provides = kByteStreams;  // but no open/make
-  EXPECT_THROW(registerTransport(half), Error);
-  TransportEntry idle{};
-  idle.name = "idle";  // provides nothing
-  EXPECT_THROW(registerTransport(idle), Error);
-  EXPECT_EQ(findTransport("half-made"), nullptr);
-  EXPECT_EQ(findTransport("idle"), nullptr);
-  sealRegistry();
-  TransportEntry late = *findTransport("loopback");
-  late.name = "too-late";
-  try {
-    registerTransport(late);
-    ADD_FAILURE() << "registered after the seal";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), groveInvalidUsage) << e.what();
-  }
-  EXPECT_EQ(findTransport("too-late"), nullptr);
-}
-
 }  // namespace
 }  // namespace grove::transport

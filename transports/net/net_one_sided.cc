@@ -36,7 +36,8 @@ class NetOneSided final : public OneSided {
     core_.progress();
     const int local = dst.nic % static_cast<int>(core_.nics().size());
     Nic& nic = core_.nic(local);
-    const Region from = nic.registerMemory(const_cast<void*>(src), n);
+    // A signal alone moves no byte: nothing to register (src may be null).
+    const Region from = n == 0 ? Region{} : nic.registerMemory(const_cast<void*>(src), n);
     Region to;
     to.remoteBase = dst.addr;
     to.key = dst.key;

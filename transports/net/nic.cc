@@ -116,6 +116,10 @@ Region Nic::registerMemory(void* base, size_t bytes) {
   reg.region.desc = fi_mr_desc(reg.mr);
   reg.region.key = fi_mr_key(reg.mr);
   reg.region.remoteBase = virtAddr_ ? at : 0;
+  // A registration of a larger range from the same address replaces the
+  // smaller one: close that one, or it would stay pinned for good.
+  if (auto old = regs_.find(at); old != regs_.end() && old->second.mr != nullptr)
+    fi_close(&old->second.mr->fid);
   regs_[at] = reg;
   ++made_;
   return reg.region;
