@@ -5,9 +5,11 @@
 //
 // The message is split into one contiguous share per tree, proportional to
 // the tree's rate (rateSplit; empty shares are skipped). Each share is split
-// again into `subs` near-equal parts, one per sub-channel, where subs is
-// params.nChannels / (number of trees), at least 1 (trees are parallel
-// streams already), limited so that every tree and direction has its own
+// again into `subs` near-equal parts, one per sub-channel: the channels the
+// planner gave the tree (Tree::channels, by rate, so that streams sharing a
+// link share it by rate), else params.nChannels / (number of trees), at
+// least 1 (trees are parallel streams already), in proportion to the rates
+// where they fit, limited so that every tree and direction has its own
 // channels below kP2PChannel. Each (tree, part) is processed in chunks of at
 // most params.chunkBytes, and each rank emits the steps of its own node of
 // the tree. Children are served in ascending rank order.
@@ -142,6 +144,19 @@ std::vector<int> channelsPerTree(const std::vector<double>& rates, int nChannels
   return subs;
 }
 
+/// The channels the planner gave the trees (Tree::channels), or empty when
+/// it gave none or more than `slots` in all.
+std::vector<int> plannedChannels(const std::vector<Tree>& trees, int slots) {
+  std::vector<int> subs;
+  int total = 0;
+  for (const Tree& t : trees) {
+    if (t.channels <= 0) return {};
+    subs.push_back(t.channels);
+    total += t.channels;
+  }
+  return total <= slots ? subs : std::vector<int>{};
+}
+
 /// What every emitter needs about the call.
 struct Setup {
   std::vector<Node> nodes;    ///< this rank's node in each tree (all-reduce: the broadcast tree)
@@ -176,7 +191,8 @@ Setup makeSetup(const CollArgs& a, const PlanParams& p, const std::vector<Tree>&
     rates.push_back(t.rate);
   }
   s.shares = detail::rateSplit(a.count, rates, who.c_str());
-  s.subs = channelsPerTree(rates, p.nChannels, slots);
+  s.subs = plannedChannels(trees, slots);
+  if (s.subs.empty()) s.subs = channelsPerTree(rates, p.nChannels, slots);
   int next = 0;
   for (int k : s.subs) s.first.push_back(next), next += k;
   s.es = es;

@@ -7,8 +7,9 @@
 // over a capacity vector where the other class has capacity 0), then on the
 // rest with what the fast trees left of the ports (a port shared by several
 // ranks on one node is the only link both classes can load). Both sets are
-// returned in one plan with their rates as packed: each class carries data
-// in proportion to its rate, so both finish together. When a class cannot
+// returned in one plan, each tree carrying data in proportion to its rate
+// (its fair share, or the LP's weight when the judge finds that faster), so
+// both classes finish together. When a class cannot
 // span the ranks (no NVLink between some of them), the other one carries
 // everything. The plan's bound is a bound of the whole graph (broadcast:
 // Edmonds'; all-reduce: the flow bounds, since no column generation runs
@@ -38,7 +39,8 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
     if (port || link.kind != topo::LinkKind::kNvLink) rest[l] = cap[l];
   }
   PackOptions half = options;
-  half.judge = nullptr;  // each class alone is no call to judge
+  half.judge = nullptr;     // each class alone is no call to judge
+  half.fairShares = false;  // the classes meet at the ports: shared below, together
   half.maxTrees = std::max(1, options.maxTrees - options.maxTrees / 2);
   auto bound = [&](const std::vector<double>& c) {
     return allReduce ? detail::shardAllReduceBound(g, c) : detail::broadcastBoundCapped(g, root, c);
@@ -50,7 +52,20 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
   half.maxTrees = std::max(1, options.maxTrees / 2);
   TreePlan slow = detail::packCapped(g, root, allReduce, half, rest, bound(rest));
   for (Tree& t : slow.trees) plan.trees.push_back(std::move(t));
-  plan.rate += slow.rate;
+  // The packing LP over both classes' trees at once (at least the two
+  // packings' sum: the fast trees may take what the slow ones leave).
+  std::vector<detail::Candidate> cands;
+  std::vector<int> all;
+  for (const Tree& t : plan.trees) {
+    const std::map<int, int> use = detail::useOf(t, allReduce);
+    all.push_back(static_cast<int>(cands.size()));
+    cands.push_back(detail::Candidate{{use.begin(), use.end()}, 0});
+  }
+  plan.packedRate = detail::solveSubset(cands, all, cap);
+  for (size_t i = 0; i < plan.trees.size(); ++i) plan.trees[i].rate = cands[i].weight;
+  detail::chooseShares(options, cap, allReduce, root, plan.trees);
+  plan.rate = 0;
+  for (const Tree& t : plan.trees) plan.rate += t.rate;
   plan.rounds += slow.rounds;
   plan.mwuTrees += slow.mwuTrees;
   if (g.nranks() > 1 && plan.trees.empty())

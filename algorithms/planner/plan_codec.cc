@@ -26,7 +26,7 @@ namespace {
 
 /// Bump when the planners' output for the same graph changes, so that plans
 /// stored by an older planner are not taken for this one's.
-constexpr int kPlanFormat = 1;
+constexpr int kPlanFormat = 2;
 
 struct Bad : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -199,7 +199,10 @@ std::string planFingerprint(const PlanGraph& g, const PackOptions& options,
   Writer w;
   w.word("grove-plans").num(kPlanFormat).num(GROVE_VERSION_CODE);
   w.word("pack").real(options.epsilon).num(options.maxRounds).num(options.maxTrees);
-  w.real(options.keep).word("judge").word(judgeKey.empty() ? "-" : judgeKey);
+  w.real(options.keep)
+      .num(options.fairShares ? 1 : 0)
+      .word("judge")
+      .word(judgeKey.empty() ? "-" : judgeKey);
   w.word("graph").num(g.nranks()).num(g.numVertices()).num(g.numMachines());
   for (int v = 0; v < g.numVertices(); ++v)
     w.word(g.vertexName(v)).num(g.mayRelay(v)).num(g.machineOfVertex(v)).num(g.rankOfVertex(v));
@@ -255,13 +258,14 @@ bool decodeRings(const std::string& text, const PlanGraph& g, RingPlan* out, std
 std::string encodeTrees(const TreePlan& plan) {
   Writer w;
   w.word("grove-trees").num(kPlanFormat).word("rate").real(plan.rate);
+  w.word("packed").real(plan.packedRate);
   w.word("bound").real(plan.bound).word("optimum").real(plan.optimum);
   w.word("pricing").num(plan.pricingRounds).word("judged").num(plan.judged);
   w.word("judged-seconds").real(plan.judgedSeconds).word("rounds").num(plan.rounds);
   w.word("mwu-trees").num(plan.mwuTrees);
   w.word("trees").num(static_cast<long long>(plan.trees.size()));
   for (const Tree& t : plan.trees) {
-    w.word("tree").num(t.root).real(t.rate).ranks(t.parent).ranks(t.upParent);
+    w.word("tree").num(t.root).real(t.rate).num(t.channels).ranks(t.parent).ranks(t.upParent);
     w.routes(t.down).routes(t.up);
   }
   return w.text();
@@ -273,6 +277,7 @@ bool decodeTrees(const std::string& text, const PlanGraph& g, TreePlan* out, std
     const long long big = 1ll << 40;
     in.header("grove-trees");
     plan.rate = in.realField("rate");
+    plan.packedRate = in.realField("packed");
     plan.bound = in.realField("bound");
     plan.optimum = in.realField("optimum");
     plan.pricingRounds = static_cast<int>(in.numField("pricing", 0, big));
@@ -285,6 +290,7 @@ bool decodeTrees(const std::string& text, const PlanGraph& g, TreePlan* out, std
       in.expect("tree");
       t.root = static_cast<int>(in.num(0, n - 1));
       t.rate = in.real();
+      t.channels = static_cast<int>(in.num(0, kMaxTreeChannels));
       t.parent = in.ranks(static_cast<size_t>(n), -1, n - 1);
       if (static_cast<int>(t.parent.size()) != n) throw Bad("a tree does not hold every rank");
       checkArborescence(t.parent, t.root, "a tree");

@@ -150,6 +150,23 @@ std::map<int, int> useOf(const Tree& t, bool allReduce);
 /// A key that tells distinct trees (shape and routes) apart.
 std::string keyOf(const Tree& t);
 
+/// Each tree's rate when its channels[t] streams share every bounded link
+/// they cross equally with the other streams there (max-min fair, by
+/// water-filling); uses[t] = useOf(tree t). fair_share.cc.
+std::vector<double> fairRates(const std::vector<std::map<int, int>>& uses,
+                              const std::vector<int>& channels, const std::vector<double>& cap);
+/// Gives the trees channels (kMaxTreeChannels in all at most, each next one
+/// where it raises the summed fair rate most) and their fair rates as
+/// `rate`, so that the data split by rate finishes on every tree together;
+/// returns the summed rate. More trees than channels: left as they are.
+double shareFairly(std::vector<Tree>& trees, bool allReduce, const std::vector<double>& cap);
+
+/// The shares `trees` (LP weights as rates) run by: the fair shares, or
+/// the LP's weights when the judge finds those faster (no judge:
+/// o.fairShares decides).
+void chooseShares(const PackOptions& o, const std::vector<double>& cap, bool allReduce, int root,
+                  std::vector<Tree>& trees);
+
 /// What column generation proved about a tree packing LP.
 struct TreeOptimum {
   std::vector<Tree> trees;  ///< the columns with positive weight, `rate` = weight

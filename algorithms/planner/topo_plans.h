@@ -40,10 +40,18 @@ struct Ring {
 };
 
 /// A spanning arborescence over the ranks, rooted at `root`.
+/// Streams a set of trees runs on at most, per direction (the channels the
+/// planner hands out in fair_share.cc; the builders have at least as many).
+constexpr int kMaxTreeChannels = 32;
+
 struct Tree {
   int root = 0;
   std::vector<int> parent;  ///< by rank; -1 for the root
   double rate = 0;          ///< GB/s of message data this tree carries
+  /// Streams (channels per direction) the tree runs on; 0: the builder's
+  /// choice from the rates. Set by the planner with `rate` the tree's share
+  /// when every stream on a link gets the same part of it (fair_share.cc).
+  int channels = 0;
   /// down[r]: plan-graph links of the route parent[r] -> r, as planned; empty
   /// (or missing) means PlanGraph::widestRoute(parent[r], r).
   std::vector<std::vector<int>> down;
@@ -236,13 +244,18 @@ struct PackOptions {
   /// 8 and 4 trees keeping 90 and 85 %) are judged and the fastest
   /// kept; TopoPlans then also judges the heterogeneous split against it.
   TreeJudge judge;
+  /// Where no judge decides, split the data by the trees' fair shares (the
+  /// rates their streams get when they meet on links, fair_share.cc);
+  /// false: by the packing LP's weights. With a judge, both are judged.
+  bool fairShares = true;
 };
 
 /// What tree packing found.
 struct TreePlan {
   std::vector<Tree> trees;
-  double rate = 0;   ///< sum of the trees' rates
-  double bound = 0;  ///< the matching upper bound (broadcastBound / allReduceBound)
+  double rate = 0;        ///< sum of the trees' rates (what they run at, links shared fairly)
+  double packedRate = 0;  ///< the packing LP's rate of the trees kept by the packer's rule
+  double bound = 0;       ///< the matching upper bound (broadcastBound / allReduceBound)
   double optimum =
       0;  ///< the tree LP's optimum, proved by column generation (no such packing beats it);
           ///< beyond 16 ranks the dual bound reached in a few rounds; 0 when none was proved

@@ -169,6 +169,16 @@ double judgeSeconds(const TreeJudge& judge, const std::vector<Tree>& trees, bool
   }
 }
 
+void chooseShares(const PackOptions& o, const std::vector<double>& cap, bool allReduce, int root,
+                  std::vector<Tree>& trees) {
+  std::vector<Tree> fair = trees;
+  shareFairly(fair, allReduce, cap);
+  if (o.judge && judgeSeconds(o.judge, trees, allReduce, root) <
+                     judgeSeconds(o.judge, fair, allReduce, root) * (1 - 1e-9))
+    return;
+  if (o.judge || o.fairShares) trees = std::move(fair);
+}
+
 bool cheapestPair(const PlanGraph& g, const RouteTable& table, Tree& tree) {
   // For each root: the cheapest in-tree (an arborescence of the reversed
   // prices: child v -> parent u costs route v->u) and the cheapest out-tree;
@@ -308,23 +318,34 @@ std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce,
 template <typename TreesOf>
 std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce,
                                   std::vector<Candidate>& cands, const std::vector<double>& cap,
-                                  const TreesOf& treesOf, std::vector<Tree> best, int* judged,
+                                  const TreesOf& treesOf, const std::vector<int>& kept, int* judged,
                                   double* seconds) {
+  std::vector<Tree> best;
   auto judge = [&](const std::vector<Tree>& trees) {
     ++*judged;
     return judgeSeconds(o.judge, trees, allReduce, root);
   };
-  double bestSeconds = judge(best);
-  size_t fewest = best.size();  // smallest set judged so far
+  double bestSeconds = kInf;
+  size_t fewest = std::numeric_limits<size_t>::max();  // smallest set judged so far
+  // Each set both ways: its data split by the fair shares, and by the LP's
+  // weights over the builder's channels (the first is what a plan without
+  // a judge runs; which is faster depends on how the streams meet).
+  auto consider = [&](const std::vector<int>& set) {
+    std::vector<Tree> fair = treesOf(set, true);
+    if (fair.empty() || fair.size() >= fewest) return;
+    fewest = fair.size();
+    std::vector<Tree> lp = treesOf(set, false);
+    // Ties go to the fewer trees, then to the fair shares.
+    for (std::vector<Tree>* trees : {&fair, &lp}) {
+      const double t = judge(*trees);
+      const double margin = trees == &fair ? 1 + 1e-9 : 1 - 1e-9;
+      if (t <= bestSeconds * margin) bestSeconds = t, best = std::move(*trees);
+    }
+  };
+  consider(kept);
   constexpr std::pair<int, double> kSmaller[] = {{24, 0.97}, {24, 0.93}, {8, 0.9}, {4, 0.85}};
-  for (auto [most, keep] : kSmaller) {
-    std::vector<Tree> trees =
-        treesOf(weightAndReduce(cands, cap, std::min(most, o.maxTrees), keep));
-    if (trees.empty() || trees.size() >= fewest) continue;
-    fewest = trees.size();
-    const double t = judge(trees);
-    if (t <= bestSeconds * (1 + 1e-9)) bestSeconds = t, best = std::move(trees);
-  }
+  for (auto [most, keep] : kSmaller)
+    consider(weightAndReduce(cands, cap, std::min(most, o.maxTrees), keep));
   *seconds = bestSeconds;
   return best;
 }
@@ -380,8 +401,9 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
   std::vector<int> kept = weightAndReduce(cands, cap, std::max(1, o.maxTrees), o.keep);
   kept = swapInPricedTrees(g, root, allReduce, cap, std::max(1, o.maxTrees), o.keep * opt.value,
                            found, cands, kept);
-  // The trees of a kept set, with the LP's weights as rates (none without a share).
-  auto treesOf = [&](const std::vector<int>& set) {
+  // The trees of a kept set (none without a share), with their channels and
+  // the rates those get when streams share links fairly (fair_share.cc).
+  auto treesOf = [&](const std::vector<int>& set, bool fair) {
     const double rate = solveSubset(cands, set, cap);
     std::vector<Tree> trees;
     for (int k : set) {
@@ -389,12 +411,18 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
       trees.push_back(found[static_cast<size_t>(k)].tree);
       trees.back().rate = cands[static_cast<size_t>(k)].weight;
     }
+    if (fair) shareFairly(trees, allReduce, cap);
     return trees;
   };
-  plan.trees = treesOf(kept);
+  {
+    double packed = 0;
+    for (int k : kept) packed += cands[static_cast<size_t>(k)].weight;
+    plan.packedRate = packed;
+  }
   if (o.judge && g.nranks() <= kMaxJudgeRanks)
-    plan.trees = judgeTreeCounts(o, root, allReduce, cands, cap, treesOf, std::move(plan.trees),
-                                 &plan.judged, &plan.judgedSeconds);
+    plan.trees = judgeTreeCounts(o, root, allReduce, cands, cap, treesOf, kept, &plan.judged,
+                                 &plan.judgedSeconds);
+  if (plan.trees.empty()) plan.trees = treesOf(kept, o.fairShares);
   for (const Tree& t : plan.trees) plan.rate += t.rate;
   std::sort(plan.trees.begin(), plan.trees.end(),
             [](const Tree& a, const Tree& b) { return a.rate > b.rate; });

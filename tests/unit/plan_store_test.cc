@@ -37,6 +37,7 @@ void expectSameRings(const RingPlan& a, const RingPlan& b) {
 
 void expectSameTrees(const TreePlan& a, const TreePlan& b) {
   EXPECT_EQ(a.rate, b.rate);
+  EXPECT_EQ(a.packedRate, b.packedRate);
   EXPECT_EQ(a.bound, b.bound);
   EXPECT_EQ(a.optimum, b.optimum);
   ASSERT_EQ(a.trees.size(), b.trees.size());
@@ -45,6 +46,7 @@ void expectSameTrees(const TreePlan& a, const TreePlan& b) {
     const Tree& y = b.trees[i];
     EXPECT_EQ(x.root, y.root);
     EXPECT_EQ(x.rate, y.rate);
+    EXPECT_EQ(x.channels, y.channels);
     EXPECT_EQ(x.parent, y.parent);
     EXPECT_EQ(x.upParent, y.upParent);
     EXPECT_EQ(x.down, y.down);
@@ -140,7 +142,8 @@ TEST(PlanStore, TextThatIsNotAPlanOfTheGraphIsRefused) {
   EXPECT_NE(why.find("twice"), std::string::npos) << why;
   EXPECT_FALSE(decodeRings(rings + " 7", g, &r, &why));
   EXPECT_FALSE(decodeRings(rings.substr(0, rings.size() / 2), g, &r, &why));
-  EXPECT_FALSE(decodeRings(replaced(rings, "grove-rings 1", "grove-rings 2"), g, &r, &why));
+  // Another format version.
+  EXPECT_FALSE(decodeRings(replaced(rings, "grove-rings ", "grove-rings 9"), g, &r, &why));
   EXPECT_FALSE(decodeRings("", g, &r, &why));
   EXPECT_FALSE(decodeRings(trees, g, &r, &why));  // a tree plan is not a ring plan
   // A rate that is not a finite non-negative number.
@@ -163,7 +166,7 @@ TEST(PlanStore, AnUnusablePlanIsDroppedAndPlannedAgain) {
   const std::string name = planFingerprint(g, PackOptions{}, "") + "-rings";
   ASSERT_TRUE(store.load(name).has_value());
   store.drop(name);
-  store.save(name, "grove-rings 1 rate 0x1p+0 class - rings 1 ring 0x1p+0 4 0 0 1 2 0\n");
+  store.save(name, "grove-rings 2 rate 0x1p+0 class - rings 1 ring 0x1p+0 4 0 0 1 2 0\n");
   TopoPlans second{PlanGraph(g)};
   second.useStore(&store);
   expectSameRings(rings, second.rings());  // planned again, not taken
