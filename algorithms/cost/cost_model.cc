@@ -148,6 +148,16 @@ std::string treeJudgeKey(const Selector& sel, const SimParams& p, uint64_t bytes
   return key;
 }
 
+void installTreeJudges(TopoPlans& plans, const Selector& sel, const SimParams& p, uint64_t bytes) {
+  const uint64_t large = 2 * bytes;
+  // The geometric middle of the two sizes: a call is judged by the nearer.
+  const auto from = static_cast<uint64_t>(static_cast<double>(bytes) * 1.4142135623730951);
+  plans.setTreeJudge(treeJudge(plans.graph(), sel, p, bytes),
+                     treeJudgeKey(sel, p, bytes) + "+from" + std::to_string(from) + ":" +
+                         treeJudgeKey(sel, p, large),
+                     {SizeJudge{from, treeJudge(plans.graph(), sel, p, large)}});
+}
+
 double predictSeconds(TopoPlans& plans, Algo algo, const CollArgs& args, const PlanParams& params,
                       const SimParams& p) {
   return predict(plans, algo, args, params, p).seconds;
@@ -188,6 +198,20 @@ std::vector<TuneRow> tuneCollective(const Selector& sel, TopoPlans& plans, Coll 
     const Selection base = sel.select(coll, bytes);
     for (Algo a : algos) {
       double& t = row.seconds[static_cast<int>(a)];
+      if (bytes > kExtrapolateAbove && a == Algo::kTree) {
+        // A tree plan may hold a set of its own for this size: the line's
+        // two points simulate that set.
+        try {
+          PlanParams at = base.params;
+          at.planBytes = bytes;
+          const double t16 =
+              predictSeconds(plans, a, argsFor(coll, kExtrapolateFrom, nranks), at, p);
+          t = extendedSeconds(
+              t16, predictSeconds(plans, a, argsFor(coll, kExtrapolateAbove, nranks), at, p),
+              bytes);
+        } catch (const Error&) {}
+        continue;
+      }
       if (bytes > kExtrapolateAbove) {
         const double t64 = rows[rowOf.at(kExtrapolateAbove)].seconds[static_cast<int>(a)];
         const double t16 = rows[rowOf.at(kExtrapolateFrom)].seconds[static_cast<int>(a)];

@@ -63,6 +63,12 @@ TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p,
 /// names stored plans).
 std::string treeJudgeKey(const Selector& sel, const SimParams& p, uint64_t bytes = 32ull << 20);
 
+/// Installs the cost model's judges on `plans` (TopoPlans::setTreeJudge):
+/// one at `bytes` (a data-parallel gradient bucket) for every call below
+/// about 1.4 x bytes, and one at 2 x bytes for the calls from there up (a
+/// large call can afford the fill of more trees), with the key naming both.
+void installTreeJudges(TopoPlans& plans, const Selector& sel, const SimParams& p, uint64_t bytes);
+
 /// Predicted seconds of a `bytes`-sized call from a function that predicts
 /// any size: called directly up to 64 MiB; above, extended along the line
 /// through its 16 MiB and 64 MiB predictions (called in that order), as a

@@ -63,7 +63,11 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
   }
   plan.packedRate = detail::solveSubset(cands, all, cap);
   for (size_t i = 0; i < plan.trees.size(); ++i) plan.trees[i].rate = cands[i].weight;
-  detail::chooseShares(options, cap, allReduce, root, plan.trees);
+  if (g.nranks() > kMaxJudgeRanks)
+    half.judge = nullptr, half.fairShares = options.fairShares;
+  else
+    half = options;
+  detail::chooseShares(half, cap, allReduce, root, plan.trees, &plan.larger);
   plan.rate = 0;
   for (const Tree& t : plan.trees) plan.rate += t.rate;
   plan.rounds += slow.rounds;

@@ -255,6 +255,61 @@ bool decodeRings(const std::string& text, const PlanGraph& g, RingPlan* out, std
   });
 }
 
+namespace {
+
+void writeTrees(Writer& w, const std::vector<Tree>& trees) {
+  w.word("trees").num(static_cast<long long>(trees.size()));
+  for (const Tree& t : trees) {
+    w.word("tree").num(t.root).real(t.rate).num(t.channels).ranks(t.parent).ranks(t.upParent);
+    w.routes(t.down).routes(t.up);
+  }
+}
+
+/// A set of trees: "trees N" and a "tree ..." line per tree (writeTrees),
+/// each checked against the graph.
+std::vector<Tree> readTrees(Reader& in, const PlanGraph& g) {
+  std::vector<Tree> trees(static_cast<size_t>(in.numField("trees", 0, 4096)));
+  const int n = g.nranks();
+  for (Tree& t : trees) {
+    in.expect("tree");
+    t.root = static_cast<int>(in.num(0, n - 1));
+    t.rate = in.real();
+    t.channels = static_cast<int>(in.num(0, kMaxTreeChannels));
+    t.parent = in.ranks(static_cast<size_t>(n), -1, n - 1);
+    if (static_cast<int>(t.parent.size()) != n) throw Bad("a tree does not hold every rank");
+    checkArborescence(t.parent, t.root, "a tree");
+    t.upParent = in.ranks(static_cast<size_t>(n), -1, n - 1);
+    if (!t.upParent.empty()) {
+      if (static_cast<int>(t.upParent.size()) != n)
+        throw Bad("a reduce tree does not hold every rank");
+      checkArborescence(t.upParent, t.root, "a reduce tree");
+    }
+    t.down = in.routes(g, static_cast<size_t>(n));
+    t.up = in.routes(g, static_cast<size_t>(n));
+    for (const auto* routes : {&t.down, &t.up})
+      if (!routes->empty() && static_cast<int>(routes->size()) != n)
+        throw Bad("a tree has routes for some ranks only");
+    for (int r = 0; r < n && !t.down.empty(); ++r) {
+      if (r == t.root) {
+        if (!t.down[static_cast<size_t>(r)].empty()) throw Bad("a tree's root has a route in");
+        continue;
+      }
+      checkRoute(g, t.down[static_cast<size_t>(r)], t.parent[static_cast<size_t>(r)], r,
+                 "a tree edge's");
+    }
+    for (int r = 0; r < n && !t.up.empty(); ++r) {
+      if (r == t.root) {
+        if (!t.up[static_cast<size_t>(r)].empty()) throw Bad("a tree's root has a route out");
+        continue;
+      }
+      checkRoute(g, t.up[static_cast<size_t>(r)], r, t.upParentOf(r), "a reduction's");
+    }
+  }
+  return trees;
+}
+
+}  // namespace
+
 std::string encodeTrees(const TreePlan& plan) {
   Writer w;
   w.word("grove-trees").num(kPlanFormat).word("rate").real(plan.rate);
@@ -263,17 +318,17 @@ std::string encodeTrees(const TreePlan& plan) {
   w.word("pricing").num(plan.pricingRounds).word("judged").num(plan.judged);
   w.word("judged-seconds").real(plan.judgedSeconds).word("rounds").num(plan.rounds);
   w.word("mwu-trees").num(plan.mwuTrees);
-  w.word("trees").num(static_cast<long long>(plan.trees.size()));
-  for (const Tree& t : plan.trees) {
-    w.word("tree").num(t.root).real(t.rate).num(t.channels).ranks(t.parent).ranks(t.upParent);
-    w.routes(t.down).routes(t.up);
+  writeTrees(w, plan.trees);
+  w.word("larger").num(static_cast<long long>(plan.larger.size()));
+  for (const SizedTrees& s : plan.larger) {
+    w.word("from").num(static_cast<long long>(s.fromBytes)).word("rate").real(s.rate);
+    writeTrees(w, s.trees);
   }
   return w.text();
 }
 
 bool decodeTrees(const std::string& text, const PlanGraph& g, TreePlan* out, std::string* why) {
   return decodeWith(text, out, why, [&](Reader& in, TreePlan& plan) {
-    const int n = g.nranks();
     const long long big = 1ll << 40;
     in.header("grove-trees");
     plan.rate = in.realField("rate");
@@ -285,41 +340,15 @@ bool decodeTrees(const std::string& text, const PlanGraph& g, TreePlan* out, std
     plan.judgedSeconds = in.realField("judged-seconds");
     plan.rounds = static_cast<int>(in.numField("rounds", 0, big));
     plan.mwuTrees = static_cast<int>(in.numField("mwu-trees", 0, big));
-    plan.trees.resize(static_cast<size_t>(in.numField("trees", 0, 4096)));
-    for (Tree& t : plan.trees) {
-      in.expect("tree");
-      t.root = static_cast<int>(in.num(0, n - 1));
-      t.rate = in.real();
-      t.channels = static_cast<int>(in.num(0, kMaxTreeChannels));
-      t.parent = in.ranks(static_cast<size_t>(n), -1, n - 1);
-      if (static_cast<int>(t.parent.size()) != n) throw Bad("a tree does not hold every rank");
-      checkArborescence(t.parent, t.root, "a tree");
-      t.upParent = in.ranks(static_cast<size_t>(n), -1, n - 1);
-      if (!t.upParent.empty()) {
-        if (static_cast<int>(t.upParent.size()) != n)
-          throw Bad("a reduce tree does not hold every rank");
-        checkArborescence(t.upParent, t.root, "a reduce tree");
-      }
-      t.down = in.routes(g, static_cast<size_t>(n));
-      t.up = in.routes(g, static_cast<size_t>(n));
-      for (const auto* routes : {&t.down, &t.up})
-        if (!routes->empty() && static_cast<int>(routes->size()) != n)
-          throw Bad("a tree has routes for some ranks only");
-      for (int r = 0; r < n && !t.down.empty(); ++r) {
-        if (r == t.root) {
-          if (!t.down[static_cast<size_t>(r)].empty()) throw Bad("a tree's root has a route in");
-          continue;
-        }
-        checkRoute(g, t.down[static_cast<size_t>(r)], t.parent[static_cast<size_t>(r)], r,
-                   "a tree edge's");
-      }
-      for (int r = 0; r < n && !t.up.empty(); ++r) {
-        if (r == t.root) {
-          if (!t.up[static_cast<size_t>(r)].empty()) throw Bad("a tree's root has a route out");
-          continue;
-        }
-        checkRoute(g, t.up[static_cast<size_t>(r)], r, t.upParentOf(r), "a reduction's");
-      }
+    plan.trees = readTrees(in, g);
+    plan.larger.resize(static_cast<size_t>(in.numField("larger", 0, 64)));
+    uint64_t from = 0;
+    for (SizedTrees& sized : plan.larger) {
+      sized.fromBytes = static_cast<uint64_t>(in.numField("from", 1, big));
+      if (sized.fromBytes <= from) throw Bad("the larger sets are not in ascending order");
+      from = sized.fromBytes;
+      sized.rate = in.realField("rate");
+      sized.trees = readTrees(in, g);
     }
   });
 }

@@ -145,6 +145,9 @@ double cheapestColumn(const PlanGraph& g, const RouteTable& table, int root, boo
 /// The judge's time for a set of trees, or infinity when it cannot build them.
 double judgeSeconds(const TreeJudge& judge, const std::vector<Tree>& trees, bool allReduce,
                     int root);
+/// `judge`, remembering its verdict for each set of trees (shapes, routes,
+/// rates and channels) it was asked about; null stays null.
+TreeJudge rememberingJudge(TreeJudge judge);
 /// How often a tree crosses each link (both routes of an edge for all-reduce).
 std::map<int, int> useOf(const Tree& t, bool allReduce);
 /// A key that tells distinct trees (shape and routes) apart.
@@ -163,9 +166,10 @@ double shareFairly(std::vector<Tree>& trees, bool allReduce, const std::vector<d
 
 /// The shares `trees` (LP weights as rates) run by: the fair shares, or
 /// the LP's weights when the judge finds those faster (no judge:
-/// o.fairShares decides).
+/// o.fairShares decides); each judge of larger calls adds its choice of
+/// the two to `larger`.
 void chooseShares(const PackOptions& o, const std::vector<double>& cap, bool allReduce, int root,
-                  std::vector<Tree>& trees);
+                  std::vector<Tree>& trees, std::vector<SizedTrees>* larger);
 
 /// What column generation proved about a tree packing LP.
 struct TreeOptimum {

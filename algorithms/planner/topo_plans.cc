@@ -14,6 +14,15 @@ namespace grove::plan {
 TopoPlans::TopoPlans(PlanGraph graph, PackOptions options)
     : graph_(std::move(graph)), options_(options) {}
 
+void TopoPlans::setTreeJudge(TreeJudge judge, std::string key, std::vector<SizeJudge> larger) {
+  // The plans judge some sets more than once (the packer, the split, the
+  // choice between them): each judge remembers its verdicts.
+  options_.judge = detail::rememberingJudge(std::move(judge));
+  for (SizeJudge& band : larger) band.judge = detail::rememberingJudge(std::move(band.judge));
+  options_.largerJudges = std::move(larger);
+  judgeKey_ = std::move(key);
+}
+
 TreePlan TopoPlans::jointOrSplit(TreePlan joint, TreePlan split, bool allReduce, int root) const {
   split.optimum = joint.optimum;  // the joint LP covers every split packing
   split.bound = joint.bound;
@@ -21,14 +30,25 @@ TreePlan TopoPlans::jointOrSplit(TreePlan joint, TreePlan split, bool allReduce,
   if (split.trees.empty()) return joint;
   if (!options_.judge || graph_.nranks() > kMaxJudgeRanks)
     return split.rate > joint.rate ? split : joint;
-  // The judge's verdict (a plan it cannot build loses).
+  // The judge's verdict (a plan it cannot build loses), and each larger
+  // judge's for its calls: the sets of the plan not chosen may serve those.
   const double jointSeconds =
       joint.judgedSeconds > 0 ? joint.judgedSeconds
                               : detail::judgeSeconds(options_.judge, joint.trees, allReduce, root);
-  return detail::judgeSeconds(options_.judge, split.trees, allReduce, root) <
-                 jointSeconds * (1 - 1e-9)
-             ? split
-             : joint;
+  const bool splitWins = detail::judgeSeconds(options_.judge, split.trees, allReduce, root) <
+                         jointSeconds * (1 - 1e-9);
+  TreePlan plan = splitWins ? split : joint;
+  plan.larger.clear();
+  for (const SizeJudge& band : options_.largerJudges) {
+    const std::vector<Tree>& a = joint.treesFor(band.fromBytes);
+    const std::vector<Tree>& b = split.treesFor(band.fromBytes);
+    const bool splitFaster = detail::judgeSeconds(band.judge, b, allReduce, root) <
+                             detail::judgeSeconds(band.judge, a, allReduce, root) * (1 - 1e-9);
+    SizedTrees sized{band.fromBytes, splitFaster ? b : a, 0};
+    for (const Tree& t : sized.trees) sized.rate += t.rate;
+    plan.larger.push_back(std::move(sized));
+  }
+  return plan;
 }
 
 template <typename Plan, typename Decode, typename Encode, typename Make>

@@ -229,6 +229,12 @@ RingPlan ncclLikeRings(const PlanGraph& g);
 /// broadcast from `root`): the predicted seconds of a call over them, lower
 /// is better. The cost model makes one (treeJudge in cost_model.h).
 using TreeJudge = std::function<double(const std::vector<Tree>& trees, bool allReduce, int root)>;
+/// A judge for the calls from `fromBytes` up: the plan keeps the set it
+/// finds fastest for those (TreePlan::larger).
+struct SizeJudge {
+  uint64_t fromBytes = 0;
+  TreeJudge judge;
+};
 /// The judge runs up to this many ranks (each candidate is a simulation of
 /// every rank's program); beyond, the packer's rule stands.
 constexpr int kMaxJudgeRanks = 16;
@@ -244,15 +250,37 @@ struct PackOptions {
   /// 8 and 4 trees keeping 90 and 85 %) are judged and the fastest
   /// kept; TopoPlans then also judges the heterogeneous split against it.
   TreeJudge judge;
+  /// Judges of larger calls (ascending fromBytes): the same candidates are
+  /// judged again at each one's size, and the plan keeps each one's
+  /// fastest as a set of its own (a large call can afford more trees'
+  /// fill than a bucket-sized one). Only with `judge`.
+  std::vector<SizeJudge> largerJudges;
   /// Where no judge decides, split the data by the trees' fair shares (the
   /// rates their streams get when they meet on links, fair_share.cc);
   /// false: by the packing LP's weights. With a judge, both are judged.
   bool fairShares = true;
 };
 
+/// A tree set for calls from `fromBytes` up.
+struct SizedTrees {
+  uint64_t fromBytes = 0;
+  std::vector<Tree> trees;
+  double rate = 0;  ///< sum of the trees' rates
+};
+
 /// What tree packing found.
 struct TreePlan {
-  std::vector<Tree> trees;
+  std::vector<Tree> trees;  ///< the set for every call below larger's first fromBytes
+  /// Sets the judges of larger calls chose (ascending fromBytes; empty: one
+  /// set for every size).
+  std::vector<SizedTrees> larger;
+  /// The set a call of `bytes` message bytes runs on.
+  const std::vector<Tree>& treesFor(uint64_t bytes) const {
+    const std::vector<Tree>* set = &trees;
+    for (const SizedTrees& s : larger)
+      if (bytes >= s.fromBytes && !s.trees.empty()) set = &s.trees;
+    return *set;
+  }
   double rate = 0;        ///< sum of the trees' rates (what they run at, links shared fairly)
   double packedRate = 0;  ///< the packing LP's rate of the trees kept by the packer's rule
   double bound = 0;       ///< the matching upper bound (broadcastBound / allReduceBound)
@@ -303,13 +331,11 @@ class TopoPlans {
   explicit TopoPlans(PlanGraph graph, PackOptions options = {});
   /// Lets `judge` choose the number of trees of the tree plans not yet
   /// built (PackOptions::judge). It may refer to graph(): TopoPlans is not
-  /// movable. `key` names everything the judge's verdict depends on (its
-  /// size, parameters, link costs: treeJudgeKey in cost_model.h); a judge
+  /// movable. `larger` judges larger calls (PackOptions::largerJudges).
+  /// `key` names everything the judges' verdicts depend on (their sizes,
+  /// parameters, link costs: treeJudgeKey in cost_model.h); a judge
   /// without a key keeps the plans out of the store.
-  void setTreeJudge(TreeJudge judge, std::string key = "") {
-    options_.judge = std::move(judge);
-    judgeKey_ = std::move(key);
-  }
+  void setTreeJudge(TreeJudge judge, std::string key = "", std::vector<SizeJudge> larger = {});
   /// Takes plans from `store` and leaves new ones there (plan_store.h);
   /// `dir`: the store's directory for these plans ("" = memory only).
   void useStore(PlanStore* store, std::string dir = "") {

@@ -33,6 +33,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -121,6 +122,21 @@ std::string keyOf(const Tree& t) {
   return os.str();
 }
 
+TreeJudge rememberingJudge(TreeJudge judge) {
+  if (!judge) return judge;
+  auto seen = std::make_shared<std::map<std::string, double>>();
+  return
+      [judge = std::move(judge), seen](const std::vector<Tree>& trees, bool allReduce, int root) {
+        std::ostringstream key;
+        key << allReduce << '/' << root;
+        for (const Tree& t : trees)
+          key << '/' << keyOf(t) << std::hexfloat << t.rate << 'x' << t.channels;
+        auto it = seen->find(key.str());
+        if (it == seen->end()) it = seen->emplace(key.str(), judge(trees, allReduce, root)).first;
+        return it->second;
+      };
+}
+
 bool cheapestTree(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
                   const std::vector<double>& cap, Tree& tree) {
   const int n = g.nranks();
@@ -170,13 +186,26 @@ double judgeSeconds(const TreeJudge& judge, const std::vector<Tree>& trees, bool
 }
 
 void chooseShares(const PackOptions& o, const std::vector<double>& cap, bool allReduce, int root,
-                  std::vector<Tree>& trees) {
+                  std::vector<Tree>& trees, std::vector<SizedTrees>* larger) {
   std::vector<Tree> fair = trees;
   shareFairly(fair, allReduce, cap);
-  if (o.judge && judgeSeconds(o.judge, trees, allReduce, root) <
-                     judgeSeconds(o.judge, fair, allReduce, root) * (1 - 1e-9))
+  if (!o.judge) {
+    if (o.fairShares) trees = std::move(fair);
     return;
-  if (o.judge || o.fairShares) trees = std::move(fair);
+  }
+  // The faster of the two by `judge` (fair shares on a tie).
+  auto faster = [&](const TreeJudge& judge) -> const std::vector<Tree>& {
+    return judgeSeconds(judge, trees, allReduce, root) <
+                   judgeSeconds(judge, fair, allReduce, root) * (1 - 1e-9)
+               ? trees
+               : fair;
+  };
+  for (const SizeJudge& band : o.largerJudges) {
+    SizedTrees sized{band.fromBytes, faster(band.judge), 0};
+    for (const Tree& t : sized.trees) sized.rate += t.rate;
+    larger->push_back(std::move(sized));
+  }
+  if (&faster(o.judge) == &fair) trees = std::move(fair);
 }
 
 bool cheapestPair(const PlanGraph& g, const RouteTable& table, Tree& tree) {
@@ -313,41 +342,63 @@ std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce,
 }
 
 // The cost model's choice of the number of trees: the reduction that keeps
-// 99% of the optimum (`best`) and smaller ones are judged, the fastest wins
-// (ties to fewer trees). A set the judge cannot build is left out.
+// 99% of the optimum (`kept`) and smaller ones are judged, each with its
+// data split by the fair shares and by the LP's weights, and the fastest
+// wins (ties to fewer trees, then to fair shares). A set the judge cannot
+// build is left out. The judges of larger calls judge the same candidates
+// again and keep their own fastest in `larger`.
 template <typename TreesOf>
 std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce,
                                   std::vector<Candidate>& cands, const std::vector<double>& cap,
                                   const TreesOf& treesOf, const std::vector<int>& kept, int* judged,
-                                  double* seconds) {
-  std::vector<Tree> best;
-  auto judge = [&](const std::vector<Tree>& trees) {
-    ++*judged;
-    return judgeSeconds(o.judge, trees, allReduce, root);
-  };
-  double bestSeconds = kInf;
-  size_t fewest = std::numeric_limits<size_t>::max();  // smallest set judged so far
-  // Each set both ways: its data split by the fair shares, and by the LP's
-  // weights over the builder's channels (the first is what a plan without
-  // a judge runs; which is faster depends on how the streams meet).
+                                  double* seconds, std::vector<SizedTrees>* larger) {
+  std::vector<std::vector<Tree>> variants;             // in order of preference on a tie
+  size_t fewest = std::numeric_limits<size_t>::max();  // smallest set so far
   auto consider = [&](const std::vector<int>& set) {
     std::vector<Tree> fair = treesOf(set, true);
     if (fair.empty() || fair.size() >= fewest) return;
     fewest = fair.size();
-    std::vector<Tree> lp = treesOf(set, false);
-    // Ties go to the fewer trees, then to the fair shares.
-    for (std::vector<Tree>* trees : {&fair, &lp}) {
-      const double t = judge(*trees);
-      const double margin = trees == &fair ? 1 + 1e-9 : 1 - 1e-9;
-      if (t <= bestSeconds * margin) bestSeconds = t, best = std::move(*trees);
-    }
+    variants.push_back(std::move(fair));
+    variants.push_back(treesOf(set, false));
   };
   consider(kept);
   constexpr std::pair<int, double> kSmaller[] = {{24, 0.97}, {24, 0.93}, {8, 0.9}, {4, 0.85}};
   for (auto [most, keep] : kSmaller)
     consider(weightAndReduce(cands, cap, std::min(most, o.maxTrees), keep));
-  *seconds = bestSeconds;
-  return best;
+  *judged = static_cast<int>(variants.size());
+  // Each variant's time by the first judge; the fastest wins, a later set
+  // (fewer trees) a tie against an earlier one, a set's fair shares a tie
+  // against its LP weights.
+  std::vector<double> first(variants.size());
+  for (size_t i = 0; i < variants.size(); ++i)
+    first[i] = judgeSeconds(o.judge, variants[i], allReduce, root);
+  auto fastest = [&](const std::vector<double>& t) {
+    size_t best = variants.size();
+    for (size_t i = 0; i < variants.size(); ++i) {
+      const double margin = i % 2 == 0 ? 1 + 1e-9 : 1 - 1e-9;
+      if (t[i] < kInf && (best == variants.size() || t[i] <= t[best] * margin)) best = i;
+    }
+    return best;
+  };
+  const size_t chosen = fastest(first);
+  if (chosen == variants.size()) return {};
+  *seconds = first[chosen];
+  // Larger calls: the variants within kLargerMargin of the fastest by the
+  // first judge are judged again (a set far behind at a bucket's size does
+  // not win at a few times it, and each judgement is a simulation).
+  constexpr double kLargerMargin = 1.15;
+  for (const SizeJudge& band : o.largerJudges) {
+    std::vector<double> t(variants.size(), kInf);
+    for (size_t i = 0; i < variants.size(); ++i)
+      if (first[i] <= first[chosen] * kLargerMargin)
+        t[i] = judgeSeconds(band.judge, variants[i], allReduce, root);
+    const size_t i = fastest(t);
+    if (i == variants.size()) continue;
+    SizedTrees sized{band.fromBytes, variants[i], 0};
+    for (const Tree& tree : sized.trees) sized.rate += tree.rate;
+    larger->push_back(std::move(sized));
+  }
+  return std::move(variants[chosen]);
 }
 
 }  // namespace
@@ -421,11 +472,15 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
   }
   if (o.judge && g.nranks() <= kMaxJudgeRanks)
     plan.trees = judgeTreeCounts(o, root, allReduce, cands, cap, treesOf, kept, &plan.judged,
-                                 &plan.judgedSeconds);
+                                 &plan.judgedSeconds, &plan.larger);
   if (plan.trees.empty()) plan.trees = treesOf(kept, o.fairShares);
   for (const Tree& t : plan.trees) plan.rate += t.rate;
-  std::sort(plan.trees.begin(), plan.trees.end(),
-            [](const Tree& a, const Tree& b) { return a.rate > b.rate; });
+  auto heaviestFirst = [](std::vector<Tree>& trees) {
+    std::sort(trees.begin(), trees.end(),
+              [](const Tree& a, const Tree& b) { return a.rate > b.rate; });
+  };
+  heaviestFirst(plan.trees);
+  for (SizedTrees& sized : plan.larger) heaviestFirst(sized.trees);
   plan.planMs = msSince(start);
   return plan;
 }

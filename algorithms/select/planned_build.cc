@@ -42,10 +42,12 @@ const std::vector<Ring>* plannedRings(TopoPlans& plans, int nranks) {
   return &rings;
 }
 
-const std::vector<Tree>& plannedTrees(const TreePlan& plan, const char* coll) {
+/// The plan's tree set for a call of `bytes` message bytes (the same on
+/// every rank: the plan and the call are).
+const std::vector<Tree>& plannedTrees(const TreePlan& plan, uint64_t bytes, const char* coll) {
   if (plan.trees.empty())
     throwInvalidArgument(std::string("algorithm tree: the topology plan has no trees for ") + coll);
-  return plan.trees;
+  return plan.treesFor(bytes);
 }
 
 }  // namespace
@@ -58,6 +60,7 @@ Program build(Algo algo, const CollArgs& args, const PlanParams& params, TopoPla
                          std::to_string(plans->graph().nranks()) + " ranks, the call " +
                          std::to_string(args.nranks));
   const char* coll = collName(args.coll);
+  const uint64_t bytes = params.planBytes > 0 ? params.planBytes : messageBytes(args);
   if (args.nranks == 1 && algo != Algo::kRing) {
     // One rank: the builders only copy, no plan needed.
     if (algo == Algo::kHier) return buildHierAllReduce(args, params, HierPlan{});
@@ -68,13 +71,15 @@ Program build(Algo algo, const CollArgs& args, const PlanParams& params, TopoPla
   switch (algo) {
     case Algo::kTree:
       if (args.coll == Coll::kAllReduce)
-        return buildTreeAllReduce(args, params, plannedTrees(plans->allReduceTrees(), coll));
+        return buildTreeAllReduce(args, params, plannedTrees(plans->allReduceTrees(), bytes, coll));
       if (args.root < 0 || args.root >= args.nranks)
         throwInvalidArgument(std::string("tree ") + coll + ": root " + std::to_string(args.root) +
                              " out of range [0," + std::to_string(args.nranks) + ")");
       if (args.coll == Coll::kBroadcast)
-        return buildTreeBroadcast(args, params, plannedTrees(plans->rootedTrees(args.root), coll));
-      return buildTreeReduce(args, params, plannedTrees(plans->rootedTrees(args.root), coll));
+        return buildTreeBroadcast(args, params,
+                                  plannedTrees(plans->rootedTrees(args.root), bytes, coll));
+      return buildTreeReduce(args, params,
+                             plannedTrees(plans->rootedTrees(args.root), bytes, coll));
     case Algo::kHier: return buildHierAllReduce(args, params, plans->hierarchical());
     case Algo::kRing: {
       const std::vector<Ring>* rings = nullptr;

@@ -17,6 +17,7 @@ ProgramKey programKey(Algo algo, const CollArgs& a, const PlanParams& p) {
   k.inPlace = a.inPlace;
   k.nChannels = p.nChannels;
   k.chunkBytes = p.chunkBytes;
+  k.planBytes = p.planBytes;
   return k;
 }
 

@@ -27,6 +27,7 @@ struct ProgramKey {
   bool inPlace = false;
   int nChannels = 1;
   uint64_t chunkBytes = 0;
+  uint64_t planBytes = 0;
   /// Keys order lexicographically (for the map).
   auto operator<=>(const ProgramKey&) const = default;
 };

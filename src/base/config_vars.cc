@@ -53,8 +53,8 @@ const std::vector<Var>& registeredVars() {
        512.0 * 1024 * 1024},
       {"GROVE_TREE_JUDGE_BYTES", Type::kSize, "32M",
        "the message size at which the cost model chooses how many trees the tree plans keep "
-       "(simulating each candidate once, on first use); 0 = the packer's rule (99% of the optimum, "
-       "fewest trees)",
+       "(simulating each candidate, on first use), and a second set at twice it for larger "
+       "calls; 0 = the packer's rule (99% of the optimum, fewest trees)",
        nullptr, 0, 1024.0 * 1024 * 1024},
       {"GROVE_PLAN_CACHE_DIR", Type::kString, "",
        "a directory (this user's, writable by no one else) where finished plans are kept by the "

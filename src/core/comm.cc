@@ -242,8 +242,7 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   // reach closer to the optimum, fewer have less pipeline fill per tree).
   if (plans_ && options_.treeJudgeBytes > 0) {
     const plan::SimParams sim = plan::simParamsFor(connections_->traits());
-    plans_->setTreeJudge(plan::treeJudge(plans_->graph(), *selector_, sim, options_.treeJudgeBytes),
-                         plan::treeJudgeKey(*selector_, sim, options_.treeJudgeBytes));
+    plan::installTreeJudges(*plans_, *selector_, sim, options_.treeJudgeBytes);
   }
   // Communicators of the same topology (subgroups, shrunk and grown ones,
   // later jobs with GROVE_PLAN_CACHE_DIR) share their plans.

@@ -179,6 +179,10 @@ struct CollArgs {
 struct PlanParams {
   int nChannels = 1;                ///< channels to spread data over
   uint64_t chunkBytes = 512 << 10;  ///< most bytes a cyclically dependent step moves
+  /// The call size that size-dependent plans (a tree plan's sets by size)
+  /// follow; 0: the call's own. The cost model sets it when it predicts a
+  /// large call from the simulations of smaller ones.
+  uint64_t planBytes = 0;
 };
 
 /// How a send/recv group spreads a long op over channels (see p2p.cc): an op

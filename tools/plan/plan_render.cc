@@ -92,25 +92,14 @@ std::string ringsText(const char* title, const plan::RingPlan& rp) {
   return out;
 }
 
-std::string treesText(const PlanReport& r) {
-  const plan::TreePlan& tp = r.trees;
-  std::string out =
-      std::string(r.request.coll == plan::Coll::kAllReduce ? "all-reduce" : "rooted") +
-      " trees: " + std::to_string(tp.trees.size()) + " tree(s), " + fmt("%.1f GB/s", tp.rate) +
-      fmt(" of bound %.1f GB/s", tp.bound) +
-      (tp.optimum > 0 ? fmt(" (LP optimum %.1f, ", tp.optimum)
-                      : std::string(" (LP optimum not proved, ")) +
-      std::to_string(tp.pricingRounds) + " pricing rounds), " +
-      (tp.judged > 0
-           ? "number chosen by the cost model of " + std::to_string(tp.judged) + " reductions, "
-           : std::string()) +
-      std::to_string(tp.rounds) + " MWU rounds, " + std::to_string(tp.mwuTrees) + " MWU trees" +
-      fmt(", %.2f ms\n", tp.planMs);
-  for (size_t i = 0; i < tp.trees.size(); ++i) {
-    const plan::Tree& t = tp.trees[i];
+/// One line per tree: root, rate, weight, edges.
+std::string treeLines(const std::vector<plan::Tree>& trees, double total) {
+  std::string out;
+  for (size_t i = 0; i < trees.size(); ++i) {
+    const plan::Tree& t = trees[i];
     out += "  tree " + std::to_string(i) + "  root " + std::to_string(t.root) +
-           fmt("  %6.1f GB/s", t.rate) +
-           fmt(" (weight %.3f)  edges", tp.rate > 0 ? t.rate / tp.rate : 0);
+           fmt("  %6.1f GB/s", t.rate) + fmt(" (weight %.3f, ", total > 0 ? t.rate / total : 0) +
+           std::to_string(t.channels) + " channels)  edges";
     for (size_t v = 0; v < t.parent.size(); ++v)
       if (t.parent[v] >= 0) out += " " + std::to_string(t.parent[v]) + "->" + std::to_string(v);
     if (!t.upParent.empty()) {  // a tree pair: the reduce tree differs
@@ -121,6 +110,27 @@ std::string treesText(const PlanReport& r) {
     }
     out += "\n";
   }
+  return out;
+}
+
+std::string treesText(const PlanReport& r) {
+  const plan::TreePlan& tp = r.trees;
+  std::string out =
+      std::string(r.request.coll == plan::Coll::kAllReduce ? "all-reduce" : "rooted") +
+      " trees: " + std::to_string(tp.trees.size()) + " tree(s), " + fmt("%.1f GB/s", tp.rate) +
+      fmt(" of bound %.1f GB/s", tp.bound) +
+      (tp.optimum > 0 ? fmt(" (LP optimum %.1f, ", tp.optimum)
+                      : std::string(" (LP optimum not proved, ")) +
+      std::to_string(tp.pricingRounds) + " pricing rounds), " +
+      (tp.judged > 0
+           ? "number chosen by the cost model of " + std::to_string(tp.judged) + " candidates, "
+           : std::string()) +
+      std::to_string(tp.rounds) + " MWU rounds, " + std::to_string(tp.mwuTrees) + " MWU trees" +
+      fmt(", %.2f ms\n", tp.planMs);
+  out += treeLines(tp.trees, tp.rate);
+  for (const plan::SizedTrees& s : tp.larger)
+    out += "  from " + bytesText(s.fromBytes) + ": " + std::to_string(s.trees.size()) +
+           " tree(s), " + fmt("%.1f GB/s", s.rate) + "\n" + treeLines(s.trees, s.rate);
   return out;
 }
 
@@ -174,17 +184,10 @@ json::Value ringsJson(const plan::RingPlan& rp) {
   return o;
 }
 
-json::Value treesJson(const plan::TreePlan& tp) {
-  json::Value o = json::Value::makeObject();
-  o.set("rate", json::Value::makeNumber(tp.rate));
-  o.set("bound", json::Value::makeNumber(tp.bound));
-  o.set("optimum", json::Value::makeNumber(tp.optimum));
-  o.set("pricing_rounds", json::Value::makeNumber(tp.pricingRounds));
-  o.set("rounds", json::Value::makeNumber(tp.rounds));
-  o.set("mwu_trees", json::Value::makeNumber(tp.mwuTrees));
-  o.set("plan_ms", json::Value::makeNumber(tp.planMs));
+/// A set of trees as JSON: root, parent, reduce_parent, rate, weight, channels.
+json::Value treeListJson(const std::vector<plan::Tree>& trees, double total) {
   json::Value list = json::Value::makeArray();
-  for (const plan::Tree& t : tp.trees) {
+  for (const plan::Tree& t : trees) {
     json::Value x = json::Value::makeObject(), parent = json::Value::makeArray();
     for (int p : t.parent) parent.push(json::Value::makeNumber(p));
     x.set("root", json::Value::makeNumber(t.root));
@@ -195,10 +198,33 @@ json::Value treesJson(const plan::TreePlan& tp) {
       x.set("reduce_parent", up);
     }
     x.set("rate", json::Value::makeNumber(t.rate));
-    x.set("weight", json::Value::makeNumber(tp.rate > 0 ? t.rate / tp.rate : 0));
+    x.set("weight", json::Value::makeNumber(total > 0 ? t.rate / total : 0));
+    x.set("channels", json::Value::makeNumber(t.channels));
     list.push(x);
   }
-  o.set("trees", list);
+  return list;
+}
+
+json::Value treesJson(const plan::TreePlan& tp) {
+  json::Value o = json::Value::makeObject();
+  o.set("rate", json::Value::makeNumber(tp.rate));
+  o.set("packed_rate", json::Value::makeNumber(tp.packedRate));
+  o.set("bound", json::Value::makeNumber(tp.bound));
+  o.set("optimum", json::Value::makeNumber(tp.optimum));
+  o.set("pricing_rounds", json::Value::makeNumber(tp.pricingRounds));
+  o.set("rounds", json::Value::makeNumber(tp.rounds));
+  o.set("mwu_trees", json::Value::makeNumber(tp.mwuTrees));
+  o.set("plan_ms", json::Value::makeNumber(tp.planMs));
+  o.set("trees", treeListJson(tp.trees, tp.rate));
+  json::Value larger = json::Value::makeArray();
+  for (const plan::SizedTrees& s : tp.larger) {
+    json::Value x = json::Value::makeObject();
+    x.set("from_bytes", json::Value::makeNumber(static_cast<double>(s.fromBytes)));
+    x.set("rate", json::Value::makeNumber(s.rate));
+    x.set("trees", treeListJson(s.trees, s.rate));
+    larger.push(x);
+  }
+  o.set("larger", larger);
   return o;
 }
 

@@ -166,9 +166,7 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   // As a communicator does (src/core/comm.cc), at GROVE_TREE_JUDGE_BYTES.
   const uint64_t judgeBytes = req.judgeTrees ? config::getSize("GROVE_TREE_JUDGE_BYTES") : 0;
   auto configure = [&](plan::TopoPlans& p) {
-    if (judgeBytes > 0)
-      p.setTreeJudge(plan::treeJudge(plans.graph(), sel, sim, judgeBytes),
-                     plan::treeJudgeKey(sel, sim, judgeBytes));
+    if (judgeBytes > 0) plan::installTreeJudges(p, sel, sim, judgeBytes);
     if (req.storePlans) p.useStore(&plan::PlanStore::process(), req.cacheDir);
   };
   auto planAll = [&](plan::TopoPlans& p, PlanReport& into) {
@@ -201,7 +199,9 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
                            : "the smallest max flow from the root to one rank (Edmonds)";
   r.boundBusbw = r.boundAlgbw * plan::busBwFactor(req.coll, r.nranks);
 
-  const plan::PlanParams params = sel.select(req.coll, req.bytes).params;
+  // Plans follow the size asked for, also where it is extrapolated.
+  plan::PlanParams params = sel.select(req.coll, req.bytes).params;
+  params.planBytes = req.bytes;
   plan::CollArgs args;
   args.coll = req.coll;
   args.nranks = r.nranks;
@@ -229,7 +229,8 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   eagerCall.count = sel.eagerMaxBytes() / dtypeSize(eagerCall.dtype);
   if (eagerCall.count > 0 && sel.eager(eagerCall)) r.eagerMaxBytes = sel.eagerMaxBytes();
   sel.setSizeTable(req.coll, plan::sizeRulesOf(r.bySize));
-  const plan::Selection chosen = sel.select(req.coll, req.bytes);
+  plan::Selection chosen = sel.select(req.coll, req.bytes);
+  chosen.params.planBytes = req.bytes;
   AlgoPrediction s = predictWith(
       "selected", g, args,
       [&](const plan::CollArgs& x) { return plan::build(chosen.algo, x, chosen.params, &plans); },
