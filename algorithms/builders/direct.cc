@@ -41,12 +41,12 @@ using detail::sendLane;
 
 namespace {
 
-/// Receives every peer's contribution into scratch and reduces all of them
-/// in rank order into the output (the reducing side of all-reduce, reduce
-/// and reduce-scatter); this rank's own is the input at `own`. Adds the
-/// receive lanes to `comm` (the communication phase) and returns the
-/// reduction phase; sets prog.scratchBytes.
-Phase gatherAndReduce(const CollArgs& a, uint64_t bytes, uint64_t own, Phase& comm, Program& prog) {
+/// Ends the program of a reducing rank (all-reduce, reduce-scatter, the
+/// root of reduce): receives every peer's contribution into scratch beside
+/// the sends already in `comm` (the communication phase), then reduces all
+/// of them in rank order into the output; this rank's own is the input at
+/// `own`. Adds both phases and sets prog.scratchBytes.
+void gatherAndReduce(const CollArgs& a, uint64_t bytes, uint64_t own, Phase comm, Program& prog) {
   const int n = a.nranks, r = a.rank;
   // In place, slot j belongs to rank j; out of place, this rank needs no slot.
   auto slot = [&](int j) -> uint64_t {
@@ -69,7 +69,8 @@ Phase gatherAndReduce(const CollArgs& a, uint64_t bytes, uint64_t own, Phase& co
                                             /*final=*/j == n - 1));
   Phase reduce;
   detail::addLane(reduce, std::move(lane));
-  return reduce;
+  detail::addPhase(prog, std::move(comm));
+  detail::addPhase(prog, std::move(reduce));
 }
 
 }  // namespace
@@ -82,9 +83,7 @@ Program buildDirectAllReduce(const CollArgs& a, const PlanParams& p) {
   Phase comm;
   for (int i = 1; i < a.nranks; ++i)
     detail::addLane(comm, sendLane(modRank(a.rank + i, a.nranks), ref(Buf::kInput, 0), bytes));
-  Phase reduce = gatherAndReduce(a, bytes, 0, comm, prog);
-  detail::addPhase(prog, std::move(comm));
-  detail::addPhase(prog, std::move(reduce));
+  gatherAndReduce(a, bytes, 0, std::move(comm), prog);
   return prog;
 }
 
@@ -99,9 +98,7 @@ Program buildDirectReduceScatter(const CollArgs& a, const PlanParams& p) {
     const int q = modRank(a.rank + i, a.nranks);
     detail::addLane(comm, sendLane(q, ref(Buf::kInput, static_cast<uint64_t>(q) * bytes), bytes));
   }
-  Phase reduce = gatherAndReduce(a, bytes, myBlock, comm, prog);
-  detail::addPhase(prog, std::move(comm));
-  detail::addPhase(prog, std::move(reduce));
+  gatherAndReduce(a, bytes, myBlock, std::move(comm), prog);
   return prog;
 }
 
@@ -116,9 +113,7 @@ Program buildDirectReduce(const CollArgs& a, const PlanParams& p) {
     detail::addPhase(prog, std::move(comm));
     return prog;
   }
-  Phase reduce = gatherAndReduce(a, bytes, 0, comm, prog);
-  detail::addPhase(prog, std::move(comm));
-  detail::addPhase(prog, std::move(reduce));
+  gatherAndReduce(a, bytes, 0, std::move(comm), prog);
   return prog;
 }
 

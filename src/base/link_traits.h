@@ -25,6 +25,9 @@ struct LinkTraits {
   /// Links whose every message pays a network round trip or system calls
   /// (the selector's latency rules for sockets, RDMA and the like).
   bool network() const { return !sharedMemory && !deviceRings; }
+
+  /// Equal in every field (a field added above is compared too).
+  bool operator==(const LinkTraits&) const = default;
 };
 
 }  // namespace grove

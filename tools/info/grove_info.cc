@@ -90,17 +90,11 @@ struct LinkClass {
   LinkTraits traits;
 };
 
-bool sameTraits(const LinkTraits& a, const LinkTraits& b) {
-  return a.latencyUs == b.latencyUs && a.stepOverheadUs == b.stepOverheadUs &&
-         a.bandwidthGBs == b.bandwidthGBs && a.sharedMemory == b.sharedMemory &&
-         a.slotLinks == b.slotLinks && a.deviceRings == b.deviceRings;
-}
-
 std::vector<LinkClass> linkClasses() {
   std::vector<LinkClass> classes;
   for (const transport::TransportEntry& e : transport::registry()) {
     auto it = std::find_if(classes.begin(), classes.end(),
-                           [&](const LinkClass& c) { return sameTraits(c.traits, e.traits); });
+                           [&](const LinkClass& c) { return c.traits == e.traits; });
     if (it == classes.end())
       classes.push_back({e.name, e.traits});
     else
