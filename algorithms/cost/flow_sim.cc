@@ -118,8 +118,11 @@ class FlowSim {
       if (!(c > 0)) throwInvalidArgument("simulate: every link needs a positive capacity");
     flattenSteps();
     matchTransfers();
+    frozen_.assign(xfers_.size(), 0);
     linkRem_.assign(net.capGBps.size(), 0);
     linkUsers_.assign(net.capGBps.size(), 0);
+    linkFlows_.assign(net.capGBps.size(), {});
+    linkListed_.assign(net.capGBps.size(), 0);
   }
 
   FlowSimResult run() {
@@ -439,42 +442,62 @@ class FlowSim {
     }
   }
 
-  /// Progressive filling of the flowing transfers under link capacities and caps.
+  /// Progressive filling of the flowing transfers under link capacities and
+  /// caps. Every unfrozen transfer has the same rate, the level, which
+  /// rises until a link fills (linkRem_: what the frozen transfers left of
+  /// it; linkUsers_: the unfrozen crossing it) or a transfer reaches its
+  /// cap; those freeze at the level and the rest rise on. Link-centric: a
+  /// round costs the links in use, not the transfers times their routes.
   void fill() {
+    usedLinks_.clear();
     for (int x : flow_) {
       xfers_[x].rate = 0;
-      for (int l : routes_[xfers_[x].route]) linkRem_[l] = net_.capGBps[l] * 1e9, linkUsers_[l] = 0;
+      for (int l : routes_[xfers_[x].route]) {
+        if (linkListed_[l]) continue;
+        linkListed_[l] = 1;
+        usedLinks_.push_back(l);
+        linkRem_[l] = net_.capGBps[l] * 1e9, linkUsers_[l] = 0;
+      }
     }
     unfrozen_.clear();
+    capped_.clear();
     for (int x : flow_) {
       if (xfers_[x].cap <= 0) continue;
       unfrozen_.push_back(x);
-      for (int l : routes_[xfers_[x].route]) ++linkUsers_[l];
+      frozen_[x] = 0;
+      if (xfers_[x].cap < kInf) capped_.push_back(x);
+      for (int l : routes_[xfers_[x].route]) ++linkUsers_[l], linkFlows_[l].push_back(x);
     }
-    while (!unfrozen_.empty()) {
-      double inc = kInf;
-      for (int x : unfrozen_) {
-        const Transfer& t = xfers_[x];
-        inc = std::min(inc, t.cap - t.rate);
-        for (int l : routes_[t.route]) inc = std::min(inc, linkRem_[l] / linkUsers_[l]);
+    size_t left = unfrozen_.size();
+    double level = 0;
+    auto freeze = [&](int x) {
+      if (frozen_[x]) return;
+      frozen_[x] = 1;
+      --left;
+      xfers_[x].rate = level;
+      for (int l : routes_[xfers_[x].route]) linkRem_[l] -= level, --linkUsers_[l];
+    };
+    while (left > 0) {
+      double next = kInf;
+      for (int l : usedLinks_)
+        if (linkUsers_[l] > 0) next = std::min(next, linkRem_[l] / linkUsers_[l]);
+      for (int x : capped_)
+        if (!frozen_[x]) next = std::min(next, xfers_[x].cap);
+      if (!(next < kInf)) {  // what is left crosses no link and has no cap
+        for (int x : unfrozen_)
+          if (!frozen_[x]) xfers_[x].rate = kInf;
+        break;
       }
-      for (int x : unfrozen_) {
-        xfers_[x].rate += inc;
-        for (int l : routes_[xfers_[x].route]) linkRem_[l] -= inc;
+      level = std::max(level, next);
+      for (int x : capped_)
+        if (!frozen_[x] && xfers_[x].cap <= level * (1 + 1e-12)) freeze(x);
+      for (int l : usedLinks_) {
+        if (linkUsers_[l] <= 0) continue;
+        if (linkRem_[l] - linkUsers_[l] * level > net_.capGBps[l] * 1e9 * 1e-12) continue;
+        for (int x : linkFlows_[l]) freeze(x);
       }
-      size_t keep = 0;
-      for (int x : unfrozen_) {
-        const Transfer& t = xfers_[x];
-        bool frozen = t.rate >= t.cap * (1 - 1e-12);
-        for (int l : routes_[t.route]) frozen |= linkRem_[l] <= net_.capGBps[l] * 1e9 * 1e-12;
-        if (frozen) {
-          for (int l : routes_[t.route]) --linkUsers_[l];
-        } else {
-          unfrozen_[keep++] = x;
-        }
-      }
-      unfrozen_.resize(keep);
     }
+    for (int l : usedLinks_) linkFlows_[l].clear(), linkListed_[l] = 0;
   }
 
   double nextEventDt() const {
@@ -568,6 +591,10 @@ class FlowSim {
   std::vector<int> live_, flow_, unfrozen_, timedLocal_;
   std::vector<double> linkRem_;
   std::vector<int> linkUsers_;
+  std::vector<std::vector<int>> linkFlows_;  ///< fill(): the unfrozen crossing each link
+  std::vector<int> usedLinks_, capped_;
+  std::vector<char> linkListed_;  ///< fill(): in usedLinks_
+  std::vector<char> frozen_;      ///< fill(): by transfer
 };
 
 }  // namespace
