@@ -72,6 +72,7 @@ Bootstrap::Bootstrap(const UniqueIdData& id, int rank, int nranks, const transpo
   else if (!id.fromEnv)
     localRoot_ = RootServer::findLocal(id.nonce);
   if (!id.fromEnv && !localRoot_ && RootServer::endedLocally(id.nonce)) throwSpentId();
+  if (!id.fromEnv && localRoot_ && localRoot_->ending()) throwSpentId();
   if (!id.fromEnv && localRoot_ && localRoot_->complete())
     throwInvalidUsage("rank " + std::to_string(rank) +
                       ": every rank of this unique id's communicator has joined already (its "

@@ -333,6 +333,7 @@ void RootLoop::handle(Conn& c, const MsgHeader& h, const uint8_t* payload) {
       c.bye = true;
       ranks_[c.rank] = RankState::kLeft;
       GROVE_TRACE(log::kBoot, "bootstrap root: rank %d left", c.rank);
+      publish();  // before the rank sees its connection close (RootServer::ending)
       c.closing = true;
       if (c.out.empty()) close(c);
       return;
@@ -551,6 +552,9 @@ bool RootLoop::done() const {
 void RootLoop::publish() {
   std::lock_guard<std::mutex> lock(server_->mu_);
   server_->complete_ = complete_;
+  server_->allLeft_ = nranks_ > 0 && std::all_of(ranks_.begin(), ranks_.end(), [](RankState s) {
+                        return s == RankState::kLeft || s == RankState::kDead;
+                      });
   auto& gone = server_->rankGone_;
   gone.assign(nranks_, 0);
   uint64_t myHost = localHostHash();
@@ -592,6 +596,11 @@ std::shared_ptr<RootServer> RootServer::startOn(net::Fd listener, const sockaddr
   GROVE_INFO(log::kBoot, "bootstrap root listening on %s",
              net::formatAddress(server->addr_).c_str());
   return server;
+}
+
+bool RootServer::ending() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return finished_ || allLeft_;
 }
 
 bool RootServer::complete() {

@@ -122,6 +122,10 @@ class RootServer {
   /// True once every rank has joined (a root that closes its listener then
   /// takes no further rank: an init with its id is refused at once).
   bool complete();
+  /// True once every rank has left (or died) or the server exited: its job
+  /// is over and the server is about to end, so an id that names it is
+  /// spent. Set before a leaving rank sees its connection close.
+  bool ending();
 
   RootServer() = default;
 
@@ -134,6 +138,7 @@ class RootServer {
   std::vector<int> rankGone_;  // per rank: 1 when left/dead or in this process
   bool finished_ = false;
   bool complete_ = false;
+  bool allLeft_ = false;  // every rank has left or died
   bool closesWhenComplete_ = false;
 };
 
