@@ -8,6 +8,7 @@
 //   ring.cc     ring all-reduce, ring all-gather, ring reduce-scatter (rank
 //               order, or any rings with data shares by rate)
 //   tree.cc     broadcast, reduce, all-reduce over weighted spanning trees
+//   forest.cc   all-gather, reduce-scatter over trees rooted at every rank
 //   hier.cc     hierarchical all-reduce (machines, leaders, leader rings)
 //   chain.cc    pipelined chain broadcast and chain reduce
 //   direct.cc   latency ("direct") all-reduce, broadcast, all-gather, reduce
@@ -75,6 +76,18 @@ Program buildTreeReduce(const CollArgs& args, const PlanParams& params,
 /// its share up to its root and broadcasts it back down, pipelined by chunks.
 Program buildTreeAllReduce(const CollArgs& args, const PlanParams& params,
                            const std::vector<Tree>& trees);
+/// All-gather over a forest: trees rooted at every rank (at least one each,
+/// any shapes), rank r's block split over the trees rooted at r by rate and
+/// broadcast down them, pipelined by chunks, each tree on channels of its
+/// own. Throws Error(groveInvalidArgument) when a tree is not a spanning
+/// tree, some rank roots no tree, or there are more trees than channels.
+Program buildTreeAllGather(const CollArgs& args, const PlanParams& params,
+                           const std::vector<Tree>& trees);
+/// Reduce-scatter over a forest of in-trees (Tree::parent: where a rank
+/// sends its partial sum): block r of every input is reduced up the trees
+/// rooted at r into rank r's output, shares by rate (as buildTreeAllGather).
+Program buildTreeReduceScatter(const CollArgs& args, const PlanParams& params,
+                               const std::vector<Tree>& trees);
 /// Hierarchical all-reduce: per channel of the plan, reduce inside each
 /// machine to its leader, ring all-reduce among the leaders, broadcast inside
 /// each machine. Throws Error(groveInvalidArgument) when the plan does not

@@ -51,7 +51,8 @@ std::vector<Algo> candidates(const Selector& sel, Coll coll) {
   return out;
 }
 
-/// The call a prediction of `bytes` message bytes stands for.
+}  // namespace
+
 CollArgs argsFor(Coll coll, uint64_t bytes, int nranks) {
   CollArgs a;
   a.coll = coll;
@@ -61,8 +62,6 @@ CollArgs argsFor(Coll coll, uint64_t bytes, int nranks) {
   if (a.count == 0) a.count = 1;
   return a;
 }
-
-}  // namespace
 
 FlowNet flowNetOf(const PlanGraph& g) {
   FlowNet n;

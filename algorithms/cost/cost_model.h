@@ -41,6 +41,11 @@ SimParams simParamsFor(const LinkTraits& links);
 /// 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n; others 1).
 double busBwFactor(Coll coll, int nranks);
 
+/// The call the cost model predicts for `bytes` message bytes (as
+/// messageBytes() counts them): float32 elements, the count per rank for
+/// all-gather and reduce-scatter, at least one element.
+CollArgs argsFor(Coll coll, uint64_t bytes, int nranks);
+
 /// Builds every rank's program (args.rank varies) with build(algo, args,
 /// params, &plans) and simulates it; the predicted seconds of the call.
 double predictSeconds(TopoPlans& plans, Algo algo, const CollArgs& args, const PlanParams& params,

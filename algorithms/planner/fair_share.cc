@@ -23,7 +23,11 @@
 // tree as its LP rate calls for, the fair rates are the LP's. With at most
 // kMaxTreeChannels streams, shareFairly starts every tree at one and gives
 // the next stream to the tree that raises the total fair rate most, while
-// one does. (Greedy; each step is a water-fill per tree, microseconds.)
+// one does. (Greedy; each step is a water-fill per tree, microseconds.) A
+// forest (all-gather, reduce-scatter: trees rooted at every rank, each
+// root's block split over its own trees) finishes when its slowest root
+// does, so there the next stream goes where it raises the smallest of the
+// roots' summed rates.
 #include <algorithm>
 #include <limits>
 
@@ -100,27 +104,34 @@ std::vector<double> waterFill(const Crossings& c, const std::vector<int>& channe
 
 /// Channels in proportion to the trees' (LP) rates, at least one each and
 /// kMaxTreeChannels in all at most (the scale shrinks until they fit).
-std::vector<int> proportionalChannels(const std::vector<Tree>& trees) {
+std::vector<int> proportionalChannels(const std::vector<Tree>& trees, int most) {
   double total = 0;
   for (const Tree& t : trees) total += std::max(0.0, t.rate);
   std::vector<int> channels(trees.size(), 1);
   if (!(total > 0)) return channels;
-  for (int budget = kMaxTreeChannels; budget > 0; --budget) {
+  for (int budget = most; budget > 0; --budget) {
     int given = 0;
     for (size_t t = 0; t < trees.size(); ++t) {
       channels[t] = std::max(1, static_cast<int>(budget * trees[t].rate / total));
       given += channels[t];
     }
-    if (given <= kMaxTreeChannels) return channels;
+    if (given <= most) return channels;
   }
   channels.assign(trees.size(), 1);
   return channels;
 }
 
-double sum(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return s;
+/// The slowest group's summed rate (one group: the total).
+double slowestGroup(const std::vector<double>& rates, const std::vector<int>& groups) {
+  std::vector<double> sums;
+  for (size_t t = 0; t < rates.size(); ++t) {
+    const size_t g = static_cast<size_t>(groups[t]);
+    if (sums.size() <= g) sums.resize(g + 1, 0.0);
+    sums[g] += rates[t];
+  }
+  double least = std::numeric_limits<double>::infinity();
+  for (double s : sums) least = std::min(least, s);
+  return sums.empty() ? 0.0 : least;
 }
 
 }  // namespace
@@ -130,37 +141,41 @@ std::vector<double> fairRates(const std::vector<std::map<int, int>>& uses,
   return waterFill(crossingsOf(uses, cap), channels, cap);
 }
 
-double shareFairly(std::vector<Tree>& trees, bool allReduce, const std::vector<double>& cap) {
+double shareFairly(std::vector<Tree>& trees, const std::vector<std::map<int, int>>& uses,
+                   const std::vector<int>& groups, const std::vector<double>& cap, int most) {
   double packed = 0;
   for (const Tree& t : trees) packed += t.rate;
-  if (trees.empty() || trees.size() > static_cast<size_t>(kMaxTreeChannels)) return packed;
-  std::vector<std::map<int, int>> uses;
-  for (const Tree& t : trees) uses.push_back(useOf(t, allReduce));
+  if (trees.empty() || trees.size() > static_cast<size_t>(most)) return packed;
   const Crossings c = crossingsOf(uses, cap);
-  std::vector<int> channels = proportionalChannels(trees);
-  std::vector<double> rates = waterFill(c, channels, cap);
-  double total = sum(rates);
+  std::vector<int> channels = proportionalChannels(trees, most);
+  double value = slowestGroup(waterFill(c, channels, cap), groups);
   int given = 0;
   for (int k : channels) given += k;
-  for (; given < kMaxTreeChannels; ++given) {
+  for (; given < most; ++given) {
     int bestTree = -1;
-    double bestTotal = total * (1 + 1e-6);
+    double bestValue = value * (1 + 1e-6);
     for (size_t t = 0; t < trees.size(); ++t) {
       ++channels[t];
-      const double s = sum(waterFill(c, channels, cap));
+      const double v = slowestGroup(waterFill(c, channels, cap), groups);
       --channels[t];
-      if (s > bestTotal) bestTotal = s, bestTree = static_cast<int>(t);
+      if (v > bestValue) bestValue = v, bestTree = static_cast<int>(t);
     }
     if (bestTree < 0) break;
     ++channels[static_cast<size_t>(bestTree)];
-    total = bestTotal;
+    value = bestValue;
   }
-  rates = waterFill(c, channels, cap);
+  const std::vector<double> rates = waterFill(c, channels, cap);
   for (size_t t = 0; t < trees.size(); ++t) {
     trees[t].channels = channels[t];
     trees[t].rate = rates[t];
   }
-  return sum(rates);
+  return slowestGroup(rates, groups);
+}
+
+double shareFairly(std::vector<Tree>& trees, bool allReduce, const std::vector<double>& cap) {
+  std::vector<std::map<int, int>> uses;
+  for (const Tree& t : trees) uses.push_back(useOf(t, allReduce));
+  return shareFairly(trees, uses, std::vector<int>(trees.size(), 0), cap, kMaxTreeChannels);
 }
 
 }  // namespace grove::plan::detail

@@ -32,9 +32,10 @@ constexpr double kPivot = 1e-7;  // smallest pivot element taken
 }  // namespace
 
 std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>& a,
-                                   const std::vector<double>& b, std::vector<double>* duals) {
+                                   const std::vector<double>& b, std::vector<double>* duals,
+                                   const std::vector<double>* gain) {
   const size_t m = static_cast<size_t>(rows), n = static_cast<size_t>(cols);
-  std::vector<double> t(a), rhs(b), c(n, 1.0);
+  std::vector<double> t(a), rhs(b), c = gain ? *gain : std::vector<double>(n, 1.0);
   std::vector<int> basic(m), nonbasic(n);  // labels: 0..n-1 structural, n.. slacks
   for (size_t i = 0; i < m; ++i) basic[i] = static_cast<int>(n + i);
   for (size_t j = 0; j < n; ++j) nonbasic[j] = static_cast<int>(j);

@@ -274,7 +274,7 @@ std::vector<Tree> readTrees(Reader& in, const PlanGraph& g) {
     in.expect("tree");
     t.root = static_cast<int>(in.num(0, n - 1));
     t.rate = in.real();
-    t.channels = static_cast<int>(in.num(0, kMaxTreeChannels));
+    t.channels = static_cast<int>(in.num(0, kMaxForestChannels));
     t.parent = in.ranks(static_cast<size_t>(n), -1, n - 1);
     if (static_cast<int>(t.parent.size()) != n) throw Bad("a tree does not hold every rank");
     checkArborescence(t.parent, t.root, "a tree");

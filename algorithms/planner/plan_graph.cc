@@ -381,4 +381,19 @@ std::vector<double> linkLoad(const PlanGraph& g, const std::vector<Tree>& trees,
   return load;
 }
 
+std::vector<double> forestLoad(const PlanGraph& g, const std::vector<Tree>& trees, bool gather) {
+  std::vector<double> load(g.links().size(), 0.0);
+  std::vector<int> tmp;
+  for (const Tree& t : trees)
+    for (size_t r = 0; r < t.parent.size(); ++r) {
+      const int p = t.parent[r];
+      const int rank = static_cast<int>(r);
+      if (p < 0) continue;
+      const std::vector<int>& route =
+          gather ? routeOr(t.down, r, tmp, g, p, rank) : routeOr(t.up, r, tmp, g, rank, p);
+      for (int li : route) load[static_cast<size_t>(li)] += t.rate;
+    }
+  return load;
+}
+
 }  // namespace grove::plan

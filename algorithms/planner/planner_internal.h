@@ -74,10 +74,13 @@ std::vector<int> minSpanningTree(int n, const std::vector<double>& w);
 /// max sum(x) subject to sum_j a[i][j] x_j <= b[i], x >= 0 (b >= 0), by the
 /// simplex method. `a` is row-major rows x cols. Returns x; `duals`, when
 /// given, receives an optimal dual solution (one price >= 0 per row, with
-/// sum_i b[i] * duals[i] equal to sum(x)).
+/// sum_i b[i] * duals[i] equal to the objective). `gain`, when given,
+/// replaces the objective: max sum_j gain[j] x_j (any signs; the origin
+/// stays feasible because b >= 0).
 std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>& a,
                                    const std::vector<double>& b,
-                                   std::vector<double>* duals = nullptr);
+                                   std::vector<double>* duals = nullptr,
+                                   const std::vector<double>* gain = nullptr);
 
 /// The same graph (same vertices and link indices) with only `ranks`, renumbered
 /// 0.. in that order, as ranks; the other ranks' vertices become dead ends.
@@ -116,6 +119,13 @@ std::vector<int> weightAndReduce(std::vector<Candidate>& cands, const std::vecto
 /// edges' route prices. False when the ranks cannot be spanned.
 bool cheapestTree(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
                   const std::vector<double>& cap, Tree& tree);
+/// The cheapest in-tree into `root` (every edge child -> parent, priced by
+/// the route child -> parent: the reduce tree of reduce-scatter's forests),
+/// with `up` those routes and `down` their reverse (or the cheapest route
+/// back where a reverse link is missing). False when some rank cannot reach
+/// the root.
+bool cheapestInTree(const PlanGraph& g, const RouteTable& table, int root,
+                    const std::vector<double>& cap, Tree& tree);
 /// The oracle of tree-pair packing (all-reduce): for the cheapest root, the
 /// minimum in-tree (reduce) and the minimum out-tree (broadcast) under the
 /// route table's prices, chosen independently. Exact: a pair's price is the
@@ -163,6 +173,12 @@ std::vector<double> fairRates(const std::vector<std::map<int, int>>& uses,
 /// `rate`, so that the data split by rate finishes on every tree together;
 /// returns the summed rate. More trees than channels: left as they are.
 double shareFairly(std::vector<Tree>& trees, bool allReduce, const std::vector<double>& cap);
+/// The same for trees in groups (a forest: groups[t] = the group, from 0, of
+/// tree t, whose links are uses[t]): the next channel goes where it raises
+/// the slowest group's summed fair rate most, `most` channels in all at
+/// most; returns that rate.
+double shareFairly(std::vector<Tree>& trees, const std::vector<std::map<int, int>>& uses,
+                   const std::vector<int>& groups, const std::vector<double>& cap, int most);
 
 /// The shares `trees` (LP weights as rates) run by: the fair shares, or
 /// the LP's weights when the judge finds those faster (no judge:
@@ -191,6 +207,11 @@ TreeOptimum optimalTrees(const PlanGraph& g, int root, bool allReduce,
 /// Returns an empty plan when the ranks cannot be spanned.
 TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOptions& o,
                     const std::vector<double>& cap, double bound);
+/// All-gather (gather) or reduce-scatter forest: trees rooted at every rank
+/// by column generation on the concurrent packing LP, reduced and fairly
+/// shared (forest_pack.cc). Empty trees beyond kMaxForestRanks ranks or
+/// when some rank cannot be reached.
+TreePlan packForest(const PlanGraph& g, bool gather, const PackOptions& o);
 /// Chain candidates for the packing LP (tree_candidates.cc): Hamiltonian
 /// paths over links with cap > 0, rooted at `root` (all-reduce: at the
 /// path's middle), with their routes filled in.

@@ -127,6 +127,21 @@ const TreePlan& TopoPlans::rootedTrees(int root) {
   return it->second;
 }
 
+const TreePlan& TopoPlans::allGatherTrees() {
+  if (!allGatherTrees_)
+    allGatherTrees_ = planned<TreePlan>("forest-allgather", decodeTrees, encodeTrees,
+                                        [&] { return packAllGatherTrees(graph_, options_); });
+  return *allGatherTrees_;
+}
+
+const TreePlan& TopoPlans::reduceScatterTrees() {
+  if (!reduceScatterTrees_)
+    reduceScatterTrees_ = planned<TreePlan>("forest-reducescatter", decodeTrees, encodeTrees, [&] {
+      return packReduceScatterTrees(graph_, options_);
+    });
+  return *reduceScatterTrees_;
+}
+
 const HierPlan& TopoPlans::hierarchical() {
   if (!hierarchical_)
     hierarchical_ =

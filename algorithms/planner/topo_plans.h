@@ -43,6 +43,9 @@ struct Ring {
 /// Streams a set of trees runs on at most, per direction (the channels the
 /// planner hands out in fair_share.cc; the builders have at least as many).
 constexpr int kMaxTreeChannels = 32;
+/// Streams a forest (all-gather, reduce-scatter: one direction) runs on at
+/// most: every channel below the send/recv channels.
+constexpr int kMaxForestChannels = 64;
 
 struct Tree {
   int root = 0;
@@ -210,6 +213,10 @@ std::vector<double> linkLoad(const PlanGraph& g, const std::vector<Ring>& rings)
 std::vector<double> linkLoad(const PlanGraph& g, const std::vector<Tree>& trees,
                              bool bothDirections);
 
+/// Same for a forest (packAllGatherTrees: the down routes, `gather`;
+/// packReduceScatterTrees: the up routes).
+std::vector<double> forestLoad(const PlanGraph& g, const std::vector<Tree>& trees, bool gather);
+
 /// What a ring search found.
 struct RingPlan {
   std::vector<Ring> rings;
@@ -302,6 +309,21 @@ TreePlan packTrees(const PlanGraph& g, int root, const PackOptions& options = {}
 /// the packer; each tree reduces its share up to its root and broadcasts it
 /// back down.
 TreePlan packAllReduceTrees(const PlanGraph& g, const PackOptions& options = {});
+/// Forests (all-gather and reduce-scatter trees) are planned up to this
+/// many ranks: each rank roots at least one tree, and every tree needs a
+/// channel of its own.
+constexpr int kMaxForestRanks = 32;
+/// All-gather forest (ForestColl): broadcast trees rooted at every rank,
+/// each carrying `rate` GB/s of its root's block; the plan's `rate`,
+/// `packedRate` and `optimum` are the call's algbw (ranks x the slowest
+/// root's summed rate, with fair shares and as packed), `bound` the cut
+/// bound allGatherBound(). Empty beyond kMaxForestRanks ranks.
+TreePlan packAllGatherTrees(const PlanGraph& g, const PackOptions& options = {});
+/// Reduce-scatter forest: in-trees into every rank (Tree::parent is the
+/// rank each one sends its partial reduction to, over Tree::up), each
+/// reducing `rate` GB/s of its root's block; rates as packAllGatherTrees,
+/// `bound` reduceScatterBound().
+TreePlan packReduceScatterTrees(const PlanGraph& g, const PackOptions& options = {});
 /// Heterogeneous split: packs the fast class (NVLink / NVSwitch) and the
 /// rest (PCIe, host, network) separately and returns both sets of trees in
 /// one plan, rates as packed, so each class carries data in proportion to
@@ -352,7 +374,9 @@ class TopoPlans {
   allReduceTrees();  ///< packAllReduceTrees, or packHetero when that is faster (cached)
   const TreePlan& rootedTrees(
       int root);  ///< packTrees / packHetero for broadcast & reduce (cached per root)
-  const HierPlan& hierarchical();  ///< planHierarchical (cached)
+  const TreePlan& allGatherTrees();      ///< packAllGatherTrees (cached)
+  const TreePlan& reduceScatterTrees();  ///< packReduceScatterTrees (cached)
+  const HierPlan& hierarchical();        ///< planHierarchical (cached)
 
  private:
   /// The joint packing or the heterogeneous split, whichever is faster by the
@@ -374,6 +398,8 @@ class TopoPlans {
   std::optional<RingPlan> ncclRings_;
   std::optional<TreePlan> allReduceTrees_;
   std::map<int, TreePlan> rootedTrees_;
+  std::optional<TreePlan> allGatherTrees_;
+  std::optional<TreePlan> reduceScatterTrees_;
   std::optional<HierPlan> hierarchical_;
 };
 

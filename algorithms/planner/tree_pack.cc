@@ -113,7 +113,8 @@ std::string keyOf(const Tree& t) {
   os << '#';
   for (size_t v = 0; v < t.parent.size(); ++v) {
     os << t.parent[v] << ':';
-    for (int li : t.down[v]) os << li << ',';
+    if (!t.down.empty())
+      for (int li : t.down[v]) os << li << ',';
     os << '|';
     if (!t.up.empty())
       for (int li : t.up[v]) os << li << ',';
@@ -161,6 +162,33 @@ bool cheapestTree(const PlanGraph& g, const RouteTable& table, int root, bool al
         allReduce ? table.route(v, p) : reverseRoute(g, table.route(p, v), cap);
     if (tree.up[static_cast<size_t>(v)].empty())
       tree.up[static_cast<size_t>(v)] = table.route(v, p);
+  }
+  return true;
+}
+
+bool cheapestInTree(const PlanGraph& g, const RouteTable& table, int root,
+                    const std::vector<double>& cap, Tree& tree) {
+  // An in-tree is an arborescence of the reversed prices: child v -> parent
+  // u costs the route v -> u.
+  const int n = g.nranks();
+  std::vector<double> w(static_cast<size_t>(n) * n, kInf);
+  for (int u = 0; u < n; ++u)
+    for (int v = 0; v < n; ++v)
+      if (u != v) w[static_cast<size_t>(u) * n + v] = table.at(v, u);
+  std::vector<int> parent = minArborescence(n, root, w);
+  if (parent.empty()) return false;
+  tree.root = root;
+  tree.parent = std::move(parent);
+  tree.upParent.clear();
+  tree.down.assign(static_cast<size_t>(n), {});
+  tree.up.assign(static_cast<size_t>(n), {});
+  for (int v = 0; v < n; ++v) {
+    const int p = tree.parent[static_cast<size_t>(v)];
+    if (p < 0) continue;
+    tree.up[static_cast<size_t>(v)] = table.route(v, p);
+    tree.down[static_cast<size_t>(v)] = reverseRoute(g, table.route(v, p), cap);
+    if (tree.down[static_cast<size_t>(v)].empty())
+      tree.down[static_cast<size_t>(v)] = table.route(p, v);
   }
   return true;
 }

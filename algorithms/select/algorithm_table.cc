@@ -43,8 +43,12 @@ std::array<AlgoInfo, kNumAlgos> makeTable() {
            {Coll::kScatter, buildScatter},
            {Coll::kAlltoAll, buildAlltoAll}},
           bit(Coll::kSendRecv)),  // send/recv: buildP2P
-      row(Algo::kTree, "tree", "spanning trees packed over the topology (reduce + broadcast)", true,
-          {}, bit(Coll::kAllReduce) | bit(Coll::kBroadcast) | bit(Coll::kReduce)),
+      row(Algo::kTree, "tree",
+          "spanning trees packed over the topology (reduce + broadcast; a forest rooted at "
+          "every rank for all-gather and reduce-scatter)",
+          true, {},
+          bit(Coll::kAllReduce) | bit(Coll::kBroadcast) | bit(Coll::kReduce) |
+              bit(Coll::kAllGather) | bit(Coll::kReduceScatter)),
       row(Algo::kHier, "hier", "hierarchical: within machines, then across them", true, {},
           bit(Coll::kAllReduce)),
       row(Algo::kDoubling, "doubling", "recursive doubling (binomial tree for broadcast)", false,

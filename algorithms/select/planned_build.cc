@@ -66,12 +66,19 @@ Program build(Algo algo, const CollArgs& args, const PlanParams& params, TopoPla
     if (algo == Algo::kHier) return buildHierAllReduce(args, params, HierPlan{});
     if (args.coll == Coll::kAllReduce) return buildTreeAllReduce(args, params, {});
     if (args.coll == Coll::kBroadcast) return buildTreeBroadcast(args, params, {});
+    if (args.coll == Coll::kAllGather) return buildTreeAllGather(args, params, {});
+    if (args.coll == Coll::kReduceScatter) return buildTreeReduceScatter(args, params, {});
     return buildTreeReduce(args, params, {});
   }
   switch (algo) {
     case Algo::kTree:
       if (args.coll == Coll::kAllReduce)
         return buildTreeAllReduce(args, params, plannedTrees(plans->allReduceTrees(), bytes, coll));
+      if (args.coll == Coll::kAllGather)
+        return buildTreeAllGather(args, params, plannedTrees(plans->allGatherTrees(), bytes, coll));
+      if (args.coll == Coll::kReduceScatter)
+        return buildTreeReduceScatter(args, params,
+                                      plannedTrees(plans->reduceScatterTrees(), bytes, coll));
       if (args.root < 0 || args.root >= args.nranks)
         throwInvalidArgument(std::string("tree ") + coll + ": root " + std::to_string(args.root) +
                              " out of range [0," + std::to_string(args.nranks) + ")");

@@ -70,7 +70,8 @@ std::optional<Algo> parseAlgo(const std::string& name);
 /// '_' ignored: "all_reduce" works too); nullopt if unknown.
 std::optional<Coll> parseColl(const std::string& name);
 /// True if `algo` can run `coll` (kDirect runs sendrecv via buildP2P; kTree
-/// runs allreduce, broadcast and reduce; kHier runs allreduce; kDoubling
+/// runs allreduce, broadcast, reduce, and over forests allgather and
+/// reducescatter; kHier runs allreduce; kDoubling
 /// runs allreduce, allgather and broadcast; kHalving runs allreduce).
 bool algoSupports(Algo algo, Coll coll);
 
@@ -84,7 +85,8 @@ struct RuleContext;
 Program build(Algo algo, const CollArgs& args, const PlanParams& params);
 
 /// Builds one rank's program using the communicator's topology plans: kTree
-/// lowers plans->allReduceTrees() or plans->rootedTrees(root), kHier
+/// lowers plans->allReduceTrees(), plans->rootedTrees(root),
+/// plans->allGatherTrees() or plans->reduceScatterTrees(), kHier
 /// plans->hierarchical(), and kRing the planned ring orders for all-reduce,
 /// all-gather and reduce-scatter when they differ from the one rank-order
 /// ring. `plans` may be null (then as build() above). Every rank must pass

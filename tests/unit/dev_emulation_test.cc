@@ -83,13 +83,14 @@ TEST(DevEmulation, LongLocalStepsCutIntoLanes) {
       }
 }
 
-// Trees, rings and the hierarchical plan that the planners make for
-// topology fixtures.
+// Trees, forests, rings and the hierarchical plan that the planners make
+// for topology fixtures.
 TEST(DevEmulation, PlannedTreesRingsAndHier) {
   plan::TopoPlans dgx(plan::PlanGraph::fromTopology(
       fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), {0, 3, 4, 7})));
   int v = 0;
-  for (Coll coll : {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce})
+  for (Coll coll : {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather,
+                    Coll::kReduceScatter})
     for (plan::Algo algo : {plan::Algo::kTree, plan::Algo::kRing, plan::Algo::kHier}) {
       if (!plan::algoSupports(algo, coll)) continue;
       for (uint64_t count : {uint64_t{1}, uint64_t{1000}, uint64_t{(1 << 16) + 3}}) {
@@ -108,6 +109,11 @@ TEST(DevEmulation, PlannedTreesRingsAndHier) {
                 builder(plan::Algo::kHier, smallChunks(1), &cluster), kSmallRing);
     compareCall({Coll::kAllReduce, 8, count, groveFloat32, groveAvg, false, 0},
                 builder(plan::Algo::kTree, smallChunks(1), &cluster), kSmallRing);
+    // Forests: a tree rooted at every rank, many trees at once.
+    compareCall({Coll::kAllGather, 8, count, groveBfloat16, groveSum, count % 2 == 1, 0},
+                builder(plan::Algo::kTree, smallChunks(1), &cluster), kSmallRing);
+    compareCall({Coll::kReduceScatter, 8, count, groveFloat32, groveMax, count % 2 == 0, 0},
+                builder(plan::Algo::kTree, smallChunks(2), &cluster), kSmallRing);
     if (HasFatalFailure()) return;
   }
 }

@@ -8,6 +8,7 @@ if(TARGET grove_topology)
                       ${CMAKE_CURRENT_LIST_DIR}/plan_store_test.cc
                       ${CMAKE_CURRENT_LIST_DIR}/fair_share_test.cc
                       ${CMAKE_CURRENT_LIST_DIR}/tree_sizes_test.cc
+                      ${CMAKE_CURRENT_LIST_DIR}/forest_test.cc
               LIBS grove_algorithms grove_topology grove_base LABELS unit TIMEOUT 300)
   target_compile_definitions(test_planner PRIVATE
                              GROVE_TOPO_FIXTURES="${PROJECT_SOURCE_DIR}/tests/fixtures/topology")

@@ -1,4 +1,5 @@
-// End to end: tree broadcast / reduce / all-reduce, rings in any order
+// End to end: tree broadcast / reduce / all-reduce, forest all-gather /
+// reduce-scatter, rings in any order
 // (all-reduce, all-gather, reduce-scatter) and the hierarchical all-reduce,
 // built for hand-made trees, rings and plans, run on threads over the
 // loopback transport with the real host executor and CPU kernels, for every
@@ -156,6 +157,56 @@ TEST(TreeExec, AllReduceBitwiseIdenticalOnEveryRank) {
   for (groveDataType_t dt : {groveFloat32, groveFloat16, groveBfloat16})
     testing::expectBitwiseIdenticalAllReduce(
         n, dt, [&](const CollArgs& a) { return buildTreeAllReduce(a, p, trees); });
+}
+
+// ------------------------------------------------------------------ forests
+
+/// A forest: a random tree rooted at every rank, and a second one (a
+/// chain, a star) at some, of uneven rates.
+std::vector<Tree> someForest(int n) {
+  std::vector<Tree> trees;
+  for (int r = 0; r < n; ++r) {
+    trees.push_back(randomTree(n, r, 31u + static_cast<unsigned>(r), 1.0 + r));
+    if (r % 2 == 0) trees.push_back(chainTree(n, r, 0.5));
+    if (r == 1) trees.push_back(starTree(n, r, 2.5));
+  }
+  return trees;
+}
+
+TEST(ForestExec, AllGatherAndReduceScatterAllTypes) {
+  for (int n : {2, 3, 5}) {
+    const std::vector<Tree> trees = someForest(n);
+    sweepTypes(Coll::kAllGather, n, 0, [&](const PlanParams& p) {
+      return [&trees, p](const CollArgs& a) { return buildTreeAllGather(a, p, trees); };
+    });
+    sweepTypes(Coll::kReduceScatter, n, 0, [&](const PlanParams& p) {
+      return [&trees, p](const CollArgs& a) { return buildTreeReduceScatter(a, p, trees); };
+    });
+    if (HasFatalFailure()) return;
+  }
+}
+
+// Wide nodes (fan-in over scratch slots) and larger messages on 8 ranks.
+TEST(ForestExec, StarsAndLargerMessages) {
+  for (int n : {1, 4, 8}) {
+    std::vector<Tree> trees;
+    for (int r = 0; r < n; ++r) trees.push_back(starTree(n, r, 1.0));
+    for (int r = 0; r < n; ++r) trees.push_back(binaryTree(n, r, 2.0));
+    for (uint64_t count : {uint64_t{301}, uint64_t{5000}}) {
+      PlanParams p;
+      p.chunkBytes = 1024;
+      p.nChannels = 2;
+      for (bool inPlace : {false, true}) {
+        execute(
+            CallRun{Coll::kAllGather, n, count, groveFloat32, groveSum, inPlace, 0},
+            [&](const CollArgs& a) { return buildTreeAllGather(a, p, trees); }, 1088);
+        execute(
+            CallRun{Coll::kReduceScatter, n, count, groveInt32, groveSum, inPlace, 0},
+            [&](const CollArgs& a) { return buildTreeReduceScatter(a, p, trees); }, 1088);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
 }
 
 // ------------------------------------------------------------------ rings in any order, hier

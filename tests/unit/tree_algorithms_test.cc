@@ -474,7 +474,10 @@ TEST(TreeSelector, NamesSupportAndOverrides) {
   EXPECT_STREQ(algoName(Algo::kHier), "hier");
   EXPECT_TRUE(algoSupports(Algo::kTree, Coll::kBroadcast));
   EXPECT_TRUE(algoSupports(Algo::kTree, Coll::kReduce));
-  EXPECT_FALSE(algoSupports(Algo::kTree, Coll::kAllGather));
+  EXPECT_TRUE(algoSupports(Algo::kTree, Coll::kAllGather));  // over forests
+  EXPECT_TRUE(algoSupports(Algo::kTree, Coll::kReduceScatter));
+  EXPECT_FALSE(algoSupports(Algo::kTree, Coll::kGather));
+  EXPECT_FALSE(algoSupports(Algo::kTree, Coll::kAlltoAll));
   EXPECT_TRUE(algoSupports(Algo::kHier, Coll::kAllReduce));
   EXPECT_FALSE(algoSupports(Algo::kHier, Coll::kBroadcast));
 
@@ -489,7 +492,8 @@ TEST(TreeSelector, NamesSupportAndOverrides) {
   Selector trees(4, presets::linkTraits("shm"), cfg);
   EXPECT_EQ(trees.select(Coll::kAllReduce, 8).algo, Algo::kTree);
   EXPECT_EQ(trees.select(Coll::kBroadcast, 1 << 20).algo, Algo::kTree);
-  EXPECT_NE(trees.select(Coll::kAllGather, 1 << 20).algo, Algo::kTree);
+  EXPECT_EQ(trees.select(Coll::kAllGather, 1 << 20).algo, Algo::kTree);
+  EXPECT_NE(trees.select(Coll::kGather, 1 << 20).algo, Algo::kTree);
   cfg.algo = "allreduce:hier";
   Selector hier(4, presets::linkTraits("shm"), cfg);
   EXPECT_EQ(hier.select(Coll::kAllReduce, 1 << 20).algo, Algo::kHier);
@@ -514,7 +518,8 @@ TEST(TreeSelector, SizeTableReplacesThresholdsWithinOverrides) {
   for (const std::string& line : sel.describeTable())
     listed |= line.find("tree <= 1048576") != std::string::npos;
   EXPECT_TRUE(listed);
-  EXPECT_THROW(sel.setSizeTable(Coll::kAllGather, {{kMax, Algo::kTree}}), Error);
+  EXPECT_THROW(sel.setSizeTable(Coll::kGather, {{kMax, Algo::kTree}}), Error);
+  EXPECT_THROW(sel.setSizeTable(Coll::kAllGather, {{kMax, Algo::kHier}}), Error);
   EXPECT_THROW(sel.setSizeTable(Coll::kAllReduce, {{100, Algo::kRing}}), Error);
   EXPECT_THROW(sel.setSizeTable(Coll::kAllReduce,
                                 {{100, Algo::kRing}, {50, Algo::kDirect}, {kMax, Algo::kRing}}),

@@ -144,8 +144,13 @@ inline void interpretTreeCase(const TreeCase& c, const std::vector<Program>& pro
     const BufferSizes sz = bufferSizesFor(argsOf(c, r));
     RankMemory& m = mem[r];
     if (c.inPlace) {
+      // As the C API defines in place: all-gather's input is the rank's
+      // block of the output, reduce-scatter's output that of the input.
       m.arenaOut.assign(std::max(sz.input, sz.output) + 1, 0xCD);
       m.in = m.out = m.arenaOut.data();
+      const uint64_t block = static_cast<uint64_t>(r) * c.count * es;
+      if (c.coll == Coll::kAllGather) m.in += block;
+      if (c.coll == Coll::kReduceScatter) m.out += block;
     } else {
       m.arenaIn.assign(sz.input + 1, 0xCD);
       m.arenaOut.assign(sz.output + 1, 0xCD);
@@ -167,8 +172,12 @@ inline void interpretTreeCase(const TreeCase& c, const std::vector<Program>& pro
       uint64_t want = 0;
       if (c.coll == Coll::kBroadcast) {
         want = treeInput(c.root, i, c.nranks);
+      } else if (c.coll == Coll::kAllGather) {
+        want = treeInput(static_cast<int>(i / c.count), i % c.count, c.nranks);
       } else {
-        for (int q = 0; q < c.nranks; ++q) want += treeInput(q, i, c.nranks);
+        // Reduce-scatter: rank r's block of every input.
+        const uint64_t at = c.coll == Coll::kReduceScatter ? r * c.count + i : i;
+        for (int q = 0; q < c.nranks; ++q) want += treeInput(q, at, c.nranks);
         want = (want / c.nranks) & mask;
       }
       uint64_t got = 0;

@@ -26,10 +26,11 @@ using fixtures::onGpus;
 using testing::checkTreeCase;
 using testing::TreeCase;
 
-/// Lowers every algorithm the plans support for allreduce, broadcast and
-/// reduce, and checks each over several sizes.
+/// Lowers every algorithm the plans support for allreduce, broadcast,
+/// reduce, all-gather and reduce-scatter, and checks each over several sizes.
 void checkPlans(TopoPlans& plans, int n) {
-  for (Coll coll : {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce}) {
+  for (Coll coll : {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather,
+                    Coll::kReduceScatter}) {
     for (Algo algo : {Algo::kTree, Algo::kRing, Algo::kHier}) {
       if (!algoSupports(algo, coll)) continue;
       for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{777}, uint64_t{40000}}) {

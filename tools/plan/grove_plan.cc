@@ -40,12 +40,12 @@ struct Options {
 void usage(FILE* f) {
   std::fprintf(
       f,
-      "usage: grove-plan [--file TOPO.json|.xml] [--coll allreduce|broadcast|reduce]\n"
+      "usage: grove-plan [--file TOPO.json|.xml] [--coll C]\n"
       "                  [--gpus 0,1,4 | --place gpu0,gpu3 | --ranks N] [--root R] [--size 256M]\n"
       "                  [--transport NAME] [--no-judge] [--cache DIR]\n"
       "                  [--json] [--svg OUT.svg] [--survey | --optimum [--fixtures DIR]]\n"
       "  --file F     topology file (grove JSON or NCCL XML); default: detect this machine\n"
-      "  --coll C     allreduce (default), broadcast or reduce\n"
+      "  --coll C     allreduce (default), broadcast, reduce, allgather or reducescatter\n"
       "  --gpus LIST  one rank per GPU, by CUDA index (single-machine topologies)\n"
       "  --place L    rank i on the i-th node of L (gpu3 or host/gpu3), as GROVE_TOPO_RANKS\n"
       "  --ranks N    N ranks spread over the machines (default: one per GPU)\n"
@@ -106,8 +106,10 @@ Options parse(int argc, char** argv) {
       const std::string c = value();
       const auto coll = plan::parseColl(c);
       if (!coll || (*coll != plan::Coll::kAllReduce && *coll != plan::Coll::kBroadcast &&
-                    *coll != plan::Coll::kReduce))
-        throwInvalidArgument("--coll '" + c + "': allreduce, broadcast or reduce");
+                    *coll != plan::Coll::kReduce && *coll != plan::Coll::kAllGather &&
+                    *coll != plan::Coll::kReduceScatter))
+        throwInvalidArgument("--coll '" + c +
+                             "': allreduce, broadcast, reduce, allgather or reducescatter");
       o.request.coll = *coll;
     } else if (a == "--gpus")
       o.gpus = listValue(a, value());

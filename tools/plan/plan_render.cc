@@ -115,18 +115,33 @@ std::string treeLines(const std::vector<plan::Tree>& trees, double total) {
 
 std::string treesText(const PlanReport& r) {
   const plan::TreePlan& tp = r.trees;
-  std::string out =
-      std::string(r.request.coll == plan::Coll::kAllReduce ? "all-reduce" : "rooted") +
-      " trees: " + std::to_string(tp.trees.size()) + " tree(s), " + fmt("%.1f GB/s", tp.rate) +
-      fmt(" of bound %.1f GB/s", tp.bound) +
-      (tp.optimum > 0 ? fmt(" (LP optimum %.1f, ", tp.optimum)
-                      : std::string(" (LP optimum not proved, ")) +
-      std::to_string(tp.pricingRounds) + " pricing rounds), " +
-      (tp.judged > 0
-           ? "number chosen by the cost model of " + std::to_string(tp.judged) + " candidates, "
-           : std::string()) +
-      std::to_string(tp.rounds) + " MWU rounds, " + std::to_string(tp.mwuTrees) + " MWU trees" +
-      fmt(", %.2f ms\n", tp.planMs);
+  const plan::Coll coll = r.request.coll;
+  if (coll == plan::Coll::kAllGather || coll == plan::Coll::kReduceScatter) {
+    // A forest: rates are GB/s of each tree's root's block; the plan's the call's algbw.
+    double sum = 0;
+    for (const plan::Tree& t : tp.trees) sum += t.rate;
+    std::string out =
+        std::string(coll == plan::Coll::kAllGather ? "all-gather" : "reduce-scatter") +
+        " forest: " + std::to_string(tp.trees.size()) + " tree(s) rooted at every rank, " +
+        fmt("%.1f GB/s algbw", tp.rate) + fmt(" (as packed %.1f)", tp.packedRate) +
+        fmt(" of bound %.1f GB/s", tp.bound) +
+        (tp.optimum > 0 ? fmt(" (LP optimum %.1f, ", tp.optimum)
+                        : std::string(" (LP optimum not proved, ")) +
+        std::to_string(tp.pricingRounds) + " pricing rounds, " + std::to_string(tp.mwuTrees) +
+        " columns)" + fmt(", %.2f ms\n", tp.planMs);
+    return out + treeLines(tp.trees, sum);
+  }
+  std::string out = std::string(coll == plan::Coll::kAllReduce ? "all-reduce" : "rooted") +
+                    " trees: " + std::to_string(tp.trees.size()) + " tree(s), " +
+                    fmt("%.1f GB/s", tp.rate) + fmt(" of bound %.1f GB/s", tp.bound) +
+                    (tp.optimum > 0 ? fmt(" (LP optimum %.1f, ", tp.optimum)
+                                    : std::string(" (LP optimum not proved, ")) +
+                    std::to_string(tp.pricingRounds) + " pricing rounds), " +
+                    (tp.judged > 0 ? "number chosen by the cost model of " +
+                                         std::to_string(tp.judged) + " candidates, "
+                                   : std::string()) +
+                    std::to_string(tp.rounds) + " MWU rounds, " + std::to_string(tp.mwuTrees) +
+                    " MWU trees" + fmt(", %.2f ms\n", tp.planMs);
   out += treeLines(tp.trees, tp.rate);
   for (const plan::SizedTrees& s : tp.larger)
     out += "  from " + bytesText(s.fromBytes) + ": " + std::to_string(s.trees.size()) +
@@ -250,7 +265,9 @@ std::string reportText(const PlanReport& r, const plan::PlanGraph& g) {
   std::string out =
       std::string(plan::collName(r.request.coll)) + " of " + bytesText(r.request.bytes) + " over " +
       std::to_string(r.nranks) + " rank(s) on " + std::to_string(r.machines) + " machine(s)" +
-      (r.request.coll == plan::Coll::kAllReduce ? "" : ", root " + std::to_string(r.request.root)) +
+      (r.request.coll == plan::Coll::kBroadcast || r.request.coll == plan::Coll::kReduce
+           ? ", root " + std::to_string(r.request.root)
+           : "") +
       ", " + r.transport + " links" + "\nranks:";
   for (size_t i = 0; i < r.rankNodes.size(); ++i)
     out += " " + std::to_string(i) + "=" + r.rankNodes[i];

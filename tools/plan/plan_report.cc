@@ -44,6 +44,8 @@ BuildFn ringsBuilder(Coll coll, const std::vector<plan::Ring>& rings,
   return [coll, rings, params](const plan::CollArgs& a) {
     if (rings.empty()) throwInvalidArgument("no rings were found");
     if (coll == Coll::kAllReduce) return plan::buildRingsAllReduce(a, params, rings);
+    if (coll == Coll::kAllGather) return plan::buildRingsAllGather(a, params, rings);
+    if (coll == Coll::kReduceScatter) return plan::buildRingsReduceScatter(a, params, rings);
     std::vector<plan::Tree> chains;
     for (const plan::Ring& r : rings) chains.push_back(chainOf(r, a.root));
     if (coll == Coll::kBroadcast) return plan::buildTreeBroadcast(a, params, chains);
@@ -63,8 +65,8 @@ AlgoPrediction predictWith(const std::string& name, const plan::PlanGraph& g,
     uint64_t lastBytes = 0;
     auto secondsAt = [&](uint64_t bytes) {
       std::vector<plan::Program> progs;
-      plan::CollArgs a = args;
-      a.count = std::max<uint64_t>(1, bytes / 4);
+      plan::CollArgs a = plan::argsFor(args.coll, bytes, args.nranks);
+      a.root = args.root;
       for (int r = 0; r < args.nranks; ++r) {
         a.rank = r;
         progs.push_back(fn(a));
@@ -139,8 +141,10 @@ std::string allReduceProof(const plan::PlanGraph& g, const PlanReport& r) {
 PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans,
                       const PlanRequest& req) {
   const plan::PlanGraph& g = plans.graph();
-  if (req.coll != Coll::kAllReduce && req.coll != Coll::kBroadcast && req.coll != Coll::kReduce)
-    throwInvalidArgument("grove-plan plans allreduce, broadcast or reduce");
+  if (req.coll != Coll::kAllReduce && req.coll != Coll::kBroadcast && req.coll != Coll::kReduce &&
+      req.coll != Coll::kAllGather && req.coll != Coll::kReduceScatter)
+    throwInvalidArgument(
+        "grove-plan plans allreduce, broadcast, reduce, allgather or reducescatter");
   if (req.root < 0 || req.root >= g.nranks())
     throwInvalidArgument("root " + std::to_string(req.root) + " out of range [0," +
                          std::to_string(g.nranks()) + ")");
@@ -154,6 +158,8 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   }
   r.machines = static_cast<int>(machines.size());
   const bool allReduce = req.coll == Coll::kAllReduce;
+  const bool gather = req.coll == Coll::kAllGather;
+  const bool forest = gather || req.coll == Coll::kReduceScatter;
   const transport::TransportEntry* row = req.transport.empty()
                                              ? &transportOf(topology, r.machines)
                                              : transport::findTransport(req.transport);
@@ -173,7 +179,10 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
     const auto t0 = std::chrono::steady_clock::now();
     into.rings = p.rings();
     into.ncclRings = p.ncclRings();
-    into.trees = allReduce ? p.allReduceTrees() : p.rootedTrees(req.root);
+    into.trees = allReduce ? p.allReduceTrees()
+                 : gather  ? p.allGatherTrees()
+                 : forest  ? p.reduceScatterTrees()
+                           : p.rootedTrees(req.root);
     into.hasHier = allReduce;
     if (into.hasHier) into.hier = p.hierarchical();
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -191,22 +200,32 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
     r.replanMs = planAll(again, second);
   }
   r.ringLoad = plan::linkLoad(g, r.rings.rings);
-  r.treeLoad = plan::linkLoad(g, r.trees.trees, allReduce);
-  r.boundAlgbw = r.trees.bound;  // allReduceBound / broadcastBound, as the packer found it
+  r.treeLoad = forest ? plan::forestLoad(g, r.trees.trees, gather)
+                      : plan::linkLoad(g, r.trees.trees, allReduce);
+  r.boundAlgbw =
+      r.trees.bound;  // allReduceBound / broadcastBound / the cut, as the packer found it
   r.allGather = plan::allGatherBound(g);
   r.reduceScatter = plan::reduceScatterBound(g);
-  r.boundProof = allReduce ? allReduceProof(g, r)
-                           : "the smallest max flow from the root to one rank (Edmonds)";
+  if (forest) {
+    const plan::CutBound& cut = gather ? r.allGather : r.reduceScatter;
+    r.boundAlgbw = cut.rate;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "the cut: %.2f GB/s %s ranks ", cut.crossing,
+                  gather ? "into" : "out of");
+    r.boundProof = buf + rankSet(cut.inside) + " for the blocks of the " +
+                   std::to_string(r.nranks - static_cast<int>(cut.inside.size())) +
+                   " rank(s) outside (ForestColl)";
+  } else {
+    r.boundProof = allReduce ? allReduceProof(g, r)
+                             : "the smallest max flow from the root to one rank (Edmonds)";
+  }
   r.boundBusbw = r.boundAlgbw * plan::busBwFactor(req.coll, r.nranks);
 
   // Plans follow the size asked for, also where it is extrapolated.
   plan::PlanParams params = sel.select(req.coll, req.bytes).params;
   params.planBytes = req.bytes;
-  plan::CollArgs args;
-  args.coll = req.coll;
-  args.nranks = r.nranks;
+  plan::CollArgs args = plan::argsFor(req.coll, req.bytes, r.nranks);
   args.root = req.root;
-  args.count = std::max<uint64_t>(1, req.bytes / 4);
   auto planned = [&](Algo a) {
     return
         [a, params, &plans](const plan::CollArgs& x) { return plan::build(a, x, params, &plans); };

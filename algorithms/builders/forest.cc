@@ -1,0 +1,96 @@
+// Forest algorithms: all-gather and reduce-scatter over spanning trees
+// rooted at every rank (the output of forest packing, ForestColl-style, or
+// any hand-made forest).
+//
+// How it works:
+//
+// All-gather: block r (rank r's input) has to reach every rank's output at
+// offset r * block. Rank r's block is split into one contiguous share per
+// tree rooted at r, proportional to the tree's rate, and each share goes
+// down its tree exactly as a tree broadcast's share does (tree.cc): split
+// into the tree's channels, pipelined in chunks, the root sending from its
+// input, every other rank receiving into its output at the block's offset
+// and forwarding to up to four children per step. Trees of different roots
+// run at once, each on channels of its own, so every link carries the
+// blocks of all the trees that cross it. The own block is copied from input
+// to output locally (nothing in place, where the input is that block).
+//
+// Reduce-scatter: the mirror image. Block r of every rank's input is reduced
+// into rank r's output up the in-trees into r: each share is split and
+// chunked the same way, a leaf sends its input chunk, a middle rank folds
+// its children's chunks into its own (up to four per step) and sends the
+// sum to its parent, and r folds its children's into its output (final:
+// avg divides there). A middle rank with more than four children folds
+// into a chunk-sized scratch slot per lane. Tree::parent is the rank a node
+// sends to, and the routes are Tree::up.
+//
+// Every lane waits only on its parent (all-gather) or its children
+// (reduce-scatter), and trees are acyclic, so any chunk size is deadlock
+// free. In place, reduce-scatter reads input block r at rank r while it
+// writes the output -- the same memory, chunk by chunk, each read before it
+// is written by the same step.
+#include <algorithm>
+
+#include "algorithms/builders/builder_util.h"
+#include "algorithms/builders/builders.h"
+#include "algorithms/builders/tree_steps.h"
+#include "algorithms/planner/topo_plans.h"
+
+namespace grove::plan {
+
+using detail::Node;
+using detail::ref;
+using detail::Setup;
+using detail::Span;
+using detail::TreeUse;
+
+Program buildTreeAllGather(const CollArgs& a, const PlanParams& p, const std::vector<Tree>& trees) {
+  const uint64_t es = detail::checkArgs(a, p, "tree allgather");
+  const uint64_t blockBytes = a.count * es;
+  const uint64_t myBlock = static_cast<uint64_t>(a.rank) * blockBytes;
+  Program prog;
+  if (detail::trivialProgram(a, blockBytes, 0, myBlock, "tree", prog)) return prog;
+  const Setup s = detail::makeSetup(a, p, trees, es, TreeUse::kForest, "tree allgather");
+  Phase phase;
+  forEachPart(s, [&](size_t t, int ch, Span part) {
+    const Node& n = s.nodes[t];
+    const uint64_t block = static_cast<uint64_t>(trees[t].root) * blockBytes;
+    detail::addTreeRoutes(prog, trees[t], n, n, ch, -1);
+    Lane lane;
+    forEachChunk(s, t, part, [&](uint64_t off, uint64_t b) {
+      detail::emitDown(lane, n, ch, ref(Buf::kInput, off), block + off, b);
+    });
+    detail::addLane(phase, std::move(lane));
+  });
+  if (!a.inPlace)
+    detail::addLane(phase,
+                    detail::copyLane(ref(Buf::kInput, 0), ref(Buf::kOutput, myBlock), blockBytes));
+  detail::addPhase(prog, std::move(phase));
+  return prog;
+}
+
+Program buildTreeReduceScatter(const CollArgs& a, const PlanParams& p,
+                               const std::vector<Tree>& trees) {
+  const uint64_t es = detail::checkArgs(a, p, "tree reducescatter");
+  const uint64_t blockBytes = a.count * es;
+  Program prog;
+  if (detail::trivialProgram(a, blockBytes, 0, 0, "tree", prog)) return prog;
+  const Setup s = detail::makeSetup(a, p, trees, es, TreeUse::kForest, "tree reducescatter");
+  Phase phase;
+  forEachPart(s, [&](size_t t, int ch, Span part) {
+    const Node& n = s.nodes[t];
+    const uint64_t block = static_cast<uint64_t>(trees[t].root) * blockBytes;
+    detail::addTreeRoutes(prog, trees[t], n, n, -1, ch);
+    const BufRef slot = ref(Buf::kScratch, prog.scratchBytes);
+    if (detail::needsFoldSlot(n)) prog.scratchBytes += detail::foldSlotBytes(s, t, part);
+    Lane lane;
+    forEachChunk(s, t, part, [&](uint64_t off, uint64_t b) {
+      detail::emitUp(lane, n, ch, block + off, off, b, slot);
+    });
+    detail::addLane(phase, std::move(lane));
+  });
+  detail::addPhase(prog, std::move(phase));
+  return prog;
+}
+
+}  // namespace grove::plan

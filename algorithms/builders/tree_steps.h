@@ -1,0 +1,115 @@
+// The steps of one rank's node in a spanning tree, shared by the tree
+// builders (tree.cc: broadcast, reduce, all-reduce) and the forest builders
+// (forest.cc: all-gather, reduce-scatter): the node's parent and children,
+// the channels of each tree, the fan-out and fan-in steps of one chunk, and
+// the planned routes of the node's links. Internal to algorithms/builders.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms/builders/builder_util.h"
+#include "ir/schedule.h"
+
+namespace grove::plan {
+struct Tree;
+}
+
+namespace grove::plan::detail {
+
+/// One rank's node in one tree.
+struct Node {
+  int rank = 0;
+  int parent = -1;            ///< -1 at the root
+  std::vector<int> children;  ///< ascending
+};
+
+/// Checks that `t` is a spanning arborescence over `n` ranks (rooted at
+/// `wantRoot` unless it is -1) and returns rank's node. Throws
+/// Error(groveInvalidArgument) naming `who`.
+Node nodeOf(const Tree& t, int n, int rank, int wantRoot, const std::string& who);
+
+/// Channels (parts) of each tree when the planner gave none: in proportion
+/// to the rates, at most `slots` in all (see tree.cc).
+std::vector<int> channelsPerTree(const std::vector<double>& rates, int nChannels, int slots);
+/// The channels the planner gave the trees (Tree::channels), or empty when
+/// it gave none or more than `slots` in all.
+std::vector<int> plannedChannels(const std::vector<Tree>& trees, int slots);
+
+/// How a builder uses its trees.
+enum class TreeUse {
+  kRooted,     ///< broadcast / reduce: every tree rooted at the call's root, one direction
+  kAllReduce,  ///< any roots, reduce up and broadcast down (two channels per part)
+  kForest,     ///< all-gather / reduce-scatter: any roots, each root's block split over its trees
+};
+
+/// What every emitter needs about the call.
+struct Setup {
+  std::vector<Node> nodes;    ///< this rank's node in each tree (all-reduce: the broadcast tree)
+  std::vector<Node> upNodes;  ///< all-reduce: this rank's node in each reduce tree
+  /// Each tree's elements: of the message, or (kForest) of its root's block.
+  std::vector<Span> shares;
+  std::vector<int> subs;   ///< parts (channels) of each tree, per direction
+  std::vector<int> first;  ///< each tree's first channel index
+  uint64_t es = 1;
+  /// Elements per chunk, by tree: params.chunkBytes, and for a forest less
+  /// where a tree's parts are short against its depth (see forest.cc).
+  std::vector<uint64_t> chunks;
+};
+
+/// Checks the trees for the call and splits the data over them: by rate
+/// (kForest: each root's block over that root's trees, every rank rooting
+/// at least one), each tree into its planned channels or channelsPerTree's.
+/// Throws Error(groveInvalidArgument) naming `who`.
+Setup makeSetup(const CollArgs& a, const PlanParams& p, const std::vector<Tree>& trees, uint64_t es,
+                TreeUse use, const std::string& who);
+
+/// Calls body(tree, channelIndex, part) for every non-empty part of every
+/// tree's share; channelIndex = first[tree] + sub.
+template <typename Body>
+void forEachPart(const Setup& s, Body body) {
+  for (size_t t = 0; t < s.shares.size(); ++t)
+    for (int sub = 0; sub < s.subs[t]; ++sub) {
+      Span part = evenSplit(s.shares[t].count, s.subs[t], sub);
+      part.offset += s.shares[t].offset;
+      if (part.count > 0) body(t, s.first[t] + sub, part);
+    }
+}
+
+/// Calls body(byteOffset, bytes) for each chunk of a part of tree t.
+template <typename Body>
+void forEachChunk(const Setup& s, size_t t, Span part, Body body) {
+  const uint64_t chunk = s.chunks[t];
+  for (uint64_t off = 0; off < part.count; off += chunk)
+    body((part.offset + off) * s.es, std::min(chunk, part.count - off) * s.es);
+}
+
+/// Bytes of a fold slot for a part of tree t (emitUp's accumulator).
+inline uint64_t foldSlotBytes(const Setup& s, size_t t, Span part) {
+  return std::min(s.chunks[t], part.count) * s.es;
+}
+
+/// Down steps of one chunk: the root sends `rootSrc`; others receive into
+/// the output at `outOff` and forward it; every step serves up to four
+/// children at once (fan-out).
+void emitDown(Lane& lane, const Node& n, int ch, BufRef rootSrc, uint64_t outOff, uint64_t bytes);
+/// Up steps of one chunk: fold the children's contributions to the input
+/// chunk at `inOff`, up to four per step, into `acc` (the root into the
+/// output at `outOff`, final at the last group), then pass the result to
+/// the parent (with the last group).
+void emitUp(Lane& lane, const Node& n, int ch, uint64_t inOff, uint64_t outOff, uint64_t bytes,
+            BufRef acc);
+/// Whether a node needs an accumulator of its own for emitUp: a middle rank
+/// with more children than one fan-in step takes.
+bool needsFoldSlot(const Node& n);
+
+/// Records the planned routes of this rank's links in tree `t`: down (to
+/// its children, from its parent, in node `n`) on channel `downCh`, up (to
+/// its parent, from its children, in node `u` of the reduce tree) on
+/// `upCh`; -1: that direction is not used.
+void addTreeRoutes(Program& prog, const Tree& t, const Node& n, const Node& u, int downCh,
+                   int upCh);
+
+}  // namespace grove::plan::detail

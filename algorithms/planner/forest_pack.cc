@@ -1,0 +1,300 @@
+// Forests for all-gather and reduce-scatter (ForestColl): every rank's
+// block travels down broadcast trees rooted at that rank (all-gather), or is
+// reduced up in-trees into it (reduce-scatter), the trees of every root
+// sharing the links at once.
+//
+// How it works. In an all-gather rank r's block must reach every other
+// rank. When the trees rooted at r carry x GB/s of it together, and every
+// root's trees do, the call moves its n blocks in block/x seconds: an algbw
+// of n * x. The best x solves the concurrent packing LP
+//
+//   max x  subject to  x <= sum of w_t over the trees t rooted at r  (every rank r)
+//                      sum_t use_t(l) w_t <= cap(l)                  (every bounded link l)
+//                      w >= 0
+//
+// (use_t(l): how often tree t's routes cross link l). Where routes may relay
+// freely its optimum is the cut bound allGatherBound() (ForestColl's
+// theorem); GPUs that do not forward can keep it below.
+//
+// Column generation solves it. The columns start as one tree per root,
+// cheapest under 1/capacity (the widest, shortest). The LP over the columns
+// (packing_lp.cc's simplex, with the objective x) has dual prices y(l) on
+// the links and pi(r) on the roots, and a tree rooted at r improves the LP
+// exactly when its links cost less than pi(r) under y. The cheapest tree of
+// each root under y is the minimum arborescence over the cheapest routes
+// (Chu-Liu/Edmonds, tree packing's oracle), so a pricing round asks every
+// root for its cheapest tree and adds those that improve. Any prices also
+// bound the optimum: every packing at rate x pays at least x * (the cheapest
+// tree of r) for each root r out of sum_l cap(l) y(l), so x <= sum_l cap(l)
+// y(l) / sum_r cheapest(r). The rounds stop when the LP meets that bound, when
+// no root has a tree that improves, or after a few rounds (more ranks, fewer).
+// Reduce-scatter is the mirror image: an in-tree's edges run child ->
+// parent, so its routes are `up` and the oracle is the minimum in-tree.
+//
+// The LP's vertex holds few trees per root. The reduction drops, of the few
+// lightest trees of roots that have more than one, the one whose loss costs
+// least, always while more than maxTrees remain (at least one per rank) and
+// further while the rate stays >= keep * the optimum. Last, the trees get
+// channels and fair shares (fair_share.cc) with the slowest root's rate as
+// the goal; the builder splits each root's block over its trees by those.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "algorithms/planner/planner_internal.h"
+#include "base/error.h"
+
+namespace grove::plan::detail {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+/// The reduction stops where the LP keeps less than this of its optimum.
+constexpr double kForestFloor = 0.8;
+
+/// A column of the forest LP.
+struct ForestCol {
+  Tree tree;
+  std::map<int, int> use;
+  double weight = 0;
+};
+
+/// The links a forest's tree loads: its down routes (all-gather) or its up
+/// routes (reduce-scatter).
+std::map<int, int> forestUse(const Tree& t, bool gather) {
+  std::map<int, int> use;
+  const std::vector<std::vector<int>>& routes = gather ? t.down : t.up;
+  for (size_t v = 0; v < t.parent.size(); ++v)
+    if (t.parent[v] >= 0)
+      for (int li : routes[v]) ++use[li];
+  return use;
+}
+
+bool cheapestOf(const PlanGraph& g, const RouteTable& table, int root, bool gather,
+                const std::vector<double>& cap, Tree& tree) {
+  return gather ? cheapestTree(g, table, root, false, 0, cap, tree)
+                : cheapestInTree(g, table, root, cap, tree);
+}
+
+/// The LP over the columns `which`: writes their weights and returns x (the
+/// rate every root reaches); `linkPrice` (by link) and `rootPrice` (by rank)
+/// receive its duals when given.
+double solveForest(std::vector<ForestCol>& cols, const std::vector<int>& which, int n,
+                   const std::vector<double>& cap, std::vector<double>* linkPrice = nullptr,
+                   std::vector<double>* rootPrice = nullptr) {
+  // Rows: one per root (x - its trees' weights <= 0), one capping x (a
+  // forest over unbounded ports alone), then one per bounded link used.
+  std::map<int, int> row;
+  for (int k : which)
+    for (auto [link, times] : cols[static_cast<size_t>(k)].use)
+      if (cap[static_cast<size_t>(link)] < PlanGraph::kUnbounded / 2) row.emplace(link, 0);
+  int rows = n + 1;
+  for (auto& [link, idx] : row) idx = rows++;
+  const size_t nc = which.size() + 1;  // column 0 is x
+  std::vector<double> a(static_cast<size_t>(rows) * nc, 0.0), b(static_cast<size_t>(rows), 0.0);
+  for (int r = 0; r <= n; ++r) a[static_cast<size_t>(r) * nc] = 1;
+  b[static_cast<size_t>(n)] = PlanGraph::kUnbounded;
+  for (auto& [link, idx] : row) b[static_cast<size_t>(idx)] = cap[static_cast<size_t>(link)];
+  for (size_t j = 0; j < which.size(); ++j) {
+    const ForestCol& c = cols[static_cast<size_t>(which[j])];
+    a[static_cast<size_t>(c.tree.root) * nc + j + 1] = -1;
+    for (auto [link, times] : c.use) {
+      auto it = row.find(link);
+      if (it != row.end()) a[static_cast<size_t>(it->second) * nc + j + 1] += times;
+    }
+  }
+  std::vector<double> gain(nc, 0.0), duals;
+  gain[0] = 1;
+  const std::vector<double> x = solvePackingLp(rows, static_cast<int>(nc), a, b,
+                                               linkPrice || rootPrice ? &duals : nullptr, &gain);
+  for (size_t j = 0; j < which.size(); ++j) cols[static_cast<size_t>(which[j])].weight = x[j + 1];
+  if (rootPrice) rootPrice->assign(duals.begin(), duals.begin() + n);
+  if (linkPrice) {
+    linkPrice->assign(cap.size(), 0.0);
+    for (auto& [link, idx] : row)
+      (*linkPrice)[static_cast<size_t>(link)] = duals[static_cast<size_t>(idx)];
+  }
+  return x[0];
+}
+
+/// Column generation from one cheapest tree per root; returns the columns
+/// and sets *upper to the best bound its prices proved (0: none).
+std::vector<ForestCol> priceForest(const PlanGraph& g, bool gather, const std::vector<double>& cap,
+                                   int maxRounds, int* roundsOut, double* upper) {
+  const int n = g.nranks();
+  std::vector<ForestCol> cols;
+  std::set<std::string> keys;
+  auto addTree = [&](Tree t) {
+    if (!keys.insert(keyOf(t)).second) return false;
+    ForestCol c;
+    c.use = forestUse(t, gather);
+    c.tree = std::move(t);
+    cols.push_back(std::move(c));
+    return true;
+  };
+  {
+    const RouteTable table =
+        cheapestRoutes(g, searchPrices(std::vector<double>(cap.size()), cap), cap);
+    for (int r = 0; r < n; ++r) {
+      Tree t;
+      if (!cheapestOf(g, table, r, gather, cap, t)) return {};
+      addTree(std::move(t));
+    }
+  }
+  *upper = 0;
+  int round = 0;
+  for (; round < maxRounds; ++round) {
+    std::vector<int> all(cols.size());
+    for (size_t k = 0; k < cols.size(); ++k) all[k] = static_cast<int>(k);
+    std::vector<double> y, pi;
+    const double x = solveForest(cols, all, n, cap, &y, &pi);
+    const RouteTable table = cheapestRoutes(g, searchPrices(y, cap), cap);
+    double budget = 0, cheapest = 0;
+    for (size_t l = 0; l < cap.size(); ++l)
+      if (cap[l] < PlanGraph::kUnbounded / 2) budget += cap[l] * y[l];
+    bool added = false;
+    for (int r = 0; r < n; ++r) {
+      Tree t;
+      if (!cheapestOf(g, table, r, gather, cap, t)) return {};
+      const double price = priceOf(forestUse(t, gather), y);
+      cheapest += price;
+      if (price < pi[static_cast<size_t>(r)] * (1 - 1e-9) && addTree(std::move(t))) added = true;
+    }
+    if (cheapest > 0) {
+      const double bound = budget / cheapest;
+      if (*upper == 0 || bound < *upper) *upper = bound;
+    }
+    if (!added || (*upper > 0 && x >= *upper * (1 - 1e-7))) {
+      ++round;
+      break;
+    }
+  }
+  *roundsOut = round;
+  return cols;
+}
+
+/// The forest of the columns `set` (weights solved) as trees with channels
+/// and fair shares: returns the call's algbw, n x the slowest root's rate.
+double fairForest(const std::vector<ForestCol>& cols, const std::vector<int>& set, int n,
+                  const std::vector<double>& cap, bool fairShares, std::vector<Tree>* trees) {
+  std::vector<std::map<int, int>> uses;
+  std::vector<int> roots;
+  std::vector<double> perRoot(static_cast<size_t>(n), 0.0);
+  trees->clear();
+  for (int k : set) {
+    const ForestCol& c = cols[static_cast<size_t>(k)];
+    trees->push_back(c.tree);
+    trees->back().rate = c.weight;
+    perRoot[static_cast<size_t>(c.tree.root)] += c.weight;
+    uses.push_back(c.use);
+    roots.push_back(c.tree.root);
+  }
+  if (fairShares) return n * shareFairly(*trees, uses, roots, cap, kMaxForestChannels);
+  double slowest = kInf;
+  for (double r : perRoot) slowest = std::min(slowest, r);
+  return n * slowest;
+}
+
+/// The reduction: drops trees (never a root's last; of the few lightest,
+/// the one whose loss costs the LP least) down to one per root or until the
+/// LP keeps less than `floor` of its optimum, and returns the set of at
+/// most maxKeep trees whose forest runs fastest (fairForest; a smaller set
+/// on a tie within 0.5 %), its weights solved.
+std::vector<int> reduceForest(std::vector<ForestCol>& cols, int n, const std::vector<double>& cap,
+                              int maxKeep, double floor, bool fairShares) {
+  std::vector<int> kept(cols.size());
+  for (size_t k = 0; k < cols.size(); ++k) kept[k] = static_cast<int>(k);
+  const double best = solveForest(cols, kept, n, cap);
+  auto positive = [&](const std::vector<int>& set) {
+    std::vector<int> out;
+    for (int k : set)
+      if (cols[static_cast<size_t>(k)].weight > 1e-9 * std::max(1.0, best)) out.push_back(k);
+    return out;
+  };
+  kept = positive(kept);
+  std::vector<int> chosen;
+  double chosenRate = 0;
+  std::vector<Tree> scratch;
+  auto consider = [&] {
+    if (static_cast<int>(kept.size()) > maxKeep) return;
+    const double rate = fairForest(cols, kept, n, cap, fairShares, &scratch);
+    if (chosen.empty() || rate >= chosenRate * 1.005)
+      chosen = kept, chosenRate = rate;
+    else if (rate >= chosenRate * 0.995)
+      chosen = kept;  // as fast, fewer trees
+  };
+  consider();
+  constexpr size_t kTry = 6;
+  while (static_cast<int>(kept.size()) > n) {
+    std::vector<int> perRoot(static_cast<size_t>(n), 0);
+    for (int k : kept) ++perRoot[static_cast<size_t>(cols[static_cast<size_t>(k)].tree.root)];
+    std::vector<int> droppable;
+    for (int k : kept)
+      if (perRoot[static_cast<size_t>(cols[static_cast<size_t>(k)].tree.root)] > 1)
+        droppable.push_back(k);
+    std::sort(droppable.begin(), droppable.end(), [&](int a, int b) {
+      return cols[static_cast<size_t>(a)].weight < cols[static_cast<size_t>(b)].weight;
+    });
+    std::vector<int> bestTrial;
+    double bestRate = -1;
+    for (size_t i = 0; i < std::min(kTry, droppable.size()); ++i) {
+      std::vector<int> trial;
+      for (int k : kept)
+        if (k != droppable[i]) trial.push_back(k);
+      const double rate = solveForest(cols, trial, n, cap);
+      if (rate > bestRate * (1 + 1e-12)) bestRate = rate, bestTrial = trial;
+    }
+    if (bestTrial.empty() || (!chosen.empty() && bestRate < floor * best)) break;
+    solveForest(cols, bestTrial, n, cap);
+    kept = positive(bestTrial);
+    consider();
+  }
+  solveForest(cols, chosen, n, cap);
+  return chosen;
+}
+
+}  // namespace
+
+TreePlan packForest(const PlanGraph& g, bool gather, const PackOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  checkPackOptions(o);
+  const std::vector<double> cap = g.capacities();
+  const int n = g.nranks();
+  TreePlan plan;
+  plan.bound = shardCutBound(g, cap, gather).rate;
+  if (n < 2 || n > kMaxForestRanks) return plan;
+  std::vector<Tree> scratchTrees;
+  double upper = 0;
+  const int maxRounds = n <= 16 ? 200 : 12;
+  std::vector<ForestCol> cols = priceForest(g, gather, cap, maxRounds, &plan.pricingRounds, &upper);
+  if (cols.empty()) return plan;
+  plan.mwuTrees = static_cast<int>(cols.size());
+  plan.optimum = n * upper;
+  const int maxKeep = kMaxForestChannels;
+  const std::vector<int> kept = reduceForest(cols, n, cap, maxKeep, kForestFloor, o.fairShares);
+  plan.rate = fairForest(cols, kept, n, cap, o.fairShares, &plan.trees);
+  plan.packedRate = fairForest(cols, kept, n, cap, false, &scratchTrees);
+  // Root by root, heaviest first: every rank reads the same order.
+  std::stable_sort(plan.trees.begin(), plan.trees.end(), [](const Tree& a, const Tree& b) {
+    return a.root != b.root ? a.root < b.root : a.rate > b.rate;
+  });
+  plan.planMs = msSince(start);
+  return plan;
+}
+
+}  // namespace grove::plan::detail
+
+namespace grove::plan {
+
+TreePlan packAllGatherTrees(const PlanGraph& g, const PackOptions& options) {
+  return detail::packForest(g, true, options);
+}
+
+TreePlan packReduceScatterTrees(const PlanGraph& g, const PackOptions& options) {
+  return detail::packForest(g, false, options);
+}
+
+}  // namespace grove::plan
