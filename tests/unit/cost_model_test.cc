@@ -592,7 +592,8 @@ TEST(CostModel, Dgx1V100AllGpusRingsVersusTrees) {
 TEST(CostModel, TheJudgeChoosesHowManyTrees) {
   // DGX-1 V100 GPUs 0-5: the fewest trees keeping 99% of the optimum are
   // not the fastest at 64 MiB; the cost model's choice is never slower than
-  // the packer's rule (that set is one of its candidates) and here faster.
+  // the packer's rule (that set is one of its candidates) and here faster
+  // (a set of its own: 10 trees against the rule's 8).
   const topo::CommTopology t =
       fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), {0, 1, 2, 3, 4, 5});
   Selector sel = cudaSelector(6);
@@ -604,8 +605,8 @@ TEST(CostModel, TheJudgeChoosesHowManyTrees) {
   EXPECT_EQ(a.judged, 0);
   EXPECT_GT(b.judged, 1);
   const double ta = judge(a.trees, true, 0), tb = judge(b.trees, true, 0);
-  EXPECT_LE(tb, ta * (1 + 1e-9));
-  EXPECT_LT(b.trees.size(), a.trees.size());
+  EXPECT_LT(tb, ta * 0.95);
+  EXPECT_NE(b.trees.size(), a.trees.size());
   std::printf(
       "0-5 all-reduce at 64 MiB: %zu trees (%.1f GB/s) %.3f ms, judged %zu trees (%.1f GB/s) %.3f "
       "ms\n",

@@ -89,8 +89,8 @@ TEST(DevEmulation, PlannedTreesRingsAndHier) {
   plan::TopoPlans dgx(plan::PlanGraph::fromTopology(
       fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), {0, 3, 4, 7})));
   int v = 0;
-  for (Coll coll : {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather,
-                    Coll::kReduceScatter})
+  for (Coll coll :
+       {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather, Coll::kReduceScatter})
     for (plan::Algo algo : {plan::Algo::kTree, plan::Algo::kRing, plan::Algo::kHier}) {
       if (!plan::algoSupports(algo, coll)) continue;
       for (uint64_t count : {uint64_t{1}, uint64_t{1000}, uint64_t{(1 << 16) + 3}}) {

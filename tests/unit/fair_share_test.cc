@@ -111,9 +111,8 @@ TEST(FairShare, APackingGetsChannelsByRateAndItsFairShares) {
       light = packed.trees[i].rate, lightChannels = trees[i].channels;
   }
   EXPECT_LE(channels, kMaxTreeChannels);
-  if (heavy > 2 * light) {
-    EXPECT_GT(heavyChannels, lightChannels);
-  }
+  // The fewest streams that do (fair_share.cc), never fewer for the heavier.
+  EXPECT_GE(heavyChannels, lightChannels);
   // Fair shares never beat the packing, and with channels by rate come close to it.
   EXPECT_LE(total, packed.rate * (1 + 1e-9));
   EXPECT_GE(total, 0.9 * packed.rate);
