@@ -34,13 +34,10 @@ constexpr uint64_t kMinTuneBytes = 1u << 10;
 constexpr uint64_t kMaxTuneBytes = 1ull << 30;
 constexpr uint64_t kExtrapolateAbove = 64ull << 20;
 constexpr uint64_t kExtrapolateFrom = 16ull << 20;  // the line's other point
-constexpr uint64_t kElemBytes = 4;                  // predictions use float32
 
 /// The collectives with a per-size table.
 constexpr Coll kTunedColls[] = {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather,
                                 Coll::kReduceScatter};
-
-bool perRankCount(Coll c) { return c == Coll::kAllGather || c == Coll::kReduceScatter; }
 
 std::vector<Algo> candidates(const Selector& sel, Coll coll) {
   std::vector<Algo> out;
@@ -58,8 +55,9 @@ CollArgs argsFor(Coll coll, uint64_t bytes, int nranks) {
   a.coll = coll;
   a.nranks = nranks;
   a.dtype = groveFloat32;
-  a.count = bytes / kElemBytes / (perRankCount(coll) ? static_cast<uint64_t>(nranks) : 1u);
-  if (a.count == 0) a.count = 1;
+  // messageBytes() says how many message bytes one element of count is.
+  a.count = 1;
+  a.count = std::max<uint64_t>(1, bytes / messageBytes(a));
   return a;
 }
 

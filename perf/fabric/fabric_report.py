@@ -180,3 +180,59 @@ def write_all(res, outdir, extra=None):
     except ImportError:
         print("bench: matplotlib missing: no plots (apt-get install python3-matplotlib)")
     return written
+
+
+# ------------------------------------------------------------------ --model
+
+MODEL_BEGIN, MODEL_END = "<!-- model-table -->", "<!-- /model-table -->"
+
+
+def model_table(res):
+    """Markdown: per fabric and collective, predicted / measured time per size with the pick."""
+    sizes = res["args"]["size_list"]
+    lines = ["| fabric | collective | " + " | ".join(compare_report.human(z) for z in sizes) + " |",
+             "|---|---|" + "---|" * len(sizes)]
+    ratios = []
+    for f in res["fabrics"]:
+        if "error" in f:
+            lines.append("| %s | failed | %s |" % (f["fabric"], " | ".join("-" for _ in sizes[1:])))
+            continue
+        for coll in res["args"]["colls"]:
+            cells = []
+            for z in sizes:
+                pred = f["predictions"].get(coll, {}).get(str(z), {})
+                try:
+                    us = f["medians"]["auto"][coll][str(z)]["us"]
+                except KeyError:
+                    us = None
+                r = ratio(pred.get("selected_us"), us)
+                if r is not None:
+                    ratios.append((r, f["fabric"], coll, z))
+                cells.append("%s (%s)" % (fmt(r, 2), pred.get("picks", "-")))
+            lines.append("| %s | %s | %s |" % (f["fabric"], coll, " | ".join(cells)))
+    within = sum(1 for r in ratios if 0.85 <= r[0] <= 1.15)
+    lines += ["", "(predicted / measured time per call, the algorithm the tuned selector picks "
+              "in brackets; %d of %d within 0.85-1.15%s.)" % (
+                  within, len(ratios),
+                  "; range %.2f-%.2f" % (min(r[0] for r in ratios), max(r[0] for r in ratios))
+                  if ratios else "")]
+    return "\n".join(lines)
+
+
+def write_model(res, outdir, extra=None, doc=None):
+    """Writes model.md (and the table into `doc` between the markers); returns the names written."""
+    text = model_table(res) + "\n"
+    for d in [outdir] + ([extra] if extra else []):
+        with open(os.path.join(d, "model.md"), "w") as fh:
+            fh.write(text)
+    print(text)
+    if doc:
+        with open(doc) as fh:
+            body = fh.read()
+        a, b = body.find(MODEL_BEGIN), body.find(MODEL_END)
+        if a < 0 or b < a:
+            raise SystemExit("bench: %s lacks the lines %s and %s" % (doc, MODEL_BEGIN, MODEL_END))
+        body = body[:a + len(MODEL_BEGIN)] + "\n" + text + body[b:]
+        with open(doc, "w") as fh:
+            fh.write(body)
+    return ["model.md"]

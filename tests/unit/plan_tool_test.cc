@@ -135,7 +135,7 @@ TEST(PlanTool, BadInputFailsClearly) {
       {dgx + " --gpus 0,9", "no GPU with CUDA index 9"},
       {dgx + " --gpus 0,0", "lists GPU 0 twice"},
       {dgx + " --gpus 0,x", "--gpus needs a non-negative integer"},
-      {dgx + " --coll gather", "--coll 'gather'"},
+      {dgx + " --coll sendrecv", "--coll 'sendrecv'"},
       {dgx + " --size 12Q", "bad size '12Q'"},
       {dgx + " --root 8", "root 8 out of range"},
       {dgx + " --gpus 0 ", "at least 2 ranks"},

@@ -45,7 +45,8 @@ void usage(FILE* f) {
       "                  [--transport NAME] [--no-judge] [--cache DIR]\n"
       "                  [--json] [--svg OUT.svg] [--survey | --optimum [--fixtures DIR]]\n"
       "  --file F     topology file (grove JSON or NCCL XML); default: detect this machine\n"
-      "  --coll C     allreduce (default), broadcast, reduce, allgather or reducescatter\n"
+      "  --coll C     allreduce (default), broadcast, reduce, allgather, reducescatter\n"
+      "               (forests), gather, scatter, alltoall (the direct prediction only)\n"
       "  --gpus LIST  one rank per GPU, by CUDA index (single-machine topologies)\n"
       "  --place L    rank i on the i-th node of L (gpu3 or host/gpu3), as GROVE_TOPO_RANKS\n"
       "  --ranks N    N ranks spread over the machines (default: one per GPU)\n"
@@ -105,11 +106,10 @@ Options parse(int argc, char** argv) {
     else if (a == "--coll") {
       const std::string c = value();
       const auto coll = plan::parseColl(c);
-      if (!coll || (*coll != plan::Coll::kAllReduce && *coll != plan::Coll::kBroadcast &&
-                    *coll != plan::Coll::kReduce && *coll != plan::Coll::kAllGather &&
-                    *coll != plan::Coll::kReduceScatter))
+      if (!coll || *coll == plan::Coll::kSendRecv)
         throwInvalidArgument("--coll '" + c +
-                             "': allreduce, broadcast, reduce, allgather or reducescatter");
+                             "': allreduce, broadcast, reduce, allgather, reducescatter, gather, "
+                             "scatter or alltoall");
       o.request.coll = *coll;
     } else if (a == "--gpus")
       o.gpus = listValue(a, value());

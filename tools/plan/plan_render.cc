@@ -116,6 +116,8 @@ std::string treeLines(const std::vector<plan::Tree>& trees, double total) {
 std::string treesText(const PlanReport& r) {
   const plan::TreePlan& tp = r.trees;
   const plan::Coll coll = r.request.coll;
+  if (coll == plan::Coll::kGather || coll == plan::Coll::kScatter || coll == plan::Coll::kAlltoAll)
+    return "";  // no plans: one direct algorithm
   if (coll == plan::Coll::kAllGather || coll == plan::Coll::kReduceScatter) {
     // A forest: rates are GB/s of each tree's root's block; the plan's the call's algbw.
     double sum = 0;
@@ -265,7 +267,8 @@ std::string reportText(const PlanReport& r, const plan::PlanGraph& g) {
   std::string out =
       std::string(plan::collName(r.request.coll)) + " of " + bytesText(r.request.bytes) + " over " +
       std::to_string(r.nranks) + " rank(s) on " + std::to_string(r.machines) + " machine(s)" +
-      (r.request.coll == plan::Coll::kBroadcast || r.request.coll == plan::Coll::kReduce
+      (r.request.coll == plan::Coll::kBroadcast || r.request.coll == plan::Coll::kReduce ||
+               r.request.coll == plan::Coll::kGather || r.request.coll == plan::Coll::kScatter
            ? ", root " + std::to_string(r.request.root)
            : "") +
       ", " + r.transport + " links" + "\nranks:";
@@ -289,9 +292,11 @@ std::string reportText(const PlanReport& r, const plan::PlanGraph& g) {
     out += "  " + pad(name, 18) + pad(fmt("%.2f", p.algbw), 12) + pad(fmt("%.2f", p.busbw), 12) +
            fmt("%.3f", p.seconds * 1e3) + "\n";
   }
-  out += "  " + pad("upper bound", 18) + pad(fmt("%.2f", r.boundAlgbw), 12) +
-         fmt("%.2f", r.boundBusbw) + "\n";
-  out += "  proof: " + r.boundProof + "\n";
+  if (r.boundAlgbw > 0) {
+    out += "  " + pad("upper bound", 18) + pad(fmt("%.2f", r.boundAlgbw), 12) +
+           fmt("%.2f", r.boundBusbw) + "\n";
+    out += "  proof: " + r.boundProof + "\n";
+  }
   for (const auto& [name, b, dir] : {std::make_tuple("all-gather", &r.allGather, "into"),
                                      std::make_tuple("reduce-scatter", &r.reduceScatter, "out of")})
     out += std::string("  ") + name + fmt(" optimum %.2f GB/s algbw: ", b->rate) +

@@ -141,10 +141,14 @@ std::string allReduceProof(const plan::PlanGraph& g, const PlanReport& r) {
 PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans,
                       const PlanRequest& req) {
   const plan::PlanGraph& g = plans.graph();
-  if (req.coll != Coll::kAllReduce && req.coll != Coll::kBroadcast && req.coll != Coll::kReduce &&
-      req.coll != Coll::kAllGather && req.coll != Coll::kReduceScatter)
-    throwInvalidArgument(
-        "grove-plan plans allreduce, broadcast, reduce, allgather or reducescatter");
+  // Gather, scatter and all-to-all have no plans (one direct algorithm):
+  // only its prediction is shown.
+  const bool plannable = req.coll == Coll::kAllReduce || req.coll == Coll::kBroadcast ||
+                         req.coll == Coll::kReduce || req.coll == Coll::kAllGather ||
+                         req.coll == Coll::kReduceScatter;
+  if (!plannable && req.coll != Coll::kGather && req.coll != Coll::kScatter &&
+      req.coll != Coll::kAlltoAll)
+    throwInvalidArgument(std::string("grove-plan does not plan ") + plan::collName(req.coll));
   if (req.root < 0 || req.root >= g.nranks())
     throwInvalidArgument("root " + std::to_string(req.root) + " out of range [0," +
                          std::to_string(g.nranks()) + ")");
@@ -179,10 +183,11 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
     const auto t0 = std::chrono::steady_clock::now();
     into.rings = p.rings();
     into.ncclRings = p.ncclRings();
-    into.trees = allReduce ? p.allReduceTrees()
-                 : gather  ? p.allGatherTrees()
-                 : forest  ? p.reduceScatterTrees()
-                           : p.rootedTrees(req.root);
+    if (plannable)
+      into.trees = allReduce ? p.allReduceTrees()
+                   : gather  ? p.allGatherTrees()
+                   : forest  ? p.reduceScatterTrees()
+                             : p.rootedTrees(req.root);
     into.hasHier = allReduce;
     if (into.hasHier) into.hier = p.hierarchical();
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -206,7 +211,10 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
       r.trees.bound;  // allReduceBound / broadcastBound / the cut, as the packer found it
   r.allGather = plan::allGatherBound(g);
   r.reduceScatter = plan::reduceScatterBound(g);
-  if (forest) {
+  if (!plannable) {
+    r.boundAlgbw = 0;
+    r.boundProof = "none computed for this collective";
+  } else if (forest) {
     const plan::CutBound& cut = gather ? r.allGather : r.reduceScatter;
     r.boundAlgbw = cut.rate;
     char buf[160];
@@ -230,17 +238,19 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
     return
         [a, params, &plans](const plan::CollArgs& x) { return plan::build(a, x, params, &plans); };
   };
-  r.predictions.push_back(
-      predictWith("nccl-rings", g, args, ringsBuilder(req.coll, r.ncclRings.rings, params), sim));
-  r.predictions.push_back(
-      predictWith("rings", g, args, ringsBuilder(req.coll, r.rings.rings, params), sim));
-  r.predictions.push_back(predictWith("trees", g, args, planned(Algo::kTree), sim));
+  if (plannable) {
+    r.predictions.push_back(
+        predictWith("nccl-rings", g, args, ringsBuilder(req.coll, r.ncclRings.rings, params), sim));
+    r.predictions.push_back(
+        predictWith("rings", g, args, ringsBuilder(req.coll, r.rings.rings, params), sim));
+    r.predictions.push_back(predictWith("trees", g, args, planned(Algo::kTree), sim));
+  }
   if (r.hasHier) r.predictions.push_back(predictWith("hier", g, args, planned(Algo::kHier), sim));
   if (!req.select) return r;
   r.predictions.push_back(predictWith("direct", g, args, planned(Algo::kDirect), sim));
   // What GROVE_ALGO=ring runs: the planned rings only where they beat one
   // rank-order ring; broadcast and reduce as a rank-order chain.
-  r.predictions.push_back(predictWith("ring", g, args, planned(Algo::kRing), sim));
+  if (plannable) r.predictions.push_back(predictWith("ring", g, args, planned(Algo::kRing), sim));
 
   // What the communicator would run: the cost model's table for this size.
   r.bySize = plan::tuneCollective(sel, plans, req.coll, r.nranks, sim);
