@@ -175,7 +175,18 @@ Setup makeSetup(const CollArgs& a, const PlanParams& p, const std::vector<Tree>&
     }
   }
   s.subs = plannedChannels(trees, slots);
-  if (s.subs.empty()) s.subs = channelsPerTree(rates, p.nChannels, slots);
+  if (s.subs.empty()) {
+    s.subs = channelsPerTree(rates, p.nChannels, slots);
+  } else {
+    // The planner gives the fewest streams that reach the trees' rates; a
+    // transport that wants more (a GPU: a thread block per channel) gets
+    // them in the same proportions.
+    int total = 0;
+    for (int k : s.subs) total += k;
+    const int times = std::min(p.nChannels / total, slots / total);
+    if (times > 1)
+      for (int& k : s.subs) k *= times;
+  }
   int next = 0;
   for (int k : s.subs) s.first.push_back(next), next += k;
   s.es = es;
