@@ -27,11 +27,13 @@
 // splits in proportion to the LP rates with 1, 2, .. kMaxTreeChannels
 // streams in all, the smallest within 1 % of the best; then the next stream
 // goes to the tree that raises the total fair rate most, while that gains
-// at least 0.2 %. (Each step is a water-fill per tree, microseconds.) A
-// forest (all-gather, reduce-scatter: trees rooted at every rank, each
-// root's block split over its own trees) finishes when its slowest root
-// does, so there the next stream goes where it raises the smallest of the
-// roots' summed rates.
+// at least 1 % too. (Each step is a water-fill per tree, microseconds.)
+// Fewer streams also simulate faster where they cost nothing but fill: the
+// DGX-1 V100 all-gather forest at 256 MiB runs 181.6 GB/s on them, 166.9
+// with a stream more wherever it gains 0.2 %. A forest (all-gather,
+// reduce-scatter: trees rooted at every rank, each root's block split over
+// its own trees) finishes when its slowest root does, so there "the rate"
+// is the smallest of the roots' summed rates.
 #include <algorithm>
 #include <limits>
 
@@ -125,10 +127,8 @@ std::vector<int> proportionalChannels(const std::vector<Tree>& trees, int most) 
   return channels;
 }
 
-/// A split with more streams has to gain this much rate ...
+/// A split with more streams, or one stream more, has to gain this much rate.
 constexpr double kEnough = 0.01;
-/// ... and one stream more this much.
-constexpr double kStreamGain = 0.002;
 
 /// The slowest group's summed rate (one group: the total).
 double slowestGroup(const std::vector<double>& rates, const std::vector<int>& groups) {
@@ -176,14 +176,11 @@ double shareFairly(std::vector<Tree>& trees, const std::vector<std::map<int, int
   double value = values[pick];
   int given = 0;
   for (int k : channels) given += k;
-  // (A forest's rate is its slowest root's: a stream raises it only once
-  // every root as slow has one, so each counts for its share.)
-  const double groupCount = 1 + *std::max_element(groups.begin(), groups.end());
   // Then one more stream at a time where it raises the rate most, while
   // that is worth a stream.
   for (; given < most; ++given) {
     int bestTree = -1;
-    double bestValue = value * (1 + kStreamGain / groupCount);
+    double bestValue = value * (1 + kEnough);
     for (size_t t = 0; t < trees.size(); ++t) {
       ++channels[t];
       const double v = valueOf(channels);

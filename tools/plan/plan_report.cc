@@ -172,7 +172,11 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
                          transport::transportNames() + ")");
   r.transport = row->name;
   const plan::SimParams sim = plan::simParamsFor(row->traits);
-  plan::Selector sel(r.nranks, row->traits, plan::SelectorConfig::fromRegistry());
+  // Ranks on device rings run their lanes as thread blocks, and the
+  // selector gives them channels by size, as a CUDA communicator's does.
+  plan::SelectorConfig cfg = plan::SelectorConfig::fromRegistry();
+  cfg.gpuLanes = row->traits.deviceRings;
+  plan::Selector sel(r.nranks, row->traits, cfg);
   // As a communicator does (src/core/comm.cc), at GROVE_TREE_JUDGE_BYTES.
   const uint64_t judgeBytes = req.judgeTrees ? config::getSize("GROVE_TREE_JUDGE_BYTES") : 0;
   auto configure = [&](plan::TopoPlans& p) {
