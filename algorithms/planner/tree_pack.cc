@@ -481,7 +481,9 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
   kept = swapInPricedTrees(g, root, allReduce, cap, std::max(1, o.maxTrees), o.keep * opt.value,
                            found, cands, kept);
   // The trees of a kept set (none without a share), with their channels and
-  // the rates those get when streams share links fairly (fair_share.cc).
+  // the rates those get when streams share links fairly (fair_share.cc),
+  // heaviest first: the order they are judged in is the order they run in
+  // (it places channels and shares), and fair rates often tie exactly.
   auto treesOf = [&](const std::vector<int>& set, bool fair) {
     const double rate = solveSubset(cands, set, cap);
     std::vector<Tree> trees;
@@ -491,6 +493,8 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
       trees.back().rate = cands[static_cast<size_t>(k)].weight;
     }
     if (fair) shareFairly(trees, allReduce, cap);
+    std::stable_sort(trees.begin(), trees.end(),
+                     [](const Tree& a, const Tree& b) { return a.rate > b.rate; });
     return trees;
   };
   {
@@ -503,12 +507,6 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
                                  &plan.judgedSeconds, &plan.larger);
   if (plan.trees.empty()) plan.trees = treesOf(kept, o.fairShares);
   for (const Tree& t : plan.trees) plan.rate += t.rate;
-  auto heaviestFirst = [](std::vector<Tree>& trees) {
-    std::sort(trees.begin(), trees.end(),
-              [](const Tree& a, const Tree& b) { return a.rate > b.rate; });
-  };
-  heaviestFirst(plan.trees);
-  for (SizedTrees& sized : plan.larger) heaviestFirst(sized.trees);
   plan.planMs = msSince(start);
   return plan;
 }
