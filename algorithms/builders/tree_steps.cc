@@ -42,8 +42,6 @@ const std::vector<int>& plannedRoute(const std::vector<std::vector<int>>& routes
   return static_cast<size_t>(rank) < routes.size() ? routes[static_cast<size_t>(rank)] : kNone;
 }
 
-}  // namespace
-
 /// Checks that `t` is a spanning arborescence over `n` ranks (rooted at
 /// `wantRoot` unless it is -1) and returns rank's node.
 Node nodeOf(const Tree& t, int n, int rank, int wantRoot, const std::string& who) {
@@ -116,8 +114,6 @@ std::vector<int> plannedChannels(const std::vector<Tree>& trees, int slots) {
   }
   return total <= slots ? subs : std::vector<int>{};
 }
-
-namespace {
 
 /// Hops from the root to the deepest rank of a (checked) tree.
 int depthOf(const Tree& t) {

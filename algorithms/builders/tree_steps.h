@@ -26,18 +26,6 @@ struct Node {
   std::vector<int> children;  ///< ascending
 };
 
-/// Checks that `t` is a spanning arborescence over `n` ranks (rooted at
-/// `wantRoot` unless it is -1) and returns rank's node. Throws
-/// Error(groveInvalidArgument) naming `who`.
-Node nodeOf(const Tree& t, int n, int rank, int wantRoot, const std::string& who);
-
-/// Channels (parts) of each tree when the planner gave none: in proportion
-/// to the rates, at most `slots` in all (see tree.cc).
-std::vector<int> channelsPerTree(const std::vector<double>& rates, int nChannels, int slots);
-/// The channels the planner gave the trees (Tree::channels), or empty when
-/// it gave none or more than `slots` in all.
-std::vector<int> plannedChannels(const std::vector<Tree>& trees, int slots);
-
 /// How a builder uses its trees.
 enum class TreeUse {
   kRooted,     ///< broadcast / reduce: every tree rooted at the call's root, one direction
@@ -61,7 +49,8 @@ struct Setup {
 
 /// Checks the trees for the call and splits the data over them: by rate
 /// (kForest: each root's block over that root's trees, every rank rooting
-/// at least one), each tree into its planned channels or channelsPerTree's.
+/// at least one), each tree into its planned channels (scaled up to
+/// params.nChannels) or channels in proportion to the rates.
 /// Throws Error(groveInvalidArgument) naming `who`.
 Setup makeSetup(const CollArgs& a, const PlanParams& p, const std::vector<Tree>& trees, uint64_t es,
                 TreeUse use, const std::string& who);

@@ -62,17 +62,6 @@ struct ForestCol {
   double weight = 0;
 };
 
-/// The links a forest's tree loads: its down routes (all-gather) or its up
-/// routes (reduce-scatter).
-std::map<int, int> forestUse(const Tree& t, bool gather) {
-  std::map<int, int> use;
-  const std::vector<std::vector<int>>& routes = gather ? t.down : t.up;
-  for (size_t v = 0; v < t.parent.size(); ++v)
-    if (t.parent[v] >= 0)
-      for (int li : routes[v]) ++use[li];
-  return use;
-}
-
 bool cheapestOf(const PlanGraph& g, const RouteTable& table, int root, bool gather,
                 const std::vector<double>& cap, Tree& tree) {
   return gather ? cheapestTree(g, table, root, false, 0, cap, tree)
@@ -130,7 +119,7 @@ std::vector<ForestCol> priceForest(const PlanGraph& g, bool gather, const std::v
   auto addTree = [&](Tree t) {
     if (!keys.insert(keyOf(t)).second) return false;
     ForestCol c;
-    c.use = forestUse(t, gather);
+    c.use = useOf(t, gather, !gather);
     c.tree = std::move(t);
     cols.push_back(std::move(c));
     return true;
@@ -159,7 +148,7 @@ std::vector<ForestCol> priceForest(const PlanGraph& g, bool gather, const std::v
     for (int r = 0; r < n; ++r) {
       Tree t;
       if (!cheapestOf(g, table, r, gather, cap, t)) return {};
-      const double price = priceOf(forestUse(t, gather), y);
+      const double price = priceOf(useOf(t, gather, !gather), y);
       cheapest += price;
       if (price < pi[static_cast<size_t>(r)] * (1 - 1e-9) && addTree(std::move(t))) added = true;
     }

@@ -363,37 +363,37 @@ std::vector<double> linkLoad(const PlanGraph& g, const std::vector<Ring>& rings)
   return load;
 }
 
-std::vector<double> linkLoad(const PlanGraph& g, const std::vector<Tree>& trees,
-                             bool bothDirections) {
+namespace {
+
+/// Load of trees at their rates over their down routes, their up routes,
+/// or both.
+std::vector<double> treeLoad(const PlanGraph& g, const std::vector<Tree>& trees, bool down,
+                             bool up) {
   std::vector<double> load(g.links().size(), 0.0);
   std::vector<int> tmp;
   for (const Tree& t : trees) {
     for (size_t r = 0; r < t.parent.size(); ++r) {
       const int p = t.parent[r];
       const int rank = static_cast<int>(r);
-      if (p >= 0)
+      if (down && p >= 0)
         for (int li : routeOr(t.down, r, tmp, g, p, rank)) load[static_cast<size_t>(li)] += t.rate;
       const int q = t.upParentOf(rank);
-      if (!bothDirections || q < 0) continue;
+      if (!up || q < 0) continue;
       for (int li : routeOr(t.up, r, tmp, g, rank, q)) load[static_cast<size_t>(li)] += t.rate;
     }
   }
   return load;
 }
 
+}  // namespace
+
+std::vector<double> linkLoad(const PlanGraph& g, const std::vector<Tree>& trees,
+                             bool bothDirections) {
+  return treeLoad(g, trees, true, bothDirections);
+}
+
 std::vector<double> forestLoad(const PlanGraph& g, const std::vector<Tree>& trees, bool gather) {
-  std::vector<double> load(g.links().size(), 0.0);
-  std::vector<int> tmp;
-  for (const Tree& t : trees)
-    for (size_t r = 0; r < t.parent.size(); ++r) {
-      const int p = t.parent[r];
-      const int rank = static_cast<int>(r);
-      if (p < 0) continue;
-      const std::vector<int>& route =
-          gather ? routeOr(t.down, r, tmp, g, p, rank) : routeOr(t.up, r, tmp, g, rank, p);
-      for (int li : route) load[static_cast<size_t>(li)] += t.rate;
-    }
-  return load;
+  return treeLoad(g, trees, gather, !gather);
 }
 
 }  // namespace grove::plan

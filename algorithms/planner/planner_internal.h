@@ -160,6 +160,9 @@ double judgeSeconds(const TreeJudge& judge, const std::vector<Tree>& trees, bool
 TreeJudge rememberingJudge(TreeJudge judge);
 /// How often a tree crosses each link (both routes of an edge for all-reduce).
 std::map<int, int> useOf(const Tree& t, bool allReduce);
+/// How often a tree's `down` routes, its `up` routes, or both, cross each
+/// link (a forest's trees: down for all-gather, up for reduce-scatter).
+std::map<int, int> useOf(const Tree& t, bool down, bool up);
 /// A key that tells distinct trees (shape and routes) apart.
 std::string keyOf(const Tree& t);
 

@@ -193,16 +193,18 @@ bool cheapestInTree(const PlanGraph& g, const RouteTable& table, int root,
   return true;
 }
 
-std::map<int, int> useOf(const Tree& t, bool allReduce) {
+std::map<int, int> useOf(const Tree& t, bool down, bool up) {
   std::map<int, int> use;
   for (size_t v = 0; v < t.parent.size(); ++v) {
-    if (t.parent[v] >= 0)
+    if (down && t.parent[v] >= 0)
       for (int li : t.down[v]) ++use[li];
-    if (allReduce && t.upParentOf(static_cast<int>(v)) >= 0)
+    if (up && t.upParentOf(static_cast<int>(v)) >= 0)
       for (int li : t.up[v]) ++use[li];
   }
   return use;
 }
+
+std::map<int, int> useOf(const Tree& t, bool allReduce) { return useOf(t, true, allReduce); }
 
 double judgeSeconds(const TreeJudge& judge, const std::vector<Tree>& trees, bool allReduce,
                     int root) {
