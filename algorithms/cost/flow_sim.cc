@@ -39,7 +39,11 @@
 // bytes it has not received: while its outgoing transfer has caught up with
 // an incoming one (a fan-in forward: any of them), its rate is capped by that
 // input's rate; the caps depend
-// on other rates, so the filling repeats until the caps stop changing.
+// on other rates, so the filling repeats until the caps stop changing. The
+// rates are a function of which transfers flow and which inputs each forward
+// has caught up with: an event that changes neither (a release, a start
+// still delayed: two events in three of a tree pipeline) keeps them. A link
+// of unbounded capacity (a rank's port no other rank shares) takes no part.
 //
 // Events. The next event is the earliest of: a delayed transfer starting to
 // flow, a transfer's last byte leaving its sender (release: what is left
@@ -56,6 +60,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <span>
 #include <tuple>
 
 #include "base/error.h"
@@ -105,6 +110,7 @@ struct Transfer {
   int route = -1;
   int sender = -1, receiver = -1;  ///< step ids
   std::vector<int> upstreams;      ///< transfers its sender forwards (empty: a plain send)
+  int upstreamsLeft = 0;           ///< of those, not yet done
   bool done = false;
 };
 
@@ -118,6 +124,16 @@ class FlowSim {
       if (!(c > 0)) throwInvalidArgument("simulate: every link needs a positive capacity");
     flattenSteps();
     matchTransfers();
+    // Every transfer's links that may limit its rate, in one array (the
+    // rates' inner loops walk them): not an unbounded one (a rank's port no
+    // other rank shares), which no share of any transfer can fill.
+    for (const Transfer& t : xfers_) {
+      linkBegin_.push_back(static_cast<int>(links_.size()));
+      for (int l : routes_[t.route])
+        if (net.capGBps[l] < PlanGraph::kUnbounded / 2) links_.push_back(l);
+    }
+    linkBegin_.push_back(static_cast<int>(links_.size()));
+    for (double c : net.capGBps) linkBps_.push_back(c * 1e9), linkSlack_.push_back(c * 1e9 * 1e-12);
     frozen_.assign(xfers_.size(), 0);
     linkRem_.assign(net.capGBps.size(), 0);
     linkUsers_.assign(net.capGBps.size(), 0);
@@ -230,6 +246,7 @@ class FlowSim {
     }
     for (Transfer& t : xfers_) {
       t.upstreams = steps_[t.sender].ins;
+      t.upstreamsLeft = static_cast<int>(t.upstreams.size());
       t.lags.assign(t.upstreams.size(), 0);
     }
   }
@@ -375,11 +392,7 @@ class FlowSim {
   }
 
   /// Whether all of a forward's inputs have arrived (true for a plain send).
-  bool inputsArrived(const Transfer& t) const {
-    for (int up : t.upstreams)
-      if (!xfers_[up].done) return false;
-    return true;
-  }
+  bool inputsArrived(const Transfer& t) const { return t.upstreamsLeft == 0; }
 
   /// Whether flowing transfer t's sender has sent everything: what has not
   /// arrived is in flight (at most rate * flight), and a forward has all of
@@ -393,6 +406,7 @@ class FlowSim {
     Transfer& t = xfers_[x];
     t.done = true;
     t.doneAt = now_;
+    for (int down : steps_[t.receiver].outs) --xfers_[down].upstreamsLeft;
     release(x, releaseTime(t, 0));
     t.sent = t.bytes;
     t.rate = 0;
@@ -416,22 +430,31 @@ class FlowSim {
     flow_.clear();
     for (int x : live_)
       if (flowing(xfers_[x])) flow_.push_back(x);
+    caught_.clear();
     for (int x : flow_) {
       // A forward trails its input by the bytes that arrive during its own
       // start delay; within that lag it streams at the input's rate.
       Transfer& t = xfers_[x];
       for (size_t i = 0; i < t.upstreams.size(); ++i)
         t.lags[i] = t.delay * xfers_[t.upstreams[i]].rate;
-      t.cap = kInf;
+      for (size_t i = 0; i < t.upstreams.size(); ++i) caught_.push_back(caughtUpWith(t, i));
     }
+    // The rates are a function of the transfers flowing (in order) and of
+    // which inputs each forward has caught up with: when neither changed
+    // since the last event (a release, a start still delayed), they stand.
+    if (flow_ == lastFlow_ && caught_ == lastCaught_) return;
+    lastFlow_ = flow_;
+    lastCaught_ = caught_;
+    for (int x : flow_) xfers_[x].cap = kInf;
     for (int round = 0; round < kMaxCapRounds; ++round) {
       fill();
       bool changed = false;
+      size_t k = 0;  // caught_[k]: the next forward's input
       for (int x : flow_) {
         Transfer& t = xfers_[x];
         double cap = kInf;  // the slowest input it has caught up with
         for (size_t i = 0; i < t.upstreams.size(); ++i) {
-          if (!caughtUpWith(t, i)) continue;
+          if (!caught_[k++]) continue;
           const Transfer& u = xfers_[t.upstreams[i]];
           cap = std::min(cap, flowing(u) ? u.rate : 0.0);
         }
@@ -452,11 +475,11 @@ class FlowSim {
     usedLinks_.clear();
     for (int x : flow_) {
       xfers_[x].rate = 0;
-      for (int l : routes_[xfers_[x].route]) {
+      for (int l : linksOf(x)) {
         if (linkListed_[l]) continue;
         linkListed_[l] = 1;
         usedLinks_.push_back(l);
-        linkRem_[l] = net_.capGBps[l] * 1e9, linkUsers_[l] = 0;
+        linkRem_[l] = linkBps_[l], linkUsers_[l] = 0;
       }
     }
     unfrozen_.clear();
@@ -466,7 +489,7 @@ class FlowSim {
       unfrozen_.push_back(x);
       frozen_[x] = 0;
       if (xfers_[x].cap < kInf) capped_.push_back(x);
-      for (int l : routes_[xfers_[x].route]) ++linkUsers_[l], linkFlows_[l].push_back(x);
+      for (int l : linksOf(x)) ++linkUsers_[l], linkFlows_[l].push_back(x);
     }
     size_t left = unfrozen_.size();
     double level = 0;
@@ -475,12 +498,20 @@ class FlowSim {
       frozen_[x] = 1;
       --left;
       xfers_[x].rate = level;
-      for (int l : routes_[xfers_[x].route]) linkRem_[l] -= level, --linkUsers_[l];
+      for (int l : linksOf(x)) linkRem_[l] -= level, --linkUsers_[l];
     };
+    // The links some unfrozen transfer still crosses, in usedLinks_ order
+    // (a link all of whose transfers froze leaves for good).
+    openLinks_ = usedLinks_;
     while (left > 0) {
       double next = kInf;
-      for (int l : usedLinks_)
-        if (linkUsers_[l] > 0) next = std::min(next, linkRem_[l] / linkUsers_[l]);
+      size_t open = 0;
+      for (int l : openLinks_) {
+        if (linkUsers_[l] <= 0) continue;
+        next = std::min(next, linkRem_[l] / linkUsers_[l]);
+        openLinks_[open++] = l;
+      }
+      openLinks_.resize(open);
       for (int x : capped_)
         if (!frozen_[x]) next = std::min(next, xfers_[x].cap);
       if (!(next < kInf)) {  // what is left crosses no link and has no cap
@@ -491,13 +522,18 @@ class FlowSim {
       level = std::max(level, next);
       for (int x : capped_)
         if (!frozen_[x] && xfers_[x].cap <= level * (1 + 1e-12)) freeze(x);
-      for (int l : usedLinks_) {
+      for (int l : openLinks_) {
         if (linkUsers_[l] <= 0) continue;
-        if (linkRem_[l] - linkUsers_[l] * level > net_.capGBps[l] * 1e9 * 1e-12) continue;
+        if (linkRem_[l] - linkUsers_[l] * level > linkSlack_[l]) continue;
         for (int x : linkFlows_[l]) freeze(x);
       }
     }
     for (int l : usedLinks_) linkFlows_[l].clear(), linkListed_[l] = 0;
+  }
+
+  /// The links transfer x crosses that may limit its rate.
+  std::span<const int> linksOf(int x) const {
+    return {links_.data() + linkBegin_[x], links_.data() + linkBegin_[x + 1]};
   }
 
   double nextEventDt() const {
@@ -592,9 +628,14 @@ class FlowSim {
   std::vector<double> linkRem_;
   std::vector<int> linkUsers_;
   std::vector<std::vector<int>> linkFlows_;  ///< fill(): the unfrozen crossing each link
-  std::vector<int> usedLinks_, capped_;
-  std::vector<char> linkListed_;  ///< fill(): in usedLinks_
-  std::vector<char> frozen_;      ///< fill(): by transfer
+  std::vector<int> usedLinks_, openLinks_, capped_;
+  std::vector<char> caught_;                 ///< computeRates(): by flow, by input: caught up
+  std::vector<int> lastFlow_;                ///< the flows of the last filling, in order
+  std::vector<char> lastCaught_;             ///< and their caught_
+  std::vector<int> links_, linkBegin_;       ///< linksOf(x): links_[linkBegin_[x], linkBegin_[x+1])
+  std::vector<double> linkBps_, linkSlack_;  ///< by link: capacity in bytes/s, and 1e-12 of it
+  std::vector<char> linkListed_;             ///< fill(): in usedLinks_
+  std::vector<char> frozen_;                 ///< fill(): by transfer
 };
 
 }  // namespace

