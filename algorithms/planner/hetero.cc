@@ -45,7 +45,18 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
   auto bound = [&](const std::vector<double>& c) {
     return allReduce ? detail::shardAllReduceBound(g, c) : detail::broadcastBoundCapped(g, root, c);
   };
-  TreePlan plan = detail::packCapped(g, root, allReduce, half, fast, bound(fast));
+  // A class that cannot span the ranks alone leaves no split: the other
+  // class alone is a packing the joint one covers (its LP has every such
+  // tree), so there is nothing to pack here.
+  // (A bound below 1 KB/s is the max flow's rounding of none.)
+  const double fastBound = bound(fast);
+  if (!(fastBound > 1e-6) || !(bound(rest) > 1e-6)) {
+    TreePlan none;
+    none.bound = allReduce ? detail::flowAllReduceBound(g, cap) : bound(cap);
+    none.planMs = detail::msSince(start);
+    return none;
+  }
+  TreePlan plan = detail::packCapped(g, root, allReduce, half, fast, fastBound);
   std::vector<double> load = linkLoad(g, plan.trees, allReduce);
   for (size_t l = 0; l < m; ++l)
     if (g.links()[l].topoLink < 0 && rest[l] > 0) rest[l] = std::max(0.0, rest[l] - load[l]);

@@ -22,6 +22,7 @@
 #include <limits>
 #include <map>
 
+#include "algorithms/planner/concurrent.h"
 #include "algorithms/planner/planner_internal.h"
 
 namespace grove::plan::detail {
@@ -29,6 +30,7 @@ namespace grove::plan::detail {
 namespace {
 constexpr double kTol = 1e-9;
 constexpr double kPivot = 1e-7;  // smallest pivot element taken
+
 }  // namespace
 
 std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>& a,
@@ -93,38 +95,75 @@ std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>
 }
 
 // Solves the LP over the candidates `which`; writes their weights, returns the sum.
-double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which,
-                   const std::vector<double>& cap, std::vector<double>* linkPrice) {
-  std::map<int, int> row;  // link -> row
+namespace {
+
+/// The packing LP over the candidates `which`: their optimal weights, in
+/// the order of `which` (and the links' dual prices when asked).
+std::vector<double> subsetWeights(const std::vector<Candidate>& cands,
+                                  const std::vector<int>& which, const std::vector<double>& cap,
+                                  std::vector<double>* linkPrice) {
+  // One row per bounded link some candidate loads, in link order.
+  std::vector<int> links;
+  std::vector<int> rowOf(cap.size(), -1);
   for (int k : which)
     for (auto [link, times] : cands[static_cast<size_t>(k)].use)
-      if (cap[static_cast<size_t>(link)] < PlanGraph::kUnbounded / 2) row.emplace(link, 0);
-  int r = 0;
-  for (auto& [link, idx] : row) idx = r++;
+      if (rowOf[static_cast<size_t>(link)] < 0 &&
+          cap[static_cast<size_t>(link)] < PlanGraph::kUnbounded / 2) {
+        rowOf[static_cast<size_t>(link)] = 0;
+        links.push_back(link);
+      }
+  std::sort(links.begin(), links.end());
+  for (size_t i = 0; i < links.size(); ++i)
+    rowOf[static_cast<size_t>(links[i])] = static_cast<int>(i);
+  const int r = static_cast<int>(links.size());
   const int cols = static_cast<int>(which.size());
   std::vector<double> a(static_cast<size_t>(r) * static_cast<size_t>(cols), 0.0),
       b(static_cast<size_t>(r));
-  for (auto& [link, idx] : row) b[static_cast<size_t>(idx)] = cap[static_cast<size_t>(link)];
+  for (size_t i = 0; i < links.size(); ++i) b[i] = cap[static_cast<size_t>(links[i])];
   for (int j = 0; j < cols; ++j)
     for (auto [link, times] : cands[static_cast<size_t>(which[static_cast<size_t>(j)])].use) {
-      auto it = row.find(link);
-      if (it != row.end())
-        a[static_cast<size_t>(it->second) * static_cast<size_t>(cols) + static_cast<size_t>(j)] +=
-            times;
+      const int row = rowOf[static_cast<size_t>(link)];
+      if (row >= 0)
+        a[static_cast<size_t>(row) * static_cast<size_t>(cols) + static_cast<size_t>(j)] += times;
     }
   std::vector<double> rowPrice;
   std::vector<double> x = solvePackingLp(r, cols, a, b, linkPrice ? &rowPrice : nullptr);
   if (linkPrice) {
     linkPrice->assign(cap.size(), 0.0);
-    for (auto& [link, idx] : row)
-      (*linkPrice)[static_cast<size_t>(link)] = rowPrice[static_cast<size_t>(idx)];
+    for (size_t i = 0; i < links.size(); ++i)
+      (*linkPrice)[static_cast<size_t>(links[i])] = rowPrice[i];
   }
+  return x;
+}
+
+double sumOf(const std::vector<double>& x) {
   double sum = 0;
-  for (int j = 0; j < cols; ++j) {
-    cands[static_cast<size_t>(which[static_cast<size_t>(j)])].weight = x[static_cast<size_t>(j)];
-    sum += x[static_cast<size_t>(j)];
-  }
+  for (double v : x) sum += v;
   return sum;
+}
+
+}  // namespace
+
+double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which,
+                   const std::vector<double>& cap, std::vector<double>* linkPrice) {
+  const std::vector<double> x = subsetWeights(cands, which, cap, linkPrice);
+  for (size_t j = 0; j < which.size(); ++j) cands[static_cast<size_t>(which[j])].weight = x[j];
+  return sumOf(x);
+}
+
+std::vector<double> subsetRates(const std::vector<Candidate>& cands,
+                                const std::vector<std::vector<int>>& trials,
+                                const std::vector<double>& cap) {
+  std::vector<double> rates(trials.size());
+  // Small LPs are not worth a thread each.
+  size_t work = 0;
+  for (const std::vector<int>& t : trials)
+    for (int k : t) work += cands[static_cast<size_t>(k)].use.size();
+  const int threads = work >= kConcurrentEntries ? planThreads() : 1;
+  forEachConcurrently(trials.size(), threads, [&](size_t i) {
+    rates[i] = sumOf(subsetWeights(cands, trials[i], cap, nullptr));
+  });
+  return rates;
 }
 
 namespace {
@@ -149,16 +188,19 @@ std::vector<int> dropLightest(std::vector<Candidate>& cands, const std::vector<d
     std::sort(byWeight.begin(), byWeight.end(), [&](int x, int y) {
       return cands[static_cast<size_t>(x)].weight < cands[static_cast<size_t>(y)].weight;
     });
-    std::vector<int> bestTrial;
-    double bestRate = -1;
+    std::vector<std::vector<int>> trials;
     for (size_t i = 0; i < std::min(kTry, byWeight.size()); ++i) {
-      std::vector<int> trial;
+      std::vector<int>& trial = trials.emplace_back();
       for (int k : kept)
         if (k != byWeight[i]) trial.push_back(k);
-      const double rate = solveSubset(cands, trial, cap);
-      if (rate > bestRate * (1 + 1e-12)) {
-        bestRate = rate;
-        bestTrial = trial;
+    }
+    const std::vector<double> rates = subsetRates(cands, trials, cap);
+    std::vector<int> bestTrial;
+    double bestRate = -1;
+    for (size_t i = 0; i < trials.size(); ++i) {
+      if (rates[i] > bestRate * (1 + 1e-12)) {
+        bestRate = rates[i];
+        bestTrial = trials[i];
       }
     }
     if (static_cast<int>(kept.size()) <= maxKeep && bestRate < keep * best) {
@@ -178,16 +220,21 @@ std::vector<int> addBest(std::vector<Candidate>& cands, const std::vector<double
   std::vector<int> chosen;
   double rate = 0;
   while (static_cast<int>(chosen.size()) < maxKeep && rate < best * (1 - 1e-9)) {
-    int pick = -1;
-    double pickRate = rate;
+    std::vector<std::vector<int>> trials;
+    std::vector<int> added;  // the candidate each trial adds
     for (size_t k = 0; k < cands.size(); ++k) {
       if (std::find(chosen.begin(), chosen.end(), static_cast<int>(k)) != chosen.end()) continue;
-      std::vector<int> trial(chosen);
-      trial.push_back(static_cast<int>(k));
-      const double r = solveSubset(cands, trial, cap);
-      if (r > pickRate * (1 + 1e-9) + 1e-12) {
-        pickRate = r;
-        pick = static_cast<int>(k);
+      trials.push_back(chosen);
+      trials.back().push_back(static_cast<int>(k));
+      added.push_back(static_cast<int>(k));
+    }
+    const std::vector<double> rates = subsetRates(cands, trials, cap);
+    int pick = -1;
+    double pickRate = rate;
+    for (size_t i = 0; i < trials.size(); ++i) {
+      if (rates[i] > pickRate * (1 + 1e-9) + 1e-12) {
+        pickRate = rates[i];
+        pick = added[i];
       }
     }
     if (pick < 0) break;

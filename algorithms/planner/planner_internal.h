@@ -105,6 +105,16 @@ struct Candidate {
 double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which,
                    const std::vector<double>& cap, std::vector<double>* linkPrice = nullptr);
 
+/// The rate (summed optimal weights) of each trial set of candidates, as
+/// solveSubset finds it but writing no weight; large batches are solved on
+/// several threads at once (concurrent.h).
+std::vector<double> subsetRates(const std::vector<Candidate>& cands,
+                                const std::vector<std::vector<int>>& trials,
+                                const std::vector<double>& cap);
+/// The LP entries (links crossed, summed over a batch's trials and their
+/// candidates) from which subsetRates uses several threads.
+constexpr size_t kConcurrentEntries = 16384;
+
 /// Optimal weights of `cands` (LP over the links they load, capacities
 /// `cap`); then drops the lightest candidates and re-solves while more than
 /// `maxKeep` remain or while the rate stays >= keep * the full optimum.

@@ -368,17 +368,19 @@ std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce,
     const int added = static_cast<int>(cands.size());
     cands.push_back(Candidate{{c.use.begin(), c.use.end()}, 0});
     found.push_back(std::move(c));
-    std::vector<int> best;
-    double bestRate = rate;
+    std::vector<std::vector<int>> trials;
     for (size_t drop = 0; drop <= kept.size(); ++drop) {  // drop == size: drop none
       if (drop == kept.size() && static_cast<int>(kept.size()) >= maxKeep) break;
-      std::vector<int> trial;
+      std::vector<int>& trial = trials.emplace_back();
       for (size_t i = 0; i < kept.size(); ++i)
         if (i != drop) trial.push_back(kept[i]);
       trial.push_back(added);
-      const double r = solveSubset(cands, trial, cap);
-      if (r > bestRate * (1 + 1e-9)) bestRate = r, best = trial;
     }
+    const std::vector<double> rates = subsetRates(cands, trials, cap);
+    std::vector<int> best;
+    double bestRate = rate;
+    for (size_t i = 0; i < trials.size(); ++i)
+      if (rates[i] > bestRate * (1 + 1e-9)) bestRate = rates[i], best = trials[i];
     if (best.empty()) break;
     kept = best;
     rate = solveSubset(cands, kept, cap, &y);
