@@ -53,7 +53,7 @@ Program buildTreeAllGather(const CollArgs& a, const PlanParams& p, const std::ve
   const Setup s = detail::makeSetup(a, p, trees, es, TreeUse::kForest, "tree allgather");
   Phase phase;
   forEachPart(s, [&](size_t t, int ch, Span part) {
-    const Node& n = s.nodes[t];
+    const Node n = detail::inTurn(s.nodes[t], ch - s.first[t]);
     const uint64_t block = static_cast<uint64_t>(trees[t].root) * blockBytes;
     detail::addTreeRoutes(prog, trees[t], n, n, ch, -1);
     Lane lane;
@@ -78,7 +78,7 @@ Program buildTreeReduceScatter(const CollArgs& a, const PlanParams& p,
   const Setup s = detail::makeSetup(a, p, trees, es, TreeUse::kForest, "tree reducescatter");
   Phase phase;
   forEachPart(s, [&](size_t t, int ch, Span part) {
-    const Node& n = s.nodes[t];
+    const Node n = detail::inTurn(s.nodes[t], ch - s.first[t]);
     const uint64_t block = static_cast<uint64_t>(trees[t].root) * blockBytes;
     detail::addTreeRoutes(prog, trees[t], n, n, -1, ch);
     const BufRef slot = ref(Buf::kScratch, prog.scratchBytes);

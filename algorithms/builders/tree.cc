@@ -12,7 +12,10 @@
 // where they fit, limited so that every tree and direction has its own
 // channels below kP2PChannel. Each (tree, part) is processed in chunks of at
 // most params.chunkBytes, and each rank emits the steps of its own node of
-// the tree. Children are served in ascending rank order.
+// the tree. Children are served in ascending rank order, rotated by a
+// step's worth of children per part (inTurn: a node with more than four
+// children serves them in groups, and its parts, running at once, then take
+// different groups at a time).
 //
 // A step may send to up to four peers (fan-out, see Step::moreSendPeers) and
 // a reducing receive may take up to four sources (fan-in, see
@@ -97,10 +100,11 @@ Program buildTreeBroadcast(const CollArgs& a, const PlanParams& p, const std::ve
   Program prog = treeProgram();
   Phase phase;
   forEachPart(s, [&](size_t t, int ch, Span part) {
-    addTreeRoutes(prog, trees[t], s.nodes[t], s.nodes[t], ch, -1);
+    const Node n = inTurn(s.nodes[t], ch - s.first[t]);
+    addTreeRoutes(prog, trees[t], n, n, ch, -1);
     Lane lane;
     forEachChunk(s, t, part, [&](uint64_t off, uint64_t b) {
-      emitDown(lane, s.nodes[t], ch, ref(Buf::kInput, off), off, b);
+      emitDown(lane, n, ch, ref(Buf::kInput, off), off, b);
     });
     detail::addLane(phase, std::move(lane));
   });
@@ -120,7 +124,7 @@ Program buildTreeReduce(const CollArgs& a, const PlanParams& p, const std::vecto
   Program prog = treeProgram();
   Phase phase;
   forEachPart(s, [&](size_t t, int ch, Span part) {
-    const Node& n = s.nodes[t];
+    const Node n = inTurn(s.nodes[t], ch - s.first[t]);
     addTreeRoutes(prog, trees[t], n, n, -1, ch);
     // A middle rank with more children than one step takes folds them into
     // its own scratch slot.
@@ -142,8 +146,8 @@ Program buildTreeAllReduce(const CollArgs& a, const PlanParams& p, const std::ve
   Program prog = treeProgram();
   Phase phase;
   forEachPart(s, [&](size_t t, int c, Span part) {
-    const Node& n = s.nodes[t];
-    const Node& u = s.upNodes[t];
+    const Node n = inTurn(s.nodes[t], c - s.first[t]);
+    const Node u = inTurn(s.upNodes[t], c - s.first[t]);
     const int up = 2 * c, down = 2 * c + 1;
     addTreeRoutes(prog, trees[t], n, u, down, up);
     Lane upLane, downLane;

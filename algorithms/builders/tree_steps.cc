@@ -201,6 +201,18 @@ Setup makeSetup(const CollArgs& a, const PlanParams& p, const std::vector<Tree>&
   return s;
 }
 
+Node inTurn(const Node& n, int sub) {
+  static_assert(kFanOut == kFanIn, "one rotation serves both directions");
+  Node r = n;
+  const size_t k = r.children.size();
+  if (k > kFanOut && sub > 0)
+    std::rotate(
+        r.children.begin(),
+        r.children.begin() + static_cast<std::ptrdiff_t>((static_cast<size_t>(sub) * kFanOut) % k),
+        r.children.end());
+  return r;
+}
+
 /// Down steps of one chunk: the root sends `rootSrc`; others receive into the
 /// output and forward it; every step serves up to kFanOut children at once.
 void emitDown(Lane& lane, const Node& n, int ch, BufRef rootSrc, uint64_t outOff, uint64_t bytes) {

@@ -55,6 +55,15 @@ struct Setup {
 Setup makeSetup(const CollArgs& a, const PlanParams& p, const std::vector<Tree>& trees, uint64_t es,
                 TreeUse use, const std::string& who);
 
+/// Node `n` as part `sub` of its tree serves its children: rotated by `sub`
+/// steps' worth of children. A node with more children than one step serves
+/// (fan-out / fan-in) takes them in groups, one after another, and its parts
+/// run on lanes of their own at once: in one order, every part would leave
+/// the same links idle at the same time (a NIC child in the second group
+/// waits while the first group's NVLink children are served); rotated, the
+/// parts serve different groups at a time and every link stays busy.
+Node inTurn(const Node& n, int sub);
+
 /// Calls body(tree, channelIndex, part) for every non-empty part of every
 /// tree's share; channelIndex = first[tree] + sub.
 template <typename Body>

@@ -124,6 +124,39 @@ TEST(TreeExec, WideNodesFanInEveryOp) {
   }
 }
 
+// A node with more children than a step serves takes them in groups; its
+// parts (one lane each, at once) begin with different groups (inTurn), and
+// the results stay exact.
+TEST(TreeExec, WideNodesServeTheirChildrenInTurnByPart) {
+  const int n = 10;  // the root has nine children: groups of four, four, one
+  const std::vector<Tree> trees = {starTree(n, 0)};
+  PlanParams p;
+  p.chunkBytes = 256;
+  p.nChannels = 3;
+  CollArgs a;
+  a.coll = Coll::kBroadcast;
+  a.nranks = n;
+  a.rank = 0;
+  a.root = 0;
+  a.count = 3000;
+  a.dtype = groveInt32;
+  const Program root = buildTreeBroadcast(a, p, trees);
+  std::vector<int> firstPeers;
+  for (const Lane& lane : root.phases.at(0).lanes)
+    if (!lane.steps.empty() && lane.steps[0].kind == StepKind::kSend)
+      firstPeers.push_back(lane.steps[0].sendPeer);
+  EXPECT_EQ(firstPeers, (std::vector<int>{1, 5, 9}));  // each part starts one group further
+  execute(
+      CallRun{Coll::kBroadcast, n, 3000, groveInt32, groveSum, false, 0},
+      [&](const CollArgs& c) { return buildTreeBroadcast(c, p, trees); }, 512);
+  execute(
+      CallRun{Coll::kReduce, n, 3000, groveInt32, groveSum, false, 0},
+      [&](const CollArgs& c) { return buildTreeReduce(c, p, trees); }, 512);
+  execute(
+      CallRun{Coll::kAllReduce, n, 3000, groveInt32, groveMax, true, 0},
+      [&](const CollArgs& c) { return buildTreeAllReduce(c, p, trees); }, 512);
+}
+
 TEST(TreeExec, LargerMessagesAndEightRanks) {
   for (int n : {1, 4, 8}) {
     const std::vector<Tree> trees = someTrees(n, -1);
