@@ -88,6 +88,14 @@ Program buildTreeAllGather(const CollArgs& args, const PlanParams& params,
 /// rooted at r into rank r's output, shares by rate (as buildTreeAllGather).
 Program buildTreeReduceScatter(const CollArgs& args, const PlanParams& params,
                                const std::vector<Tree>& trees);
+/// All-reduce over forests: rank r's shard (count / nranks elements, the
+/// first count % nranks ranks one more) reduced up the reduce-scatter
+/// forest into rank r (as buildTreeReduceScatter), then sent down the
+/// all-gather forest to every rank (as buildTreeAllGather); two phases.
+/// Throws Error(groveInvalidArgument) as those two do.
+Program buildForestAllReduce(const CollArgs& args, const PlanParams& params,
+                             const std::vector<Tree>& reduceScatterTrees,
+                             const std::vector<Tree>& allGatherTrees);
 /// Hierarchical all-reduce: per channel of the plan, reduce inside each
 /// machine to its leader, ring all-reduce among the leaders, broadcast inside
 /// each machine. Throws Error(groveInvalidArgument) when the plan does not

@@ -24,11 +24,23 @@
 // into a chunk-sized scratch slot per lane. Tree::parent is the rank a node
 // sends to, and the routes are Tree::up.
 //
+// All-reduce over forests: reduce-scatter, then all-gather, each at its cut
+// bound (ForestColl), together at the all-reduce bound 1 / (1/RS + 1/AG).
+// Rank r owns shard r of the message (evenSplit: count / nranks elements,
+// one more for the first count % nranks ranks, none when count < nranks).
+// Phase 1 reduces shard r of every input up the reduce-scatter forest's
+// trees rooted at r into rank r's output at the shard's offset (final: avg
+// divides there); phase 2 sends it down the all-gather forest's trees
+// rooted at r into every output at that offset. The phases run one after
+// the other: the all-gather of a shard waits for its whole reduction.
+//
 // Every lane waits only on its parent (all-gather) or its children
 // (reduce-scatter), and trees are acyclic, so any chunk size is deadlock
 // free. In place, reduce-scatter reads input block r at rank r while it
 // writes the output -- the same memory, chunk by chunk, each read before it
-// is written by the same step.
+// is written by the same step; in the all-reduce, rank r writes only shard
+// r in phase 1 (which no other lane of it reads) and the other shards in
+// phase 2, after every read of its input.
 #include <algorithm>
 
 #include "algorithms/builders/builder_util.h"
@@ -43,6 +55,7 @@ using detail::ref;
 using detail::Setup;
 using detail::Span;
 using detail::TreeUse;
+using plan::BufRef;
 
 Program buildTreeAllGather(const CollArgs& a, const PlanParams& p, const std::vector<Tree>& trees) {
   const uint64_t es = detail::checkArgs(a, p, "tree allgather");
@@ -90,6 +103,52 @@ Program buildTreeReduceScatter(const CollArgs& a, const PlanParams& p,
     detail::addLane(phase, std::move(lane));
   });
   detail::addPhase(prog, std::move(phase));
+  return prog;
+}
+
+Program buildForestAllReduce(const CollArgs& a, const PlanParams& p,
+                             const std::vector<Tree>& reduceScatterTrees,
+                             const std::vector<Tree>& allGatherTrees) {
+  const uint64_t es = detail::checkArgs(a, p, "forest allreduce");
+  Program prog;
+  if (detail::trivialProgram(a, a.count * es, 0, 0, "forest", prog)) return prog;
+  std::vector<uint64_t> shards;   // elements of each rank's shard
+  std::vector<uint64_t> shardAt;  // and its byte offset in the message
+  for (int r = 0; r < a.nranks; ++r) {
+    const Span sh = detail::evenSplit(a.count, a.nranks, r);
+    shards.push_back(sh.count);
+    shardAt.push_back(sh.offset * es);
+  }
+  const Setup rs = detail::makeSetup(a, p, reduceScatterTrees, es, TreeUse::kForest,
+                                     "forest allreduce (reduce-scatter)", &shards);
+  const Setup ag = detail::makeSetup(a, p, allGatherTrees, es, TreeUse::kForest,
+                                     "forest allreduce (all-gather)", &shards);
+  Phase reduce;
+  forEachPart(rs, [&](size_t t, int ch, Span part) {
+    const Node n = detail::inTurn(rs.nodes[t], ch - rs.first[t]);
+    const uint64_t shard = shardAt[static_cast<size_t>(reduceScatterTrees[t].root)];
+    detail::addTreeRoutes(prog, reduceScatterTrees[t], n, n, -1, ch);
+    const BufRef slot = ref(Buf::kScratch, prog.scratchBytes);
+    if (detail::needsFoldSlot(n)) prog.scratchBytes += detail::foldSlotBytes(rs, t, part);
+    Lane lane;
+    forEachChunk(rs, t, part, [&](uint64_t off, uint64_t b) {
+      detail::emitUp(lane, n, ch, shard + off, shard + off, b, slot);
+    });
+    detail::addLane(reduce, std::move(lane));
+  });
+  detail::addPhase(prog, std::move(reduce));
+  Phase gather;
+  forEachPart(ag, [&](size_t t, int ch, Span part) {
+    const Node n = detail::inTurn(ag.nodes[t], ch - ag.first[t]);
+    const uint64_t shard = shardAt[static_cast<size_t>(allGatherTrees[t].root)];
+    detail::addTreeRoutes(prog, allGatherTrees[t], n, n, ch, -1);
+    Lane lane;
+    forEachChunk(ag, t, part, [&](uint64_t off, uint64_t b) {
+      detail::emitDown(lane, n, ch, ref(Buf::kOutput, shard + off), shard + off, b);
+    });
+    detail::addLane(gather, std::move(lane));
+  });
+  detail::addPhase(prog, std::move(gather));
   return prog;
 }
 

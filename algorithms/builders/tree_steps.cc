@@ -131,7 +131,7 @@ int depthOf(const Tree& t) {
 }  // namespace
 
 Setup makeSetup(const CollArgs& a, const PlanParams& p, const std::vector<Tree>& trees, uint64_t es,
-                TreeUse use, const std::string& who) {
+                TreeUse use, const std::string& who, const std::vector<uint64_t>* blocks) {
   if (trees.empty()) throwInvalidArgument(who + ": no trees");
   const int slots = kP2PChannel / (use == TreeUse::kAllReduce ? 2 : 1);
   if (static_cast<int>(trees.size()) > slots)
@@ -166,7 +166,8 @@ Setup makeSetup(const CollArgs& a, const PlanParams& p, const std::vector<Tree>&
       if (mine.empty())
         throwInvalidArgument(who + ": no tree is rooted at rank " + std::to_string(r) +
                              " (a forest needs trees rooted at every rank)");
-      const std::vector<Span> split = rateSplit(a.count, mineRates, who.c_str());
+      const uint64_t block = blocks ? blocks->at(static_cast<size_t>(r)) : a.count;
+      const std::vector<Span> split = rateSplit(block, mineRates, who.c_str());
       for (size_t i = 0; i < mine.size(); ++i) s.shares[mine[i]] = split[i];
     }
   }

@@ -49,11 +49,12 @@ struct Setup {
 
 /// Checks the trees for the call and splits the data over them: by rate
 /// (kForest: each root's block over that root's trees, every rank rooting
-/// at least one), each tree into its planned channels (scaled up to
-/// params.nChannels) or channels in proportion to the rates.
-/// Throws Error(groveInvalidArgument) naming `who`.
+/// at least one; a block is a.count elements, or blocks[root] when given),
+/// each tree into its planned channels (scaled up to params.nChannels) or
+/// channels in proportion to the rates. Throws Error(groveInvalidArgument)
+/// naming `who`.
 Setup makeSetup(const CollArgs& a, const PlanParams& p, const std::vector<Tree>& trees, uint64_t es,
-                TreeUse use, const std::string& who);
+                TreeUse use, const std::string& who, const std::vector<uint64_t>* blocks = nullptr);
 
 /// Node `n` as part `sub` of its tree serves its children: rotated by `sub`
 /// steps' worth of children. A node with more children than one step serves

@@ -57,6 +57,10 @@ std::array<AlgoInfo, kNumAlgos> makeTable() {
            {Coll::kBroadcast, buildDoublingBroadcast}}),
       row(Algo::kHalving, "halving", "recursive halving (Rabenseifner all-reduce)", false,
           {{Coll::kAllReduce, buildHalvingAllReduce}}),
+      row(Algo::kForest, "forest",
+          "all-reduce as reduce-scatter then all-gather over the forests packed for those "
+          "(ForestColl), a shard per rank",
+          true, {}, bit(Coll::kAllReduce)),
   };
   return t;
 }

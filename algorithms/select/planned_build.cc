@@ -44,9 +44,11 @@ const std::vector<Ring>* plannedRings(TopoPlans& plans, int nranks) {
 
 /// The plan's tree set for a call of `bytes` message bytes (the same on
 /// every rank: the plan and the call are).
-const std::vector<Tree>& plannedTrees(const TreePlan& plan, uint64_t bytes, const char* coll) {
+const std::vector<Tree>& plannedTrees(const TreePlan& plan, uint64_t bytes, const char* coll,
+                                      const char* algo = "tree") {
   if (plan.trees.empty())
-    throwInvalidArgument(std::string("algorithm tree: the topology plan has no trees for ") + coll);
+    throwInvalidArgument(std::string("algorithm ") + algo +
+                         ": the topology plan has no trees for " + coll);
   return plan.treesFor(bytes);
 }
 
@@ -64,6 +66,7 @@ Program build(Algo algo, const CollArgs& args, const PlanParams& params, TopoPla
   if (args.nranks == 1 && algo != Algo::kRing) {
     // One rank: the builders only copy, no plan needed.
     if (algo == Algo::kHier) return buildHierAllReduce(args, params, HierPlan{});
+    if (algo == Algo::kForest) return buildForestAllReduce(args, params, {}, {});
     if (args.coll == Coll::kAllReduce) return buildTreeAllReduce(args, params, {});
     if (args.coll == Coll::kBroadcast) return buildTreeBroadcast(args, params, {});
     if (args.coll == Coll::kAllGather) return buildTreeAllGather(args, params, {});
@@ -88,6 +91,10 @@ Program build(Algo algo, const CollArgs& args, const PlanParams& params, TopoPla
       return buildTreeReduce(args, params,
                              plannedTrees(plans->rootedTrees(args.root), bytes, coll));
     case Algo::kHier: return buildHierAllReduce(args, params, plans->hierarchical());
+    case Algo::kForest:
+      return buildForestAllReduce(
+          args, params, plannedTrees(plans->reduceScatterTrees(), bytes, "reducescatter", "forest"),
+          plannedTrees(plans->allGatherTrees(), bytes, "allgather", "forest"));
     case Algo::kRing: {
       const std::vector<Ring>* rings = nullptr;
       if (args.nranks > 1 && (args.coll == Coll::kAllReduce || args.coll == Coll::kAllGather ||

@@ -48,21 +48,23 @@
 namespace grove::plan {
 
 /// Algorithm families: rings (chains for broadcast/reduce), direct
-/// (latency), trees packed from the topology, hierarchical (machines).
+/// (latency), trees packed from the topology, hierarchical (machines),
+/// recursive doubling and halving, all-reduce over the packed forests.
 enum class Algo : uint8_t {
   kRing = 0,
   kDirect = 1,
   kTree = 2,
   kHier = 3,
   kDoubling = 4,
-  kHalving = 5
+  kHalving = 5,
+  kForest = 6
 };
 /// Number of Algo values.
-constexpr int kNumAlgos = 6;
+constexpr int kNumAlgos = 7;
 /// Number of Coll values.
 constexpr int kNumColls = 9;
 
-/// Name of an algorithm: "ring", "direct", "tree", "hier", "doubling", "halving".
+/// Name of an algorithm: "ring", "direct", "tree", "hier", "doubling", "halving", "forest".
 const char* algoName(Algo a);
 /// Parses an algorithm name (case-insensitive; "trees" is "tree"); nullopt if unknown.
 std::optional<Algo> parseAlgo(const std::string& name);
@@ -72,7 +74,7 @@ std::optional<Coll> parseColl(const std::string& name);
 /// True if `algo` can run `coll` (kDirect runs sendrecv via buildP2P; kTree
 /// runs allreduce, broadcast, reduce, and over forests allgather and
 /// reducescatter; kHier runs allreduce; kDoubling
-/// runs allreduce, allgather and broadcast; kHalving runs allreduce).
+/// runs allreduce, allgather and broadcast; kHalving and kForest run allreduce).
 bool algoSupports(Algo algo, Coll coll);
 
 class TopoPlans;

@@ -242,6 +242,27 @@ TEST(ForestExec, StarsAndLargerMessages) {
   }
 }
 
+// All-reduce over forests: shards of count / n (uneven, and empty when
+// count < n), every type and op, in and out of place.
+TEST(ForestExec, AllReduceOverForestsEveryTypeAndOp) {
+  for (int n : {2, 3, 5}) {
+    const std::vector<Tree> rs = someForest(n), ag = someForest(n);
+    sweepTypes(Coll::kAllReduce, n, 0, [&](const PlanParams& p) {
+      return [&rs, &ag, p](const CollArgs& a) { return buildForestAllReduce(a, p, rs, ag); };
+    });
+    for (uint64_t count : {uint64_t{2}, uint64_t{5000}}) {  // fewer elements than ranks, and many
+      PlanParams p;
+      p.chunkBytes = 1024;
+      p.nChannels = 2;
+      for (bool inPlace : {false, true})
+        execute(
+            CallRun{Coll::kAllReduce, n, count, groveInt32, groveSum, inPlace, 0},
+            [&](const CollArgs& a) { return buildForestAllReduce(a, p, rs, ag); }, 1088);
+    }
+    if (HasFatalFailure()) return;
+  }
+}
+
 // ------------------------------------------------------------------ rings in any order, hier
 
 TEST(OrderedRingExec, AllReduceAllGatherReduceScatter) {

@@ -278,6 +278,9 @@ std::string reportText(const PlanReport& r, const plan::PlanGraph& g) {
   if (r.planFromCache) out += " (from the plan cache directory)";
   if (r.replanMs >= 0)
     out += fmt("; a second communicator of this topology: %.2f ms (plan cache)", r.replanMs);
+  if (r.forestMs >= 0)
+    out += "\nforests for the all-reduce over forests (planned when it runs): " +
+           fmt("%.2f ms", r.forestMs);
   out += "\n\n";
   out += ringsText("best rings", r.rings) + ringsText("NCCL-like rings", r.ncclRings) +
          treesText(r) + hierText(r) + "\n" + linksText(r, g) + "\npredicted (" +
@@ -318,6 +321,7 @@ std::string reportJson(const PlanReport& r, const plan::PlanGraph& g) {
   o.set("plan_ms", json::Value::makeNumber(r.planMs));
   o.set("plan_from_cache", json::Value::makeBool(r.planFromCache));
   if (r.replanMs >= 0) o.set("replan_ms", json::Value::makeNumber(r.replanMs));
+  if (r.forestMs >= 0) o.set("forest_ms", json::Value::makeNumber(r.forestMs));
   o.set("rings", ringsJson(r.rings));
   o.set("nccl_rings", ringsJson(r.ncclRings));
   o.set("trees", treesJson(r.trees));

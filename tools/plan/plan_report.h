@@ -67,8 +67,11 @@ struct PlanReport {
   plan::CutBound allGather;      ///< all-gather optimum and its cut
   plan::CutBound reduceScatter;  ///< reduce-scatter optimum and its cut
   double planMs = 0;             ///< wall time of every plan above
-  bool planFromCache = false;    ///< the plans above came from the cache directory
-  double replanMs = -1;          ///< the same plans for a second communicator (the plan cache)
+  /// All-reduce: wall time of the two forests the all-reduce over forests
+  /// runs on (planned only by a communicator that runs it); -1: none.
+  double forestMs = -1;
+  bool planFromCache = false;  ///< the plans above came from the cache directory
+  double replanMs = -1;        ///< the same plans for a second communicator (the plan cache)
   /// The cost model's predictions at every size of its ladder and the
   /// algorithm it picks there (the communicator's size table).
   std::vector<plan::TuneRow> bySize;

@@ -144,7 +144,8 @@ std::string surveyText(const std::string& dir, uint64_t bytes) {
   std::string out =
       "Predicted bus bandwidth (GB/s, nccl-tests busbw) at " + bytesText(bytes) +
       "; all-reduce (AR) and broadcast from rank 0 (BC).\n"
-      "'grove' is the fastest of grove's planned rings, trees and hierarchical plan.\n\n"
+      "'grove' is the fastest of grove's planned rings, trees, forests (all-reduce) and "
+      "hierarchical plan, each simulated at the size.\n\n"
       "| topology | GPUs | subsets | AR NCCL rings | AR grove | AR bound | BC NCCL rings | "
       "BC grove | BC bound | planning ms |\n"
       "|---|---|---|---|---|---|---|---|---|---|\n";
