@@ -54,6 +54,8 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 /// The reduction stops where the LP keeps less than this of its optimum.
 constexpr double kForestFloor = 0.8;
+/// solveForest: x's cap in widest links (see there).
+constexpr double kXCapWidths = 2e7;
 
 /// A column of the forest LP.
 struct ForestCol {
@@ -85,8 +87,17 @@ double solveForest(std::vector<ForestCol>& cols, const std::vector<int>& which, 
   const size_t nc = which.size() + 1;  // column 0 is x
   std::vector<double> a(static_cast<size_t>(rows) * nc, 0.0), b(static_cast<size_t>(rows), 0.0);
   for (int r = 0; r <= n; ++r) a[static_cast<size_t>(r) * nc] = 1;
-  b[static_cast<size_t>(n)] = PlanGraph::kUnbounded;
-  for (auto& [link, idx] : row) b[static_cast<size_t>(idx)] = cap[static_cast<size_t>(link)];
+  // x's cap, a right-hand side the simplex scales its tolerance by (1e-10
+  // of the largest): kXCapWidths widest links keep that at 0.2 % of the
+  // widest link whatever the links' scale. The unbounded port's 1e9 GB/s
+  // set it above links of a few MB/s (the emulated fabrics) and starved
+  // some roots of every tree.
+  double widest = 0;
+  for (auto& [link, idx] : row) {
+    b[static_cast<size_t>(idx)] = cap[static_cast<size_t>(link)];
+    widest = std::max(widest, cap[static_cast<size_t>(link)]);
+  }
+  b[static_cast<size_t>(n)] = row.empty() ? PlanGraph::kUnbounded : kXCapWidths * widest;
   for (size_t j = 0; j < which.size(); ++j) {
     const ForestCol& c = cols[static_cast<size_t>(which[j])];
     a[static_cast<size_t>(c.tree.root) * nc + j + 1] = -1;

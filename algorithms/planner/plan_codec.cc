@@ -26,7 +26,7 @@ namespace {
 
 /// Bump when the planners' output for the same graph changes, so that plans
 /// stored by an older planner are not taken for this one's.
-constexpr int kPlanFormat = 2;
+constexpr int kPlanFormat = 3;
 
 struct Bad : std::runtime_error {
   using std::runtime_error::runtime_error;

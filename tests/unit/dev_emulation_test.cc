@@ -91,7 +91,8 @@ TEST(DevEmulation, PlannedTreesRingsAndHier) {
   int v = 0;
   for (Coll coll :
        {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather, Coll::kReduceScatter})
-    for (plan::Algo algo : {plan::Algo::kTree, plan::Algo::kRing, plan::Algo::kHier}) {
+    for (plan::Algo algo :
+         {plan::Algo::kTree, plan::Algo::kRing, plan::Algo::kHier, plan::Algo::kForest}) {
       if (!plan::algoSupports(algo, coll)) continue;
       for (uint64_t count : {uint64_t{1}, uint64_t{1000}, uint64_t{(1 << 16) + 3}}) {
         ++v;
@@ -114,6 +115,9 @@ TEST(DevEmulation, PlannedTreesRingsAndHier) {
                 builder(plan::Algo::kTree, smallChunks(1), &cluster), kSmallRing);
     compareCall({Coll::kReduceScatter, 8, count, groveFloat32, groveMax, count % 2 == 0, 0},
                 builder(plan::Algo::kTree, smallChunks(2), &cluster), kSmallRing);
+    // All-reduce over both forests: shards of count / 8.
+    compareCall({Coll::kAllReduce, 8, count, groveFloat16, groveAvg, count % 2 == 1, 0},
+                builder(plan::Algo::kForest, smallChunks(1), &cluster), kSmallRing);
     if (HasFatalFailure()) return;
   }
 }

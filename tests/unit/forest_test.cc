@@ -42,42 +42,48 @@ const std::vector<ForestCase>& cases() {
 // cut bound on every fixture (ForestColl's theorem: these GPUs forward only
 // as tree nodes, which is what trees do); the forest kept is packed within
 // 5 % of it, every rank roots a tree, and the trees at their fair rates fit
-// every link.
+// every link. The same on links a thousand times slower (the emulated
+// fabrics' MB/s): the LP's tolerances follow the links, not the unbounded
+// ports (they once starved two roots of every tree there).
 TEST(Forest, ReachesTheCutBoundOnEveryFixture) {
-  for (const ForestCase& c : cases()) {
-    const PlanGraph g = PlanGraph::fromTopology(onGpus(fixture(c.file), c.gpus));
-    const int n = g.nranks();
-    for (bool gather : {true, false}) {
-      SCOPED_TRACE(std::string(c.file) + " n=" + std::to_string(n) + (gather ? " AG" : " RS"));
-      const TreePlan p = gather ? packAllGatherTrees(g) : packReduceScatterTrees(g);
-      const CutBound cut = gather ? allGatherBound(g) : reduceScatterBound(g);
-      EXPECT_DOUBLE_EQ(p.bound, cut.rate);
-      EXPECT_NEAR(p.optimum, p.bound, 1e-6 * p.bound);
-      // (The simplex's tolerances leave a packing's LP value within 1e-4.)
-      EXPECT_LE(p.packedRate, p.optimum * (1 + 1e-4));
-      EXPECT_GE(p.packedRate, 0.95 * p.optimum);
-      // Fair shares on the fewest streams that do: 0.845 on the DGX H100's
-      // 30 trees (which simulate at 0.875), 0.93-1.0 elsewhere.
-      EXPECT_GE(p.rate, 0.84 * p.optimum);
-      std::vector<int> perRoot(static_cast<size_t>(n), 0);
-      std::vector<double> rootRate(static_cast<size_t>(n), 0.0);
-      int channels = 0;
-      for (const Tree& t : p.trees) {
-        ++perRoot[static_cast<size_t>(t.root)];
-        rootRate[static_cast<size_t>(t.root)] += t.rate;
-        channels += t.channels;
-        EXPECT_GE(t.channels, 1);
+  for (const ForestCase& c : cases())
+    for (double scale : {1.0, 1.4e-3}) {
+      topo::Graph graph = fixture(c.file);
+      for (int i = 0; i < static_cast<int>(graph.links().size()); ++i) graph.link(i).bw *= scale;
+      const PlanGraph g = PlanGraph::fromTopology(onGpus(graph, c.gpus));
+      const int n = g.nranks();
+      for (bool gather : {true, false}) {
+        SCOPED_TRACE(std::string(c.file) + " n=" + std::to_string(n) + (gather ? " AG" : " RS") +
+                     " scale " + std::to_string(scale));
+        const TreePlan p = gather ? packAllGatherTrees(g) : packReduceScatterTrees(g);
+        const CutBound cut = gather ? allGatherBound(g) : reduceScatterBound(g);
+        EXPECT_DOUBLE_EQ(p.bound, cut.rate);
+        EXPECT_NEAR(p.optimum, p.bound, 1e-6 * p.bound);
+        // (The simplex's tolerances leave a packing's LP value within 1e-4.)
+        EXPECT_LE(p.packedRate, p.optimum * (1 + 1e-4));
+        EXPECT_GE(p.packedRate, 0.95 * p.optimum);
+        // Fair shares on the fewest streams that do: 0.845 on the DGX H100's
+        // 30 trees (which simulate at 0.875), 0.93-1.0 elsewhere.
+        EXPECT_GE(p.rate, 0.84 * p.optimum);
+        std::vector<int> perRoot(static_cast<size_t>(n), 0);
+        std::vector<double> rootRate(static_cast<size_t>(n), 0.0);
+        int channels = 0;
+        for (const Tree& t : p.trees) {
+          ++perRoot[static_cast<size_t>(t.root)];
+          rootRate[static_cast<size_t>(t.root)] += t.rate;
+          channels += t.channels;
+          EXPECT_GE(t.channels, 1);
+        }
+        EXPECT_LE(channels, kMaxForestChannels);
+        for (int r = 0; r < n; ++r) {
+          EXPECT_GE(perRoot[static_cast<size_t>(r)], 1) << "rank " << r << " roots no tree";
+          EXPECT_GE(rootRate[static_cast<size_t>(r)] * n, p.rate * (1 - 1e-9));
+        }
+        const std::vector<double> load = forestLoad(g, p.trees, gather);
+        for (size_t l = 0; l < load.size(); ++l)
+          EXPECT_LE(load[l], g.links()[l].cap * (1 + 1e-6)) << "link " << l;
       }
-      EXPECT_LE(channels, kMaxForestChannels);
-      for (int r = 0; r < n; ++r) {
-        EXPECT_GE(perRoot[static_cast<size_t>(r)], 1) << "rank " << r << " roots no tree";
-        EXPECT_GE(rootRate[static_cast<size_t>(r)] * n, p.rate * (1 - 1e-9));
-      }
-      const std::vector<double> load = forestLoad(g, p.trees, gather);
-      for (size_t l = 0; l < load.size(); ++l)
-        EXPECT_LE(load[l], g.links()[l].cap * (1 + 1e-6)) << "link " << l;
     }
-  }
 }
 
 // The trees are the right kind: all-gather's go down from the root

@@ -31,7 +31,7 @@ using testing::TreeCase;
 void checkPlans(TopoPlans& plans, int n) {
   for (Coll coll : {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather,
                     Coll::kReduceScatter}) {
-    for (Algo algo : {Algo::kTree, Algo::kRing, Algo::kHier}) {
+    for (Algo algo : {Algo::kTree, Algo::kRing, Algo::kHier, Algo::kForest}) {
       if (!algoSupports(algo, coll)) continue;
       for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{777}, uint64_t{40000}}) {
         TreeCase c{coll,        n, count, groveInt32, count % 2 == 1, (count % 3 == 0) ? 0 : n - 1,
