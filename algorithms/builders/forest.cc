@@ -42,6 +42,7 @@
 // r in phase 1 (which no other lane of it reads) and the other shards in
 // phase 2, after every read of its input.
 #include <algorithm>
+#include <vector>
 
 #include "algorithms/builders/builder_util.h"
 #include "algorithms/builders/builders.h"
@@ -55,7 +56,53 @@ using detail::ref;
 using detail::Setup;
 using detail::Span;
 using detail::TreeUse;
-using plan::BufRef;
+
+namespace {
+
+/// Byte offsets of each rank's block: r * blockBytes.
+std::vector<uint64_t> blocksAt(int nranks, uint64_t blockBytes) {
+  std::vector<uint64_t> at;
+  for (int r = 0; r < nranks; ++r) at.push_back(static_cast<uint64_t>(r) * blockBytes);
+  return at;
+}
+
+/// Adds to `phase` the lanes that send each root's block down its trees:
+/// the root from `src` at srcAt[root], every other rank into its output at
+/// outAt[root] (each plus the part's offset).
+void addDownLanes(Phase& phase, Program& prog, const Setup& s, const std::vector<Tree>& trees,
+                  Buf src, const std::vector<uint64_t>& srcAt, const std::vector<uint64_t>& outAt) {
+  forEachPart(s, [&](size_t t, int ch, Span part) {
+    const Node n = detail::inTurn(s.nodes[t], ch - s.first[t]);
+    const size_t root = static_cast<size_t>(trees[t].root);
+    detail::addTreeRoutes(prog, trees[t], n, n, ch, -1);
+    Lane lane;
+    forEachChunk(s, t, part, [&](uint64_t off, uint64_t b) {
+      detail::emitDown(lane, n, ch, ref(src, srcAt[root] + off), outAt[root] + off, b);
+    });
+    detail::addLane(phase, std::move(lane));
+  });
+}
+
+/// Adds to `phase` the lanes that reduce each root's block up its trees:
+/// every rank folds its input at inAt[root], the root into its output at
+/// outAt[root] (each plus the part's offset).
+void addUpLanes(Phase& phase, Program& prog, const Setup& s, const std::vector<Tree>& trees,
+                const std::vector<uint64_t>& inAt, const std::vector<uint64_t>& outAt) {
+  forEachPart(s, [&](size_t t, int ch, Span part) {
+    const Node n = detail::inTurn(s.nodes[t], ch - s.first[t]);
+    const size_t root = static_cast<size_t>(trees[t].root);
+    detail::addTreeRoutes(prog, trees[t], n, n, -1, ch);
+    const BufRef slot = ref(Buf::kScratch, prog.scratchBytes);
+    if (detail::needsFoldSlot(n)) prog.scratchBytes += detail::foldSlotBytes(s, t, part);
+    Lane lane;
+    forEachChunk(s, t, part, [&](uint64_t off, uint64_t b) {
+      detail::emitUp(lane, n, ch, inAt[root] + off, outAt[root] + off, b, slot);
+    });
+    detail::addLane(phase, std::move(lane));
+  });
+}
+
+}  // namespace
 
 Program buildTreeAllGather(const CollArgs& a, const PlanParams& p, const std::vector<Tree>& trees) {
   const uint64_t es = detail::checkArgs(a, p, "tree allgather");
@@ -65,16 +112,8 @@ Program buildTreeAllGather(const CollArgs& a, const PlanParams& p, const std::ve
   if (detail::trivialProgram(a, blockBytes, 0, myBlock, "tree", prog)) return prog;
   const Setup s = detail::makeSetup(a, p, trees, es, TreeUse::kForest, "tree allgather");
   Phase phase;
-  forEachPart(s, [&](size_t t, int ch, Span part) {
-    const Node n = detail::inTurn(s.nodes[t], ch - s.first[t]);
-    const uint64_t block = static_cast<uint64_t>(trees[t].root) * blockBytes;
-    detail::addTreeRoutes(prog, trees[t], n, n, ch, -1);
-    Lane lane;
-    forEachChunk(s, t, part, [&](uint64_t off, uint64_t b) {
-      detail::emitDown(lane, n, ch, ref(Buf::kInput, off), block + off, b);
-    });
-    detail::addLane(phase, std::move(lane));
-  });
+  addDownLanes(phase, prog, s, trees, Buf::kInput, std::vector<uint64_t>(a.nranks, 0),
+               blocksAt(a.nranks, blockBytes));
   if (!a.inPlace)
     detail::addLane(phase,
                     detail::copyLane(ref(Buf::kInput, 0), ref(Buf::kOutput, myBlock), blockBytes));
@@ -90,18 +129,8 @@ Program buildTreeReduceScatter(const CollArgs& a, const PlanParams& p,
   if (detail::trivialProgram(a, blockBytes, 0, 0, "tree", prog)) return prog;
   const Setup s = detail::makeSetup(a, p, trees, es, TreeUse::kForest, "tree reducescatter");
   Phase phase;
-  forEachPart(s, [&](size_t t, int ch, Span part) {
-    const Node n = detail::inTurn(s.nodes[t], ch - s.first[t]);
-    const uint64_t block = static_cast<uint64_t>(trees[t].root) * blockBytes;
-    detail::addTreeRoutes(prog, trees[t], n, n, -1, ch);
-    const BufRef slot = ref(Buf::kScratch, prog.scratchBytes);
-    if (detail::needsFoldSlot(n)) prog.scratchBytes += detail::foldSlotBytes(s, t, part);
-    Lane lane;
-    forEachChunk(s, t, part, [&](uint64_t off, uint64_t b) {
-      detail::emitUp(lane, n, ch, block + off, off, b, slot);
-    });
-    detail::addLane(phase, std::move(lane));
-  });
+  addUpLanes(phase, prog, s, trees, blocksAt(a.nranks, blockBytes),
+             std::vector<uint64_t>(a.nranks, 0));
   detail::addPhase(prog, std::move(phase));
   return prog;
 }
@@ -123,31 +152,10 @@ Program buildForestAllReduce(const CollArgs& a, const PlanParams& p,
                                      "forest allreduce (reduce-scatter)", &shards);
   const Setup ag = detail::makeSetup(a, p, allGatherTrees, es, TreeUse::kForest,
                                      "forest allreduce (all-gather)", &shards);
-  Phase reduce;
-  forEachPart(rs, [&](size_t t, int ch, Span part) {
-    const Node n = detail::inTurn(rs.nodes[t], ch - rs.first[t]);
-    const uint64_t shard = shardAt[static_cast<size_t>(reduceScatterTrees[t].root)];
-    detail::addTreeRoutes(prog, reduceScatterTrees[t], n, n, -1, ch);
-    const BufRef slot = ref(Buf::kScratch, prog.scratchBytes);
-    if (detail::needsFoldSlot(n)) prog.scratchBytes += detail::foldSlotBytes(rs, t, part);
-    Lane lane;
-    forEachChunk(rs, t, part, [&](uint64_t off, uint64_t b) {
-      detail::emitUp(lane, n, ch, shard + off, shard + off, b, slot);
-    });
-    detail::addLane(reduce, std::move(lane));
-  });
+  Phase reduce, gather;
+  addUpLanes(reduce, prog, rs, reduceScatterTrees, shardAt, shardAt);
+  addDownLanes(gather, prog, ag, allGatherTrees, Buf::kOutput, shardAt, shardAt);
   detail::addPhase(prog, std::move(reduce));
-  Phase gather;
-  forEachPart(ag, [&](size_t t, int ch, Span part) {
-    const Node n = detail::inTurn(ag.nodes[t], ch - ag.first[t]);
-    const uint64_t shard = shardAt[static_cast<size_t>(allGatherTrees[t].root)];
-    detail::addTreeRoutes(prog, allGatherTrees[t], n, n, ch, -1);
-    Lane lane;
-    forEachChunk(ag, t, part, [&](uint64_t off, uint64_t b) {
-      detail::emitDown(lane, n, ch, ref(Buf::kOutput, shard + off), shard + off, b);
-    });
-    detail::addLane(gather, std::move(lane));
-  });
   detail::addPhase(prog, std::move(gather));
   return prog;
 }

@@ -133,7 +133,7 @@ class FlowSim {
         if (net.capGBps[l] < PlanGraph::kUnbounded / 2) links_.push_back(l);
     }
     linkBegin_.push_back(static_cast<int>(links_.size()));
-    for (double c : net.capGBps) linkBps_.push_back(c * 1e9), linkSlack_.push_back(c * 1e9 * 1e-12);
+    for (double c : net.capGBps) linkBps_.push_back(c * 1e9);
     frozen_.assign(xfers_.size(), 0);
     linkRem_.assign(net.capGBps.size(), 0);
     linkUsers_.assign(net.capGBps.size(), 0);
@@ -524,7 +524,7 @@ class FlowSim {
         if (!frozen_[x] && xfers_[x].cap <= level * (1 + 1e-12)) freeze(x);
       for (int l : openLinks_) {
         if (linkUsers_[l] <= 0) continue;
-        if (linkRem_[l] - linkUsers_[l] * level > linkSlack_[l]) continue;
+        if (linkRem_[l] - linkUsers_[l] * level > linkBps_[l] * 1e-12) continue;
         for (int x : linkFlows_[l]) freeze(x);
       }
     }
@@ -629,13 +629,13 @@ class FlowSim {
   std::vector<int> linkUsers_;
   std::vector<std::vector<int>> linkFlows_;  ///< fill(): the unfrozen crossing each link
   std::vector<int> usedLinks_, openLinks_, capped_;
-  std::vector<char> caught_;                 ///< computeRates(): by flow, by input: caught up
-  std::vector<int> lastFlow_;                ///< the flows of the last filling, in order
-  std::vector<char> lastCaught_;             ///< and their caught_
-  std::vector<int> links_, linkBegin_;       ///< linksOf(x): links_[linkBegin_[x], linkBegin_[x+1])
-  std::vector<double> linkBps_, linkSlack_;  ///< by link: capacity in bytes/s, and 1e-12 of it
-  std::vector<char> linkListed_;             ///< fill(): in usedLinks_
-  std::vector<char> frozen_;                 ///< fill(): by transfer
+  std::vector<char> caught_;            ///< computeRates(): by flow, by input: caught up
+  std::vector<int> lastFlow_;           ///< the flows of the last filling, in order
+  std::vector<char> lastCaught_;        ///< and their caught_
+  std::vector<int> links_, linkBegin_;  ///< linksOf(x): links_[linkBegin_[x], linkBegin_[x+1])
+  std::vector<double> linkBps_;         ///< by link: capacity in bytes/s
+  std::vector<char> linkListed_;        ///< fill(): in usedLinks_
+  std::vector<char> frozen_;            ///< fill(): by transfer
 };
 
 }  // namespace

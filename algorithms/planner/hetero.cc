@@ -10,8 +10,9 @@
 // returned in one plan, each tree carrying data in proportion to its rate
 // (its fair share, or the LP's weight when the judge finds that faster), so
 // both classes finish together. When a class cannot
-// span the ranks (no NVLink between some of them), the other one carries
-// everything. The plan's bound is a bound of the whole graph (broadcast:
+// span the ranks (no NVLink between some of them), there is no split: the
+// other class alone is a packing the joint one covers, and the plan has no
+// trees (TopoPlans then keeps the joint packing). The plan's bound is a bound of the whole graph (broadcast:
 // Edmonds'; all-reduce: the flow bounds, since no column generation runs
 // here, and `optimum` stays 0); TopoPlans keeps the better of the split and
 // the joint packing and gives the split the joint packing's proven bound.
@@ -45,6 +46,8 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
   auto bound = [&](const std::vector<double>& c) {
     return allReduce ? detail::shardAllReduceBound(g, c) : detail::broadcastBoundCapped(g, root, c);
   };
+  // The plan's bound: the whole graph's (all-reduce: the flow bounds).
+  auto wholeBound = [&] { return allReduce ? detail::flowAllReduceBound(g, cap) : bound(cap); };
   // A class that cannot span the ranks alone leaves no split: the other
   // class alone is a packing the joint one covers (its LP has every such
   // tree), so there is nothing to pack here.
@@ -52,7 +55,7 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
   const double fastBound = bound(fast);
   if (!(fastBound > 1e-6) || !(bound(rest) > 1e-6)) {
     TreePlan none;
-    none.bound = allReduce ? detail::flowAllReduceBound(g, cap) : bound(cap);
+    none.bound = wholeBound();
     none.planMs = detail::msSince(start);
     return none;
   }
@@ -85,7 +88,7 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
   plan.mwuTrees += slow.mwuTrees;
   if (g.nranks() > 1 && plan.trees.empty())
     throwInvalidUsage("packHetero: the ranks are not connected");
-  plan.bound = allReduce ? detail::flowAllReduceBound(g, cap) : bound(cap);
+  plan.bound = wholeBound();
   plan.optimum = 0;
   plan.pricingRounds = 0;
   plan.planMs = detail::msSince(start);

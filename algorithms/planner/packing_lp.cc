@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 
 #include "algorithms/planner/concurrent.h"
 #include "algorithms/planner/planner_internal.h"
@@ -30,7 +29,6 @@ namespace grove::plan::detail {
 namespace {
 constexpr double kTol = 1e-9;
 constexpr double kPivot = 1e-7;  // smallest pivot element taken
-
 }  // namespace
 
 std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>& a,
@@ -94,7 +92,6 @@ std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>
   return x;
 }
 
-// Solves the LP over the candidates `which`; writes their weights, returns the sum.
 namespace {
 
 /// The packing LP over the candidates `which`: their optimal weights, in

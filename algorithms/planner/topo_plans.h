@@ -327,7 +327,9 @@ TreePlan packReduceScatterTrees(const PlanGraph& g, const PackOptions& options =
 /// Heterogeneous split: packs the fast class (NVLink / NVSwitch) and the
 /// rest (PCIe, host, network) separately and returns both sets of trees in
 /// one plan, rates as packed, so each class carries data in proportion to
-/// its rate and both finish together. `allReduce` picks the tree kind.
+/// its rate and both finish together. `allReduce` picks the tree kind. No
+/// trees (only the bound) where either class alone cannot span the ranks:
+/// the other class alone is a packing packAllReduceTrees / packTrees cover.
 TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOptions& options = {});
 
 /// Hierarchical plan for several machines: reduce inside each machine to a

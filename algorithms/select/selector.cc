@@ -263,7 +263,7 @@ Algo Selector::defaultAlgo(Coll coll, unsigned mask, uint64_t bytes) const {
   // Preference when the overrides leave one family: ring, the latency
   // algorithm, tree, hier.
   for (Algo a : {Algo::kRing, latency, Algo::kDirect, Algo::kDoubling, Algo::kHalving, Algo::kTree,
-                 Algo::kHier, Algo::kForest})
+                 Algo::kHier})
     if (mask & bit(a)) return a;
   for (const AlgoInfo& a : algorithmTable())  // an algorithm added to the table
     if (mask & bit(a.id)) return a.id;
