@@ -60,6 +60,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <queue>
 #include <span>
 #include <tuple>
 
@@ -97,11 +98,9 @@ struct SimStep {
 
 struct Transfer {
   double bytes = 0;
-  double sent = 0;    ///< bytes arrived so far
-  double rate = 0;    ///< bytes/s now
-  double cap = kInf;  ///< forward cap now
-  /// Per input: bytes a forward may trail it and still count as caught up.
-  std::vector<double> lags;
+  double sent = 0;        ///< bytes arrived so far
+  double rate = 0;        ///< bytes/s now
+  double cap = kInf;      ///< forward cap now
   double delay = 0;       ///< seconds from the sender's start to the first byte
   double flight = 0;      ///< the route's latency (s): how long the last byte is in flight
   bool released = false;  ///< the sender has sent its last byte (its step may go on)
@@ -109,8 +108,11 @@ struct Transfer {
   double activeAt = kInf;
   int route = -1;
   int sender = -1, receiver = -1;  ///< step ids
-  std::vector<int> upstreams;      ///< transfers its sender forwards (empty: a plain send)
-  int upstreamsLeft = 0;           ///< of those, not yet done
+  /// Its inputs (the transfers its sender forwards; none: a plain send) are
+  /// ups_[upBegin, upEnd); lags_ there: the bytes it may trail each input
+  /// and still count as caught up.
+  int upBegin = 0, upEnd = 0;
+  int upstreamsLeft = 0;  ///< of those, not yet done
   bool done = false;
 };
 
@@ -133,8 +135,20 @@ class FlowSim {
         if (net.capGBps[l] < PlanGraph::kUnbounded / 2) links_.push_back(l);
     }
     linkBegin_.push_back(static_cast<int>(links_.size()));
+    // The distinct lists among them: the paths transfers fill by.
+    std::map<std::vector<int>, int> paths;
+    for (size_t x = 0; x < xfers_.size(); ++x) {
+      const std::span<const int> ls = linksOf(static_cast<int>(x));
+      auto [it, added] = paths.try_emplace({ls.begin(), ls.end()}, static_cast<int>(paths.size()));
+      if (added) {
+        pathBegin_.push_back(static_cast<int>(pathLinks_.size()));
+        pathLinks_.insert(pathLinks_.end(), ls.begin(), ls.end());
+      }
+      pathOf_.push_back(it->second);
+    }
+    pathBegin_.push_back(static_cast<int>(pathLinks_.size()));
+    groupOfPath_.assign(paths.size(), -1);
     for (double c : net.capGBps) linkBps_.push_back(c * 1e9);
-    frozen_.assign(xfers_.size(), 0);
     linkRem_.assign(net.capGBps.size(), 0);
     linkUsers_.assign(net.capGBps.size(), 0);
     linkFlows_.assign(net.capGBps.size(), {});
@@ -245,10 +259,13 @@ class FlowSim {
       }
     }
     for (Transfer& t : xfers_) {
-      t.upstreams = steps_[t.sender].ins;
-      t.upstreamsLeft = static_cast<int>(t.upstreams.size());
-      t.lags.assign(t.upstreams.size(), 0);
+      const std::vector<int>& ins = steps_[t.sender].ins;
+      t.upBegin = static_cast<int>(ups_.size());
+      ups_.insert(ups_.end(), ins.begin(), ins.end());
+      t.upEnd = static_cast<int>(ups_.size());
+      t.upstreamsLeft = t.upEnd - t.upBegin;
     }
+    lags_.assign(ups_.size(), 0);
   }
 
   /// The route src's program planned for its link to dst on channel ch, or null.
@@ -328,10 +345,7 @@ class FlowSim {
       return;
     }
     if (!s.outs.empty()) {
-      for (int x : s.outs) {
-        live_.push_back(x);
-        schedule(x);
-      }
+      for (int x : s.outs) schedule(x);
     } else if (s.insLeft == 0) {
       endStep(id, std::max(at, s.lastArrival));
     }
@@ -343,13 +357,14 @@ class FlowSim {
   void schedule(int x) {
     Transfer& t = xfers_[x];
     double ready = steps_[t.sender].startedAt;
-    for (int up : t.upstreams) {
+    for (int up : upstreamsOf(t)) {
       const Transfer& u = xfers_[up];
       if (u.done) continue;
       if (u.activeAt == kInf) return;  // scheduled when its inputs are
       ready = std::max(ready, u.activeAt);
     }
     t.activeAt = std::max(ready + t.delay, now_);
+    pending_.push({t.activeAt, x});
     for (int down : steps_[t.receiver].outs)
       if (steps_[xfers_[down].sender].started && xfers_[down].activeAt == kInf) schedule(down);
   }
@@ -387,7 +402,7 @@ class FlowSim {
   /// not before its first byte left nor before a forward's inputs arrived.
   double releaseTime(const Transfer& t, double left) const {
     double at = std::max(now_ + left, t.activeAt) - t.flight;
-    for (int up : t.upstreams) at = std::max(at, std::min(xfers_[up].doneAt, now_));
+    for (int up : upstreamsOf(t)) at = std::max(at, std::min(xfers_[up].doneAt, now_));
     return at;
   }
 
@@ -420,30 +435,37 @@ class FlowSim {
 
   bool flowing(const Transfer& t) const { return !t.done && t.activeAt <= now_; }
 
-  /// True if forward t has caught up with its input i (so that input caps it).
-  bool caughtUpWith(const Transfer& t, size_t i) const {
-    const Transfer& u = xfers_[t.upstreams[i]];
-    return !u.done && u.sent - t.sent <= tolerance(t.bytes) + t.lags[i];
+  std::span<const int> upstreamsOf(const Transfer& t) const {
+    return {ups_.data() + t.upBegin, ups_.data() + t.upEnd};
+  }
+
+  /// True if forward t has caught up with its input i (an index into ups_),
+  /// so that input caps it.
+  bool caughtUpWith(const Transfer& t, int i) const {
+    const Transfer& u = xfers_[ups_[i]];
+    return !u.done && u.sent - t.sent <= tolerance(t.bytes) + lags_[i];
   }
 
   void computeRates() {
-    flow_.clear();
-    for (int x : live_)
-      if (flowing(xfers_[x])) flow_.push_back(x);
+    // Transfers whose first byte leaves now join the flowing set.
+    while (!pending_.empty() && pending_.top().first <= now_) {
+      flow_.push_back(pending_.top().second);
+      pending_.pop();
+      flowChanged_ = true;
+    }
     caught_.clear();
     for (int x : flow_) {
       // A forward trails its input by the bytes that arrive during its own
       // start delay; within that lag it streams at the input's rate.
       Transfer& t = xfers_[x];
-      for (size_t i = 0; i < t.upstreams.size(); ++i)
-        t.lags[i] = t.delay * xfers_[t.upstreams[i]].rate;
-      for (size_t i = 0; i < t.upstreams.size(); ++i) caught_.push_back(caughtUpWith(t, i));
+      for (int i = t.upBegin; i < t.upEnd; ++i) lags_[i] = t.delay * xfers_[ups_[i]].rate;
+      for (int i = t.upBegin; i < t.upEnd; ++i) caught_.push_back(caughtUpWith(t, i));
     }
     // The rates are a function of the transfers flowing (in order) and of
     // which inputs each forward has caught up with: when neither changed
     // since the last event (a release, a start still delayed), they stand.
-    if (flow_ == lastFlow_ && caught_ == lastCaught_) return;
-    lastFlow_ = flow_;
+    if (!flowChanged_ && caught_ == lastCaught_) return;
+    flowChanged_ = false;
     lastCaught_ = caught_;
     for (int x : flow_) xfers_[x].cap = kInf;
     for (int round = 0; round < kMaxCapRounds; ++round) {
@@ -453,9 +475,9 @@ class FlowSim {
       for (int x : flow_) {
         Transfer& t = xfers_[x];
         double cap = kInf;  // the slowest input it has caught up with
-        for (size_t i = 0; i < t.upstreams.size(); ++i) {
+        for (int up : upstreamsOf(t)) {
           if (!caught_[k++]) continue;
-          const Transfer& u = xfers_[t.upstreams[i]];
+          const Transfer& u = xfers_[up];
           cap = std::min(cap, flowing(u) ? u.rate : 0.0);
         }
         if (cap != t.cap && !(std::abs(cap - t.cap) <= 1e-9 * std::max(cap, t.cap))) changed = true;
@@ -469,36 +491,53 @@ class FlowSim {
   /// caps. Every unfrozen transfer has the same rate, the level, which
   /// rises until a link fills (linkRem_: what the frozen transfers left of
   /// it; linkUsers_: the unfrozen crossing it) or a transfer reaches its
-  /// cap; those freeze at the level and the rest rise on. Link-centric: a
-  /// round costs the links in use, not the transfers times their routes.
+  /// cap; those freeze at the level and the rest rise on. Transfers over
+  /// the same links without a cap always get the same rate: they fill as one
+  /// group of that many (a pipeline has a few hundred transfers in flight
+  /// over a few dozen paths). Link-centric: a round costs the links in use.
   void fill() {
-    usedLinks_.clear();
+    groups_.clear();
+    flowGroup_.clear();
     for (int x : flow_) {
-      xfers_[x].rate = 0;
-      for (int l : linksOf(x)) {
-        if (linkListed_[l]) continue;
-        linkListed_[l] = 1;
-        usedLinks_.push_back(l);
-        linkRem_[l] = linkBps_[l], linkUsers_[l] = 0;
+      Transfer& t = xfers_[x];
+      t.rate = 0;
+      if (t.cap <= 0) {
+        flowGroup_.push_back(-1);
+        continue;
+      }
+      int& shared = groupOfPath_[pathOf_[x]];
+      if (t.cap == kInf && shared >= 0) {
+        ++groups_[shared].count;
+      } else {
+        if (t.cap == kInf) shared = static_cast<int>(groups_.size());
+        groups_.push_back(Group{pathOf_[x], 1, t.cap});
+      }
+      flowGroup_.push_back(t.cap == kInf ? shared : static_cast<int>(groups_.size()) - 1);
+    }
+    usedLinks_.clear();
+    capped_.clear();
+    for (int gi = 0; gi < static_cast<int>(groups_.size()); ++gi) {
+      const Group& g = groups_[gi];
+      groupOfPath_[g.path] = -1;
+      if (g.cap < kInf) capped_.push_back(gi);
+      for (int l : pathLinks(g.path)) {
+        if (!linkListed_[l]) {
+          linkListed_[l] = 1;
+          usedLinks_.push_back(l);
+          linkRem_[l] = linkBps_[l], linkUsers_[l] = 0;
+        }
+        linkUsers_[l] += g.count, linkFlows_[l].push_back(gi);
       }
     }
-    unfrozen_.clear();
-    capped_.clear();
-    for (int x : flow_) {
-      if (xfers_[x].cap <= 0) continue;
-      unfrozen_.push_back(x);
-      frozen_[x] = 0;
-      if (xfers_[x].cap < kInf) capped_.push_back(x);
-      for (int l : linksOf(x)) ++linkUsers_[l], linkFlows_[l].push_back(x);
-    }
-    size_t left = unfrozen_.size();
+    size_t left = groups_.size();
     double level = 0;
-    auto freeze = [&](int x) {
-      if (frozen_[x]) return;
-      frozen_[x] = 1;
+    auto freeze = [&](int gi) {
+      Group& g = groups_[gi];
+      if (g.frozen) return;
+      g.frozen = true;
       --left;
-      xfers_[x].rate = level;
-      for (int l : linksOf(x)) linkRem_[l] -= level, --linkUsers_[l];
+      g.rate = level;
+      for (int l : pathLinks(g.path)) linkRem_[l] -= level * g.count, linkUsers_[l] -= g.count;
     };
     // The links some unfrozen transfer still crosses, in usedLinks_ order
     // (a link all of whose transfers froze leaves for good).
@@ -512,23 +551,30 @@ class FlowSim {
         openLinks_[open++] = l;
       }
       openLinks_.resize(open);
-      for (int x : capped_)
-        if (!frozen_[x]) next = std::min(next, xfers_[x].cap);
+      for (int gi : capped_)
+        if (!groups_[gi].frozen) next = std::min(next, groups_[gi].cap);
       if (!(next < kInf)) {  // what is left crosses no link and has no cap
-        for (int x : unfrozen_)
-          if (!frozen_[x]) xfers_[x].rate = kInf;
+        for (Group& g : groups_)
+          if (!g.frozen) g.rate = kInf;
         break;
       }
       level = std::max(level, next);
-      for (int x : capped_)
-        if (!frozen_[x] && xfers_[x].cap <= level * (1 + 1e-12)) freeze(x);
+      for (int gi : capped_)
+        if (!groups_[gi].frozen && groups_[gi].cap <= level * (1 + 1e-12)) freeze(gi);
       for (int l : openLinks_) {
         if (linkUsers_[l] <= 0) continue;
         if (linkRem_[l] - linkUsers_[l] * level > linkBps_[l] * 1e-12) continue;
-        for (int x : linkFlows_[l]) freeze(x);
+        for (int gi : linkFlows_[l]) freeze(gi);
       }
     }
     for (int l : usedLinks_) linkFlows_[l].clear(), linkListed_[l] = 0;
+    for (size_t k = 0; k < flow_.size(); ++k)
+      if (flowGroup_[k] >= 0) xfers_[flow_[k]].rate = groups_[flowGroup_[k]].rate;
+  }
+
+  /// The links of path p (the distinct link lists the transfers cross).
+  std::span<const int> pathLinks(int p) const {
+    return {pathLinks_.data() + pathBegin_[p], pathLinks_.data() + pathBegin_[p + 1]};
   }
 
   /// The links transfer x crosses that may limit its rate.
@@ -537,22 +583,17 @@ class FlowSim {
   }
 
   double nextEventDt() const {
-    double dt = kInf;
-    for (int x : live_) {
+    double dt = pending_.empty() ? kInf : pending_.top().first - now_;
+    for (int x : flow_) {
       const Transfer& t = xfers_[x];
-      if (t.done) continue;
-      if (t.activeAt > now_) {
-        dt = std::min(dt, t.activeAt - now_);
-        continue;
-      }
       if (t.rate > 0) dt = std::min(dt, (t.bytes - t.sent) / t.rate);
       if (t.rate > 0 && !t.released &&
           inputsArrived(t))  // (a forward's release waits for its inputs' ends)
         dt = std::min(dt, std::max(0.0, (t.bytes - t.sent) / t.rate - t.flight));
-      for (size_t i = 0; i < t.upstreams.size(); ++i) {
+      for (int i = t.upBegin; i < t.upEnd; ++i) {
         if (caughtUpWith(t, i)) continue;
-        const Transfer& u = xfers_[t.upstreams[i]];
-        const double gap = u.sent - t.sent - t.lags[i];
+        const Transfer& u = xfers_[ups_[i]];
+        const double gap = u.sent - t.sent - lags_[i];
         if (!u.done && t.rate > u.rate) dt = std::min(dt, std::max(gap, 0.0) / (t.rate - u.rate));
       }
     }
@@ -564,7 +605,7 @@ class FlowSim {
     for (int x : flow_) xfers_[x].sent += xfers_[x].rate * dt;
     for (int x : flow_) {
       Transfer& t = xfers_[x];
-      for (int up : t.upstreams)
+      for (int up : upstreamsOf(t))
         if (!xfers_[up].done) t.sent = std::min(t.sent, xfers_[up].sent);
       t.sent = std::min(t.sent, t.bytes);
     }
@@ -572,18 +613,18 @@ class FlowSim {
 
   void settle() {
     size_t keep = 0;
-    for (size_t i = 0; i < live_.size(); ++i) {
-      const int x = live_[i];
+    for (size_t i = 0; i < flow_.size(); ++i) {
+      const int x = flow_[i];
       const Transfer& t = xfers_[x];
-      if (!t.done && t.activeAt <= now_ && t.bytes - t.sent <= tolerance(t.bytes)) {
+      if (t.bytes - t.sent <= tolerance(t.bytes)) {
         endTransfer(x);
         continue;
       }
-      if (!t.done && !t.released && t.activeAt <= now_ && sentAll(t))
-        release(x, releaseTime(t, (t.bytes - t.sent) / t.rate));
-      if (!t.done) live_[keep++] = x;
+      if (!t.released && sentAll(t)) release(x, releaseTime(t, (t.bytes - t.sent) / t.rate));
+      flow_[keep++] = x;
     }
-    live_.resize(keep);
+    if (keep < flow_.size()) flowChanged_ = true;
+    flow_.resize(keep);
     keep = 0;
     for (size_t i = 0; i < timedLocal_.size(); ++i) {
       const int id = timedLocal_[i];
@@ -616,6 +657,8 @@ class FlowSim {
   std::vector<SimStep> steps_;
   std::vector<std::vector<std::vector<int>>> laneStart_;  // [rank][phase][lane] -> first step id
   std::vector<Transfer> xfers_;
+  std::vector<int> ups_;      ///< every transfer's inputs (Transfer::upBegin)
+  std::vector<double> lags_;  ///< and the lag it may trail each by
   std::vector<std::vector<int>> routes_;
   std::vector<double> routeDelay_;
   std::vector<size_t> phase_;
@@ -624,18 +667,34 @@ class FlowSim {
   int unfinished_ = 0;
   std::vector<double> phaseEnd_;               ///< by rank: latest end of a lane of its phase
   std::vector<std::pair<int, double>> ready_;  ///< steps to start, with their start time
-  std::vector<int> live_, flow_, unfrozen_, timedLocal_;
+  /// Scheduled transfers not flowing yet, earliest first: (first byte's time, id).
+  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>>
+      pending_;
+  std::vector<int> flow_;    ///< the transfers flowing (started, not done)
+  bool flowChanged_ = true;  ///< flow_ changed since the last filling
+  std::vector<int> timedLocal_;
   std::vector<double> linkRem_;
   std::vector<int> linkUsers_;
-  std::vector<std::vector<int>> linkFlows_;  ///< fill(): the unfrozen crossing each link
+  std::vector<std::vector<int>> linkFlows_;  ///< fill(): the groups crossing each link
   std::vector<int> usedLinks_, openLinks_, capped_;
   std::vector<char> caught_;            ///< computeRates(): by flow, by input: caught up
-  std::vector<int> lastFlow_;           ///< the flows of the last filling, in order
   std::vector<char> lastCaught_;        ///< and their caught_
   std::vector<int> links_, linkBegin_;  ///< linksOf(x): links_[linkBegin_[x], linkBegin_[x+1])
   std::vector<double> linkBps_;         ///< by link: capacity in bytes/s
   std::vector<char> linkListed_;        ///< fill(): in usedLinks_
-  std::vector<char> frozen_;            ///< fill(): by transfer
+  /// fill(): transfers over one path without a cap, or one capped transfer.
+  struct Group {
+    int path = 0;
+    int count = 0;  ///< transfers in it
+    double cap = kInf;
+    double rate = 0;
+    bool frozen = false;
+  };
+  std::vector<Group> groups_;
+  std::vector<int> flowGroup_;  ///< fill(): by flow_ index, its group (-1: stopped by a cap of 0)
+  std::vector<int> pathOf_;     ///< by transfer: its path
+  std::vector<int> pathLinks_, pathBegin_;  ///< pathLinks(p)
+  std::vector<int> groupOfPath_;            ///< fill(): the uncapped group of each path, or -1
 };
 
 }  // namespace
