@@ -33,20 +33,17 @@
 // steps take bytes / SimParams::localGBps (or nothing).
 //
 // Rates. Between two events the rates are constant. The transfers flowing
-// share every link max-min fairly (progressive filling: raise every
-// unfrozen rate together until a link is full or a rate reaches its cap,
-// freeze those, repeat). A forwarding step (receives and sends) never sends
+// share every link max-min fairly (progressive filling, fair_fill.h). A forwarding step (receives and sends) never sends
 // bytes it has not received: while its outgoing transfer has caught up with
 // an incoming one (a fan-in forward: any of them), its rate is capped by that
-// input's rate; the caps depend
-// on other rates, so the filling repeats until the caps stop changing. The
+// input's rate; the caps depend on other rates, so the filling repeats until the caps stop changing. The
 // rates are a function of which transfers flow and which inputs each forward
 // has caught up with: an event that changes neither (a release, a start
-// still delayed: two events in three of a tree pipeline) keeps them. A link
+// still delayed: three events in five of a tree pipeline) keeps them. A link
 // of unbounded capacity (a rank's port no other rank shares) takes no part.
 //
 // Events. The next event is the earliest of: a delayed transfer starting to
-// flow, a transfer's last byte leaving its sender (release: what is left
+// flow (they wait in a heap by that time), a transfer's last byte leaving its sender (release: what is left
 // equals rate * the route's latency, a forward's inputs all arrived), a
 // transfer finishing, a forward catching up with its input, a local step
 // ending. Time jumps there, every transfer advances by rate * dt, and
@@ -64,6 +61,7 @@
 #include <span>
 #include <tuple>
 
+#include "algorithms/cost/fair_fill.h"
 #include "base/error.h"
 #include "ir/step_traits.h"
 
@@ -126,33 +124,22 @@ class FlowSim {
       if (!(c > 0)) throwInvalidArgument("simulate: every link needs a positive capacity");
     flattenSteps();
     matchTransfers();
-    // Every transfer's links that may limit its rate, in one array (the
-    // rates' inner loops walk them): not an unbounded one (a rank's port no
-    // other rank shares), which no share of any transfer can fill.
+    // Every transfer's links that may limit its rate (not an unbounded
+    // one: a rank's port no other rank shares, which no share of any
+    // transfer can fill); the distinct lists are the paths rates fill by.
+    std::map<std::vector<int>, int> pathIds;
+    std::vector<std::vector<int>> paths;
     for (const Transfer& t : xfers_) {
-      linkBegin_.push_back(static_cast<int>(links_.size()));
+      std::vector<int> links;
       for (int l : routes_[t.route])
-        if (net.capGBps[l] < PlanGraph::kUnbounded / 2) links_.push_back(l);
-    }
-    linkBegin_.push_back(static_cast<int>(links_.size()));
-    // The distinct lists among them: the paths transfers fill by.
-    std::map<std::vector<int>, int> paths;
-    for (size_t x = 0; x < xfers_.size(); ++x) {
-      const std::span<const int> ls = linksOf(static_cast<int>(x));
-      auto [it, added] = paths.try_emplace({ls.begin(), ls.end()}, static_cast<int>(paths.size()));
-      if (added) {
-        pathBegin_.push_back(static_cast<int>(pathLinks_.size()));
-        pathLinks_.insert(pathLinks_.end(), ls.begin(), ls.end());
-      }
+        if (net.capGBps[l] < PlanGraph::kUnbounded / 2) links.push_back(l);
+      auto [it, added] = pathIds.try_emplace(links, static_cast<int>(paths.size()));
+      if (added) paths.push_back(std::move(links));
       pathOf_.push_back(it->second);
     }
-    pathBegin_.push_back(static_cast<int>(pathLinks_.size()));
-    groupOfPath_.assign(paths.size(), -1);
-    for (double c : net.capGBps) linkBps_.push_back(c * 1e9);
-    linkRem_.assign(net.capGBps.size(), 0);
-    linkUsers_.assign(net.capGBps.size(), 0);
-    linkFlows_.assign(net.capGBps.size(), {});
-    linkListed_.assign(net.capGBps.size(), 0);
+    std::vector<double> linkBps;
+    for (double c : net.capGBps) linkBps.push_back(c * 1e9);
+    fair_ = FairFill(std::move(linkBps), paths);
   }
 
   FlowSimResult run() {
@@ -487,99 +474,17 @@ class FlowSim {
     }
   }
 
-  /// Progressive filling of the flowing transfers under link capacities and
-  /// caps. Every unfrozen transfer has the same rate, the level, which
-  /// rises until a link fills (linkRem_: what the frozen transfers left of
-  /// it; linkUsers_: the unfrozen crossing it) or a transfer reaches its
-  /// cap; those freeze at the level and the rest rise on. Transfers over
-  /// the same links without a cap always get the same rate: they fill as one
-  /// group of that many (a pipeline has a few hundred transfers in flight
-  /// over a few dozen paths). Link-centric: a round costs the links in use.
+  /// The flowing transfers' max-min fair rates under their caps.
   void fill() {
-    groups_.clear();
-    flowGroup_.clear();
+    fillPath_.clear();
+    fillCap_.clear();
     for (int x : flow_) {
-      Transfer& t = xfers_[x];
-      t.rate = 0;
-      if (t.cap <= 0) {
-        flowGroup_.push_back(-1);
-        continue;
-      }
-      int& shared = groupOfPath_[pathOf_[x]];
-      if (t.cap == kInf && shared >= 0) {
-        ++groups_[shared].count;
-      } else {
-        if (t.cap == kInf) shared = static_cast<int>(groups_.size());
-        groups_.push_back(Group{pathOf_[x], 1, t.cap});
-      }
-      flowGroup_.push_back(t.cap == kInf ? shared : static_cast<int>(groups_.size()) - 1);
+      fillPath_.push_back(pathOf_[x]);
+      fillCap_.push_back(xfers_[x].cap);
     }
-    usedLinks_.clear();
-    capped_.clear();
-    for (int gi = 0; gi < static_cast<int>(groups_.size()); ++gi) {
-      const Group& g = groups_[gi];
-      groupOfPath_[g.path] = -1;
-      if (g.cap < kInf) capped_.push_back(gi);
-      for (int l : pathLinks(g.path)) {
-        if (!linkListed_[l]) {
-          linkListed_[l] = 1;
-          usedLinks_.push_back(l);
-          linkRem_[l] = linkBps_[l], linkUsers_[l] = 0;
-        }
-        linkUsers_[l] += g.count, linkFlows_[l].push_back(gi);
-      }
-    }
-    size_t left = groups_.size();
-    double level = 0;
-    auto freeze = [&](int gi) {
-      Group& g = groups_[gi];
-      if (g.frozen) return;
-      g.frozen = true;
-      --left;
-      g.rate = level;
-      for (int l : pathLinks(g.path)) linkRem_[l] -= level * g.count, linkUsers_[l] -= g.count;
-    };
-    // The links some unfrozen transfer still crosses, in usedLinks_ order
-    // (a link all of whose transfers froze leaves for good).
-    openLinks_ = usedLinks_;
-    while (left > 0) {
-      double next = kInf;
-      size_t open = 0;
-      for (int l : openLinks_) {
-        if (linkUsers_[l] <= 0) continue;
-        next = std::min(next, linkRem_[l] / linkUsers_[l]);
-        openLinks_[open++] = l;
-      }
-      openLinks_.resize(open);
-      for (int gi : capped_)
-        if (!groups_[gi].frozen) next = std::min(next, groups_[gi].cap);
-      if (!(next < kInf)) {  // what is left crosses no link and has no cap
-        for (Group& g : groups_)
-          if (!g.frozen) g.rate = kInf;
-        break;
-      }
-      level = std::max(level, next);
-      for (int gi : capped_)
-        if (!groups_[gi].frozen && groups_[gi].cap <= level * (1 + 1e-12)) freeze(gi);
-      for (int l : openLinks_) {
-        if (linkUsers_[l] <= 0) continue;
-        if (linkRem_[l] - linkUsers_[l] * level > linkBps_[l] * 1e-12) continue;
-        for (int gi : linkFlows_[l]) freeze(gi);
-      }
-    }
-    for (int l : usedLinks_) linkFlows_[l].clear(), linkListed_[l] = 0;
-    for (size_t k = 0; k < flow_.size(); ++k)
-      if (flowGroup_[k] >= 0) xfers_[flow_[k]].rate = groups_[flowGroup_[k]].rate;
-  }
-
-  /// The links of path p (the distinct link lists the transfers cross).
-  std::span<const int> pathLinks(int p) const {
-    return {pathLinks_.data() + pathBegin_[p], pathLinks_.data() + pathBegin_[p + 1]};
-  }
-
-  /// The links transfer x crosses that may limit its rate.
-  std::span<const int> linksOf(int x) const {
-    return {links_.data() + linkBegin_[x], links_.data() + linkBegin_[x + 1]};
+    fillRate_.resize(flow_.size());
+    fair_.rates(fillPath_, fillCap_, fillRate_);
+    for (size_t k = 0; k < flow_.size(); ++k) xfers_[flow_[k]].rate = fillRate_[k];
   }
 
   double nextEventDt() const {
@@ -673,28 +578,12 @@ class FlowSim {
   std::vector<int> flow_;    ///< the transfers flowing (started, not done)
   bool flowChanged_ = true;  ///< flow_ changed since the last filling
   std::vector<int> timedLocal_;
-  std::vector<double> linkRem_;
-  std::vector<int> linkUsers_;
-  std::vector<std::vector<int>> linkFlows_;  ///< fill(): the groups crossing each link
-  std::vector<int> usedLinks_, openLinks_, capped_;
-  std::vector<char> caught_;            ///< computeRates(): by flow, by input: caught up
-  std::vector<char> lastCaught_;        ///< and their caught_
-  std::vector<int> links_, linkBegin_;  ///< linksOf(x): links_[linkBegin_[x], linkBegin_[x+1])
-  std::vector<double> linkBps_;         ///< by link: capacity in bytes/s
-  std::vector<char> linkListed_;        ///< fill(): in usedLinks_
-  /// fill(): transfers over one path without a cap, or one capped transfer.
-  struct Group {
-    int path = 0;
-    int count = 0;  ///< transfers in it
-    double cap = kInf;
-    double rate = 0;
-    bool frozen = false;
-  };
-  std::vector<Group> groups_;
-  std::vector<int> flowGroup_;  ///< fill(): by flow_ index, its group (-1: stopped by a cap of 0)
-  std::vector<int> pathOf_;     ///< by transfer: its path
-  std::vector<int> pathLinks_, pathBegin_;  ///< pathLinks(p)
-  std::vector<int> groupOfPath_;            ///< fill(): the uncapped group of each path, or -1
+  std::vector<char> caught_;      ///< computeRates(): by flow, by input: caught up
+  std::vector<char> lastCaught_;  ///< and at the last filling
+  FairFill fair_;
+  std::vector<int> pathOf_;  ///< by transfer: its path in fair_
+  std::vector<int> fillPath_;
+  std::vector<double> fillCap_, fillRate_;  ///< fill(): by flow, for fair_
 };
 
 }  // namespace

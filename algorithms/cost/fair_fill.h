@@ -1,0 +1,51 @@
+// Max-min fair rates of transfers sharing links (progressive filling), the
+// rates of the flow simulator between two events.
+#pragma once
+
+#include <span>
+#include <vector>
+
+namespace grove::plan {
+
+/// Rates of transfers over a fixed set of paths (each a list of links with
+/// a capacity), shared max-min fairly, each transfer perhaps capped.
+class FairFill {
+ public:
+  FairFill() = default;
+  /// `linkBps`: every link's capacity in bytes/s; `paths`: the link lists
+  /// transfers may cross (indices into linkBps).
+  FairFill(std::vector<double> linkBps, const std::vector<std::vector<int>>& paths);
+
+  /// The rate (bytes/s) of each transfer k, over paths[path[k]] and capped
+  /// by cap[k] (infinity: no cap; <= 0: it does not flow, rate 0). A
+  /// transfer that crosses no link and has no cap gets infinity.
+  void rates(std::span<const int> path, std::span<const double> cap, std::span<double> rate);
+
+ private:
+  /// Transfers over one path without a cap, or one capped transfer.
+  struct Group {
+    int path = 0;
+    int count = 0;  ///< transfers in it
+    double cap = 0;
+    double rate = 0;
+    bool frozen = false;
+  };
+  std::span<const int> linksOf(int path) const;
+  void groupTransfers(std::span<const int> path, std::span<const double> cap);
+  void openLinks();
+  void raise();
+
+  std::vector<double> linkBps_;
+  std::vector<int> pathLinks_, pathBegin_;  ///< linksOf(p)
+  // Scratch of one rates() call, kept for its capacity:
+  std::vector<Group> groups_;
+  std::vector<int> groupOf_;                  ///< by transfer: its group, or -1 (a cap of 0)
+  std::vector<int> groupOfPath_;              ///< by path: its uncapped group, or -1
+  std::vector<double> linkRem_;               ///< by link: what the frozen groups left of it
+  std::vector<int> linkUsers_;                ///< by link: unfrozen transfers crossing it
+  std::vector<std::vector<int>> linkGroups_;  ///< by link: the groups crossing it
+  std::vector<char> linkListed_;              ///< by link: in usedLinks_
+  std::vector<int> usedLinks_, openLinks_, capped_;
+};
+
+}  // namespace grove::plan
