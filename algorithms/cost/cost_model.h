@@ -75,14 +75,14 @@ std::string treeJudgeKey(const Selector& sel, const SimParams& p, uint64_t bytes
 void installTreeJudges(TopoPlans& plans, const Selector& sel, const SimParams& p, uint64_t bytes);
 
 /// Predicted seconds of a `bytes`-sized call from a function that predicts
-/// any size: called directly up to 64 MiB; above, extended along the line
-/// through its 16 MiB and 64 MiB predictions (called in that order), as a
+/// any size: called directly up to 256 MiB; above, extended along the line
+/// through its 64 MiB and 256 MiB predictions (called in that order), as a
 /// pipeline's time grows by its chunks while its fill stays (simulating
 /// every chunk of a huge message is slow).
 double secondsBySize(uint64_t bytes, const std::function<double(uint64_t bytes)>& secondsAt);
-/// That line at `bytes` (> 64 MiB) from the 16 MiB and 64 MiB times; in
-/// proportion to t64 when the times do not grow with the size.
-double extendedSeconds(double t16, double t64, uint64_t bytes);
+/// That line at `bytes` (> 256 MiB) from the 64 MiB and 256 MiB times; in
+/// proportion to t256 when the times do not grow with the size.
+double extendedSeconds(double t64, double t256, uint64_t bytes);
 
 /// The sizes tuneSelector() predicts: 1 KiB, 4 KiB, ..., 1 GiB.
 std::vector<uint64_t> tuneSizes();
@@ -96,7 +96,7 @@ struct TuneRow {
 
 /// Predicts, for `coll` at every tuneSizes() size, each algorithm the
 /// selector allows (and that can build on these plans), and returns one row
-/// per size. Sizes above 64 MiB are extended from 16 and 64 MiB
+/// per size. Sizes above 256 MiB are extended from 64 and 256 MiB
 /// (extendedSeconds) to keep tuning fast.
 std::vector<TuneRow> tuneCollective(const Selector& sel, TopoPlans& plans, Coll coll, int nranks,
                                     const SimParams& p);

@@ -53,15 +53,16 @@ BuildFn ringsBuilder(Coll coll, const std::vector<plan::Ring>& rings,
   };
 }
 
-/// grove-plan simulates every chunk of a call up to this size: the line the
-/// size tables extend from 16 and 64 MiB misses programs whose time is not
-/// yet a pipeline's there (two 8-GPU boxes: a forest all-gather of 256 MiB
-/// extended to 281 GB/s, simulated at 157, bounded by 200).
+/// grove-plan simulates every chunk of a call up to this size, beyond the
+/// 256 MiB up to which the size tables do: a line misses programs whose
+/// time is not yet a pipeline's at its points (two 8-GPU boxes: a forest
+/// all-gather of 256 MiB extended from 16 and 64 MiB to 281 GB/s, simulated
+/// at 157, bounded by 200).
 constexpr uint64_t kSimulatedUpTo = 1ull << 30;
 
 /// Simulates `fn`'s programs; above kSimulatedUpTo the time is extrapolated
-/// from 16 and 64 MiB (plan::secondsBySize) and the link bytes scaled from
-/// 64 MiB.
+/// from 64 and 256 MiB (plan::secondsBySize) and the link bytes scaled from
+/// 256 MiB.
 AlgoPrediction predictWith(const std::string& name, const plan::PlanGraph& g,
                            const plan::CollArgs& args, const BuildFn& fn,
                            const plan::SimParams& sim) {
