@@ -10,7 +10,8 @@
 // Transfers over the same path without a cap always end with the same rate,
 // so they fill as one group of that many (a pipeline has a few hundred
 // transfers in flight over a few dozen paths); a capped transfer is a group
-// of its own. A round costs the links in use and the groups, not the
+// of its own. A transfer may stand for several identical ones (the
+// simulator's merged copies): it counts that many times. A round costs the links in use and the groups, not the
 // transfers times their routes.
 #include "algorithms/cost/fair_fill.h"
 
@@ -48,9 +49,9 @@ std::span<const int> FairFill::linksOf(int path) const {
   return {pathLinks_.data() + pathBegin_[path], pathLinks_.data() + pathBegin_[path + 1]};
 }
 
-void FairFill::rates(std::span<const int> path, std::span<const double> cap,
-                     std::span<double> rate) {
-  groupTransfers(path, cap);
+void FairFill::rates(std::span<const int> path, std::span<const int> count,
+                     std::span<const double> cap, std::span<double> rate) {
+  groupTransfers(path, count, cap);
   openLinks();
   raise();
   for (int l : usedLinks_) linkGroups_[l].clear(), linkListed_[l] = 0;
@@ -59,7 +60,8 @@ void FairFill::rates(std::span<const int> path, std::span<const double> cap,
 }
 
 /// The groups: one per path among the uncapped transfers, one per capped.
-void FairFill::groupTransfers(std::span<const int> path, std::span<const double> cap) {
+void FairFill::groupTransfers(std::span<const int> path, std::span<const int> count,
+                              std::span<const double> cap) {
   groups_.clear();
   groupOf_.clear();
   for (size_t k = 0; k < path.size(); ++k) {
@@ -69,13 +71,13 @@ void FairFill::groupTransfers(std::span<const int> path, std::span<const double>
     }
     int& shared = groupOfPath_[path[k]];
     if (cap[k] == kInf && shared >= 0) {
-      ++groups_[shared].count;
+      groups_[shared].count += count[k];
       groupOf_.push_back(shared);
       continue;
     }
     groupOf_.push_back(static_cast<int>(groups_.size()));
     if (cap[k] == kInf) shared = groupOf_.back();
-    groups_.push_back(Group{path[k], 1, cap[k]});
+    groups_.push_back(Group{path[k], count[k], cap[k]});
   }
 }
 

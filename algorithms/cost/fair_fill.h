@@ -17,9 +17,11 @@ class FairFill {
   FairFill(std::vector<double> linkBps, const std::vector<std::vector<int>>& paths);
 
   /// The rate (bytes/s) of each transfer k, over paths[path[k]] and capped
-  /// by cap[k] (infinity: no cap; <= 0: it does not flow, rate 0). A
+  /// by cap[k] (infinity: no cap; <= 0: it does not flow, rate 0); it
+  /// stands for count[k] >= 1 identical transfers, each at that rate. A
   /// transfer that crosses no link and has no cap gets infinity.
-  void rates(std::span<const int> path, std::span<const double> cap, std::span<double> rate);
+  void rates(std::span<const int> path, std::span<const int> count, std::span<const double> cap,
+             std::span<double> rate);
 
  private:
   /// Transfers over one path without a cap, or one capped transfer.
@@ -31,7 +33,8 @@ class FairFill {
     bool frozen = false;
   };
   std::span<const int> linksOf(int path) const;
-  void groupTransfers(std::span<const int> path, std::span<const double> cap);
+  void groupTransfers(std::span<const int> path, std::span<const int> count,
+                      std::span<const double> cap);
   void openLinks();
   void raise();
 

@@ -16,6 +16,10 @@
 // concurrent; a forward never sends more than its slowest input has
 // delivered, and a step that only receives ends once all have arrived.
 //
+// Copies. A part of the call that repeats another exactly on channels of
+// its own (a tree's parts, a ring's channels over the same ring) runs once,
+// counted as that many streams where it shares links (mergeCopies).
+//
 // Steps. Each rank runs its phases in order; a phase starts all its lanes at
 // once and ends when the last lane ends; a lane starts its next step when the
 // previous one ends. When a step that sends starts, its transfer begins to
@@ -74,6 +78,8 @@ constexpr int kMaxCapRounds = 12;  // fillings per event while forward caps sett
 // Shortest time step: events closer than this merge (transfers whose shares
 // differ by a few bytes would otherwise each cost an event).
 constexpr double kMinDt = 1e-9;
+/// Steps of two copies of a part (mergeCopies) may differ by this many bytes.
+constexpr uint64_t kCopyBytes = 64;
 
 /// Bytes within which a transfer counts as finished / caught up.
 double tolerance(double bytes) { return std::max(1e-9 * bytes, 1e-6); }
@@ -88,6 +94,7 @@ struct SimStep {
   int outsLeft = 0;       ///< of those, not yet released (last byte sent)
   bool started = false;
   bool ended = false;
+  bool merged = false;  ///< its lane is a copy another lane runs for (mergeCopies)
   double startedAt = 0;
   double localEnd = kInf;
   double releasedAt = 0;   ///< latest release of its outgoing transfers
@@ -124,6 +131,7 @@ class FlowSim {
       if (!(c > 0)) throwInvalidArgument("simulate: every link needs a positive capacity");
     flattenSteps();
     matchTransfers();
+    mergeCopies();
     // Every transfer's links that may limit its rate (not an unbounded
     // one: a rank's port no other rank shares, which no share of any
     // transfer can fill); the distinct lists are the paths rates fill by.
@@ -145,9 +153,11 @@ class FlowSim {
   FlowSimResult run() {
     FlowSimResult res;
     res.linkBytes.assign(net_.capGBps.size(), 0);
-    for (const Transfer& t : xfers_)
-      for (int l : routes_[t.route]) res.linkBytes[l] += t.bytes;
-    res.transfers = static_cast<int>(xfers_.size());
+    for (size_t x = 0; x < xfers_.size(); ++x) {
+      if (copies_[x] == 0) continue;  // merged into another copy
+      for (int l : routes_[xfers_[x].route]) res.linkBytes[l] += xfers_[x].bytes * copies_[x];
+      res.transfers += copies_[x];
+    }
     finish_.assign(nranks_, -1);
     phase_.assign(nranks_, 0);
     lanesLeft_.assign(nranks_, 0);
@@ -255,6 +265,105 @@ class FlowSim {
     lags_.assign(ups_.size(), 0);
   }
 
+  /// Merges copies. The transfers tie lanes into closed parts of the call
+  /// (a channel's lanes on every rank; a tree part's up and down lanes). A
+  /// part that repeats another exactly -- the same ranks, phases, step kinds,
+  /// peers and routes, on channels of its own, and byte counts within
+  /// kCopyBytes (parts of one share differ by an element) -- runs as one:
+  /// the first copy is simulated, counting as many times as there are
+  /// copies where links are shared (FairFill), and the others never start.
+  /// Identical streams get identical rates and events, so every time is the
+  /// same; a tree's parts and a ring's channels over one ring are copies,
+  /// and a 32-channel program simulates as its few distinct parts.
+  void mergeCopies() {
+    copies_.assign(xfers_.size(), 1);
+    // Lanes, by their first step; laneOf: by step.
+    std::vector<int> laneFirst, lanePhase, laneOf(steps_.size(), -1);
+    for (int r = 0; r < nranks_; ++r)
+      for (size_t ph = 0; ph < laneStart_[r].size(); ++ph) {
+        const auto& lanes = laneStart_[r][ph];
+        for (size_t l = 0; l < lanes.size(); ++l) {
+          const int end = l + 1 < lanes.size() ? lanes[l + 1] : laneEndOfPhase(r, ph);
+          if (lanes[l] == end) continue;
+          for (int id = lanes[l]; id < end; ++id) laneOf[id] = static_cast<int>(laneFirst.size());
+          laneFirst.push_back(lanes[l]);
+          lanePhase.push_back(static_cast<int>(ph));
+        }
+      }
+    if (laneFirst.size() < 2) return;
+    std::vector<int> parent(laneFirst.size());
+    for (size_t i = 0; i < parent.size(); ++i) parent[i] = static_cast<int>(i);
+    auto find = [&](int a) {
+      while (parent[a] != a) a = parent[a] = parent[parent[a]];
+      return a;
+    };
+    for (const Transfer& t : xfers_) {
+      const int a = find(laneOf[t.sender]), b = find(laneOf[t.receiver]);
+      if (a != b) parent[std::max(a, b)] = std::min(a, b);
+    }
+    std::vector<std::vector<int>> parts(laneFirst.size());  // by root: its lanes in order
+    for (size_t i = 0; i < laneFirst.size(); ++i) parts[find(static_cast<int>(i))].push_back(i);
+    // Route link lists as ids, so that copies' routes compare.
+    std::map<std::vector<int>, long long> routeKey;
+    auto shapeOf = [&](const std::vector<int>& lanes) {
+      std::vector<long long> key;
+      std::map<int, int> channel;  // the part's channels, in order of use
+      for (int lane : lanes) {
+        const int first = laneFirst[lane];
+        key.push_back(steps_[first].rank);
+        key.push_back(lanePhase[lane]);
+        key.push_back(static_cast<long long>(laneEnd(first) - first));
+        for (int id = first; id < laneEnd(first); ++id) {
+          const Step& st = *steps_[id].step;
+          key.insert(key.end(), {static_cast<long long>(st.kind), st.sendPeer, st.recvPeer,
+                                 st.moreSendPeers[0], st.moreSendPeers[1], st.moreSendPeers[2],
+                                 st.moreRecvPeers[0], st.moreRecvPeers[1], st.moreRecvPeers[2]});
+          key.push_back(
+              channel.try_emplace(st.channel, static_cast<int>(channel.size())).first->second);
+          for (int x : steps_[id].outs) {
+            auto it =
+                routeKey
+                    .try_emplace(routes_[xfers_[x].route], static_cast<long long>(routeKey.size()))
+                    .first;
+            key.push_back(it->second);
+          }
+        }
+      }
+      return key;
+    };
+    auto sameBytes = [&](const std::vector<int>& a, const std::vector<int>& b) {
+      for (size_t i = 0; i < a.size(); ++i)
+        for (int p = laneFirst[a[i]], q = laneFirst[b[i]]; p < laneEnd(laneFirst[a[i]]); ++p, ++q) {
+          const uint64_t x = steps_[p].step->bytes, y = steps_[q].step->bytes;
+          if ((x > y ? x - y : y - x) > kCopyBytes) return false;
+        }
+      return true;
+    };
+    std::map<std::vector<long long>, std::vector<int>> firsts;  // by shape: parts kept
+    for (size_t root = 0; root < parts.size(); ++root) {
+      if (parts[root].empty()) continue;
+      std::vector<int>& kept = firsts[shapeOf(parts[root])];
+      int into = -1;
+      for (int k : kept)
+        if (sameBytes(parts[k], parts[root])) into = k;
+      if (into < 0) {
+        kept.push_back(static_cast<int>(root));
+        continue;
+      }
+      for (int lane : parts[root])
+        for (int id = laneFirst[lane]; id < laneEnd(laneFirst[lane]); ++id) {
+          steps_[id].merged = true;
+          for (int x : steps_[id].outs) copies_[x] = 0;
+        }
+      for (int lane : parts[into])
+        for (int id = laneFirst[lane]; id < laneEnd(laneFirst[lane]); ++id)
+          for (int x : steps_[id].outs) ++copies_[x];
+    }
+  }
+
+  /// One past the last step of the lane whose first step is `first`.
+  int laneEnd(int first) const { return steps_[first].laneEnd; }
+
   /// The route src's program planned for its link to dst on channel ch, or null.
   const std::vector<int>* plannedRoute(int src, int dst, int ch) const {
     for (const LinkRoute& r : progs_[static_cast<size_t>(src)].routes)
@@ -289,7 +398,8 @@ class FlowSim {
       int nonEmpty = 0;
       for (size_t l = 0; l < lanes.size(); ++l) {
         const int end = l + 1 < lanes.size() ? lanes[l + 1] : laneEndOfPhase(r, phase_[r]);
-        if (lanes[l] < end) ready_.push_back({lanes[l], at}), ++nonEmpty;
+        if (lanes[l] < end && !steps_[lanes[l]].merged)
+          ready_.push_back({lanes[l], at}), ++nonEmpty;
       }
       if (nonEmpty > 0) {
         lanesLeft_[r] = nonEmpty;
@@ -477,13 +587,15 @@ class FlowSim {
   /// The flowing transfers' max-min fair rates under their caps.
   void fill() {
     fillPath_.clear();
+    fillCount_.clear();
     fillCap_.clear();
     for (int x : flow_) {
       fillPath_.push_back(pathOf_[x]);
+      fillCount_.push_back(copies_[x]);
       fillCap_.push_back(xfers_[x].cap);
     }
     fillRate_.resize(flow_.size());
-    fair_.rates(fillPath_, fillCap_, fillRate_);
+    fair_.rates(fillPath_, fillCount_, fillCap_, fillRate_);
     for (size_t k = 0; k < flow_.size(); ++k) xfers_[flow_[k]].rate = fillRate_[k];
   }
 
@@ -582,7 +694,8 @@ class FlowSim {
   std::vector<char> lastCaught_;  ///< and at the last filling
   FairFill fair_;
   std::vector<int> pathOf_;  ///< by transfer: its path in fair_
-  std::vector<int> fillPath_;
+  std::vector<int> copies_;  ///< by transfer: the copies it stands for (0: merged away)
+  std::vector<int> fillPath_, fillCount_;
   std::vector<double> fillCap_, fillRate_;  ///< fill(): by flow, for fair_
 };
 

@@ -143,6 +143,39 @@ TEST(FlowSim, TwoFlowsSharingALinkTakeTwiceAsLong) {
   EXPECT_NEAR(one.seconds, bytes / (10 * kGB), 1e-12);
 }
 
+TEST(FlowSim, CopiesOnOtherChannelsShareLinksAsTheCopiesTheyAre) {
+  // Three channels 0 -> 1 over one 10 GB/s link, then a fourth alone on
+  // another rank pair sharing nothing. Channels 0 and 1 carry the same bytes
+  // and are simulated as one part counted twice; channel 2 carries 1 KiB
+  // more (beyond what copies may differ by) and runs on its own. The times
+  // and the link bytes are those of every stream.
+  const FlowNet net = fullMesh(2, 10, 0);
+  SimParams p;
+  p.stepOverheadUs = 0;
+  const uint64_t b = 4 << 20, more = b + 1024;
+  Program sender, receiver;
+  Phase sends, recvs;
+  for (int ch = 0; ch < 3; ++ch) {
+    const uint64_t bytes = ch == 2 ? more : b;
+    sends.lanes.push_back(Lane{{sendStep(1, bytes, ch), sendStep(1, bytes, ch)}});
+    recvs.lanes.push_back(Lane{{recvStep(0, bytes, ch), recvStep(0, bytes, ch)}});
+  }
+  sender.phases.push_back(sends);
+  receiver.phases.push_back(recvs);
+  const auto res = simulate(net, {sender, receiver}, p);
+  // Three streams share the link until the equal two end, then the third
+  // finishes its last 2 KiB alone: every byte at the link's full speed.
+  const double total = 2.0 * (2 * b + more);
+  EXPECT_NEAR(res.seconds, total / (10 * kGB), 1e-12);
+  EXPECT_DOUBLE_EQ(res.linkBytes[0], total);
+  EXPECT_EQ(res.transfers, 6);
+  // A copy that differs by an element (4 B) is still a copy: the same time
+  // to within what those bytes take.
+  sender.phases[0].lanes[1].steps[1].bytes = receiver.phases[0].lanes[1].steps[1].bytes = b + 4;
+  const auto near = simulate(net, {sender, receiver}, p);
+  EXPECT_NEAR(near.seconds, res.seconds, 4 / (10 * kGB) + 1e-12);
+}
+
 TEST(FlowSim, FollowsTheSendersPlannedRoute) {
   // 0 -> 1 directly over a wide link, or over a narrow detour the program
   // planned for channel 1 (Program::routes); channel 0 keeps the default.

@@ -21,7 +21,7 @@ TEST(FairFill, MaxMinFairWithACapAndTwoBottlenecks) {
   const std::vector<int> path = {0, 0, 0, 1, 2, 0, 3};
   const std::vector<double> cap = {kInf, kInf, 1, kInf, kInf, 0, kInf};
   std::vector<double> rate(path.size(), -1);
-  fill.rates(path, cap, rate);
+  fill.rates(path, std::vector<int>(path.size(), 1), cap, rate);
   // The cap freezes first (1); link 1 fills next at 2 each ({0,1} and {1});
   // what is left of link 0 (10 - 1 - 2 = 7) goes to the two on {0}: 3.5.
   EXPECT_DOUBLE_EQ(rate[0], 3.5);
@@ -35,9 +35,11 @@ TEST(FairFill, MaxMinFairWithACapAndTwoBottlenecks) {
 
 TEST(FairFill, EveryLinkFullOrEveryTransferCappedAndCallsIndependent) {
   FairFill fill({12, 6, 9}, {{0, 1}, {1, 2}, {0}, {2}});
-  auto rates = [&](const std::vector<int>& path, const std::vector<double>& cap) {
+  auto rates = [&](const std::vector<int>& path, const std::vector<double>& cap,
+                   std::vector<int> count = {}) {
+    if (count.empty()) count.assign(path.size(), 1);
     std::vector<double> rate(path.size());
-    fill.rates(path, cap, rate);
+    fill.rates(path, count, cap, rate);
     return rate;
   };
   // Three on {0,1}, one on {1,2}: link 1 (6) splits four ways (1.5 each);
@@ -49,6 +51,9 @@ TEST(FairFill, EveryLinkFullOrEveryTransferCappedAndCallsIndependent) {
   // The same transfers again give the same rates (no state carries over),
   // and a cap above the fair share changes nothing.
   EXPECT_EQ(rates({0, 0, 0, 1, 2, 3}, {kInf, kInf, kInf, 5, kInf, kInf}), r);
+  // One transfer standing for three fills as the three did.
+  EXPECT_EQ(rates({0, 1, 2, 3}, {kInf, kInf, kInf, kInf}, {3, 1, 1, 1}),
+            (std::vector<double>{r[0], r[3], r[4], r[5]}));
   // Capped transfers leave their share to the others.
   const std::vector<double> c = rates({0, 1}, {0.5, kInf});
   EXPECT_DOUBLE_EQ(c[0], 0.5);
