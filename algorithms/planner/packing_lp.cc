@@ -165,8 +165,21 @@ std::vector<double> subsetRates(const std::vector<Candidate>& cands,
 
 namespace {
 
-std::vector<int> dropLightest(std::vector<Candidate>& cands, const std::vector<double>& cap,
-                              int maxKeep, double keep, double best) {
+/// A reduction's goal: at most maxKeep kept, fewer while the rate stays
+/// >= keep * the optimum over all candidates.
+struct Goal {
+  int maxKeep;
+  double keep;
+};
+
+/// Drops one candidate at a time (of the few lightest, the one whose loss
+/// costs the least rate after re-solving). The path of drops is the same
+/// whatever the goal; each goal stops where its set has at most maxKeep
+/// candidates and the next drop would fall below keep * best. Returns each
+/// goal's set.
+std::vector<std::vector<int>> dropLightest(std::vector<Candidate>& cands,
+                                           const std::vector<double>& cap,
+                                           const std::vector<Goal>& goals, double best) {
   std::vector<int> kept;
   for (size_t k = 0; k < cands.size(); ++k) kept.push_back(static_cast<int>(k));
   solveSubset(cands, kept, cap);
@@ -177,10 +190,11 @@ std::vector<int> dropLightest(std::vector<Candidate>& cands, const std::vector<d
     return out;
   };
   kept = positive(kept);
-  // Drop one candidate at a time: of the few lightest, the one whose removal
-  // costs the least rate after re-solving.
+  std::vector<std::vector<int>> sets(goals.size());
+  std::vector<bool> stopped(goals.size(), false);
+  size_t open = goals.size();
   constexpr size_t kTry = 6;
-  while (kept.size() > 1) {
+  while (kept.size() > 1 && open > 0) {
     std::vector<int> byWeight(kept);
     std::sort(byWeight.begin(), byWeight.end(), [&](int x, int y) {
       return cands[static_cast<size_t>(x)].weight < cands[static_cast<size_t>(y)].weight;
@@ -200,18 +214,25 @@ std::vector<int> dropLightest(std::vector<Candidate>& cands, const std::vector<d
         bestTrial = trials[i];
       }
     }
-    if (static_cast<int>(kept.size()) <= maxKeep && bestRate < keep * best) {
-      solveSubset(cands, kept, cap);  // restore the weights of the kept set
-      break;
+    for (size_t g = 0; g < goals.size(); ++g) {
+      if (stopped[g] || static_cast<int>(kept.size()) > goals[g].maxKeep ||
+          bestRate >= goals[g].keep * best)
+        continue;
+      stopped[g] = true, --open;
+      sets[g] = kept;
     }
+    if (open == 0) break;
     solveSubset(cands, bestTrial, cap);
     kept = positive(bestTrial);
   }
-  return kept;
+  for (size_t g = 0; g < goals.size(); ++g)
+    if (!stopped[g]) sets[g] = kept;
+  return sets;
 }
 
 // Forward selection: add, one at a time, the candidate that raises the
-// rate most, until maxKeep are chosen or the optimum is reached.
+// rate most, until maxKeep are chosen or the optimum is reached. A smaller
+// maxKeep stops on the same path: the order is returned, to be cut.
 std::vector<int> addBest(std::vector<Candidate>& cands, const std::vector<double>& cap, int maxKeep,
                          double best) {
   std::vector<int> chosen;
@@ -243,26 +264,45 @@ std::vector<int> addBest(std::vector<Candidate>& cands, const std::vector<double
 
 }  // namespace
 
-std::vector<int> weightAndReduce(std::vector<Candidate>& cands, const std::vector<double>& cap,
-                                 int maxKeep, double keep) {
+std::vector<std::vector<int>> weightAndReduceEach(
+    std::vector<Candidate>& cands, const std::vector<double>& cap,
+    const std::vector<std::pair<int, double>>& goals) {
   std::vector<int> all;
   for (size_t k = 0; k < cands.size(); ++k) all.push_back(static_cast<int>(k));
   const double best = solveSubset(cands, all, cap);
   // Two reductions, the better kept: dropping from the full set, and adding
   // to an empty one (which finds a few dominant trees, e.g. one long chain,
-  // that the full LP's vertex spreads over many).
-  std::vector<int> dropped = dropLightest(cands, cap, maxKeep, keep, best);
-  const double droppedRate = solveSubset(cands, dropped, cap);
-  std::vector<int> added = addBest(cands, cap, maxKeep, best);
-  const double addedRate = solveSubset(cands, added, cap);
-  const bool useAdded = addedRate > droppedRate * (1 + 1e-9) ||
-                        (addedRate >= droppedRate * (1 - 1e-9) && added.size() < dropped.size());
-  std::vector<int> kept = useAdded ? added : dropped;
-  solveSubset(cands, kept, cap);
-  std::vector<int> out;
-  for (int k : kept)
-    if (cands[static_cast<size_t>(k)].weight > 1e-9 * std::max(1.0, best)) out.push_back(k);
+  // that the full LP's vertex spreads over many). Each walks its path once
+  // for every goal.
+  std::vector<Goal> targets;
+  int most = 1;
+  for (auto [maxKeep, keep] : goals) {
+    targets.push_back(Goal{std::max(1, maxKeep), keep});
+    most = std::max(most, targets.back().maxKeep);
+  }
+  const std::vector<std::vector<int>> dropped = dropLightest(cands, cap, targets, best);
+  const std::vector<int> order = addBest(cands, cap, most, best);
+  std::vector<std::vector<int>> out;
+  for (size_t g = 0; g < targets.size(); ++g) {
+    const double droppedRate = solveSubset(cands, dropped[g], cap);
+    const std::vector<int> added(
+        order.begin(), order.begin() + std::min<std::ptrdiff_t>(targets[g].maxKeep, order.size()));
+    const double addedRate = solveSubset(cands, added, cap);
+    const bool useAdded =
+        addedRate > droppedRate * (1 + 1e-9) ||
+        (addedRate >= droppedRate * (1 - 1e-9) && added.size() < dropped[g].size());
+    const std::vector<int>& kept = useAdded ? added : dropped[g];
+    solveSubset(cands, kept, cap);
+    std::vector<int>& set = out.emplace_back();
+    for (int k : kept)
+      if (cands[static_cast<size_t>(k)].weight > 1e-9 * std::max(1.0, best)) set.push_back(k);
+  }
   return out;
+}
+
+std::vector<int> weightAndReduce(std::vector<Candidate>& cands, const std::vector<double>& cap,
+                                 int maxKeep, double keep) {
+  return weightAndReduceEach(cands, cap, {{maxKeep, keep}})[0];
 }
 
 }  // namespace grove::plan::detail

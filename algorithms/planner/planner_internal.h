@@ -121,6 +121,13 @@ constexpr size_t kConcurrentEntries = 16384;
 /// Returns the indices kept; their `weight` holds the final rates.
 std::vector<int> weightAndReduce(std::vector<Candidate>& cands, const std::vector<double>& cap,
                                  int maxKeep, double keep);
+/// weightAndReduce for several (maxKeep, keep) goals at once, in their
+/// order: the reductions walk one path of drops and one of additions,
+/// which every goal only cuts at its own point (the same sets as one call
+/// per goal, for the LPs of one).
+std::vector<std::vector<int>> weightAndReduceEach(std::vector<Candidate>& cands,
+                                                  const std::vector<double>& cap,
+                                                  const std::vector<std::pair<int, double>>& goals);
 
 /// The oracle of tree packing: the cheapest tree under a route table's
 /// prices -- the minimum arborescence rooted at `root`, or for all-reduce the

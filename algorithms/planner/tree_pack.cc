@@ -409,9 +409,9 @@ std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce
     variants.push_back(treesOf(set, false));
   };
   consider(kept);
-  constexpr std::pair<int, double> kSmaller[] = {{24, 0.97}, {24, 0.93}, {8, 0.9}, {4, 0.85}};
-  for (auto [most, keep] : kSmaller)
-    consider(weightAndReduce(cands, cap, std::min(most, o.maxTrees), keep));
+  std::vector<std::pair<int, double>> smaller = {{24, 0.97}, {24, 0.93}, {8, 0.9}, {4, 0.85}};
+  for (auto& [most, keep] : smaller) most = std::min(most, o.maxTrees);
+  for (const std::vector<int>& set : weightAndReduceEach(cands, cap, smaller)) consider(set);
   *judged = static_cast<int>(variants.size());
   // Each variant's time by the first judge; the fastest wins, a later set
   // (fewer trees) a tie against an earlier one, a set's fair shares a tie
