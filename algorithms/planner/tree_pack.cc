@@ -394,10 +394,21 @@ std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce,
 // wins (ties to fewer trees, then to fair shares). A set the judge cannot
 // build is left out. The judges of larger calls judge the same candidates
 // again and keep their own fastest in `larger`.
+/// The smaller sets the judge weighs against the kept one: at most `most`
+/// trees (and maxTrees) keeping `keep` of the optimum.
+std::vector<std::pair<int, double>> smallerGoals(const PackOptions& o) {
+  std::vector<std::pair<int, double>> goals = {{24, 0.97}, {24, 0.93}, {8, 0.9}, {4, 0.85}};
+  for (auto& [most, keep] : goals) most = std::max(1, std::min(most, o.maxTrees));
+  return goals;
+}
+
+// `smaller`: the reductions to smallerGoals(o) when already made over these
+// candidates, else empty.
 template <typename TreesOf>
 std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce,
                                   std::vector<Candidate>& cands, const std::vector<double>& cap,
-                                  const TreesOf& treesOf, const std::vector<int>& kept, int* judged,
+                                  const TreesOf& treesOf, const std::vector<int>& kept,
+                                  std::vector<std::vector<int>> smaller, int* judged,
                                   double* seconds, std::vector<SizedTrees>* larger) {
   std::vector<std::vector<Tree>> variants;             // in order of preference on a tie
   size_t fewest = std::numeric_limits<size_t>::max();  // smallest set so far
@@ -409,9 +420,8 @@ std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce
     variants.push_back(treesOf(set, false));
   };
   consider(kept);
-  std::vector<std::pair<int, double>> smaller = {{24, 0.97}, {24, 0.93}, {8, 0.9}, {4, 0.85}};
-  for (auto& [most, keep] : smaller) most = std::min(most, o.maxTrees);
-  for (const std::vector<int>& set : weightAndReduceEach(cands, cap, smaller)) consider(set);
+  if (smaller.empty()) smaller = weightAndReduceEach(cands, cap, smallerGoals(o));
+  for (const std::vector<int>& set : smaller) consider(set);
   *judged = static_cast<int>(variants.size());
   // Each variant's time by the first judge; the fastest wins, a later set
   // (fewer trees) a tie against an earlier one, a set's fair shares a tie
@@ -500,9 +510,19 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
   std::vector<Candidate> cands;
   for (const TreeCand& c : found)
     cands.push_back(Candidate{{c.use.begin(), c.use.end()}, c.weight});
-  std::vector<int> kept = weightAndReduce(cands, cap, std::max(1, o.maxTrees), o.keep);
-  kept = swapInPricedTrees(g, root, allReduce, cap, std::max(1, o.maxTrees), o.keep * opt.value,
-                           found, cands, kept);
+  // The reduction to the packing's own goal, and (when the judge will weigh
+  // them) to the smaller ones, on one walk; the priced trees that come in
+  // after make the smaller ones walk again.
+  const bool judging = o.judge && g.nranks() <= kMaxJudgeRanks;
+  std::vector<std::pair<int, double>> goals = {{std::max(1, o.maxTrees), o.keep}};
+  if (judging)
+    for (const auto& goal : smallerGoals(o)) goals.push_back(goal);
+  std::vector<std::vector<int>> sets = weightAndReduceEach(cands, cap, goals);
+  const size_t before = cands.size();
+  const std::vector<int> kept = swapInPricedTrees(g, root, allReduce, cap, std::max(1, o.maxTrees),
+                                                  o.keep * opt.value, found, cands, sets[0]);
+  sets.erase(sets.begin());
+  if (cands.size() != before) sets.clear();
   // The trees of a kept set (none without a share), with their channels and
   // the rates those get when streams share links fairly (fair_share.cc),
   // heaviest first: the order they are judged in is the order they run in
@@ -525,9 +545,9 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
     for (int k : kept) packed += cands[static_cast<size_t>(k)].weight;
     plan.packedRate = packed;
   }
-  if (o.judge && g.nranks() <= kMaxJudgeRanks)
-    plan.trees = judgeTreeCounts(o, root, allReduce, cands, cap, treesOf, kept, &plan.judged,
-                                 &plan.judgedSeconds, &plan.larger);
+  if (judging)
+    plan.trees = judgeTreeCounts(o, root, allReduce, cands, cap, treesOf, kept, std::move(sets),
+                                 &plan.judged, &plan.judgedSeconds, &plan.larger);
   if (plan.trees.empty()) plan.trees = treesOf(kept, o.fairShares);
   for (const Tree& t : plan.trees) plan.rate += t.rate;
   plan.planMs = msSince(start);
