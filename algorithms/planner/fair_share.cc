@@ -70,20 +70,24 @@ Crossings crossingsOf(const std::vector<std::map<int, int>>& uses, const std::ve
 
 std::vector<double> waterFill(const Crossings& c, const std::vector<int>& channels,
                               const std::vector<double>& cap) {
-  const size_t nt = channels.size();
-  std::vector<double> rate(nt, 0.0), frozenLoad(c.links.size(), 0.0);
+  const size_t nt = channels.size(), ne = c.links.size();
+  std::vector<double> rate(nt, 0.0), frozenLoad(ne, 0.0), fillAt(ne);
+  // Streams of the trees still rising on each link (crossings x channels:
+  // whole numbers, kept exactly as trees freeze).
+  std::vector<long long> streams(ne, 0);
+  for (size_t e = 0; e < ne; ++e)
+    for (auto [t, times] : c.trees[e])
+      streams[e] += static_cast<long long>(times) * channels[static_cast<size_t>(t)];
   std::vector<bool> active(nt, true);
   size_t left = nt;
   while (left > 0) {
     // The stream rate at which the next link fills.
     double level = std::numeric_limits<double>::infinity();
-    std::vector<double> fillAt(c.links.size(), level);
-    for (size_t e = 0; e < c.links.size(); ++e) {
-      double w = 0;
-      for (auto [t, times] : c.trees[e])
-        if (active[static_cast<size_t>(t)]) w += times * channels[static_cast<size_t>(t)];
-      if (w <= 0) continue;
-      fillAt[e] = std::max(0.0, cap[static_cast<size_t>(c.links[e])] - frozenLoad[e]) / w;
+    for (size_t e = 0; e < ne; ++e) {
+      fillAt[e] = std::numeric_limits<double>::infinity();
+      if (streams[e] <= 0) continue;
+      fillAt[e] = std::max(0.0, cap[static_cast<size_t>(c.links[e])] - frozenLoad[e]) /
+                  static_cast<double>(streams[e]);
       level = std::min(level, fillAt[e]);
     }
     if (!(level < std::numeric_limits<double>::infinity())) {
@@ -92,7 +96,7 @@ std::vector<double> waterFill(const Crossings& c, const std::vector<int>& channe
         if (active[t]) rate[t] = PlanGraph::kUnbounded;
       break;
     }
-    for (size_t e = 0; e < c.links.size(); ++e) {
+    for (size_t e = 0; e < ne; ++e) {
       if (fillAt[e] > level * (1 + 1e-12)) continue;
       for (auto [t, times] : c.trees[e]) {
         const size_t ti = static_cast<size_t>(t);
@@ -100,8 +104,10 @@ std::vector<double> waterFill(const Crossings& c, const std::vector<int>& channe
         active[ti] = false;
         --left;
         rate[ti] = level * channels[ti];
-        for (auto [e2, times2] : c.byTree[ti])
+        for (auto [e2, times2] : c.byTree[ti]) {
           frozenLoad[static_cast<size_t>(e2)] += times2 * rate[ti];
+          streams[static_cast<size_t>(e2)] -= static_cast<long long>(times2) * channels[ti];
+        }
       }
     }
   }

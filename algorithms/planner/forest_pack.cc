@@ -44,6 +44,7 @@
 #include <map>
 #include <set>
 
+#include "algorithms/planner/concurrent.h"
 #include "algorithms/planner/planner_internal.h"
 #include "base/error.h"
 
@@ -70,12 +71,13 @@ bool cheapestOf(const PlanGraph& g, const RouteTable& table, int root, bool gath
                 : cheapestInTree(g, table, root, cap, tree);
 }
 
-/// The LP over the columns `which`: writes their weights and returns x (the
-/// rate every root reaches); `linkPrice` (by link) and `rootPrice` (by rank)
-/// receive its duals when given.
-double solveForest(std::vector<ForestCol>& cols, const std::vector<int>& which, int n,
-                   const std::vector<double>& cap, std::vector<double>* linkPrice = nullptr,
-                   std::vector<double>* rootPrice = nullptr) {
+/// The LP over the columns `which`: returns x (the rate every root
+/// reaches); `weights` (in the order of `which`), `linkPrice` (by link) and
+/// `rootPrice` (by rank) receive its solution and duals when given.
+double forestLp(const std::vector<ForestCol>& cols, const std::vector<int>& which, int n,
+                const std::vector<double>& cap, std::vector<double>* weights,
+                std::vector<double>* linkPrice = nullptr,
+                std::vector<double>* rootPrice = nullptr) {
   // Rows: one per root (x - its trees' weights <= 0), one capping x (a
   // forest over unbounded ports alone), then one per bounded link used.
   std::map<int, int> row;
@@ -110,7 +112,7 @@ double solveForest(std::vector<ForestCol>& cols, const std::vector<int>& which, 
   gain[0] = 1;
   const std::vector<double> x = solvePackingLp(rows, static_cast<int>(nc), a, b,
                                                linkPrice || rootPrice ? &duals : nullptr, &gain);
-  for (size_t j = 0; j < which.size(); ++j) cols[static_cast<size_t>(which[j])].weight = x[j + 1];
+  if (weights) weights->assign(x.begin() + 1, x.end());
   if (rootPrice) rootPrice->assign(duals.begin(), duals.begin() + n);
   if (linkPrice) {
     linkPrice->assign(cap.size(), 0.0);
@@ -118,6 +120,16 @@ double solveForest(std::vector<ForestCol>& cols, const std::vector<int>& which, 
       (*linkPrice)[static_cast<size_t>(link)] = duals[static_cast<size_t>(idx)];
   }
   return x[0];
+}
+
+/// forestLp, writing the columns' weights.
+double solveForest(std::vector<ForestCol>& cols, const std::vector<int>& which, int n,
+                   const std::vector<double>& cap, std::vector<double>* linkPrice = nullptr,
+                   std::vector<double>* rootPrice = nullptr) {
+  std::vector<double> w;
+  const double x = forestLp(cols, which, n, cap, &w, linkPrice, rootPrice);
+  for (size_t j = 0; j < which.size(); ++j) cols[static_cast<size_t>(which[j])].weight = w[j];
+  return x;
 }
 
 /// Column generation from one cheapest tree per root; returns the columns
@@ -218,15 +230,20 @@ std::vector<int> reduceForest(std::vector<ForestCol>& cols, int n, const std::ve
   std::vector<int> chosen;
   double chosenRate = 0;
   std::vector<Tree> scratch;
-  auto consider = [&] {
+  // `lpRate`: the kept set's LP optimum x. Its fair shares are a packing of
+  // the set too, so they run no faster than n * x: a set whose LP is below
+  // what the tie rule needs cannot be chosen, and its fair shares (a
+  // water-fill per channel count tried) are not worked out.
+  auto consider = [&](double lpRate) {
     if (static_cast<int>(kept.size()) > maxKeep) return;
+    if (!chosen.empty() && n * lpRate < chosenRate * 0.995 * (1 - 1e-12)) return;
     const double rate = fairForest(cols, kept, n, cap, fairShares, &scratch);
     if (chosen.empty() || rate >= chosenRate * 1.005)
       chosen = kept, chosenRate = rate;
     else if (rate >= chosenRate * 0.995)
       chosen = kept;  // as fast, fewer trees
   };
-  consider();
+  consider(best);
   constexpr size_t kTry = 6;
   while (static_cast<int>(kept.size()) > n) {
     std::vector<int> perRoot(static_cast<size_t>(n), 0);
@@ -238,19 +255,22 @@ std::vector<int> reduceForest(std::vector<ForestCol>& cols, int n, const std::ve
     std::sort(droppable.begin(), droppable.end(), [&](int a, int b) {
       return cols[static_cast<size_t>(a)].weight < cols[static_cast<size_t>(b)].weight;
     });
+    // The trials' LPs are independent: they run at once.
+    std::vector<std::vector<int>> trials(std::min(kTry, droppable.size()));
+    for (size_t i = 0; i < trials.size(); ++i)
+      for (int k : kept)
+        if (k != droppable[i]) trials[i].push_back(k);
+    std::vector<double> rates(trials.size());
+    forEachConcurrently(trials.size(), planThreads(),
+                        [&](size_t i) { rates[i] = forestLp(cols, trials[i], n, cap, nullptr); });
     std::vector<int> bestTrial;
     double bestRate = -1;
-    for (size_t i = 0; i < std::min(kTry, droppable.size()); ++i) {
-      std::vector<int> trial;
-      for (int k : kept)
-        if (k != droppable[i]) trial.push_back(k);
-      const double rate = solveForest(cols, trial, n, cap);
-      if (rate > bestRate * (1 + 1e-12)) bestRate = rate, bestTrial = trial;
-    }
+    for (size_t i = 0; i < trials.size(); ++i)
+      if (rates[i] > bestRate * (1 + 1e-12)) bestRate = rates[i], bestTrial = trials[i];
     if (bestTrial.empty() || (!chosen.empty() && bestRate < floor * best)) break;
     solveForest(cols, bestTrial, n, cap);
     kept = positive(bestTrial);
-    consider();
+    consider(bestRate);
   }
   solveForest(cols, chosen, n, cap);
   return chosen;
