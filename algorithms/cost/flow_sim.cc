@@ -60,12 +60,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <queue>
 #include <span>
-#include <tuple>
 
 #include "algorithms/cost/fair_fill.h"
+#include "algorithms/cost/flow_graph.h"
 #include "base/error.h"
 #include "ir/step_traits.h"
 
@@ -78,76 +77,42 @@ constexpr int kMaxCapRounds = 12;  // fillings per event while forward caps sett
 // Shortest time step: events closer than this merge (transfers whose shares
 // differ by a few bytes would otherwise each cost an event).
 constexpr double kMinDt = 1e-9;
-/// Steps of two copies of a part (mergeCopies) may differ by this many bytes.
-constexpr uint64_t kCopyBytes = 64;
 
 /// Bytes within which a transfer counts as finished / caught up.
 double tolerance(double bytes) { return std::max(1e-9 * bytes, 1e-6); }
 
-struct SimStep {
-  const Step* step = nullptr;
-  int rank = 0;
-  int laneEnd = 0;        ///< one past the last step id of its lane
-  std::vector<int> ins;   ///< transfers it receives (one per source)
-  int insLeft = 0;        ///< of those, not yet arrived
-  std::vector<int> outs;  ///< transfers it sends (one per destination)
-  int outsLeft = 0;       ///< of those, not yet released (last byte sent)
-  bool started = false;
-  bool ended = false;
-  bool merged = false;  ///< its lane is a copy another lane runs for (mergeCopies)
-  double startedAt = 0;
-  double localEnd = kInf;
-  double releasedAt = 0;   ///< latest release of its outgoing transfers
-  double lastArrival = 0;  ///< latest arrival of its incoming transfers
-};
+using flow::FlowGraph;
+using flow::SimStep;
+using flow::Transfer;
 
-struct Transfer {
-  double bytes = 0;
-  double sent = 0;        ///< bytes arrived so far
-  double rate = 0;        ///< bytes/s now
-  double cap = kInf;      ///< forward cap now
-  double delay = 0;       ///< seconds from the sender's start to the first byte
-  double flight = 0;      ///< the route's latency (s): how long the last byte is in flight
-  bool released = false;  ///< the sender has sent its last byte (its step may go on)
-  double doneAt = kInf;   ///< when its last byte arrived
-  double activeAt = kInf;
-  int route = -1;
-  int sender = -1, receiver = -1;  ///< step ids
-  /// Its inputs (the transfers its sender forwards; none: a plain send) are
-  /// ups_[upBegin, upEnd); lags_ there: the bytes it may trail each input
-  /// and still count as caught up.
-  int upBegin = 0, upEnd = 0;
-  int upstreamsLeft = 0;  ///< of those, not yet done
-  bool done = false;
-};
+/// The transfer graph, once the network is checked.
+FlowGraph checked(const FlowNet& net, const std::vector<Program>& progs, const SimParams& p) {
+  if (net.capGBps.size() != net.latencyUs.size())
+    throwInvalidArgument("simulate: link capacity and latency lists differ in length");
+  for (double c : net.capGBps)
+    if (!(c > 0)) throwInvalidArgument("simulate: every link needs a positive capacity");
+  return flow::buildFlowGraph(net, progs, p);
+}
 
 class FlowSim {
  public:
   FlowSim(const FlowNet& net, const std::vector<Program>& progs, const SimParams& p)
-      : net_(net), progs_(progs), p_(p), nranks_(static_cast<int>(progs.size())) {
-    if (net.capGBps.size() != net.latencyUs.size())
-      throwInvalidArgument("simulate: link capacity and latency lists differ in length");
-    for (double c : net.capGBps)
-      if (!(c > 0)) throwInvalidArgument("simulate: every link needs a positive capacity");
-    flattenSteps();
-    matchTransfers();
-    mergeCopies();
-    // Every transfer's links that may limit its rate (not an unbounded
-    // one: a rank's port no other rank shares, which no share of any
-    // transfer can fill); the distinct lists are the paths rates fill by.
-    std::map<std::vector<int>, int> pathIds;
-    std::vector<std::vector<int>> paths;
-    for (const Transfer& t : xfers_) {
-      std::vector<int> links;
-      for (int l : routes_[t.route])
-        if (net.capGBps[l] < PlanGraph::kUnbounded / 2) links.push_back(l);
-      auto [it, added] = pathIds.try_emplace(links, static_cast<int>(paths.size()));
-      if (added) paths.push_back(std::move(links));
-      pathOf_.push_back(it->second);
-    }
+      : net_(net),
+        progs_(progs),
+        p_(p),
+        nranks_(static_cast<int>(progs.size())),
+        g_(checked(net, progs, p)),
+        steps_(g_.steps),
+        laneStart_(g_.laneStart),
+        xfers_(g_.xfers),
+        ups_(g_.ups),
+        routes_(g_.routes),
+        copies_(g_.copies),
+        pathOf_(g_.pathOf) {
+    lags_.assign(ups_.size(), 0);
     std::vector<double> linkBps;
     for (double c : net.capGBps) linkBps.push_back(c * 1e9);
-    fair_ = FairFill(std::move(linkBps), paths);
+    fair_ = FairFill(std::move(linkBps), g_.paths);
   }
 
   FlowSimResult run() {
@@ -182,213 +147,6 @@ class FlowSim {
   }
 
  private:
-  void flattenSteps() {
-    laneStart_.resize(nranks_);
-    for (int r = 0; r < nranks_; ++r) {
-      for (const Phase& ph : progs_[r].phases) {
-        auto& lanes = laneStart_[r].emplace_back();
-        for (const Lane& lane : ph.lanes) {
-          lanes.push_back(static_cast<int>(steps_.size()));
-          const int end = static_cast<int>(steps_.size() + lane.steps.size());
-          for (const Step& s : lane.steps) {
-            checkPeers(r, s);
-            steps_.push_back(SimStep{&s, r, end, {}, 0, {}});
-          }
-        }
-      }
-    }
-  }
-
-  void checkPeers(int r, const Step& s) const {
-    auto bad = [&](int peer) { return peer < 0 || peer >= nranks_ || peer == r; };
-    bool badSend = false;
-    forEachSendPeer(s, [&](int peer) { badSend = badSend || bad(peer); });
-    forEachRecvPeer(s, [&](int peer) { badSend = badSend || bad(peer); });
-    if (badSend)
-      throwInvalidArgument("simulate: rank " + std::to_string(r) +
-                           " has a step with an invalid peer: " + describe(s));
-  }
-
-  void matchTransfers() {
-    using Key = std::tuple<int, int, int>;
-    std::map<Key, std::pair<std::vector<int>, std::vector<int>>> byLink;
-    for (int id = 0; id < static_cast<int>(steps_.size()); ++id) {
-      const Step& s = *steps_[id].step;
-      if (s.bytes == 0) continue;
-      const int r = steps_[id].rank;
-      forEachSendPeer(s, [&](int peer) { byLink[{r, peer, s.channel}].first.push_back(id); });
-      forEachRecvPeer(s, [&](int peer) { byLink[{peer, r, s.channel}].second.push_back(id); });
-    }
-    // Route ids: one per pair for the widest route (channel -1), one per
-    // (pair, channel) whose sender planned its own route (Program::routes).
-    std::map<Key, int> routeIds;
-    for (const auto& [key, ends] : byLink) {
-      const auto [src, dst, ch] = key;
-      const std::string where = "connection " + std::to_string(src) + "->" + std::to_string(dst) +
-                                " channel " + std::to_string(ch);
-      if (ends.first.size() != ends.second.size())
-        throwInvalidArgument("simulate: " + where + " has " + std::to_string(ends.first.size()) +
-                             " sending steps but " + std::to_string(ends.second.size()) +
-                             " receiving steps");
-      const std::vector<int>* planned = plannedRoute(src, dst, ch);
-      auto [it, added] =
-          routeIds.try_emplace({src, dst, planned ? ch : -1}, static_cast<int>(routes_.size()));
-      if (added) addRoute(src, dst, planned);
-      for (size_t k = 0; k < ends.first.size(); ++k) {
-        SimStep& snd = steps_[ends.first[k]];
-        SimStep& rcv = steps_[ends.second[k]];
-        if (snd.step->bytes != rcv.step->bytes)
-          throwInvalidArgument("simulate: " + where + " transfer " + std::to_string(k) + ": " +
-                               std::to_string(snd.step->bytes) + " B sent but " +
-                               std::to_string(rcv.step->bytes) + " B received");
-        Transfer t;
-        t.bytes = static_cast<double>(snd.step->bytes);
-        t.route = it->second;
-        t.delay = routeDelay_[t.route];
-        t.flight = t.delay - p_.stepOverheadUs * 1e-6;
-        t.sender = ends.first[k];
-        t.receiver = ends.second[k];
-        snd.outs.push_back(static_cast<int>(xfers_.size()));
-        ++snd.outsLeft;
-        rcv.ins.push_back(snd.outs.back());
-        ++rcv.insLeft;
-        xfers_.push_back(t);
-      }
-    }
-    for (Transfer& t : xfers_) {
-      const std::vector<int>& ins = steps_[t.sender].ins;
-      t.upBegin = static_cast<int>(ups_.size());
-      ups_.insert(ups_.end(), ins.begin(), ins.end());
-      t.upEnd = static_cast<int>(ups_.size());
-      t.upstreamsLeft = t.upEnd - t.upBegin;
-    }
-    lags_.assign(ups_.size(), 0);
-  }
-
-  /// Merges copies. The transfers tie lanes into closed parts of the call
-  /// (a channel's lanes on every rank; a tree part's up and down lanes). A
-  /// part that repeats another exactly -- the same ranks, phases, step kinds,
-  /// peers and routes, on channels of its own, and byte counts within
-  /// kCopyBytes (parts of one share differ by an element) -- runs as one:
-  /// the first copy is simulated, counting as many times as there are
-  /// copies where links are shared (FairFill), and the others never start.
-  /// Identical streams get identical rates and events, so every time is the
-  /// same; a tree's parts and a ring's channels over one ring are copies,
-  /// and a 32-channel program simulates as its few distinct parts.
-  void mergeCopies() {
-    copies_.assign(xfers_.size(), 1);
-    // Lanes, by their first step; laneOf: by step.
-    std::vector<int> laneFirst, lanePhase, laneOf(steps_.size(), -1);
-    for (int r = 0; r < nranks_; ++r)
-      for (size_t ph = 0; ph < laneStart_[r].size(); ++ph) {
-        const auto& lanes = laneStart_[r][ph];
-        for (size_t l = 0; l < lanes.size(); ++l) {
-          const int end = l + 1 < lanes.size() ? lanes[l + 1] : laneEndOfPhase(r, ph);
-          if (lanes[l] == end) continue;
-          for (int id = lanes[l]; id < end; ++id) laneOf[id] = static_cast<int>(laneFirst.size());
-          laneFirst.push_back(lanes[l]);
-          lanePhase.push_back(static_cast<int>(ph));
-        }
-      }
-    if (laneFirst.size() < 2) return;
-    std::vector<int> parent(laneFirst.size());
-    for (size_t i = 0; i < parent.size(); ++i) parent[i] = static_cast<int>(i);
-    auto find = [&](int a) {
-      while (parent[a] != a) a = parent[a] = parent[parent[a]];
-      return a;
-    };
-    for (const Transfer& t : xfers_) {
-      const int a = find(laneOf[t.sender]), b = find(laneOf[t.receiver]);
-      if (a != b) parent[std::max(a, b)] = std::min(a, b);
-    }
-    std::vector<std::vector<int>> parts(laneFirst.size());  // by root: its lanes in order
-    for (size_t i = 0; i < laneFirst.size(); ++i) parts[find(static_cast<int>(i))].push_back(i);
-    // Route link lists as ids, so that copies' routes compare.
-    std::map<std::vector<int>, long long> routeKey;
-    auto shapeOf = [&](const std::vector<int>& lanes) {
-      std::vector<long long> key;
-      std::map<int, int> channel;  // the part's channels, in order of use
-      for (int lane : lanes) {
-        const int first = laneFirst[lane];
-        key.push_back(steps_[first].rank);
-        key.push_back(lanePhase[lane]);
-        key.push_back(static_cast<long long>(laneEnd(first) - first));
-        for (int id = first; id < laneEnd(first); ++id) {
-          const Step& st = *steps_[id].step;
-          key.insert(key.end(), {static_cast<long long>(st.kind), st.sendPeer, st.recvPeer,
-                                 st.moreSendPeers[0], st.moreSendPeers[1], st.moreSendPeers[2],
-                                 st.moreRecvPeers[0], st.moreRecvPeers[1], st.moreRecvPeers[2]});
-          key.push_back(
-              channel.try_emplace(st.channel, static_cast<int>(channel.size())).first->second);
-          for (int x : steps_[id].outs) {
-            auto it =
-                routeKey
-                    .try_emplace(routes_[xfers_[x].route], static_cast<long long>(routeKey.size()))
-                    .first;
-            key.push_back(it->second);
-          }
-        }
-      }
-      return key;
-    };
-    auto sameBytes = [&](const std::vector<int>& a, const std::vector<int>& b) {
-      for (size_t i = 0; i < a.size(); ++i)
-        for (int p = laneFirst[a[i]], q = laneFirst[b[i]]; p < laneEnd(laneFirst[a[i]]); ++p, ++q) {
-          const uint64_t x = steps_[p].step->bytes, y = steps_[q].step->bytes;
-          if ((x > y ? x - y : y - x) > kCopyBytes) return false;
-        }
-      return true;
-    };
-    std::map<std::vector<long long>, std::vector<int>> firsts;  // by shape: parts kept
-    for (size_t root = 0; root < parts.size(); ++root) {
-      if (parts[root].empty()) continue;
-      std::vector<int>& kept = firsts[shapeOf(parts[root])];
-      int into = -1;
-      for (int k : kept)
-        if (sameBytes(parts[k], parts[root])) into = k;
-      if (into < 0) {
-        kept.push_back(static_cast<int>(root));
-        continue;
-      }
-      for (int lane : parts[root])
-        for (int id = laneFirst[lane]; id < laneEnd(laneFirst[lane]); ++id) {
-          steps_[id].merged = true;
-          for (int x : steps_[id].outs) copies_[x] = 0;
-        }
-      for (int lane : parts[into])
-        for (int id = laneFirst[lane]; id < laneEnd(laneFirst[lane]); ++id)
-          for (int x : steps_[id].outs) ++copies_[x];
-    }
-  }
-
-  /// One past the last step of the lane whose first step is `first`.
-  int laneEnd(int first) const { return steps_[first].laneEnd; }
-
-  /// The route src's program planned for its link to dst on channel ch, or null.
-  const std::vector<int>* plannedRoute(int src, int dst, int ch) const {
-    for (const LinkRoute& r : progs_[static_cast<size_t>(src)].routes)
-      if (r.send && r.peer == dst && r.channel == ch && !r.links.empty()) return &r.links;
-    return nullptr;
-  }
-
-  void addRoute(int src, int dst, const std::vector<int>* planned) {
-    std::vector<int> route = planned      ? *planned
-                             : net_.route ? net_.route(src, dst)
-                                          : std::vector<int>{};
-    if (route.empty())
-      throwInvalidArgument("simulate: no route from rank " + std::to_string(src) + " to rank " +
-                           std::to_string(dst));
-    double lat = p_.stepOverheadUs;
-    for (int l : route) {
-      if (l < 0 || l >= static_cast<int>(net_.capGBps.size()))
-        throwInvalidArgument("simulate: route " + std::to_string(src) + "->" + std::to_string(dst) +
-                             " names link " + std::to_string(l) + ", which does not exist");
-      lat += net_.latencyUs[l];
-    }
-    routes_.push_back(std::move(route));
-    routeDelay_.push_back(lat * 1e-6);
-  }
-
   // ---------------------------------------------------------------- steps
 
   /// Starts rank r's next non-empty phase at time `at` (or finishes the rank).
@@ -397,7 +155,7 @@ class FlowSim {
       const auto& lanes = laneStart_[r][phase_[r]];
       int nonEmpty = 0;
       for (size_t l = 0; l < lanes.size(); ++l) {
-        const int end = l + 1 < lanes.size() ? lanes[l + 1] : laneEndOfPhase(r, phase_[r]);
+        const int end = l + 1 < lanes.size() ? lanes[l + 1] : g_.phaseEnd(progs_, r, phase_[r]);
         if (lanes[l] < end && !steps_[lanes[l]].merged)
           ready_.push_back({lanes[l], at}), ++nonEmpty;
       }
@@ -409,12 +167,6 @@ class FlowSim {
       ++phase_[r];
     }
     finish_[r] = at;
-  }
-
-  int laneEndOfPhase(int r, size_t ph) const {
-    const auto& lanes = laneStart_[r][ph];
-    const Lane& last = progs_[r].phases[ph].lanes.back();
-    return lanes.back() + static_cast<int>(last.steps.size());
   }
 
   void drainReady() {
@@ -671,13 +423,16 @@ class FlowSim {
   const SimParams& p_;
   const int nranks_;
   double now_ = 0;
-  std::vector<SimStep> steps_;
-  std::vector<std::vector<std::vector<int>>> laneStart_;  // [rank][phase][lane] -> first step id
-  std::vector<Transfer> xfers_;
-  std::vector<int> ups_;      ///< every transfer's inputs (Transfer::upBegin)
-  std::vector<double> lags_;  ///< and the lag it may trail each by
-  std::vector<std::vector<int>> routes_;
-  std::vector<double> routeDelay_;
+  FlowGraph g_;
+  // The graph's parts, by the names the simulation uses.
+  std::vector<SimStep>& steps_;
+  std::vector<std::vector<std::vector<int>>>& laneStart_;
+  std::vector<Transfer>& xfers_;
+  std::vector<int>& ups_;
+  std::vector<std::vector<int>>& routes_;
+  std::vector<int>& copies_;
+  std::vector<int>& pathOf_;
+  std::vector<double> lags_;  ///< by ups_ entry: the lag a forward may trail that input by
   std::vector<size_t> phase_;
   std::vector<int> lanesLeft_;
   std::vector<double> finish_;
@@ -693,8 +448,6 @@ class FlowSim {
   std::vector<char> caught_;      ///< computeRates(): by flow, by input: caught up
   std::vector<char> lastCaught_;  ///< and at the last filling
   FairFill fair_;
-  std::vector<int> pathOf_;  ///< by transfer: its path in fair_
-  std::vector<int> copies_;  ///< by transfer: the copies it stands for (0: merged away)
   std::vector<int> fillPath_, fillCount_;
   std::vector<double> fillCap_, fillRate_;  ///< fill(): by flow, for fair_
 };
