@@ -143,6 +143,33 @@ TEST(PlannerOracles, ArborescenceAndLp) {
   EXPECT_NEAR(x[1], 1.2, 1e-9);
 }
 
+TEST(PlannerOracles, ReductionsToSeveralGoalsAreEachGoalsOwn) {
+  // Forty candidates over twelve links (a fixed pseudo-random draw): the
+  // reductions weightAndReduceEach makes on one walk are the sets one
+  // weightAndReduce per goal finds.
+  std::vector<double> cap(12);
+  for (size_t l = 0; l < cap.size(); ++l) cap[l] = 10.0 + static_cast<double>((l * 7) % 5) * 5;
+  std::vector<detail::Candidate> cands(40);
+  uint32_t seed = 12345;
+  auto draw = [&] { return (seed = seed * 1664525u + 1013904223u) >> 8; };
+  for (detail::Candidate& c : cands)
+    for (int l = 0; l < static_cast<int>(cap.size()); ++l)
+      if (draw() % 3 == 0) c.use.emplace_back(l, 1 + static_cast<int>(draw() % 2));
+  const std::vector<std::pair<int, double>> goals = {{16, 0.99}, {24, 0.97}, {24, 0.93},
+                                                     {8, 0.9},   {4, 0.85},  {2, 0.5}};
+  std::vector<detail::Candidate> together = cands;
+  const std::vector<std::vector<int>> sets = detail::weightAndReduceEach(together, cap, goals);
+  ASSERT_EQ(sets.size(), goals.size());
+  for (size_t g = 0; g < goals.size(); ++g) {
+    std::vector<detail::Candidate> alone = cands;
+    EXPECT_EQ(sets[g], detail::weightAndReduce(alone, cap, goals[g].first, goals[g].second))
+        << "goal " << g;
+    EXPECT_LE(static_cast<int>(sets[g].size()), goals[g].first);
+    EXPECT_FALSE(sets[g].empty());
+  }
+  EXPECT_GT(sets.front().size(), sets.back().size()) << "the goals cut the walks apart";
+}
+
 Graph cluster(int machines) {
   Graph a = topo::loadTopologyFile(std::string(GROVE_TOPO_FIXTURES) + "/dgx_a100.json");
   Graph c;
