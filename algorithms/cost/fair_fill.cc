@@ -7,12 +7,12 @@
 // the max-min fair allocation: no transfer can go faster without slowing
 // one that is no faster than it.
 //
-// Transfers over the same path without a cap always end with the same rate,
-// so they fill as one group of that many (a pipeline has a few hundred
-// transfers in flight over a few dozen paths); a capped transfer is a group
-// of its own. A transfer may stand for several identical ones (the
-// simulator's merged copies): it counts that many times. A round costs the links in use and the groups, not the
-// transfers times their routes.
+// Transfers over the same path without a cap always end with the same rate, so
+// they fill as one group of that many (a pipeline has a few hundred transfers
+// in flight over a few dozen paths); a capped transfer is a group of its own. A
+// transfer may stand for several identical ones (the simulator's merged
+// copies): it counts that many times. A round costs the links in use and the
+// groups, not the transfers times their routes.
 #include "algorithms/cost/fair_fill.h"
 
 #include <algorithm>

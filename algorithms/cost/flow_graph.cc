@@ -154,8 +154,14 @@ class Builder {
     }
     std::vector<std::vector<int>> parts(laneFirst.size());  // by root: its lanes in order
     for (size_t i = 0; i < laneFirst.size(); ++i) parts[find(static_cast<int>(i))].push_back(i);
-    // Route link lists as ids, so that copies' routes compare.
-    std::map<std::vector<int>, long long> routeKey;
+    // Each route as the id of its link list, so that copies' routes compare
+    // (a route planned per channel has an id of its own).
+    std::vector<long long> routeKey;
+    {
+      std::map<std::vector<int>, long long> ids;
+      for (const std::vector<int>& r : g_.routes)
+        routeKey.push_back(ids.try_emplace(r, static_cast<long long>(ids.size())).first->second);
+    }
     auto shapeOf = [&](const std::vector<int>& lanes) {
       std::vector<long long> key;
       std::map<int, int> channel;  // the part's channels, in order of use
@@ -171,13 +177,7 @@ class Builder {
                                  st.moreRecvPeers[0], st.moreRecvPeers[1], st.moreRecvPeers[2]});
           key.push_back(
               channel.try_emplace(st.channel, static_cast<int>(channel.size())).first->second);
-          for (int x : g_.steps[id].outs) {
-            auto it = routeKey
-                          .try_emplace(g_.routes[g_.xfers[x].route],
-                                       static_cast<long long>(routeKey.size()))
-                          .first;
-            key.push_back(it->second);
-          }
+          for (int x : g_.steps[id].outs) key.push_back(routeKey[g_.xfers[x].route]);
         }
       }
       return key;

@@ -36,25 +36,26 @@
 // (bytes may arrive before it starts: the connection buffers them). Local
 // steps take bytes / SimParams::localGBps (or nothing).
 //
-// Rates. Between two events the rates are constant. The transfers flowing
-// share every link max-min fairly (progressive filling, fair_fill.h). A forwarding step (receives and sends) never sends
-// bytes it has not received: while its outgoing transfer has caught up with
-// an incoming one (a fan-in forward: any of them), its rate is capped by that
-// input's rate; the caps depend on other rates, so the filling repeats until the caps stop changing. The
-// rates are a function of which transfers flow and which inputs each forward
-// has caught up with: an event that changes neither (a release, a start
-// still delayed: three events in five of a tree pipeline) keeps them. A link
-// of unbounded capacity (a rank's port no other rank shares) takes no part.
+// Rates. Between two events the rates are constant. The transfers flowing share
+// every link max-min fairly (progressive filling, fair_fill.h). A forwarding
+// step (receives and sends) never sends bytes it has not received: while its
+// outgoing transfer has caught up with an incoming one (a fan-in forward: any
+// of them), its rate is capped by that input's rate; the caps depend on other
+// rates, so the filling repeats until the caps stop changing. The rates are a
+// function of which transfers flow and which inputs each forward has caught up
+// with: an event that changes neither (a release, a start still delayed: three
+// events in five of a tree pipeline) keeps them. A link of unbounded capacity
+// (a rank's port no other rank shares) takes no part.
 //
 // Events. The next event is the earliest of: a delayed transfer starting to
-// flow (they wait in a heap by that time), a transfer's last byte leaving its sender (release: what is left
-// equals rate * the route's latency, a forward's inputs all arrived), a
-// transfer finishing, a forward catching up with its input, a local step
-// ending. Time jumps there, every transfer advances by rate * dt, and
-// released or finished transfers end their steps, which start the next steps
-// at the time the release happened (events
-// closer than a nanosecond merge, so a transfer may end up to 1 ns late). If nothing
-// is flowing or pending while a rank is unfinished, the programs stall.
+// flow (they wait in a heap by that time), a transfer's last byte leaving its
+// sender (release: what is left equals rate * the route's latency, a forward's
+// inputs all arrived), a transfer finishing, a forward catching up with its
+// input, a local step ending. Time jumps there, every transfer advances by rate
+// * dt, and released or finished transfers end their steps, which start the
+// next steps at the time the release happened (events closer than a nanosecond
+// merge, so a transfer may end up to 1 ns late). If nothing is flowing or
+// pending while a rank is unfinished, the programs stall.
 #include "algorithms/cost/flow_sim.h"
 
 #include <algorithm>
@@ -101,15 +102,8 @@ class FlowSim {
         progs_(progs),
         p_(p),
         nranks_(static_cast<int>(progs.size())),
-        g_(checked(net, progs, p)),
-        steps_(g_.steps),
-        laneStart_(g_.laneStart),
-        xfers_(g_.xfers),
-        ups_(g_.ups),
-        routes_(g_.routes),
-        copies_(g_.copies),
-        pathOf_(g_.pathOf) {
-    lags_.assign(ups_.size(), 0);
+        g_(checked(net, progs, p)) {
+    lags_.assign(g_.ups.size(), 0);
     std::vector<double> linkBps;
     for (double c : net.capGBps) linkBps.push_back(c * 1e9);
     fair_ = FairFill(std::move(linkBps), g_.paths);
@@ -118,10 +112,11 @@ class FlowSim {
   FlowSimResult run() {
     FlowSimResult res;
     res.linkBytes.assign(net_.capGBps.size(), 0);
-    for (size_t x = 0; x < xfers_.size(); ++x) {
-      if (copies_[x] == 0) continue;  // merged into another copy
-      for (int l : routes_[xfers_[x].route]) res.linkBytes[l] += xfers_[x].bytes * copies_[x];
-      res.transfers += copies_[x];
+    for (size_t x = 0; x < g_.xfers.size(); ++x) {
+      if (g_.copies[x] == 0) continue;  // merged into another copy
+      for (int l : g_.routes[g_.xfers[x].route])
+        res.linkBytes[l] += g_.xfers[x].bytes * g_.copies[x];
+      res.transfers += g_.copies[x];
     }
     finish_.assign(nranks_, -1);
     phase_.assign(nranks_, 0);
@@ -151,12 +146,12 @@ class FlowSim {
 
   /// Starts rank r's next non-empty phase at time `at` (or finishes the rank).
   void startPhase(int r, double at) {
-    while (phase_[r] < laneStart_[r].size()) {
-      const auto& lanes = laneStart_[r][phase_[r]];
+    while (phase_[r] < g_.laneStart[r].size()) {
+      const auto& lanes = g_.laneStart[r][phase_[r]];
       int nonEmpty = 0;
       for (size_t l = 0; l < lanes.size(); ++l) {
         const int end = l + 1 < lanes.size() ? lanes[l + 1] : g_.phaseEnd(progs_, r, phase_[r]);
-        if (lanes[l] < end && !steps_[lanes[l]].merged)
+        if (lanes[l] < end && !g_.steps[lanes[l]].merged)
           ready_.push_back({lanes[l], at}), ++nonEmpty;
       }
       if (nonEmpty > 0) {
@@ -180,7 +175,7 @@ class FlowSim {
   /// Starts step id at time `at` (<= now when the previous step ended while
   /// the event loop was already past it: a release found late).
   void startStep(int id, double at) {
-    SimStep& s = steps_[id];
+    SimStep& s = g_.steps[id];
     s.started = true;
     s.startedAt = at;
     const StepKind k = s.step->kind;
@@ -204,23 +199,24 @@ class FlowSim {
   /// delay after the sender starts, and for a forward not before each input's
   /// first byte arrives; then does the same for the transfers forwarding x.
   void schedule(int x) {
-    Transfer& t = xfers_[x];
-    double ready = steps_[t.sender].startedAt;
+    Transfer& t = g_.xfers[x];
+    double ready = g_.steps[t.sender].startedAt;
     for (int up : upstreamsOf(t)) {
-      const Transfer& u = xfers_[up];
+      const Transfer& u = g_.xfers[up];
       if (u.done) continue;
       if (u.activeAt == kInf) return;  // scheduled when its inputs are
       ready = std::max(ready, u.activeAt);
     }
     t.activeAt = std::max(ready + t.delay, now_);
     pending_.push({t.activeAt, x});
-    for (int down : steps_[t.receiver].outs)
-      if (steps_[xfers_[down].sender].started && xfers_[down].activeAt == kInf) schedule(down);
+    for (int down : g_.steps[t.receiver].outs)
+      if (g_.steps[g_.xfers[down].sender].started && g_.xfers[down].activeAt == kInf)
+        schedule(down);
   }
 
   /// Step id ended at time `at`: its lane goes on, or its phase may end.
   void endStep(int id, double at) {
-    SimStep& s = steps_[id];
+    SimStep& s = g_.steps[id];
     s.ended = true;
     if (id + 1 < s.laneEnd) {
       ready_.push_back({id + 1, at});
@@ -238,10 +234,10 @@ class FlowSim {
   /// released, the sending step ends and the next one may start while these
   /// bytes are still in flight.
   void release(int x, double at) {
-    Transfer& t = xfers_[x];
+    Transfer& t = g_.xfers[x];
     if (t.released) return;
     t.released = true;
-    SimStep& snd = steps_[t.sender];
+    SimStep& snd = g_.steps[t.sender];
     snd.releasedAt = std::max({snd.releasedAt, snd.startedAt, at});
     if (--snd.outsLeft == 0) endStep(t.sender, snd.releasedAt);
   }
@@ -251,7 +247,7 @@ class FlowSim {
   /// not before its first byte left nor before a forward's inputs arrived.
   double releaseTime(const Transfer& t, double left) const {
     double at = std::max(now_ + left, t.activeAt) - t.flight;
-    for (int up : upstreamsOf(t)) at = std::max(at, std::min(xfers_[up].doneAt, now_));
+    for (int up : upstreamsOf(t)) at = std::max(at, std::min(g_.xfers[up].doneAt, now_));
     return at;
   }
 
@@ -267,14 +263,14 @@ class FlowSim {
   }
 
   void endTransfer(int x) {
-    Transfer& t = xfers_[x];
+    Transfer& t = g_.xfers[x];
     t.done = true;
     t.doneAt = now_;
-    for (int down : steps_[t.receiver].outs) --xfers_[down].upstreamsLeft;
+    for (int down : g_.steps[t.receiver].outs) --g_.xfers[down].upstreamsLeft;
     release(x, releaseTime(t, 0));
     t.sent = t.bytes;
     t.rate = 0;
-    SimStep& rcv = steps_[t.receiver];
+    SimStep& rcv = g_.steps[t.receiver];
     rcv.lastArrival = std::max(rcv.lastArrival, now_);
     if (--rcv.insLeft == 0 && rcv.outs.empty() && rcv.started)
       endStep(t.receiver, std::max(now_, rcv.startedAt));
@@ -285,13 +281,13 @@ class FlowSim {
   bool flowing(const Transfer& t) const { return !t.done && t.activeAt <= now_; }
 
   std::span<const int> upstreamsOf(const Transfer& t) const {
-    return {ups_.data() + t.upBegin, ups_.data() + t.upEnd};
+    return {g_.ups.data() + t.upBegin, g_.ups.data() + t.upEnd};
   }
 
-  /// True if forward t has caught up with its input i (an index into ups_),
+  /// True if forward t has caught up with its input i (an index into g_.ups),
   /// so that input caps it.
   bool caughtUpWith(const Transfer& t, int i) const {
-    const Transfer& u = xfers_[ups_[i]];
+    const Transfer& u = g_.xfers[g_.ups[i]];
     return !u.done && u.sent - t.sent <= tolerance(t.bytes) + lags_[i];
   }
 
@@ -306,8 +302,8 @@ class FlowSim {
     for (int x : flow_) {
       // A forward trails its input by the bytes that arrive during its own
       // start delay; within that lag it streams at the input's rate.
-      Transfer& t = xfers_[x];
-      for (int i = t.upBegin; i < t.upEnd; ++i) lags_[i] = t.delay * xfers_[ups_[i]].rate;
+      Transfer& t = g_.xfers[x];
+      for (int i = t.upBegin; i < t.upEnd; ++i) lags_[i] = t.delay * g_.xfers[g_.ups[i]].rate;
       for (int i = t.upBegin; i < t.upEnd; ++i) caught_.push_back(caughtUpWith(t, i));
     }
     // The rates are a function of the transfers flowing (in order) and of
@@ -316,17 +312,17 @@ class FlowSim {
     if (!flowChanged_ && caught_ == lastCaught_) return;
     flowChanged_ = false;
     lastCaught_ = caught_;
-    for (int x : flow_) xfers_[x].cap = kInf;
+    for (int x : flow_) g_.xfers[x].cap = kInf;
     for (int round = 0; round < kMaxCapRounds; ++round) {
       fill();
       bool changed = false;
       size_t k = 0;  // caught_[k]: the next forward's input
       for (int x : flow_) {
-        Transfer& t = xfers_[x];
+        Transfer& t = g_.xfers[x];
         double cap = kInf;  // the slowest input it has caught up with
         for (int up : upstreamsOf(t)) {
           if (!caught_[k++]) continue;
-          const Transfer& u = xfers_[up];
+          const Transfer& u = g_.xfers[up];
           cap = std::min(cap, flowing(u) ? u.rate : 0.0);
         }
         if (cap != t.cap && !(std::abs(cap - t.cap) <= 1e-9 * std::max(cap, t.cap))) changed = true;
@@ -342,40 +338,40 @@ class FlowSim {
     fillCount_.clear();
     fillCap_.clear();
     for (int x : flow_) {
-      fillPath_.push_back(pathOf_[x]);
-      fillCount_.push_back(copies_[x]);
-      fillCap_.push_back(xfers_[x].cap);
+      fillPath_.push_back(g_.pathOf[x]);
+      fillCount_.push_back(g_.copies[x]);
+      fillCap_.push_back(g_.xfers[x].cap);
     }
     fillRate_.resize(flow_.size());
     fair_.rates(fillPath_, fillCount_, fillCap_, fillRate_);
-    for (size_t k = 0; k < flow_.size(); ++k) xfers_[flow_[k]].rate = fillRate_[k];
+    for (size_t k = 0; k < flow_.size(); ++k) g_.xfers[flow_[k]].rate = fillRate_[k];
   }
 
   double nextEventDt() const {
     double dt = pending_.empty() ? kInf : pending_.top().first - now_;
     for (int x : flow_) {
-      const Transfer& t = xfers_[x];
+      const Transfer& t = g_.xfers[x];
       if (t.rate > 0) dt = std::min(dt, (t.bytes - t.sent) / t.rate);
       if (t.rate > 0 && !t.released &&
           inputsArrived(t))  // (a forward's release waits for its inputs' ends)
         dt = std::min(dt, std::max(0.0, (t.bytes - t.sent) / t.rate - t.flight));
       for (int i = t.upBegin; i < t.upEnd; ++i) {
         if (caughtUpWith(t, i)) continue;
-        const Transfer& u = xfers_[ups_[i]];
+        const Transfer& u = g_.xfers[g_.ups[i]];
         const double gap = u.sent - t.sent - lags_[i];
         if (!u.done && t.rate > u.rate) dt = std::min(dt, std::max(gap, 0.0) / (t.rate - u.rate));
       }
     }
-    for (int id : timedLocal_) dt = std::min(dt, steps_[id].localEnd - now_);
+    for (int id : timedLocal_) dt = std::min(dt, g_.steps[id].localEnd - now_);
     return std::max(dt, kMinDt);
   }
 
   void advance(double dt) {
-    for (int x : flow_) xfers_[x].sent += xfers_[x].rate * dt;
+    for (int x : flow_) g_.xfers[x].sent += g_.xfers[x].rate * dt;
     for (int x : flow_) {
-      Transfer& t = xfers_[x];
+      Transfer& t = g_.xfers[x];
       for (int up : upstreamsOf(t))
-        if (!xfers_[up].done) t.sent = std::min(t.sent, xfers_[up].sent);
+        if (!g_.xfers[up].done) t.sent = std::min(t.sent, g_.xfers[up].sent);
       t.sent = std::min(t.sent, t.bytes);
     }
   }
@@ -384,7 +380,7 @@ class FlowSim {
     size_t keep = 0;
     for (size_t i = 0; i < flow_.size(); ++i) {
       const int x = flow_[i];
-      const Transfer& t = xfers_[x];
+      const Transfer& t = g_.xfers[x];
       if (t.bytes - t.sent <= tolerance(t.bytes)) {
         endTransfer(x);
         continue;
@@ -397,8 +393,8 @@ class FlowSim {
     keep = 0;
     for (size_t i = 0; i < timedLocal_.size(); ++i) {
       const int id = timedLocal_[i];
-      if (steps_[id].localEnd <= now_ * (1 + 1e-12)) {
-        endStep(id, steps_[id].localEnd);
+      if (g_.steps[id].localEnd <= now_ * (1 + 1e-12)) {
+        endStep(id, g_.steps[id].localEnd);
       } else {
         timedLocal_[keep++] = id;
       }
@@ -409,7 +405,7 @@ class FlowSim {
   std::string stuckText() const {
     std::string out;
     int shown = 0;
-    for (const SimStep& s : steps_) {
+    for (const SimStep& s : g_.steps) {
       if (!s.started || s.ended || shown >= 16) continue;
       out += "  rank " + std::to_string(s.rank) + " phase " + std::to_string(phase_[s.rank]) +
              " waits in " + describe(*s.step) + "\n";
@@ -424,15 +420,7 @@ class FlowSim {
   const int nranks_;
   double now_ = 0;
   FlowGraph g_;
-  // The graph's parts, by the names the simulation uses.
-  std::vector<SimStep>& steps_;
-  std::vector<std::vector<std::vector<int>>>& laneStart_;
-  std::vector<Transfer>& xfers_;
-  std::vector<int>& ups_;
-  std::vector<std::vector<int>>& routes_;
-  std::vector<int>& copies_;
-  std::vector<int>& pathOf_;
-  std::vector<double> lags_;  ///< by ups_ entry: the lag a forward may trail that input by
+  std::vector<double> lags_;  ///< by g_.ups entry: the lag a forward may trail that input by
   std::vector<size_t> phase_;
   std::vector<int> lanesLeft_;
   std::vector<double> finish_;

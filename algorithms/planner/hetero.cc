@@ -7,15 +7,15 @@
 // over a capacity vector where the other class has capacity 0), then on the
 // rest with what the fast trees left of the ports (a port shared by several
 // ranks on one node is the only link both classes can load). Both sets are
-// returned in one plan, each tree carrying data in proportion to its rate
-// (its fair share, or the LP's weight when the judge finds that faster), so
-// both classes finish together. When a class cannot
-// span the ranks (no NVLink between some of them), there is no split: the
-// other class alone is a packing the joint one covers, and the plan has no
-// trees (TopoPlans then keeps the joint packing). The plan's bound is a bound of the whole graph (broadcast:
-// Edmonds'; all-reduce: the flow bounds, since no column generation runs
-// here, and `optimum` stays 0); TopoPlans keeps the better of the split and
-// the joint packing and gives the split the joint packing's proven bound.
+// returned in one plan, each tree carrying data in proportion to its rate (its
+// fair share, or the LP's weight when the judge finds that faster), so both
+// classes finish together. When a class cannot span the ranks (no NVLink
+// between some of them), there is no split: the other class alone is a packing
+// the joint one covers, and the plan has no trees (TopoPlans then keeps the
+// joint packing). The plan's bound is a bound of the whole graph (broadcast:
+// Edmonds'; all-reduce: the flow bounds, since no column generation runs here,
+// and `optimum` stays 0); TopoPlans keeps the better of the split and the joint
+// packing and gives the split the joint packing's proven bound.
 #include <algorithm>
 #include <chrono>
 
