@@ -261,15 +261,18 @@ std::vector<int> reduceForest(std::vector<ForestCol>& cols, int n, const std::ve
       for (int k : kept)
         if (k != droppable[i]) trials[i].push_back(k);
     std::vector<double> rates(trials.size());
-    forEachConcurrently(trials.size(), planThreads(),
-                        [&](size_t i) { rates[i] = forestLp(cols, trials[i], n, cap, nullptr); });
-    std::vector<int> bestTrial;
+    std::vector<std::vector<double>> weights(trials.size());
+    forEachConcurrently(trials.size(), planThreads(), [&](size_t i) {
+      rates[i] = forestLp(cols, trials[i], n, cap, &weights[i]);
+    });
+    size_t bestTrial = trials.size();
     double bestRate = -1;
     for (size_t i = 0; i < trials.size(); ++i)
-      if (rates[i] > bestRate * (1 + 1e-12)) bestRate = rates[i], bestTrial = trials[i];
-    if (bestTrial.empty() || (!chosen.empty() && bestRate < floor * best)) break;
-    solveForest(cols, bestTrial, n, cap);
-    kept = positive(bestTrial);
+      if (rates[i] > bestRate * (1 + 1e-12)) bestRate = rates[i], bestTrial = i;
+    if (bestTrial == trials.size() || (!chosen.empty() && bestRate < floor * best)) break;
+    for (size_t j = 0; j < trials[bestTrial].size(); ++j)  // its weights, as solveForest writes
+      cols[static_cast<size_t>(trials[bestTrial][j])].weight = weights[bestTrial][j];
+    kept = positive(trials[bestTrial]);
     consider(bestRate);
   }
   solveForest(cols, chosen, n, cap);

@@ -150,27 +150,24 @@ double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which,
 
 std::vector<double> subsetRates(const std::vector<Candidate>& cands,
                                 const std::vector<std::vector<int>>& trials,
-                                const std::vector<double>& cap) {
+                                const std::vector<double>& cap,
+                                std::vector<std::vector<double>>* weights) {
   std::vector<double> rates(trials.size());
+  if (weights) weights->assign(trials.size(), {});
   // Small LPs are not worth a thread each.
   size_t work = 0;
   for (const std::vector<int>& t : trials)
     for (int k : t) work += cands[static_cast<size_t>(k)].use.size();
   const int threads = work >= kConcurrentEntries ? planThreads() : 1;
   forEachConcurrently(trials.size(), threads, [&](size_t i) {
-    rates[i] = sumOf(subsetWeights(cands, trials[i], cap, nullptr));
+    std::vector<double> x = subsetWeights(cands, trials[i], cap, nullptr);
+    rates[i] = sumOf(x);
+    if (weights) (*weights)[i] = std::move(x);
   });
   return rates;
 }
 
 namespace {
-
-/// A reduction's goal: at most maxKeep kept, fewer while the rate stays
-/// >= keep * the optimum over all candidates.
-struct Goal {
-  int maxKeep;
-  double keep;
-};
 
 /// Drops one candidate at a time (of the few lightest, the one whose loss
 /// costs the least rate after re-solving). The path of drops is the same
@@ -179,7 +176,7 @@ struct Goal {
 /// goal's set.
 std::vector<std::vector<int>> dropLightest(std::vector<Candidate>& cands,
                                            const std::vector<double>& cap,
-                                           const std::vector<Goal>& goals, double best) {
+                                           const std::vector<ReduceGoal>& goals, double best) {
   std::vector<int> kept;
   for (size_t k = 0; k < cands.size(); ++k) kept.push_back(static_cast<int>(k));
   solveSubset(cands, kept, cap);
@@ -205,13 +202,14 @@ std::vector<std::vector<int>> dropLightest(std::vector<Candidate>& cands,
       for (int k : kept)
         if (k != byWeight[i]) trial.push_back(k);
     }
-    const std::vector<double> rates = subsetRates(cands, trials, cap);
-    std::vector<int> bestTrial;
+    std::vector<std::vector<double>> weights;
+    const std::vector<double> rates = subsetRates(cands, trials, cap, &weights);
+    size_t bestTrial = 0;
     double bestRate = -1;
     for (size_t i = 0; i < trials.size(); ++i) {
       if (rates[i] > bestRate * (1 + 1e-12)) {
         bestRate = rates[i];
-        bestTrial = trials[i];
+        bestTrial = i;
       }
     }
     for (size_t g = 0; g < goals.size(); ++g) {
@@ -222,8 +220,10 @@ std::vector<std::vector<int>> dropLightest(std::vector<Candidate>& cands,
       sets[g] = kept;
     }
     if (open == 0) break;
-    solveSubset(cands, bestTrial, cap);
-    kept = positive(bestTrial);
+    // The weights of the best trial, as solveSubset would write them.
+    for (size_t j = 0; j < trials[bestTrial].size(); ++j)
+      cands[static_cast<size_t>(trials[bestTrial][j])].weight = weights[bestTrial][j];
+    kept = positive(trials[bestTrial]);
   }
   for (size_t g = 0; g < goals.size(); ++g)
     if (!stopped[g]) sets[g] = kept;
@@ -264,9 +264,9 @@ std::vector<int> addBest(std::vector<Candidate>& cands, const std::vector<double
 
 }  // namespace
 
-std::vector<std::vector<int>> weightAndReduceEach(
-    std::vector<Candidate>& cands, const std::vector<double>& cap,
-    const std::vector<std::pair<int, double>>& goals) {
+std::vector<std::vector<int>> weightAndReduceEach(std::vector<Candidate>& cands,
+                                                  const std::vector<double>& cap,
+                                                  const std::vector<ReduceGoal>& goals) {
   std::vector<int> all;
   for (size_t k = 0; k < cands.size(); ++k) all.push_back(static_cast<int>(k));
   const double best = solveSubset(cands, all, cap);
@@ -274,11 +274,12 @@ std::vector<std::vector<int>> weightAndReduceEach(
   // to an empty one (which finds a few dominant trees, e.g. one long chain,
   // that the full LP's vertex spreads over many). Each walks its path once
   // for every goal.
-  std::vector<Goal> targets;
+  std::vector<ReduceGoal> targets;
   int most = 1;
-  for (auto [maxKeep, keep] : goals) {
-    targets.push_back(Goal{std::max(1, maxKeep), keep});
-    most = std::max(most, targets.back().maxKeep);
+  for (ReduceGoal goal : goals) {
+    goal.maxKeep = std::max(1, goal.maxKeep);
+    targets.push_back(goal);
+    most = std::max(most, goal.maxKeep);
   }
   const std::vector<std::vector<int>> dropped = dropLightest(cands, cap, targets, best);
   const std::vector<int> order = addBest(cands, cap, most, best);

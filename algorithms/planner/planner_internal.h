@@ -106,11 +106,13 @@ double solveSubset(std::vector<Candidate>& cands, const std::vector<int>& which,
                    const std::vector<double>& cap, std::vector<double>* linkPrice = nullptr);
 
 /// The rate (summed optimal weights) of each trial set of candidates, as
-/// solveSubset finds it but writing no weight; large batches are solved on
-/// several threads at once (concurrent.h).
+/// solveSubset finds it but writing no weight (`weights`, when given,
+/// receives each trial's, in the order of its set); large batches are
+/// solved on several threads at once (concurrent.h).
 std::vector<double> subsetRates(const std::vector<Candidate>& cands,
                                 const std::vector<std::vector<int>>& trials,
-                                const std::vector<double>& cap);
+                                const std::vector<double>& cap,
+                                std::vector<std::vector<double>>* weights = nullptr);
 /// The LP entries (links crossed, summed over a batch's trials and their
 /// candidates) from which subsetRates uses several threads.
 constexpr size_t kConcurrentEntries = 16384;
@@ -121,13 +123,18 @@ constexpr size_t kConcurrentEntries = 16384;
 /// Returns the indices kept; their `weight` holds the final rates.
 std::vector<int> weightAndReduce(std::vector<Candidate>& cands, const std::vector<double>& cap,
                                  int maxKeep, double keep);
-/// weightAndReduce for several (maxKeep, keep) goals at once, in their
-/// order: the reductions walk one path of drops and one of additions,
-/// which every goal only cuts at its own point (the same sets as one call
-/// per goal, for the LPs of one).
+/// A reduction's goal (weightAndReduce's maxKeep and keep).
+struct ReduceGoal {
+  int maxKeep;
+  double keep;
+};
+/// weightAndReduce for several goals at once, in their order: the
+/// reductions walk one path of drops and one of additions, which every
+/// goal only cuts at its own point (the same sets as one call per goal,
+/// for the LPs of one).
 std::vector<std::vector<int>> weightAndReduceEach(std::vector<Candidate>& cands,
                                                   const std::vector<double>& cap,
-                                                  const std::vector<std::pair<int, double>>& goals);
+                                                  const std::vector<ReduceGoal>& goals);
 
 /// The oracle of tree packing: the cheapest tree under a route table's
 /// prices -- the minimum arborescence rooted at `root`, or for all-reduce the

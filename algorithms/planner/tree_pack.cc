@@ -396,9 +396,9 @@ std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce,
 // again and keep their own fastest in `larger`.
 /// The smaller sets the judge weighs against the kept one: at most `most`
 /// trees (and maxTrees) keeping `keep` of the optimum.
-std::vector<std::pair<int, double>> smallerGoals(const PackOptions& o) {
-  std::vector<std::pair<int, double>> goals = {{24, 0.97}, {24, 0.93}, {8, 0.9}, {4, 0.85}};
-  for (auto& [most, keep] : goals) most = std::max(1, std::min(most, o.maxTrees));
+std::vector<ReduceGoal> smallerGoals(const PackOptions& o) {
+  std::vector<ReduceGoal> goals = {{24, 0.97}, {24, 0.93}, {8, 0.9}, {4, 0.85}};
+  for (ReduceGoal& g : goals) g.maxKeep = std::max(1, std::min(g.maxKeep, o.maxTrees));
   return goals;
 }
 
@@ -514,7 +514,7 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
   // them) to the smaller ones, on one walk; the priced trees that come in
   // after make the smaller ones walk again.
   const bool judging = o.judge && g.nranks() <= kMaxJudgeRanks;
-  std::vector<std::pair<int, double>> goals = {{std::max(1, o.maxTrees), o.keep}};
+  std::vector<ReduceGoal> goals = {{std::max(1, o.maxTrees), o.keep}};
   if (judging)
     for (const auto& goal : smallerGoals(o)) goals.push_back(goal);
   std::vector<std::vector<int>> sets = weightAndReduceEach(cands, cap, goals);

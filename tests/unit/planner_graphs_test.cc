@@ -155,16 +155,16 @@ TEST(PlannerOracles, ReductionsToSeveralGoalsAreEachGoalsOwn) {
   for (detail::Candidate& c : cands)
     for (int l = 0; l < static_cast<int>(cap.size()); ++l)
       if (draw() % 3 == 0) c.use.emplace_back(l, 1 + static_cast<int>(draw() % 2));
-  const std::vector<std::pair<int, double>> goals = {{16, 0.99}, {24, 0.97}, {24, 0.93},
-                                                     {8, 0.9},   {4, 0.85},  {2, 0.5}};
+  const std::vector<detail::ReduceGoal> goals = {{16, 0.99}, {24, 0.97}, {24, 0.93},
+                                                 {8, 0.9},   {4, 0.85},  {2, 0.5}};
   std::vector<detail::Candidate> together = cands;
   const std::vector<std::vector<int>> sets = detail::weightAndReduceEach(together, cap, goals);
   ASSERT_EQ(sets.size(), goals.size());
   for (size_t g = 0; g < goals.size(); ++g) {
     std::vector<detail::Candidate> alone = cands;
-    EXPECT_EQ(sets[g], detail::weightAndReduce(alone, cap, goals[g].first, goals[g].second))
+    EXPECT_EQ(sets[g], detail::weightAndReduce(alone, cap, goals[g].maxKeep, goals[g].keep))
         << "goal " << g;
-    EXPECT_LE(static_cast<int>(sets[g].size()), goals[g].first);
+    EXPECT_LE(static_cast<int>(sets[g].size()), goals[g].maxKeep);
     EXPECT_FALSE(sets[g].empty());
   }
   EXPECT_GT(sets.front().size(), sets.back().size()) << "the goals cut the walks apart";
