@@ -130,7 +130,7 @@ class RootServer {
   RootServer() = default;
 
  private:
-  friend class RootLoop;  // the thread (bootstrap_root.cc)
+  friend class RootLoop;  // the thread (root_loop.h)
   sockaddr_storage addr_{};
   uint64_t nonce_ = 0;
   std::mutex mu_;  // guards the fields below

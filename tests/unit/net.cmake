@@ -2,7 +2,8 @@
 # The bootstrap sources are compiled in directly, so these tests do not need
 # the whole core layer (and its dependencies) to build.
 set(_grove_boot_sources ${PROJECT_SOURCE_DIR}/src/core/bootstrap.cc
-    ${PROJECT_SOURCE_DIR}/src/core/bootstrap_root.cc ${PROJECT_SOURCE_DIR}/src/core/unique_id.cc
+    ${PROJECT_SOURCE_DIR}/src/core/bootstrap_root.cc ${PROJECT_SOURCE_DIR}/src/core/root_loop.cc
+    ${PROJECT_SOURCE_DIR}/src/core/root_messages.cc ${PROJECT_SOURCE_DIR}/src/core/unique_id.cc
     ${PROJECT_SOURCE_DIR}/src/core/hang_doctor.cc ${PROJECT_SOURCE_DIR}/src/core/call_board.cc
     ${PROJECT_SOURCE_DIR}/src/exec/call_tag.cc)
 grove_gtest(test_net_socket SOURCES ${CMAKE_CURRENT_LIST_DIR}/net_socket_test.cc
