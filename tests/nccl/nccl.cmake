@@ -10,6 +10,8 @@
 # and runs each client.
 if(TARGET grove_nccl AND TARGET grove-launch)
   set(_nc ${CMAKE_CURRENT_LIST_DIR})
+  set(_client_sources ${_nc}/nccl_client.cc ${_nc}/nccl_client_util.cc
+                      ${_nc}/nccl_client_current.cc)
   find_path(GROVE_CUDA_RUNTIME_INCLUDE cuda_runtime.h HINTS ${CUDAToolkit_INCLUDE_DIRS}
             PATHS /usr/local/cuda/include)
   find_path(GROVE_NCCL_TOOLKIT_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS}
@@ -58,7 +60,7 @@ if(TARGET grove_nccl AND TARGET grove-launch)
       target_include_directories(nccl_abi_${_t} PRIVATE ${_inc} ${GROVE_CUDA_RUNTIME_INCLUDE}
                                  ${PROJECT_SOURCE_DIR}/tests)
       target_compile_options(nccl_abi_${_t} PRIVATE -w)
-      add_executable(nccl_client_${_t} ${_nc}/nccl_client.cc)
+      add_executable(nccl_client_${_t} ${_client_sources})
       target_include_directories(nccl_client_${_t} PRIVATE ${_inc} ${GROVE_CUDA_RUNTIME_INCLUDE})
       target_compile_options(nccl_client_${_t} PRIVATE -Wno-missing-field-initializers
                                                        -Wno-unused-function)
@@ -73,7 +75,7 @@ if(TARGET grove_nccl AND TARGET grove-launch)
   message(STATUS "NCCL versions the NCCL library is tested against: ${_versions}")
 
   # Without any NCCL: a client built against the shim's own header.
-  add_executable(nccl_client ${_nc}/nccl_client.cc)
+  add_executable(nccl_client ${_client_sources})
   add_dependencies(nccl_client grove_nccl)
   target_include_directories(nccl_client PRIVATE ${PROJECT_SOURCE_DIR}/bindings/nccl)
   target_compile_definitions(nccl_client PRIVATE NCCL_CLIENT_HEADER="nccl_abi.h")
