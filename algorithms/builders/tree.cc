@@ -46,24 +46,38 @@
 // children of a node receive in turn instead of one after another.
 //
 // All-reduce (every tree may have its own root): each tree reduces its share
-// up to its root and broadcasts it back down, pipelined by chunks. A tree
-// pair (Tree::upParent) reduces up one tree and broadcasts down another with
-// the same root; nothing else changes, since the lanes of the two directions
-// are separate already. A non-root
-// rank runs two lanes per (tree, part): the up lane on channel 2c and the
-// down lane on channel 2c+1 (c = t*subs+s), so the two directions between a
-// parent and a child never share a stream or a lane.
+// up to its root and broadcasts it back down, pipelined by chunks. A non-root
+// rank runs two lanes per (tree, part): the up lane (RecvReduceSend from its
+// children to its parent) and the down lane (RecvCopySend from its parent
+// to its children), which never wait on each other. The root streams: one
+// RecvReduceCopySend per chunk receives its children's contributions,
+// reduces them into the output (final) and sends the result straight back
+// down as it comes, as NCCL's tree does. Run as two steps (reduce the chunk,
+// then send it), the root would leave its links in one direction idle while
+// it receives and in the other while it sends; each tree would then be
+// drained by the root rather than by its links (a DGX-1 V100's trees ran at
+// 0.92 of their rate in the simulator, at 0.97 streamed). A root with more
+// children than one step serves (fan-in or fan-out over four) takes the two
+// steps. Both lanes of a part use channel 2c (c = t*subs+s): the two
+// directions of a tree edge are different streams anyway (up child ->
+// parent, down parent -> child).
+//
+// A tree pair (Tree::upParent) reduces up one tree and broadcasts down
+// another with the same root. There an edge may carry both directions' bytes
+// the same way (a rank's up parent can be its down child), so the down lane
+// takes channel 2c+1 and the root its two steps: one step has one channel.
 //
 // Routes: a planned tree edge may travel a route other than the widest one
 // (Tree::down / Tree::up, e.g. part of the traffic between NVLink neighbours
 // over PCIe). Since every tree has channels of its own, the program records
 // the route of each of its send links (Program::routes): the simulator
-// follows it and the communicator opens that link over the route's ends. The root runs one lane:
-// per chunk, reduce the children's contributions (final), then send the
-// result down. Lanes depend on one another only leaf -> root -> leaf, so the
-// pipeline cannot deadlock whatever the link buffer; in place is safe because
-// an output chunk is overwritten by the down lane only after the root has
-// received -- so this rank has finished reading -- the same input chunk.
+// follows it and the communicator opens that link over the route's ends.
+//
+// The root runs one lane. Lanes depend on one another only leaf -> root ->
+// leaf, so the pipeline cannot deadlock whatever the link buffer; in place
+// is safe because output bytes reach a rank's down lane only after the root
+// has received -- so this rank's up lane has finished reading -- the same
+// input bytes.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -148,13 +162,15 @@ Program buildTreeAllReduce(const CollArgs& a, const PlanParams& p, const std::ve
   forEachPart(s, [&](size_t t, int c, Span part) {
     const Node n = inTurn(s.nodes[t], c - s.first[t]);
     const Node u = inTurn(s.upNodes[t], c - s.first[t]);
-    const int up = 2 * c, down = 2 * c + 1;
+    const bool pair = !trees[t].upParent.empty() && trees[t].upParent != trees[t].parent;
+    const int up = 2 * c, down = pair ? 2 * c + 1 : up;
     addTreeRoutes(prog, trees[t], n, u, down, up);
     Lane upLane, downLane;
     forEachChunk(s, t, part, [&](uint64_t off, uint64_t b) {
+      if (!pair && detail::emitRootThrough(upLane, u, n, up, off, off, b)) return;
       const BufRef out = ref(Buf::kOutput, off);
       emitUp(upLane, u, up, off, off, b, out);
-      // The root sends the reduced chunk down from the same lane, after the reduction.
+      // A root in two steps sends the reduced chunk down from the same lane, after the reduction.
       emitDown(n.parent < 0 ? upLane : downLane, n, down, out, off, b);
     });
     detail::addLane(phase, std::move(upLane));

@@ -265,6 +265,19 @@ void emitUp(Lane& lane, const Node& n, int ch, uint64_t inOff, uint64_t outOff, 
   }
 }
 
+bool emitRootThrough(Lane& lane, const Node& up, const Node& down, int ch, uint64_t inOff,
+                     uint64_t outOff, uint64_t bytes) {
+  if (up.parent >= 0 || down.parent >= 0 || up.children.empty() || down.children.empty() ||
+      up.children.size() > kFanIn || down.children.size() > kFanOut)
+    return false;
+  Step st = netStep(StepKind::kRecvReduceCopySend, up.children[0], down.children[0], ch,
+                    ref(Buf::kInput, inOff), ref(Buf::kOutput, outOff), bytes, /*final=*/true);
+  setSources(st, up.children, 0);
+  setDestinations(st, down.children, 0);
+  lane.steps.push_back(st);
+  return true;
+}
+
 /// Records the planned routes of this rank's links in tree `t`: down (to its
 /// children, from its parent, in node `n`) on channel `downCh`, up (to its
 /// parent, from its children, in node `u` of the reduce tree) on `upCh`;

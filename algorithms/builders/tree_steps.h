@@ -100,6 +100,13 @@ void emitDown(Lane& lane, const Node& n, int ch, BufRef rootSrc, uint64_t outOff
 /// the parent (with the last group).
 void emitUp(Lane& lane, const Node& n, int ch, uint64_t inOff, uint64_t outOff, uint64_t bytes,
             BufRef acc);
+/// The root of an all-reduce tree in one step per chunk: receives its
+/// children's contributions (node `up`), reduces them into the output at
+/// `outOff` (final) and sends the result on to its children (node `down`) as
+/// it comes, all on channel `ch`. False (nothing emitted) when either side
+/// has more children than one step serves.
+bool emitRootThrough(Lane& lane, const Node& up, const Node& down, int ch, uint64_t inOff,
+                     uint64_t outOff, uint64_t bytes);
 /// Whether a node needs an accumulator of its own for emitUp: a middle rank
 /// with more children than one fan-in step takes.
 bool needsFoldSlot(const Node& n);

@@ -214,7 +214,7 @@ TEST(CostModel, TheJudgeChoosesHowManyTrees) {
   // DGX-1 V100 GPUs 0-5: the fewest trees keeping 99% of the optimum are
   // not the fastest at 64 MiB; the cost model's choice is never slower than
   // the packer's rule (that set is one of its candidates) and here faster
-  // (a set of its own: 10 trees against the rule's 8).
+  // (a set of its own: 7 trees against the rule's 8, 3% faster).
   const topo::CommTopology t =
       fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), {0, 1, 2, 3, 4, 5});
   Selector sel = cudaSelector(6);
@@ -226,7 +226,7 @@ TEST(CostModel, TheJudgeChoosesHowManyTrees) {
   EXPECT_EQ(a.judged, 0);
   EXPECT_GT(b.judged, 1);
   const double ta = judge(a.trees, true, 0), tb = judge(b.trees, true, 0);
-  EXPECT_LT(tb, ta * 0.95);
+  EXPECT_LT(tb, ta * 0.98);
   EXPECT_NE(b.trees.size(), a.trees.size());
   std::printf(
       "0-5 all-reduce at 64 MiB: %zu trees (%.1f GB/s) %.3f ms, judged %zu trees (%.1f GB/s) %.3f "
@@ -235,6 +235,28 @@ TEST(CostModel, TheJudgeChoosesHowManyTrees) {
   const TreePlan& c = judged.rootedTrees(0);
   EXPECT_GT(c.judged, 0);
   EXPECT_LE(judge(c.trees, false, 0), judge(rule.rootedTrees(0).trees, false, 0) * (1 + 1e-9));
+}
+
+TEST(CostModel, TreesRunNearTheirRateWhenTheRootStreams) {
+  // DGX-1 V100, 8 GPUs, planned as a communicator plans (the judges at 32
+  // and 64 MiB): the trees a 256 MiB all-reduce runs on are predicted at
+  // 0.97 of their summed rate. Each root passes its chunks through in one
+  // step (reduce and send back down as they come); with the root reducing a
+  // chunk first and sending it after, the same planning ran at 0.91-0.95.
+  const topo::CommTopology t =
+      fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), {0, 1, 2, 3, 4, 5, 6, 7});
+  Selector sel = cudaSelector(8);
+  TopoPlans plans(PlanGraph::fromTopology(t));
+  installTreeJudges(plans, sel, SimParams{}, 32ull << 20);
+  const uint64_t bytes = 256ull << 20;
+  double rate = 0;
+  for (const Tree& tree : plans.allReduceTrees().treesFor(bytes)) rate += tree.rate;
+  const double seconds = predictSeconds(plans, Algo::kTree, argsFor(Coll::kAllReduce, bytes, 8),
+                                        sel.select(Coll::kAllReduce, bytes).params, SimParams{});
+  const double share = static_cast<double>(bytes) / seconds / 1e9 / rate;
+  std::printf("256 MiB tree all-reduce: %.1f GB/s of the trees' %.1f (%.3f)\n",
+              static_cast<double>(bytes) / seconds / 1e9, rate, share);
+  EXPECT_GE(share, 0.96);
 }
 
 }  // namespace

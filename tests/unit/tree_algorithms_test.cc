@@ -192,7 +192,8 @@ TEST(TreeBuilders, StructureOfAMiddleNode) {
   EXPECT_EQ(steps[0].dst.buf, Buf::kOutput);
   EXPECT_EQ(steps[1].dst.offset, 32u);
   EXPECT_NE(describe(steps[0]).find("0->[me]->{3,4}"), std::string::npos) << describe(steps[0]);
-  // All-reduce: a middle rank has an up lane and a down lane on different channels.
+  // All-reduce: a middle rank has an up lane and a down lane, both on the
+  // part's channel (the two directions of an edge are different streams).
   a.coll = Coll::kAllReduce;
   prog = buildTreeAllReduce(a, p, {t});
   ASSERT_EQ(prog.phases[0].lanes.size(), 2u);
@@ -200,7 +201,7 @@ TEST(TreeBuilders, StructureOfAMiddleNode) {
   const Step down = prog.phases[0].lanes[1].steps.front();
   EXPECT_EQ(up.kind, StepKind::kRecvReduceSend);
   EXPECT_EQ(up.sendPeer, 0);
-  EXPECT_NE(up.channel, down.channel);
+  EXPECT_EQ(up.channel, down.channel);
   EXPECT_FALSE(up.final);
   // ... and it reduces both children in one fan-in step.
   EXPECT_EQ(up.recvPeer, 3);
@@ -208,21 +209,54 @@ TEST(TreeBuilders, StructureOfAMiddleNode) {
   EXPECT_EQ(up.moreRecvPeers[1], -1);
   EXPECT_EQ(up.src.buf, Buf::kInput);
   EXPECT_NE(describe(up).find("{3,4}->[me]->0"), std::string::npos) << describe(up);
-  // The root reduces a chunk from both children in one final step, then sends down.
+  // The root streams: one final step per chunk reduces both children's
+  // contributions into the output and sends the result back down.
   a.rank = 0;
   prog = buildTreeAllReduce(a, p, {t});
   ASSERT_EQ(prog.phases[0].lanes.size(), 1u);
   const auto& rs = prog.phases[0].lanes[0].steps;
-  ASSERT_EQ(rs.size(), 4u) << describe(prog);
-  EXPECT_EQ(rs[0].kind, StepKind::kRecvReduce);
-  EXPECT_EQ(recvPeerCount(rs[0]), 2);
-  EXPECT_EQ(recvPeerAt(rs[0], 1), 2);
-  EXPECT_TRUE(rs[0].final);
-  EXPECT_EQ(rs[0].dst.buf, Buf::kOutput);
-  EXPECT_EQ(rs[1].kind, StepKind::kSend);
-  EXPECT_EQ(rs[1].sendPeer, 1);
-  EXPECT_EQ(rs[1].moreSendPeers[0], 2);
-  EXPECT_EQ(rs[1].channel, down.channel);
+  ASSERT_EQ(rs.size(), 2u) << describe(prog);
+  for (const Step& st : rs) {
+    EXPECT_EQ(st.kind, StepKind::kRecvReduceCopySend);
+    EXPECT_EQ(recvPeerCount(st), 2);
+    EXPECT_EQ(recvPeerAt(st, 1), 2);
+    EXPECT_EQ(sendPeerCount(st), 2);
+    EXPECT_EQ(sendPeerAt(st, 0), 1);
+    EXPECT_EQ(sendPeerAt(st, 1), 2);
+    EXPECT_TRUE(st.final);
+    EXPECT_EQ(st.src.buf, Buf::kInput);
+    EXPECT_EQ(st.dst.buf, Buf::kOutput);
+    EXPECT_EQ(st.channel, down.channel);
+  }
+  EXPECT_EQ(rs[1].dst.offset, 32u);
+}
+
+TEST(TreeBuilders, AllReduceRootInTwoStepsWhenItCannotStream) {
+  // A tree pair (reduce up a star, broadcast down a chain, root 0): the
+  // directions need channels of their own, so the root reduces, then sends.
+  CollArgs a{Coll::kAllReduce, 16, groveFloat32, groveSum, 0, 0, 4, false};
+  PlanParams p;
+  p.chunkBytes = 64;  // one chunk
+  const Tree pair = testing::pairOf(chainTree(4, 0), starTree(4, 0));
+  Program prog = buildTreeAllReduce(a, p, {pair});
+  auto steps = prog.phases[0].lanes[0].steps;
+  ASSERT_EQ(steps.size(), 2u) << describe(prog);
+  EXPECT_EQ(steps[0].kind, StepKind::kRecvReduce);
+  EXPECT_EQ(recvPeerCount(steps[0]), 3);
+  EXPECT_TRUE(steps[0].final);
+  EXPECT_EQ(steps[1].kind, StepKind::kSend);
+  EXPECT_EQ(steps[1].sendPeer, 1);
+  EXPECT_NE(steps[0].channel, steps[1].channel);
+  // A root with more children than one step takes (a star of 6): the same.
+  a.nranks = 6;
+  prog = buildTreeAllReduce(a, p, {starTree(6, 0)});
+  steps = prog.phases[0].lanes[0].steps;
+  ASSERT_EQ(steps.size(), 4u) << describe(prog);  // fold 4, fold 1 (final), send 4, send 1
+  EXPECT_EQ(steps[0].kind, StepKind::kRecvReduce);
+  EXPECT_EQ(steps[1].kind, StepKind::kRecvReduce);
+  EXPECT_TRUE(steps[1].final);
+  EXPECT_EQ(steps[2].kind, StepKind::kSend);
+  EXPECT_EQ(steps[3].kind, StepKind::kSend);
 }
 
 TEST(TreeBuilders, WideNodesFanOutInGroupsOfFour) {
