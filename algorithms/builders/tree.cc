@@ -162,7 +162,7 @@ Program buildTreeAllReduce(const CollArgs& a, const PlanParams& p, const std::ve
   forEachPart(s, [&](size_t t, int c, Span part) {
     const Node n = inTurn(s.nodes[t], c - s.first[t]);
     const Node u = inTurn(s.upNodes[t], c - s.first[t]);
-    const bool pair = !trees[t].upParent.empty() && trees[t].upParent != trees[t].parent;
+    const bool pair = trees[t].isPair();
     const int up = 2 * c, down = pair ? 2 * c + 1 : up;
     addTreeRoutes(prog, trees[t], n, u, down, up);
     Lane upLane, downLane;

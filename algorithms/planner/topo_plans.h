@@ -65,6 +65,8 @@ struct Tree {
   /// same root) when it is not `parent` -- a tree pair: the share is reduced
   /// up one tree and broadcast down another. Empty: the same tree both ways.
   std::vector<int> upParent;
+  /// A tree pair: the reduce tree differs from the broadcast tree.
+  bool isPair() const { return !upParent.empty() && upParent != parent; }
   /// The rank r sends its reduction to (-1 at the root).
   int upParentOf(int r) const {
     return upParent.empty() ? parent.at(static_cast<size_t>(r))

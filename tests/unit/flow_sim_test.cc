@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "algorithms/builders/builder_util.h"
 #include "algorithms/builders/builders.h"
 #include "algorithms/cost/flow_sim.h"
 #include "base/error.h"
@@ -45,21 +46,11 @@ FlowNet fullMesh(int n, double capGBps, double latencyUs) {
 }
 
 Step sendStep(int peer, uint64_t bytes, int channel = 0) {
-  Step s;
-  s.kind = StepKind::kSend;
-  s.sendPeer = peer;
-  s.channel = channel;
-  s.bytes = bytes;
-  return s;
+  return detail::netStep(StepKind::kSend, -1, peer, channel, {}, {}, bytes);
 }
 
 Step recvStep(int peer, uint64_t bytes, int channel = 0) {
-  Step s;
-  s.kind = StepKind::kRecv;
-  s.recvPeer = peer;
-  s.channel = channel;
-  s.bytes = bytes;
-  return s;
+  return detail::netStep(StepKind::kRecv, peer, -1, channel, {}, {}, bytes);
 }
 
 /// A program of one phase per entry, each phase one lane of one step.
@@ -241,9 +232,7 @@ TEST(FlowSim, ForwardIsCappedByASlowerInput) {
 
 /// A send to `peers` (the first is sendPeer, the rest fan out).
 Step fanOutStep(StepKind kind, int from, std::vector<int> peers, uint64_t bytes) {
-  Step s = sendStep(peers[0], bytes);
-  s.kind = kind;
-  s.recvPeer = from;
+  Step s = detail::netStep(kind, from, peers[0], 0, {}, {}, bytes);
   for (size_t i = 1; i < peers.size(); ++i) s.moreSendPeers[i - 1] = peers[i];
   return s;
 }
@@ -304,9 +293,7 @@ TEST(FlowSim, FanOutForwardIsCappedByItsInputAndEndsWithItsSlowestFlow) {
 
 /// A reducing receive from `peers` (the first is recvPeer, the rest fan in), sending to `to`.
 Step fanInStep(StepKind kind, std::vector<int> peers, int to, uint64_t bytes) {
-  Step s = recvStep(peers[0], bytes);
-  s.kind = kind;
-  s.sendPeer = to;
+  Step s = detail::netStep(kind, peers[0], to, 0, {}, {}, bytes);
   for (size_t i = 1; i < peers.size(); ++i) s.moreRecvPeers[i - 1] = peers[i];
   return s;
 }

@@ -136,8 +136,7 @@ TEST(PlannedPrograms, TreeProgramsCarryPlannedRoutesAndChannels) {
   int plannedChannels = 0;
   for (const Tree& t : tp.trees) {
     ASSERT_GE(t.channels, 1);
-    const bool pair = !t.upParent.empty() && t.upParent != t.parent;
-    plannedChannels += (pair ? 2 : 1) * t.channels;
+    plannedChannels += (t.isPair() ? 2 : 1) * t.channels;
   }
   const Program root0 =
       build(Algo::kTree,
