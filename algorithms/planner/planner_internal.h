@@ -182,6 +182,25 @@ double judgeSeconds(const TreeJudge& judge, const std::vector<Tree>& trees, bool
 /// `judge`, remembering its verdict for each set of trees (shapes, routes,
 /// rates and channels) it was asked about; null stays null.
 TreeJudge rememberingJudge(TreeJudge judge);
+/// A tree set the judges weigh against others (tree_judging.cc).
+struct JudgedSet {
+  const std::vector<Tree>* trees = nullptr;
+  bool winsTies = true;     ///< against the sets listed before it (else only strictly faster wins)
+  double knownSeconds = 0;  ///< > 0: its time by the first judge, already known
+};
+/// The judges' verdict on a list of sets.
+struct Verdict {
+  size_t chosen = 0;   ///< fastest by o.judge; the list's size when none can be built
+  double seconds = 0;  ///< its time by o.judge
+  /// By o.largerJudges: the fastest of the sets within a margin of `chosen`
+  /// (chosen itself, unsimulated, when alone there); the list's size when
+  /// none can be built. Empty when nothing was chosen.
+  std::vector<size_t> larger;
+};
+/// Simulates `sets` with o.judge and with o.largerJudges (those near the
+/// fastest only), several at once. No judge: nothing chosen.
+Verdict judgeSets(const PackOptions& o, const std::vector<JudgedSet>& sets, bool allReduce,
+                  int root);
 /// How often a tree crosses each link (both routes of an edge for all-reduce).
 std::map<int, int> useOf(const Tree& t, bool allReduce);
 /// How often a tree's `down` routes, its `up` routes, or both, cross each

@@ -40,31 +40,26 @@ TreePlan TopoPlans::jointOrSplit(int root, bool allReduce) const {
   if (split.trees.empty()) return joint;
   if (!options_.judge || graph_.nranks() > kMaxJudgeRanks)
     return split.rate > joint.rate ? split : joint;
-  // The judge's verdict (a plan it cannot build loses), and each larger
-  // judge's for its calls: the sets of the plan not chosen may serve those.
-  // Every verdict is a simulation of its own: they run at once.
-  struct Call {
-    const TreeJudge* judge;
-    const std::vector<Tree>* trees;
-    double seconds = 0;
+  // The judge's verdict (a plan it cannot build loses; the joint one wins a
+  // tie), and each larger judge's for its calls: the sets of the plan not
+  // chosen may serve those, and they are simulated at that size only when
+  // near each other at the judge's own (judgeSets).
+  auto verdict = [&](const PackOptions& o, const std::vector<Tree>& j, const std::vector<Tree>& s,
+                     double jointSeconds) {
+    return detail::judgeSets(o, {{&j, true, jointSeconds}, {&s, false}}, allReduce, root);
   };
-  std::vector<Call> calls = {{&options_.judge, &joint.trees}, {&options_.judge, &split.trees}};
-  for (const SizeJudge& band : options_.largerJudges) {
-    calls.push_back({&band.judge, &joint.treesFor(band.fromBytes)});
-    calls.push_back({&band.judge, &split.treesFor(band.fromBytes)});
-  }
-  detail::forEachConcurrently(calls.size(), detail::planThreads(), [&](size_t i) {
-    Call& c = calls[i];
-    c.seconds = i == 0 && joint.judgedSeconds > 0
-                    ? joint.judgedSeconds
-                    : detail::judgeSeconds(*c.judge, *c.trees, allReduce, root);
-  });
-  auto splitFaster = [&](size_t i) { return calls[i + 1].seconds < calls[i].seconds * (1 - 1e-9); };
-  TreePlan plan = splitFaster(0) ? split : joint;
+  PackOptions own = options_;
+  own.largerJudges.clear();
+  const detail::Verdict first = verdict(own, joint.trees, split.trees, joint.judgedSeconds);
+  TreePlan plan = first.chosen == 1 ? split : joint;
   plan.larger.clear();
-  for (size_t k = 0; k < options_.largerJudges.size(); ++k) {
-    const size_t i = 2 + 2 * k;
-    SizedTrees sized{options_.largerJudges[k].fromBytes, *calls[i + splitFaster(i)].trees, 0};
+  for (const SizeJudge& band : options_.largerJudges) {
+    PackOptions one = options_;
+    one.largerJudges = {band};
+    const std::vector<Tree>& j = joint.treesFor(band.fromBytes);
+    const std::vector<Tree>& s = split.treesFor(band.fromBytes);
+    const detail::Verdict v = verdict(one, j, s, 0);
+    SizedTrees sized{band.fromBytes, !v.larger.empty() && v.larger[0] == 1 ? s : j, 0};
     for (const Tree& t : sized.trees) sized.rate += t.rate;
     plan.larger.push_back(std::move(sized));
   }

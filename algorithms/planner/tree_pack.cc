@@ -33,12 +33,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <memory>
-#include <mutex>
 #include <set>
 #include <sstream>
 
-#include "algorithms/planner/concurrent.h"
 #include "algorithms/planner/planner_internal.h"
 #include "base/error.h"
 
@@ -125,34 +122,6 @@ std::string keyOf(const Tree& t) {
   return os.str();
 }
 
-TreeJudge rememberingJudge(TreeJudge judge) {
-  if (!judge) return judge;
-  // Judges run on several threads at once (concurrent.h): the verdicts are
-  // shared under a lock, the simulations run outside it (two threads may
-  // judge the same set; the verdict is the same).
-  struct Verdicts {
-    std::mutex mu;
-    std::map<std::string, double> seconds;
-  };
-  auto seen = std::make_shared<Verdicts>();
-  return
-      [judge = std::move(judge), seen](const std::vector<Tree>& trees, bool allReduce, int root) {
-        std::ostringstream os;
-        os << allReduce << '/' << root;
-        for (const Tree& t : trees)
-          os << '/' << keyOf(t) << std::hexfloat << t.rate << 'x' << t.channels;
-        const std::string key = os.str();
-        {
-          std::lock_guard<std::mutex> lock(seen->mu);
-          auto it = seen->seconds.find(key);
-          if (it != seen->seconds.end()) return it->second;
-        }
-        const double seconds = judge(trees, allReduce, root);
-        std::lock_guard<std::mutex> lock(seen->mu);
-        return seen->seconds.emplace(key, seconds).first->second;
-      };
-}
-
 bool cheapestTree(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
                   const std::vector<double>& cap, Tree& tree) {
   const int n = g.nranks();
@@ -221,15 +190,6 @@ std::map<int, int> useOf(const Tree& t, bool down, bool up) {
 
 std::map<int, int> useOf(const Tree& t, bool allReduce) { return useOf(t, true, allReduce); }
 
-double judgeSeconds(const TreeJudge& judge, const std::vector<Tree>& trees, bool allReduce,
-                    int root) {
-  try {
-    return judge(trees, allReduce, root);
-  } catch (const Error&) {
-    return kInf;
-  }
-}
-
 void chooseShares(const PackOptions& o, const std::vector<double>& cap, bool allReduce, int root,
                   std::vector<Tree>& trees, std::vector<SizedTrees>* larger) {
   std::vector<Tree> fair = trees;
@@ -238,19 +198,17 @@ void chooseShares(const PackOptions& o, const std::vector<double>& cap, bool all
     if (o.fairShares) trees = std::move(fair);
     return;
   }
-  // The faster of the two by `judge` (fair shares on a tie).
-  auto faster = [&](const TreeJudge& judge) -> const std::vector<Tree>& {
-    return judgeSeconds(judge, trees, allReduce, root) <
-                   judgeSeconds(judge, fair, allReduce, root) * (1 - 1e-9)
-               ? trees
-               : fair;
-  };
-  for (const SizeJudge& band : o.largerJudges) {
-    SizedTrees sized{band.fromBytes, faster(band.judge), 0};
+  // The faster of the two by each judge (fair shares on a tie).
+  const std::vector<JudgedSet> sets = {{&trees, true}, {&fair, true}};
+  const Verdict v = judgeSets(o, sets, allReduce, root);
+  if (v.chosen == sets.size()) return;  // neither can be built: the LP's weights stand
+  for (size_t k = 0; k < v.larger.size(); ++k) {
+    if (v.larger[k] == sets.size()) continue;
+    SizedTrees sized{o.largerJudges[k].fromBytes, *sets[v.larger[k]].trees, 0};
     for (const Tree& t : sized.trees) sized.rate += t.rate;
     larger->push_back(std::move(sized));
   }
-  if (&faster(o.judge) == &fair) trees = std::move(fair);
+  if (v.chosen == 1) trees = std::move(fair);
 }
 
 bool cheapestPair(const PlanGraph& g, const RouteTable& table, Tree& tree) {
@@ -392,8 +350,8 @@ std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce,
 // 99% of the optimum (`kept`) and smaller ones are judged, each with its
 // data split by the fair shares and by the LP's weights, and the fastest
 // wins (ties to fewer trees, then to fair shares). A set the judge cannot
-// build is left out. The judges of larger calls judge the same candidates
-// again and keep their own fastest in `larger`.
+// build is left out. The judges of larger calls judge the candidates near
+// the winner again and keep their own fastest in `larger` (judgeSets).
 /// The smaller sets the judge weighs against the kept one: at most `most`
 /// trees (and maxTrees) keeping `keep` of the optimum.
 std::vector<ReduceGoal> smallerGoals(const PackOptions& o) {
@@ -423,44 +381,21 @@ std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce
   if (smaller.empty()) smaller = weightAndReduceEach(cands, cap, smallerGoals(o));
   for (const std::vector<int>& set : smaller) consider(set);
   *judged = static_cast<int>(variants.size());
-  // Each variant's time by the first judge; the fastest wins, a later set
-  // (fewer trees) a tie against an earlier one, a set's fair shares a tie
-  // against its LP weights.
-  // The variants are simulated on several threads at once.
-  const int threads = planThreads();
-  std::vector<double> first(variants.size());
-  forEachConcurrently(variants.size(), threads, [&](size_t i) {
-    first[i] = judgeSeconds(o.judge, variants[i], allReduce, root);
-  });
-  auto fastest = [&](const std::vector<double>& t) {
-    size_t best = variants.size();
-    for (size_t i = 0; i < variants.size(); ++i) {
-      const double margin = i % 2 == 0 ? 1 + 1e-9 : 1 - 1e-9;
-      if (t[i] < kInf && (best == variants.size() || t[i] <= t[best] * margin)) best = i;
-    }
-    return best;
-  };
-  const size_t chosen = fastest(first);
-  if (chosen == variants.size()) return {};
-  *seconds = first[chosen];
-  // Larger calls: the variants within kLargerMargin of the fastest by the
-  // first judge are judged again (a set far behind at a bucket's size does
-  // not win at a few times it, and each judgement is a simulation). Over
-  // the survey's 152 choices (docs/planning.md), the larger judge's winner
-  // was at most 1.5 % behind at the first judge's size.
-  constexpr double kLargerMargin = 1.08;
-  for (const SizeJudge& band : o.largerJudges) {
-    std::vector<double> t(variants.size(), kInf);
-    forEachConcurrently(variants.size(), threads, [&](size_t i) {
-      if (first[i] <= first[chosen] * kLargerMargin)
-        t[i] = judgeSeconds(band.judge, variants[i], allReduce, root);
-    });
-    const size_t i = fastest(t);
-    if (i == variants.size()) continue;
-    SizedTrees sized{band.fromBytes, variants[i], 0};
+  // The fastest wins (tree_judging.cc); a later set (fewer trees) a tie
+  // against an earlier one, a set's fair shares a tie against its LP
+  // weights.
+  std::vector<JudgedSet> sets;
+  for (size_t i = 0; i < variants.size(); ++i) sets.push_back({&variants[i], i % 2 == 0});
+  const Verdict v = judgeSets(o, sets, allReduce, root);
+  if (v.chosen == sets.size()) return {};
+  *seconds = v.seconds;
+  for (size_t k = 0; k < v.larger.size(); ++k) {
+    if (v.larger[k] == sets.size()) continue;
+    SizedTrees sized{o.largerJudges[k].fromBytes, variants[v.larger[k]], 0};
     for (const Tree& tree : sized.trees) sized.rate += tree.rate;
     larger->push_back(std::move(sized));
   }
+  const size_t chosen = v.chosen;
   return std::move(variants[chosen]);
 }
 

@@ -3,14 +3,17 @@
 // runs the set of the call's size (or of PlanParams::planBytes).
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "algorithms/builders/builders.h"
 #include "algorithms/planner/plan_store.h"
+#include "algorithms/planner/planner_internal.h"
 #include "algorithms/planner/topo_plans.h"
 #include "algorithms/select/selector.h"
+#include "base/error.h"
 #include "unit/topo_fixtures.h"
 
 namespace grove::plan {
@@ -20,14 +23,14 @@ PlanGraph dgx1(const std::vector<int>& gpus) {
   return PlanGraph::fromTopology(fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), gpus));
 }
 
-/// Judges that prefer fewer trees (bucket-sized calls) and more trees
-/// (calls from `from` up).
+/// Judges that prefer fewer trees (bucket-sized calls, by little: every
+/// set is near the fastest) and more trees (calls from `from` up).
 void preferFewThenMany(TopoPlans& plans, uint64_t from) {
-  plans.setTreeJudge(
-      [](const std::vector<Tree>& trees, bool, int) { return static_cast<double>(trees.size()); },
-      "test-few", {SizeJudge{from, [](const std::vector<Tree>& trees, bool, int) {
-                               return 1.0 / static_cast<double>(trees.size());
-                             }}});
+  plans.setTreeJudge([](const std::vector<Tree>& trees, bool,
+                        int) { return 1.0 + 1e-3 * static_cast<double>(trees.size()); },
+                     "test-few", {SizeJudge{from, [](const std::vector<Tree>& trees, bool, int) {
+                                              return 1.0 / static_cast<double>(trees.size());
+                                            }}});
 }
 
 /// Distinct channels rank `rank`'s all-reduce program uses.
@@ -63,6 +66,55 @@ TEST(TreeSizes, LargerCallsGetTheSetTheirJudgeChose) {
   const size_t large = channelsOf(plans, 64ull << 20, 0);
   EXPECT_NE(small, large);
   EXPECT_EQ(channelsOf(plans, 32ull << 20, 0, 64ull << 20), large);
+}
+
+/// `n` (empty) trees: the test judges look at the count only.
+std::vector<Tree> treesOf(size_t n) { return std::vector<Tree>(n); }
+
+TEST(TreeSizes, TheLargerJudgeWeighsOnlySetsNearTheWinner) {
+  // The first judge prefers fewer trees; 3 trees against 8 is more than
+  // the margin, 3 against 3 a tie. The larger judge prefers more trees, but
+  // is asked only about the sets near the first judge's winner.
+  const std::vector<Tree> a = treesOf(3), b = treesOf(3), c = treesOf(8);
+  auto asked = std::make_shared<std::vector<size_t>>();
+  PackOptions o;
+  o.judge = [](const std::vector<Tree>& trees, bool, int) {
+    return static_cast<double>(trees.size());
+  };
+  o.largerJudges = {SizeJudge{48ull << 20, [asked](const std::vector<Tree>& trees, bool, int) {
+                                asked->push_back(trees.size());
+                                return trees.size() == 3 ? 1.0 : 0.5;
+                              }}};
+  // b ties a and wins the tie; only a and b are judged again.
+  detail::Verdict v = detail::judgeSets(o, {{&a, true}, {&b, true}, {&c, true}}, true, 0);
+  EXPECT_EQ(v.chosen, 1u);
+  EXPECT_EQ(v.seconds, 3.0);
+  ASSERT_EQ(v.larger.size(), 1u);
+  EXPECT_EQ(v.larger[0], 1u);
+  EXPECT_EQ(*asked, (std::vector<size_t>{3, 3}));
+  // A set that wins no tie stays behind an equal one listed before it.
+  v = detail::judgeSets(o, {{&a, true}, {&b, false}}, true, 0);
+  EXPECT_EQ(v.chosen, 0u);
+  // The winner alone near: it serves the larger calls, unsimulated; a
+  // known time is not simulated again either.
+  asked->clear();
+  o.judge = [](const std::vector<Tree>& trees, bool, int) {
+    EXPECT_NE(trees.size(), 3u) << "its time was given";
+    return static_cast<double>(trees.size());
+  };
+  v = detail::judgeSets(o, {{&c, true}, {&a, false, 2.0}}, true, 0);
+  EXPECT_EQ(v.chosen, 1u);
+  EXPECT_EQ(v.seconds, 2.0);
+  ASSERT_EQ(v.larger.size(), 1u);
+  EXPECT_EQ(v.larger[0], 1u);
+  EXPECT_TRUE(asked->empty());
+  // No set the judge can build: nothing chosen.
+  o.judge = [](const std::vector<Tree>&, bool, int) -> double {
+    throwInvalidArgument("cannot build");
+  };
+  v = detail::judgeSets(o, {{&a, true}, {&c, true}}, true, 0);
+  EXPECT_EQ(v.chosen, 2u);
+  EXPECT_TRUE(v.larger.empty());
 }
 
 TEST(TreeSizes, TheSetsBySizeSurviveThePlanCache) {
