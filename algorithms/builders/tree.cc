@@ -10,12 +10,12 @@
 // link share it by rate), else params.nChannels / (number of trees), at
 // least 1 (trees are parallel streams already), in proportion to the rates
 // where they fit, limited so that every tree and direction has its own
-// channels below kP2PChannel. Each (tree, part) is processed in chunks of at
-// most params.chunkBytes, and each rank emits the steps of its own node of
-// the tree. Children are served in ascending rank order, rotated by a
-// step's worth of children per part (inTurn: a node with more than four
-// children serves them in groups, and its parts, running at once, then take
-// different groups at a time).
+// channels below kP2PChannel. Each (tree, part) is processed in the fewest
+// near-equal chunks of at most params.chunkBytes, and each rank emits the
+// steps of its own node of the tree. Children are served in ascending rank
+// order, rotated by a step's worth of children per part (inTurn: a node
+// with more than four children serves them in groups, and its parts,
+// running at once, then take different groups at a time).
 //
 // A step may send to up to four peers (fan-out, see Step::moreSendPeers) and
 // a reducing receive may take up to four sources (fan-in, see

@@ -77,12 +77,21 @@ void forEachPart(const Setup& s, Body body) {
     }
 }
 
-/// Calls body(byteOffset, bytes) for each chunk of a part of tree t.
+/// Calls body(byteOffset, bytes) for each chunk of a part of tree t: the
+/// fewest chunks of at most s.chunks[t] elements, near-equal (a short last
+/// chunk would cost a whole step for a sliver, and end its tree's pipeline
+/// out of step with the others).
 template <typename Body>
 void forEachChunk(const Setup& s, size_t t, Span part, Body body) {
-  const uint64_t chunk = s.chunks[t];
-  for (uint64_t off = 0; off < part.count; off += chunk)
-    body((part.offset + off) * s.es, std::min(chunk, part.count - off) * s.es);
+  const uint64_t n = (part.count + s.chunks[t] - 1) / s.chunks[t];
+  if (n == 0) return;
+  const uint64_t base = part.count / n, longer = part.count % n;
+  uint64_t off = 0;
+  for (uint64_t k = 0; k < n; ++k) {
+    const uint64_t count = base + (k < longer ? 1 : 0);
+    body((part.offset + off) * s.es, count * s.es);
+    off += count;
+  }
 }
 
 /// Bytes of a fold slot for a part of tree t (emitUp's accumulator).

@@ -6,6 +6,7 @@
 // simulation, and the selector's tree / hier / size-table handling.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <vector>
@@ -229,6 +230,46 @@ TEST(TreeBuilders, StructureOfAMiddleNode) {
     EXPECT_EQ(st.channel, down.channel);
   }
   EXPECT_EQ(rs[1].dst.offset, 32u);
+}
+
+TEST(TreeBuilders, APartGoesInNearEqualChunks) {
+  // A part of 42 floats in chunks of at most 8 goes as six chunks of 7
+  // (not five of 8 and a short 2, whose step would cost as much for less
+  // and end the tree's pipeline out of step), one after another.
+  const Tree t = testing::treeOf(0, {-1, 0});
+  CollArgs a{Coll::kBroadcast, 0, groveFloat32, groveSum, 0, 0, 2, false};
+  PlanParams p;
+  p.chunkBytes = 32;
+  for (uint64_t count : {uint64_t{42}, uint64_t{32}, uint64_t{6}, uint64_t{35}}) {
+    a.count = count;
+    const Program prog = buildTreeBroadcast(a, p, {t});
+    ASSERT_EQ(prog.phases.size(), 1u);
+    uint64_t total = 0;
+    int parts = 0;
+    for (const Lane& lane : prog.phases[0].lanes) {  // a lane per part, and the root's own copy
+      if (lane.steps.at(0).kind != StepKind::kSend) continue;
+      ++parts;
+      const uint64_t first = lane.steps.at(0).src.offset / 4;
+      uint64_t offset = first, least = count, most = 0;
+      for (const Step& st : lane.steps) {
+        EXPECT_EQ(st.src.offset, offset * 4);
+        offset += st.bytes / 4;
+        least = std::min<uint64_t>(least, st.bytes / 4);
+        most = std::max<uint64_t>(most, st.bytes / 4);
+      }
+      const uint64_t part = offset - first;
+      EXPECT_EQ(lane.steps.size(), (part + 7) / 8) << describe(prog);
+      EXPECT_LE(most, 8u);
+      EXPECT_LE(most - least, 1u) << describe(prog);
+      total += part;
+    }
+    EXPECT_EQ(total, count);
+    if (count == 42) {
+      EXPECT_EQ(parts, 1);
+      EXPECT_EQ(prog.phases[0].lanes[0].steps.size(), 6u);
+      EXPECT_EQ(prog.phases[0].lanes[0].steps[5].bytes, 7u * 4);
+    }
+  }
 }
 
 TEST(TreeBuilders, AllReduceRootInTwoStepsWhenItCannotStream) {
