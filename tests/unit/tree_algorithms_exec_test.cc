@@ -242,11 +242,22 @@ TEST(ForestExec, StarsAndLargerMessages) {
   }
 }
 
+/// A forest unlike someForest's: other shapes and rates.
+std::vector<Tree> otherForest(int n) {
+  std::vector<Tree> trees;
+  for (int r = 0; r < n; ++r) {
+    trees.push_back(binaryTree(n, r, 1.0));
+    if (r % 2 == 1) trees.push_back(randomTree(n, r, 77u + static_cast<unsigned>(r), 3.0));
+  }
+  return trees;
+}
+
 // All-reduce over forests: shards of count / n (uneven, and empty when
-// count < n), every type and op, in and out of place.
+// count < n), every type and op, in and out of place; pipelined (each
+// shard's pieces as tree pairs, or as trees where both forests agree).
 TEST(ForestExec, AllReduceOverForestsEveryTypeAndOp) {
   for (int n : {2, 3, 5}) {
-    const std::vector<Tree> rs = someForest(n), ag = someForest(n);
+    const std::vector<Tree> rs = someForest(n), ag = otherForest(n);
     sweepTypes(Coll::kAllReduce, n, 0, [&](const PlanParams& p) {
       return [&rs, &ag, p](const CollArgs& a) { return buildForestAllReduce(a, p, rs, ag); };
     });
@@ -261,6 +272,35 @@ TEST(ForestExec, AllReduceOverForestsEveryTypeAndOp) {
     }
     if (HasFatalFailure()) return;
   }
+}
+
+// The forest all-reduce pipelines in one phase while its pieces fit their
+// channels (a pair takes two of 64), and runs in two phases beyond.
+TEST(ForestExec, AllReduceOverForestsInTwoPhasesWhenThePiecesDoNotFit) {
+  const int n = 4;
+  auto forest = [&](bool rising) {
+    std::vector<Tree> trees;  // six trees per root, rates 1..6 or 6..1: 11 pieces a shard
+    for (int r = 0; r < n; ++r)
+      for (int k = 1; k <= 6; ++k)
+        trees.push_back(
+            randomTree(n, r, 5u + static_cast<unsigned>(r * 6 + k), rising ? k : 7.0 - k));
+    return trees;
+  };
+  PlanParams p;
+  p.chunkBytes = 1024;
+  p.nChannels = 2;
+  CollArgs a{Coll::kAllReduce, 5000, groveInt32, groveSum, 0, 1, n, false};
+  const std::vector<Tree> rs = someForest(n), ag = otherForest(n);
+  const Program one = buildForestAllReduce(a, p, rs, ag);
+  EXPECT_EQ(one.algo, "forest");
+  EXPECT_EQ(one.phases.size(), 1u) << describe(one);
+  const std::vector<Tree> up = forest(true), down = forest(false);
+  const Program two = buildForestAllReduce(a, p, up, down);
+  EXPECT_EQ(two.phases.size(), 2u) << describe(two);
+  for (bool inPlace : {false, true})
+    execute(
+        CallRun{Coll::kAllReduce, n, 5000, groveInt32, groveSum, inPlace, 0},
+        [&](const CollArgs& c) { return buildForestAllReduce(c, p, up, down); }, 1088);
 }
 
 // ------------------------------------------------------------------ rings in any order, hier
