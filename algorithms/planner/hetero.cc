@@ -81,7 +81,7 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
     half.judge = nullptr, half.fairShares = options.fairShares;
   else
     half = options;
-  detail::chooseShares(half, cap, allReduce, root, plan.trees, &plan.larger);
+  detail::chooseShares(half, cap, allReduce, root, plan);
   plan.rate = 0;
   for (const Tree& t : plan.trees) plan.rate += t.rate;
   plan.rounds += slow.rounds;

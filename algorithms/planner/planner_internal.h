@@ -196,7 +196,17 @@ struct Verdict {
   /// (chosen itself, unsimulated, when alone there); the list's size when
   /// none can be built. Empty when nothing was chosen.
   std::vector<size_t> larger;
+  /// The sets within the larger judges' margin of `chosen` by o.judge
+  /// (chosen among them, in list order): those a larger judge weighs.
+  std::vector<size_t> near;
+  std::vector<double> first;  ///< every set's time by o.judge (infinity: cannot be built)
 };
+/// The sets a verdict chose for o.largerJudges' calls, each with its band.
+std::vector<SizedTrees> largerSets(const PackOptions& o, const Verdict& v,
+                                   const std::vector<JudgedSet>& sets);
+/// The near sets of a verdict on `sets` with their times (what a caller
+/// that judges larger calls itself weighs): TreePlan::contenders.
+std::vector<JudgedTrees> contendersOf(const Verdict& v, const std::vector<JudgedSet>& sets);
 /// Simulates `sets` with o.judge and with o.largerJudges (those near the
 /// fastest only), several at once. No judge: nothing chosen.
 Verdict judgeSets(const PackOptions& o, const std::vector<JudgedSet>& sets, bool allReduce,
@@ -226,12 +236,13 @@ double shareFairly(std::vector<Tree>& trees, bool allReduce, const std::vector<d
 double shareFairly(std::vector<Tree>& trees, const std::vector<std::map<int, int>>& uses,
                    const std::vector<int>& groups, const std::vector<double>& cap, int most);
 
-/// The shares `trees` (LP weights as rates) run by: the fair shares, or
+/// The shares plan.trees (LP weights as rates) run by: the fair shares, or
 /// the LP's weights when the judge finds those faster (no judge:
 /// o.fairShares decides); each judge of larger calls adds its choice of
-/// the two to `larger`.
+/// the two to plan.larger, and without larger judges the near ones are
+/// plan.contenders.
 void chooseShares(const PackOptions& o, const std::vector<double>& cap, bool allReduce, int root,
-                  std::vector<Tree>& trees, std::vector<SizedTrees>* larger);
+                  TreePlan& plan);
 
 /// What column generation proved about a tree packing LP.
 struct TreeOptimum {

@@ -26,43 +26,45 @@ void TopoPlans::setTreeJudge(TreeJudge judge, std::string key, std::vector<SizeJ
 
 TreePlan TopoPlans::jointOrSplit(int root, bool allReduce) const {
   // The joint packing and the heterogeneous split are independent: they
-  // are packed at once (their judges remember verdicts under a lock).
+  // are packed at once (their judges remember verdicts under a lock), each
+  // judged at the judge's own size only. The sets of both near the fastest
+  // are then judged at each larger size in one pool (judgeSets), so those
+  // simulations, the longest of the planning, run side by side.
+  PackOptions own = options_;
+  own.largerJudges.clear();
   TreePlan joint, split;
   detail::forEachConcurrently(2, detail::planThreads(), [&](size_t i) {
     if (i == 0)
-      joint = allReduce ? packAllReduceTrees(graph_, options_) : packTrees(graph_, root, options_);
+      joint = allReduce ? packAllReduceTrees(graph_, own) : packTrees(graph_, root, own);
     else
-      split = packHetero(graph_, root, allReduce, options_);
+      split = packHetero(graph_, root, allReduce, own);
   });
   split.optimum = joint.optimum;  // the joint LP covers every split packing
   split.bound = joint.bound;
   split.judged = joint.judged;
-  if (split.trees.empty()) return joint;
-  if (!options_.judge || graph_.nranks() > kMaxJudgeRanks)
-    return split.rate > joint.rate ? split : joint;
-  // The judge's verdict (a plan it cannot build loses; the joint one wins a
-  // tie), and each larger judge's for its calls: the sets of the plan not
-  // chosen may serve those, and they are simulated at that size only when
-  // near each other at the judge's own (judgeSets).
-  auto verdict = [&](const PackOptions& o, const std::vector<Tree>& j, const std::vector<Tree>& s,
-                     double jointSeconds) {
-    return detail::judgeSets(o, {{&j, true, jointSeconds}, {&s, false}}, allReduce, root);
-  };
-  PackOptions own = options_;
-  own.largerJudges.clear();
-  const detail::Verdict first = verdict(own, joint.trees, split.trees, joint.judgedSeconds);
-  TreePlan plan = first.chosen == 1 ? split : joint;
-  plan.larger.clear();
-  for (const SizeJudge& band : options_.largerJudges) {
-    PackOptions one = options_;
-    one.largerJudges = {band};
-    const std::vector<Tree>& j = joint.treesFor(band.fromBytes);
-    const std::vector<Tree>& s = split.treesFor(band.fromBytes);
-    const detail::Verdict v = verdict(one, j, s, 0);
-    SizedTrees sized{band.fromBytes, !v.larger.empty() && v.larger[0] == 1 ? s : j, 0};
-    for (const Tree& t : sized.trees) sized.rate += t.rate;
-    plan.larger.push_back(std::move(sized));
+  const bool judged = options_.judge && graph_.nranks() <= kMaxJudgeRanks;
+  if (!judged) return split.trees.empty() || !(split.rate > joint.rate) ? joint : split;
+  // The fastest wins (a set that cannot be built was never near; the joint
+  // packing wins a tie); each larger judge weighs the sets of both near it.
+  std::vector<JudgedTrees> near = std::move(joint.contenders);
+  const size_t fromJoint = near.size();
+  for (JudgedTrees& c : split.contenders) {
+    c.winsTies = false;
+    near.push_back(std::move(c));
   }
+  joint.contenders.clear();
+  split.contenders.clear();
+  if (near.empty()) return joint;  // no set could be built: the packer's own
+  std::vector<detail::JudgedSet> sets;
+  for (const JudgedTrees& c : near) sets.push_back({&c.trees, c.winsTies, c.seconds});
+  const detail::Verdict v = detail::judgeSets(options_, sets, allReduce, root);
+  if (v.chosen == sets.size()) return joint;
+  TreePlan plan = v.chosen < fromJoint ? std::move(joint) : std::move(split);
+  plan.trees = near[v.chosen].trees;
+  plan.rate = 0;
+  for (const Tree& t : plan.trees) plan.rate += t.rate;
+  plan.judgedSeconds = v.seconds;
+  plan.larger = detail::largerSets(options_, v, sets);
   return plan;
 }
 
@@ -71,8 +73,7 @@ Plan TopoPlans::planned(const std::string& item, Decode decode, Encode encode, M
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   auto ms = [&] { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); };
-  // A judge nobody named would make plans the fingerprint cannot tell apart.
-  const bool stored = store_ != nullptr && (!options_.judge || !judgeKey_.empty());
+  const bool stored = storing();
   std::string name;
   if (stored) {
     if (fingerprint_.empty()) fingerprint_ = planFingerprint(graph_, options_, judgeKey_);
@@ -149,6 +150,22 @@ const TreePlan& TopoPlans::reduceScatterTrees() {
       return packReduceScatterTrees(graph_, options_);
     });
   return *reduceScatterTrees_;
+}
+
+void TopoPlans::planAllReduce() {
+  // The plans are independent members; only the fingerprint that names
+  // them in the store is shared, so it is made first.
+  if (storing() && fingerprint_.empty())
+    fingerprint_ = planFingerprint(graph_, options_, judgeKey_);
+  detail::forEachConcurrently(2, detail::planThreads(), [&](size_t i) {
+    if (i == 0) {
+      allReduceTrees();
+      return;
+    }
+    rings();
+    ncclRings();
+    hierarchical();
+  });
 }
 
 const HierPlan& TopoPlans::hierarchical() {

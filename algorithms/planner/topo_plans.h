@@ -277,6 +277,13 @@ struct SizedTrees {
   double rate = 0;  ///< sum of the trees' rates
 };
 
+/// A tree set and its time at the judge's size (PackOptions::judge).
+struct JudgedTrees {
+  std::vector<Tree> trees;
+  double seconds = 0;
+  bool winsTies = true;  ///< against the sets listed before it
+};
+
 /// What tree packing found.
 struct TreePlan {
   std::vector<Tree> trees;  ///< the set for every call below larger's first fromBytes
@@ -299,9 +306,14 @@ struct TreePlan {
   int pricingRounds = 0;     ///< column generation's pricing rounds
   int judged = 0;            ///< reductions the judge compared (0: no judge)
   double judgedSeconds = 0;  ///< the judge's time for the trees kept (0: not judged)
-  int rounds = 0;            ///< MWU rounds run
-  int mwuTrees = 0;          ///< distinct trees before reduction
-  double planMs = 0;         ///< planning time
+  /// Planning only (never stored): when judged without larger judges, the
+  /// sets near the kept one at the judge's size, each with its time, for a
+  /// caller that judges larger calls over several packings at once
+  /// (TopoPlans::jointOrSplit); empty otherwise.
+  std::vector<JudgedTrees> contenders;
+  int rounds = 0;     ///< MWU rounds run
+  int mwuTrees = 0;   ///< distinct trees before reduction
+  double planMs = 0;  ///< planning time
 };
 
 /// Broadcast / reduce trees rooted at `root` (fractional packing by MWU,
@@ -381,6 +393,11 @@ class TopoPlans {
   const TreePlan& allGatherTrees();      ///< packAllGatherTrees (cached)
   const TreePlan& reduceScatterTrees();  ///< packReduceScatterTrees (cached)
   const HierPlan& hierarchical();        ///< planHierarchical (cached)
+  /// Plans at once what an all-reduce may run on (both ring plans, the
+  /// all-reduce trees, the hierarchical plan): what the cost model weighs
+  /// when it chooses among them. The trees take longest and use threads of
+  /// their own; the rest plan beside them.
+  void planAllReduce();
 
  private:
   /// The joint packing or the heterogeneous split (packed at once), whichever
@@ -391,6 +408,9 @@ class TopoPlans {
   /// else made by `make` (and stored); its planMs is the time either took.
   template <typename Plan, typename Decode, typename Encode, typename Make>
   Plan planned(const std::string& item, Decode decode, Encode encode, Make make);
+  /// Whether plans go to the store: a judge nobody named would make plans
+  /// the fingerprint cannot tell apart.
+  bool storing() const { return store_ != nullptr && (!options_.judge || !judgeKey_.empty()); }
 
   PlanGraph graph_;
   PackOptions options_;

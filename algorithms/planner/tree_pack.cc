@@ -191,24 +191,21 @@ std::map<int, int> useOf(const Tree& t, bool down, bool up) {
 std::map<int, int> useOf(const Tree& t, bool allReduce) { return useOf(t, true, allReduce); }
 
 void chooseShares(const PackOptions& o, const std::vector<double>& cap, bool allReduce, int root,
-                  std::vector<Tree>& trees, std::vector<SizedTrees>* larger) {
-  std::vector<Tree> fair = trees;
+                  TreePlan& plan) {
+  std::vector<Tree> fair = plan.trees;
   shareFairly(fair, allReduce, cap);
   if (!o.judge) {
-    if (o.fairShares) trees = std::move(fair);
+    if (o.fairShares) plan.trees = std::move(fair);
     return;
   }
   // The faster of the two by each judge (fair shares on a tie).
-  const std::vector<JudgedSet> sets = {{&trees, true}, {&fair, true}};
+  const std::vector<JudgedSet> sets = {{&plan.trees, true}, {&fair, true}};
   const Verdict v = judgeSets(o, sets, allReduce, root);
   if (v.chosen == sets.size()) return;  // neither can be built: the LP's weights stand
-  for (size_t k = 0; k < v.larger.size(); ++k) {
-    if (v.larger[k] == sets.size()) continue;
-    SizedTrees sized{o.largerJudges[k].fromBytes, *sets[v.larger[k]].trees, 0};
-    for (const Tree& t : sized.trees) sized.rate += t.rate;
-    larger->push_back(std::move(sized));
-  }
-  if (v.chosen == 1) trees = std::move(fair);
+  plan.judgedSeconds = v.seconds;
+  plan.larger = largerSets(o, v, sets);
+  if (o.largerJudges.empty()) plan.contenders = contendersOf(v, sets);
+  if (v.chosen == 1) plan.trees = std::move(fair);
 }
 
 bool cheapestPair(const PlanGraph& g, const RouteTable& table, Tree& tree) {
@@ -366,8 +363,7 @@ template <typename TreesOf>
 std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce,
                                   std::vector<Candidate>& cands, const std::vector<double>& cap,
                                   const TreesOf& treesOf, const std::vector<int>& kept,
-                                  std::vector<std::vector<int>> smaller, int* judged,
-                                  double* seconds, std::vector<SizedTrees>* larger) {
+                                  std::vector<std::vector<int>> smaller, TreePlan& plan) {
   std::vector<std::vector<Tree>> variants;             // in order of preference on a tie
   size_t fewest = std::numeric_limits<size_t>::max();  // smallest set so far
   auto consider = [&](const std::vector<int>& set) {
@@ -380,7 +376,7 @@ std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce
   consider(kept);
   if (smaller.empty()) smaller = weightAndReduceEach(cands, cap, smallerGoals(o));
   for (const std::vector<int>& set : smaller) consider(set);
-  *judged = static_cast<int>(variants.size());
+  plan.judged = static_cast<int>(variants.size());
   // The fastest wins (tree_judging.cc); a later set (fewer trees) a tie
   // against an earlier one, a set's fair shares a tie against its LP
   // weights.
@@ -388,13 +384,9 @@ std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce
   for (size_t i = 0; i < variants.size(); ++i) sets.push_back({&variants[i], i % 2 == 0});
   const Verdict v = judgeSets(o, sets, allReduce, root);
   if (v.chosen == sets.size()) return {};
-  *seconds = v.seconds;
-  for (size_t k = 0; k < v.larger.size(); ++k) {
-    if (v.larger[k] == sets.size()) continue;
-    SizedTrees sized{o.largerJudges[k].fromBytes, variants[v.larger[k]], 0};
-    for (const Tree& tree : sized.trees) sized.rate += tree.rate;
-    larger->push_back(std::move(sized));
-  }
+  plan.judgedSeconds = v.seconds;
+  plan.larger = largerSets(o, v, sets);
+  if (o.largerJudges.empty()) plan.contenders = contendersOf(v, sets);
   const size_t chosen = v.chosen;
   return std::move(variants[chosen]);
 }
@@ -483,8 +475,8 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
     plan.packedRate = packed;
   }
   if (judging)
-    plan.trees = judgeTreeCounts(o, root, allReduce, cands, cap, treesOf, kept, std::move(sets),
-                                 &plan.judged, &plan.judgedSeconds, &plan.larger);
+    plan.trees =
+        judgeTreeCounts(o, root, allReduce, cands, cap, treesOf, kept, std::move(sets), plan);
   if (plan.trees.empty()) plan.trees = treesOf(kept, o.fairShares);
   for (const Tree& t : plan.trees) plan.rate += t.rate;
   plan.planMs = msSince(start);

@@ -1,6 +1,7 @@
 // Planning on several threads: forEachConcurrently runs every index once
 // and rethrows the lowest failure after all have finished; judged plans
-// are the same on one thread and on many.
+// are the same on one thread and on many, and planned at once as one by
+// one.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +11,7 @@
 
 #include "algorithms/cost/cost_model.h"
 #include "algorithms/planner/concurrent.h"
+#include "algorithms/planner/plan_store.h"
 #include "base/config.h"
 #include "unit/link_presets.h"
 #include "unit/topo_fixtures.h"
@@ -89,6 +91,43 @@ TEST(PlanThreads, JudgedPlansAreTheSameOnOneThreadAndMany) {
       expectSameTrees(one[p].larger[k].trees, many[p].larger[k].trees);
     }
   }
+}
+
+TEST(PlanThreads, AllReducePlansAtOnceAreThoseMadeOneByOne) {
+  // planAllReduce plans the rings, the trees and the hierarchical plan on
+  // threads of their own; each is the plan asked for alone, and each goes
+  // to the store (the next communicator plans nothing).
+  const topo::CommTopology t =
+      fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), {0, 1, 2, 3, 4, 5});
+  const Selector sel(6, presets::deviceRingTraits(), SelectorConfig{});
+  PlanStore::process().clearMemory();
+  TopoPlans together(PlanGraph::fromTopology(t)), alone(PlanGraph::fromTopology(t));
+  installTreeJudges(together, sel, SimParams{}, 16ull << 20);
+  installTreeJudges(alone, sel, SimParams{}, 16ull << 20);
+  together.useStore(&PlanStore::process());
+  const uint64_t saves = PlanStore::process().saves();
+  together.planAllReduce();
+  EXPECT_EQ(PlanStore::process().saves(), saves + 4) << "rings, NCCL-like rings, trees, hier";
+  const TreePlan& trees = alone.allReduceTrees();
+  expectSameTrees(together.allReduceTrees().trees, trees.trees);
+  ASSERT_EQ(together.allReduceTrees().larger.size(), trees.larger.size());
+  for (size_t k = 0; k < trees.larger.size(); ++k)
+    expectSameTrees(together.allReduceTrees().larger[k].trees, trees.larger[k].trees);
+  for (auto rings : {&TopoPlans::rings, &TopoPlans::ncclRings}) {
+    const RingPlan& a = (together.*rings)();
+    const RingPlan& b = (alone.*rings)();
+    ASSERT_EQ(a.rings.size(), b.rings.size());
+    for (size_t r = 0; r < a.rings.size(); ++r) EXPECT_EQ(a.rings[r].order, b.rings[r].order);
+  }
+  EXPECT_EQ(together.hierarchical().leaders, alone.hierarchical().leaders);
+  TopoPlans next(PlanGraph::fromTopology(t));
+  installTreeJudges(next, sel, SimParams{}, 16ull << 20);
+  next.useStore(&PlanStore::process());
+  const uint64_t hits = PlanStore::process().hits();
+  next.planAllReduce();
+  EXPECT_EQ(PlanStore::process().hits(), hits + 4);
+  expectSameTrees(next.allReduceTrees().trees, trees.trees);
+  PlanStore::process().clearMemory();
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // runs the set of the call's size (or of PlanParams::planBytes).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <string>
@@ -115,6 +116,74 @@ TEST(TreeSizes, TheLargerJudgeWeighsOnlySetsNearTheWinner) {
   v = detail::judgeSets(o, {{&a, true}, {&c, true}}, true, 0);
   EXPECT_EQ(v.chosen, 2u);
   EXPECT_TRUE(v.larger.empty());
+}
+
+TEST(TreeSizes, TheLargerJudgeWeighsAtMostTheFourFastest) {
+  // Six sets all near the winner at the first size: the larger judge
+  // weighs the four fastest there, and the verdict hands on all six.
+  std::vector<std::vector<Tree>> sets;
+  for (size_t n : {2, 3, 4, 5, 6, 7}) sets.push_back(treesOf(n));
+  auto asked = std::make_shared<std::vector<size_t>>();
+  PackOptions o;
+  o.judge = [](const std::vector<Tree>& trees, bool, int) {
+    return 1.0 + 1e-3 * static_cast<double>(8 - trees.size());
+  };
+  o.largerJudges = {SizeJudge{48ull << 20, [asked](const std::vector<Tree>& trees, bool, int) {
+                                asked->push_back(trees.size());
+                                return 1.0 / static_cast<double>(trees.size());
+                              }}};
+  std::vector<detail::JudgedSet> judged;
+  for (const std::vector<Tree>& t : sets) judged.push_back({&t, true});
+  const detail::Verdict v = detail::judgeSets(o, judged, true, 0);
+  EXPECT_EQ(v.chosen, 5u);
+  EXPECT_EQ(v.near, (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
+  ASSERT_EQ(v.first.size(), 6u);
+  EXPECT_DOUBLE_EQ(v.first[0], 1.006);
+  std::sort(asked->begin(), asked->end());
+  EXPECT_EQ(*asked, (std::vector<size_t>{4, 5, 6, 7}));
+  ASSERT_EQ(v.larger.size(), 1u);
+  EXPECT_EQ(v.larger[0], 5u);
+  const std::vector<JudgedTrees> handed = detail::contendersOf(v, judged);
+  ASSERT_EQ(handed.size(), 6u);
+  EXPECT_EQ(handed[2].trees.size(), 4u);
+  EXPECT_DOUBLE_EQ(handed[2].seconds, 1.004);
+}
+
+TEST(TreeSizes, TheJointPackingAndTheSplitMeetInOneLargerPool) {
+  // The first judge puts the split's sets ahead by 1 % (every set near);
+  // the larger judge prefers more trees. It is asked once, about the four
+  // fastest of both packings' sets (the split's and the joint packing's),
+  // and its choice serves the larger calls.
+  const PlanGraph g = dgx1({0, 1, 2, 3, 4, 5, 6, 7});
+  const TreePlan split = packHetero(g, 0, true, {});
+  ASSERT_FALSE(split.trees.empty());
+  std::set<std::vector<int>> shapes;
+  for (const Tree& t : split.trees) shapes.insert(t.parent);
+  auto fromSplit = [shapes](const std::vector<Tree>& trees) {
+    for (const Tree& t : trees)
+      if (shapes.count(t.parent) == 0) return false;
+    return true;
+  };
+  auto asked = std::make_shared<std::vector<std::pair<size_t, bool>>>();
+  TopoPlans plans{PlanGraph(g)};
+  plans.setTreeJudge(
+      [fromSplit](const std::vector<Tree>& trees, bool, int) {
+        return fromSplit(trees) ? 1.0 : 1.01;
+      },
+      "test-pool",
+      {SizeJudge{48ull << 20, [asked, fromSplit](const std::vector<Tree>& trees, bool, int) {
+                   asked->push_back({trees.size(), fromSplit(trees)});
+                   return 1.0 / static_cast<double>(trees.size());
+                 }}});
+  const TreePlan& tp = plans.allReduceTrees();
+  EXPECT_TRUE(fromSplit(tp.trees)) << "the first judge's choice";
+  ASSERT_LE(asked->size(), 4u);
+  size_t most = 0, split_ = 0;
+  for (const auto& [n, isSplit] : *asked) most = std::max(most, n), split_ += isSplit ? 1 : 0;
+  EXPECT_GE(split_, 1u);
+  EXPECT_LT(split_, asked->size()) << "the joint packing's sets were weighed too";
+  ASSERT_EQ(tp.larger.size(), 1u);
+  EXPECT_EQ(tp.larger[0].trees.size(), most);
 }
 
 TEST(TreeSizes, TheSetsBySizeSurviveThePlanCache) {
