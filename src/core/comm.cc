@@ -264,6 +264,7 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
 // plans alike.
 void Comm::tuneForFabric() {
   try {
+    plans_->planAllReduce();  // what the model weighs for all-reduce, planned at once
     plan::tuneSelector(*selector_, *plans_, nranks_, plan::simParamsFor(connections_->traits()));
   } catch (const Error& e) {
     GROVE_WARN(log::kPlan, "cost-model tuning failed (%s): default algorithm thresholds stay",

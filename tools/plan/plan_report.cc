@@ -193,6 +193,7 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   };
   auto planAll = [&](plan::TopoPlans& p, PlanReport& into) {
     const auto t0 = std::chrono::steady_clock::now();
+    if (allReduce && plannable) p.planAllReduce();  // at once, as a tuned communicator does
     into.rings = p.rings();
     into.ncclRings = p.ncclRings();
     if (plannable)
