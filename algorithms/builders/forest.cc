@@ -200,6 +200,9 @@ Program buildForestAllReduce(const CollArgs& a, const PlanParams& p,
     shards.push_back(sh.count);
     shardAt.push_back(sh.offset * es);
   }
+  // Both forests are set up even when the pairs run: that is what checks
+  // them (a root on every rank, at most 32 trees), so a bad forest is
+  // refused whichever form would run; it costs a pass over the trees.
   const Setup rs = detail::makeSetup(a, p, reduceScatterTrees, es, TreeUse::kForest,
                                      "forest allreduce (reduce-scatter)", &shards);
   const Setup ag = detail::makeSetup(a, p, allGatherTrees, es, TreeUse::kForest,

@@ -5,7 +5,7 @@ grove_gtest(test_algorithms
                     ${CMAKE_CURRENT_LIST_DIR}/selector_test.cc
             LIBS grove_algorithms grove_transports grove_base LABELS unit)
 
-# Trees, rings in any order, hierarchical all-reduce, and the size table.
+# Trees, rings in any order, hierarchical all-reduce, fan-in.
 grove_gtest(test_tree_algorithms
             SOURCES ${CMAKE_CURRENT_LIST_DIR}/tree_algorithms_test.cc
                     ${CMAKE_CURRENT_LIST_DIR}/tree_fanin_test.cc

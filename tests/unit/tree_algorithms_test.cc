@@ -2,8 +2,8 @@
 // simulation x reference interpreter, over hand-made trees (chains, stars,
 // binary and random trees, several weighted trees with different roots),
 // rings in random orders, and hierarchical plans; plus the rate split, the
-// argument checks, fan-out steps in the validator and the deadlock
-// simulation, and the selector's tree / hier / size-table handling.
+// argument checks, and fan-out steps in the validator and the deadlock
+// simulation.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,12 +14,10 @@
 #include "algorithms/builders/builder_util.h"
 #include "algorithms/builders/builders.h"
 #include "algorithms/planner/topo_plans.h"
-#include "algorithms/select/selector.h"
 #include "base/error.h"
 #include "ir/step_traits.h"
 #include "ir/validate.h"
 #include "tree_check.h"
-#include "unit/link_presets.h"
 
 namespace grove::plan {
 namespace {
@@ -537,77 +535,6 @@ TEST(RateSplit, ProportionalContiguousAndComplete) {
   EXPECT_EQ(sum, 7u);
   EXPECT_THROW(detail::rateSplit(10, {}, "t"), Error);
   EXPECT_THROW(detail::rateSplit(10, {1.0, std::numeric_limits<double>::quiet_NaN()}, "t"), Error);
-}
-
-// ------------------------------------------------------------------ selector
-
-TEST(TreeSelector, NamesSupportAndOverrides) {
-  EXPECT_EQ(parseAlgo("tree"), Algo::kTree);
-  EXPECT_EQ(parseAlgo("TREES"), Algo::kTree);
-  EXPECT_EQ(parseAlgo("hier"), Algo::kHier);
-  EXPECT_STREQ(algoName(Algo::kTree), "tree");
-  EXPECT_STREQ(algoName(Algo::kHier), "hier");
-  EXPECT_TRUE(algoSupports(Algo::kTree, Coll::kBroadcast));
-  EXPECT_TRUE(algoSupports(Algo::kTree, Coll::kReduce));
-  EXPECT_TRUE(algoSupports(Algo::kTree, Coll::kAllGather));  // over forests
-  EXPECT_TRUE(algoSupports(Algo::kTree, Coll::kReduceScatter));
-  EXPECT_FALSE(algoSupports(Algo::kTree, Coll::kGather));
-  EXPECT_FALSE(algoSupports(Algo::kTree, Coll::kAlltoAll));
-  EXPECT_TRUE(algoSupports(Algo::kHier, Coll::kAllReduce));
-  EXPECT_FALSE(algoSupports(Algo::kHier, Coll::kBroadcast));
-
-  SelectorConfig cfg;
-  Selector def(4, presets::linkTraits("shm"), cfg);
-  for (uint64_t bytes : {uint64_t{8}, uint64_t{1} << 30}) {
-    const Algo a = def.select(Coll::kAllReduce, bytes).algo;
-    EXPECT_TRUE(a == Algo::kRing || a == Algo::kDirect || a == Algo::kDoubling)
-        << "trees are never picked by default";
-  }
-  cfg.algo = "tree";
-  Selector trees(4, presets::linkTraits("shm"), cfg);
-  EXPECT_EQ(trees.select(Coll::kAllReduce, 8).algo, Algo::kTree);
-  EXPECT_EQ(trees.select(Coll::kBroadcast, 1 << 20).algo, Algo::kTree);
-  EXPECT_EQ(trees.select(Coll::kAllGather, 1 << 20).algo, Algo::kTree);
-  EXPECT_NE(trees.select(Coll::kGather, 1 << 20).algo, Algo::kTree);
-  cfg.algo = "allreduce:hier";
-  Selector hier(4, presets::linkTraits("shm"), cfg);
-  EXPECT_EQ(hier.select(Coll::kAllReduce, 1 << 20).algo, Algo::kHier);
-
-  CollArgs a{Coll::kAllReduce, 8, groveFloat32, groveSum, 0, 0, 4, false};
-  EXPECT_THROW(build(Algo::kTree, a, PlanParams{}), Error);
-  EXPECT_THROW(build(Algo::kHier, a, PlanParams{}), Error);
-}
-
-TEST(TreeSelector, SizeTableReplacesThresholdsWithinOverrides) {
-  SelectorConfig cfg;
-  Selector sel(4, presets::linkTraits("shm"), cfg);
-  const uint64_t kMax = std::numeric_limits<uint64_t>::max();
-  sel.setSizeTable(Coll::kAllReduce,
-                   {{4096, Algo::kDirect}, {1 << 20, Algo::kTree}, {kMax, Algo::kRing}});
-  EXPECT_EQ(sel.select(Coll::kAllReduce, 4096).algo, Algo::kDirect);
-  EXPECT_EQ(sel.select(Coll::kAllReduce, 4097).algo, Algo::kTree);
-  EXPECT_EQ(sel.select(Coll::kAllReduce, 1 << 20).algo, Algo::kTree);
-  EXPECT_EQ(sel.select(Coll::kAllReduce, (1 << 20) + 1).algo, Algo::kRing);
-  EXPECT_EQ(sel.sizeTable(Coll::kAllReduce).size(), 3u);
-  bool listed = false;
-  for (const std::string& line : sel.describeTable())
-    listed |= line.find("tree <= 1048576") != std::string::npos;
-  EXPECT_TRUE(listed);
-  EXPECT_THROW(sel.setSizeTable(Coll::kGather, {{kMax, Algo::kTree}}), Error);
-  EXPECT_THROW(sel.setSizeTable(Coll::kAllGather, {{kMax, Algo::kHier}}), Error);
-  EXPECT_THROW(sel.setSizeTable(Coll::kAllReduce, {{100, Algo::kRing}}), Error);
-  EXPECT_THROW(sel.setSizeTable(Coll::kAllReduce,
-                                {{100, Algo::kRing}, {50, Algo::kDirect}, {kMax, Algo::kRing}}),
-               Error);
-  sel.setSizeTable(Coll::kAllReduce, {});
-  EXPECT_NE(sel.select(Coll::kAllReduce, 1 << 20).algo, Algo::kTree);
-
-  // An override that excludes the table's choice falls back among the allowed.
-  cfg.algo = "allreduce:ring,direct";
-  Selector restricted(4, presets::linkTraits("shm"), cfg);
-  restricted.setSizeTable(Coll::kAllReduce, {{kMax, Algo::kTree}});
-  const Algo a = restricted.select(Coll::kAllReduce, 1 << 20).algo;
-  EXPECT_TRUE(a == Algo::kRing || a == Algo::kDirect);
 }
 
 }  // namespace
