@@ -201,6 +201,7 @@ std::string planFingerprint(const PlanGraph& g, const PackOptions& options,
   w.word("pack").real(options.epsilon).num(options.maxRounds).num(options.maxTrees);
   w.real(options.keep)
       .num(options.fairShares ? 1 : 0)
+      .num(options.fanTrees)
       .word("judge")
       .word(judgeKey.empty() ? "-" : judgeKey);
   w.word("graph").num(g.nranks()).num(g.numVertices()).num(g.numMachines());

@@ -274,6 +274,11 @@ TreePlan packForest(const PlanGraph& g, bool gather, const PackOptions& o);
 /// path's middle), with their routes filled in.
 std::vector<Tree> chainCandidates(const PlanGraph& g, int root, bool allReduce,
                                   const std::vector<double>& cap);
+/// Fan trees over links with cap > 0 (tree_candidates.cc): complete
+/// `fan`-ary trees in rank order, rooted at every rank (all-reduce) or at
+/// `root`, with their routes; none where a fan tree would be a star.
+std::vector<Tree> fanCandidates(const PlanGraph& g, int root, bool allReduce,
+                                const std::vector<double>& cap, int fan);
 /// The capacity vector split by link class: {NVLink, the rest} (virtual
 /// ports in both); empty when the graph has only one class.
 std::vector<std::vector<double>> classCapacities(const PlanGraph& g,

@@ -268,6 +268,11 @@ struct PackOptions {
   /// rates their streams get when they meet on links, fair_share.cc);
   /// false: by the packing LP's weights. With a judge, both are judged.
   bool fairShares = true;
+  /// With a judge, all-reduce trees are also packed from a second LP
+  /// vertex, its column generation seeded with fan trees of this fan-out
+  /// (tree_candidates.cc), and the judge weighs that one's sets too; 0:
+  /// one vertex.
+  int fanTrees = 4;
 };
 
 /// A tree set for calls from `fromBytes` up.

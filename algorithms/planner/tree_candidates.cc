@@ -1,4 +1,4 @@
-// Structured tree candidates for the packing LP: chains.
+// Structured tree candidates for the packing LP: chains, and fan trees.
 //
 // How it works: multiplicative weights converge slowly on machines whose
 // best trees are long chains -- on an NVSwitch box a star and a chain cost
@@ -18,6 +18,14 @@
 // halves reduce toward the middle and the result is broadcast back. The LP
 // (packing_lp.cc) then weights MWU trees and chains together; a chain that
 // does not help gets weight 0 and is dropped.
+//
+// Fan trees: rank order from the root, rank i's parent the rank (i - 1) /
+// fan places after the root (a complete fan-ary tree, each node serving
+// `fan` children, which one step of the builders does), one rooted at every
+// rank for all-reduce. They seed a second column generation (tree_pack.cc):
+// the LP has many optimal vertices, and which trees the reductions of one
+// keep decides how fast they run; the fan-seeded vertex holds fewer deep
+// chains and fewer stars than the MWU-seeded one.
 #include <algorithm>
 #include <limits>
 
@@ -123,6 +131,32 @@ std::vector<Tree> chainCandidates(const PlanGraph& g, int root, bool allReduce,
     Tree tree;
     if (treeFromPath(t, path, allReduce ? path.size() / 2 : 0, tree))
       out.push_back(std::move(tree));
+  }
+  return out;
+}
+
+std::vector<Tree> fanCandidates(const PlanGraph& g, int root, bool allReduce,
+                                const std::vector<double>& cap, int fan) {
+  const int n = g.nranks();
+  if (fan < 1 || n <= fan + 1) return {};  // a star: MWU finds those
+  const WidestTable t = widestTable(g, cap);
+  std::vector<Tree> out;
+  for (int r = 0; r < n; ++r) {
+    if (!allReduce && r != root) continue;
+    Tree tree;
+    tree.root = r;
+    tree.parent.assign(static_cast<size_t>(n), -1);
+    tree.down.assign(static_cast<size_t>(n), {});
+    tree.up.assign(static_cast<size_t>(n), {});
+    bool reached = true;
+    for (int i = 1; i < n && reached; ++i) {
+      const int v = (r + i) % n, p = (r + (i - 1) / fan) % n;
+      reached = !t.route(p, v).empty() && !t.route(v, p).empty();
+      tree.parent[static_cast<size_t>(v)] = p;
+      tree.down[static_cast<size_t>(v)] = t.route(p, v);
+      tree.up[static_cast<size_t>(v)] = t.route(v, p);
+    }
+    if (reached) out.push_back(std::move(tree));
   }
   return out;
 }

@@ -343,12 +343,6 @@ std::vector<int> swapInPricedTrees(const PlanGraph& g, int root, bool allReduce,
   return kept;
 }
 
-// The cost model's choice of the number of trees: the reduction that keeps
-// 99% of the optimum (`kept`) and smaller ones are judged, each with its
-// data split by the fair shares and by the LP's weights, and the fastest
-// wins (ties to fewer trees, then to fair shares). A set the judge cannot
-// build is left out. The judges of larger calls judge the candidates near
-// the winner again and keep their own fastest in `larger` (judgeSets).
 /// The smaller sets the judge weighs against the kept one: at most `most`
 /// trees (and maxTrees) keeping `keep` of the optimum.
 std::vector<ReduceGoal> smallerGoals(const PackOptions& o) {
@@ -357,31 +351,107 @@ std::vector<ReduceGoal> smallerGoals(const PackOptions& o) {
   return goals;
 }
 
-// `smaller`: the reductions to smallerGoals(o) when already made over these
-// candidates, else empty.
-template <typename TreesOf>
+// One vertex of the packing LP and what is kept of it: the LP over
+// `found` and the trees column generation adds, reduced to the packing's
+// own goal (`kept`) and, when the judge weighs them, to smaller ones.
+struct Family {
+  std::vector<TreeCand> found;
+  std::vector<Candidate> cands;  ///< by found index; weights of the last LP solved
+  std::vector<int> kept;
+  std::vector<ReduceGoal> goals;          ///< the smaller reductions the judge weighs
+  std::vector<std::vector<int>> smaller;  ///< the reductions to `goals` (empty: not made yet)
+  TreeOptimum opt;
+};
+
+// The trees of a kept set (none without a share), with their channels and
+// the rates those get when streams share links fairly (fair_share.cc),
+// heaviest first: the order they are judged in is the order they run in
+// (it places channels and shares), and fair rates often tie exactly.
+std::vector<Tree> treesOf(Family& f, const std::vector<int>& set, bool fair, bool allReduce,
+                          const std::vector<double>& cap) {
+  const double rate = solveSubset(f.cands, set, cap);
+  std::vector<Tree> trees;
+  for (int k : set) {
+    if (!(f.cands[static_cast<size_t>(k)].weight > 1e-9 * std::max(1.0, rate))) continue;
+    trees.push_back(f.found[static_cast<size_t>(k)].tree);
+    trees.back().rate = f.cands[static_cast<size_t>(k)].weight;
+  }
+  if (fair) shareFairly(trees, allReduce, cap);
+  std::stable_sort(trees.begin(), trees.end(),
+                   [](const Tree& a, const Tree& b) { return a.rate > b.rate; });
+  return trees;
+}
+
+// Column generation from `found` (it proves the LP optimum, and its columns
+// join the candidates), then the reduction to the packing's goal and to
+// `smaller` on one walk (the priced trees that come in after make the
+// smaller ones walk again, later).
+Family packFamily(const PlanGraph& g, int root, bool allReduce, const PackOptions& o,
+                  const std::vector<double>& cap, std::vector<TreeCand> found,
+                  std::vector<ReduceGoal> smaller) {
+  Family f;
+  f.found = std::move(found);
+  f.goals = std::move(smaller);
+  std::vector<Tree> seeds;
+  std::set<std::string> keys;
+  for (const TreeCand& c : f.found)
+    if (keys.insert(keyOf(c.tree)).second) seeds.push_back(c.tree);
+  f.opt = optimalTrees(g, root, allReduce, cap, seeds, 1e-7, treeOptimumRounds(g));
+  for (Tree& t : f.opt.trees) {
+    if (!keys.insert(keyOf(t)).second) continue;
+    TreeCand c;
+    c.use = useOf(t, allReduce);
+    c.tree = std::move(t);
+    f.found.push_back(std::move(c));
+  }
+  for (const TreeCand& c : f.found)
+    f.cands.push_back(Candidate{{c.use.begin(), c.use.end()}, c.weight});
+  std::vector<ReduceGoal> goals = {{std::max(1, o.maxTrees), o.keep}};
+  goals.insert(goals.end(), f.goals.begin(), f.goals.end());
+  std::vector<std::vector<int>> sets = weightAndReduceEach(f.cands, cap, goals);
+  const size_t before = f.cands.size();
+  f.kept = swapInPricedTrees(g, root, allReduce, cap, std::max(1, o.maxTrees), o.keep * f.opt.value,
+                             f.found, f.cands, sets[0]);
+  sets.erase(sets.begin());
+  if (f.cands.size() != before) sets.clear();
+  f.smaller = std::move(sets);
+  return f;
+}
+
+// The cost model's choice of the number of trees: each family's reduction
+// that keeps 99% of the optimum and its smaller ones are judged (a smaller
+// one only when it has fewer trees), each with its data split
+// by the fair shares and by the LP's weights, and the fastest wins (ties to
+// fewer trees, then to fair shares, then to the first family). A set the
+// judge cannot build is left out. The judges of larger calls judge the
+// candidates near the winner again and keep their own fastest in `larger`
+// (judgeSets); without them the near ones are plan.contenders.
 std::vector<Tree> judgeTreeCounts(const PackOptions& o, int root, bool allReduce,
-                                  std::vector<Candidate>& cands, const std::vector<double>& cap,
-                                  const TreesOf& treesOf, const std::vector<int>& kept,
-                                  std::vector<std::vector<int>> smaller, TreePlan& plan) {
-  std::vector<std::vector<Tree>> variants;             // in order of preference on a tie
+                                  const std::vector<double>& cap,
+                                  const std::vector<Family*>& families, TreePlan& plan) {
+  std::vector<std::vector<Tree>> variants;  // in order of preference on a tie
+  std::vector<bool> winsTies;
   size_t fewest = std::numeric_limits<size_t>::max();  // smallest set so far
-  auto consider = [&](const std::vector<int>& set) {
-    std::vector<Tree> fair = treesOf(set, true);
+  Family& first = *families[0];
+  auto consider = [&](Family& f, const std::vector<int>& set) {
+    std::vector<Tree> fair = treesOf(f, set, true, allReduce, cap);
     if (fair.empty() || fair.size() >= fewest) return;
     fewest = fair.size();
     variants.push_back(std::move(fair));
-    variants.push_back(treesOf(set, false));
+    variants.push_back(treesOf(f, set, false, allReduce, cap));
+    winsTies.push_back(&f == &first);
+    winsTies.push_back(false);
   };
-  consider(kept);
-  if (smaller.empty()) smaller = weightAndReduceEach(cands, cap, smallerGoals(o));
-  for (const std::vector<int>& set : smaller) consider(set);
+  for (Family* f : families) {
+    fewest = std::numeric_limits<size_t>::max();
+    consider(*f, f->kept);
+    if (f->smaller.empty() && !f->goals.empty())
+      f->smaller = weightAndReduceEach(f->cands, cap, f->goals);
+    for (const std::vector<int>& set : f->smaller) consider(*f, set);
+  }
   plan.judged = static_cast<int>(variants.size());
-  // The fastest wins (tree_judging.cc); a later set (fewer trees) a tie
-  // against an earlier one, a set's fair shares a tie against its LP
-  // weights.
   std::vector<JudgedSet> sets;
-  for (size_t i = 0; i < variants.size(); ++i) sets.push_back({&variants[i], i % 2 == 0});
+  for (size_t i = 0; i < variants.size(); ++i) sets.push_back({&variants[i], winsTies[i]});
   const Verdict v = judgeSets(o, sets, allReduce, root);
   if (v.chosen == sets.size()) return {};
   plan.judgedSeconds = v.seconds;
@@ -414,6 +484,7 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
     found.push_back(std::move(c));
   };
   for (Tree& t : chainCandidates(g, root, allReduce, cap)) addTree(std::move(t));
+  const size_t wholeGraphEnd = found.size();  // where the fan trees go (below)
   for (const std::vector<double>& classCap : classCapacities(g, cap)) {
     for (Tree& t : chainCandidates(g, root, allReduce, classCap)) addTree(std::move(t));
     if (g.nranks() > 16) continue;
@@ -425,59 +496,44 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
     plan.rounds += rounds;
     for (TreeCand& c : more) found.push_back(std::move(c));
   }
-  // Column generation from these candidates proves the LP optimum; its
-  // columns join the candidates the reduction chooses from.
-  std::vector<Tree> seeds;
-  std::set<std::string> keys;
-  for (const TreeCand& c : found)
-    if (keys.insert(keyOf(c.tree)).second) seeds.push_back(c.tree);
-  TreeOptimum opt = optimalTrees(g, root, allReduce, cap, seeds, 1e-7, treeOptimumRounds(g));
-  plan.optimum = opt.upper;
-  plan.pricingRounds = opt.iterations;
-  for (Tree& t : opt.trees)
-    if (keys.insert(keyOf(t)).second) addTree(std::move(t));
-  std::vector<Candidate> cands;
-  for (const TreeCand& c : found)
-    cands.push_back(Candidate{{c.use.begin(), c.use.end()}, c.weight});
-  // The reduction to the packing's own goal, and (when the judge will weigh
-  // them) to the smaller ones, on one walk; the priced trees that come in
-  // after make the smaller ones walk again.
+  // The packing's own LP vertex; and where the judge weighs all-reduce
+  // trees, a second one, its column generation seeded with fan trees too
+  // (fanCandidates): the LP has many optimal vertices, and which trees a
+  // reduction of one keeps decides how fast they run.
   const bool judging = o.judge && g.nranks() <= kMaxJudgeRanks;
-  std::vector<ReduceGoal> goals = {{std::max(1, o.maxTrees), o.keep}};
-  if (judging)
-    for (const auto& goal : smallerGoals(o)) goals.push_back(goal);
-  std::vector<std::vector<int>> sets = weightAndReduceEach(cands, cap, goals);
-  const size_t before = cands.size();
-  const std::vector<int> kept = swapInPricedTrees(g, root, allReduce, cap, std::max(1, o.maxTrees),
-                                                  o.keep * opt.value, found, cands, sets[0]);
-  sets.erase(sets.begin());
-  if (cands.size() != before) sets.clear();
-  // The trees of a kept set (none without a share), with their channels and
-  // the rates those get when streams share links fairly (fair_share.cc),
-  // heaviest first: the order they are judged in is the order they run in
-  // (it places channels and shares), and fair rates often tie exactly.
-  auto treesOf = [&](const std::vector<int>& set, bool fair) {
-    const double rate = solveSubset(cands, set, cap);
-    std::vector<Tree> trees;
-    for (int k : set) {
-      if (!(cands[static_cast<size_t>(k)].weight > 1e-9 * std::max(1.0, rate))) continue;
-      trees.push_back(found[static_cast<size_t>(k)].tree);
-      trees.back().rate = cands[static_cast<size_t>(k)].weight;
+  Family base = packFamily(g, root, allReduce, o, cap, found,
+                           judging ? smallerGoals(o) : std::vector<ReduceGoal>{});
+  plan.optimum = base.opt.upper;
+  plan.pricingRounds = base.opt.iterations;
+  std::vector<Family> more;
+  if (judging && allReduce && o.fanTrees > 0) {
+    std::vector<TreeCand> fanned(found.begin(), found.begin() + wholeGraphEnd);
+    for (Tree& t : fanCandidates(g, root, allReduce, cap, o.fanTrees)) {
+      TreeCand c;
+      c.use = useOf(t, allReduce);
+      c.tree = std::move(t);
+      fanned.push_back(std::move(c));
     }
-    if (fair) shareFairly(trees, allReduce, cap);
-    std::stable_sort(trees.begin(), trees.end(),
-                     [](const Tree& a, const Tree& b) { return a.rate > b.rate; });
-    return trees;
-  };
+    fanned.insert(fanned.end(), found.begin() + wholeGraphEnd, found.end());
+    // Of its smaller reductions, those of at most 8 trees: the larger
+    // ones cost the most to simulate and did not win on the survey.
+    std::vector<ReduceGoal> few;
+    for (const ReduceGoal& goal : smallerGoals(o))
+      if (goal.maxKeep <= 8) few.push_back(goal);
+    if (fanned.size() > found.size())
+      more.push_back(packFamily(g, root, allReduce, o, cap, std::move(fanned), std::move(few)));
+  }
   {
     double packed = 0;
-    for (int k : kept) packed += cands[static_cast<size_t>(k)].weight;
+    for (int k : base.kept) packed += base.cands[static_cast<size_t>(k)].weight;
     plan.packedRate = packed;
   }
-  if (judging)
-    plan.trees =
-        judgeTreeCounts(o, root, allReduce, cands, cap, treesOf, kept, std::move(sets), plan);
-  if (plan.trees.empty()) plan.trees = treesOf(kept, o.fairShares);
+  if (judging) {
+    std::vector<Family*> families = {&base};
+    for (Family& f : more) families.push_back(&f);
+    plan.trees = judgeTreeCounts(o, root, allReduce, cap, families, plan);
+  }
+  if (plan.trees.empty()) plan.trees = treesOf(base, base.kept, o.fairShares, allReduce, cap);
   for (const Tree& t : plan.trees) plan.rate += t.rate;
   plan.planMs = msSince(start);
   return plan;
@@ -489,6 +545,7 @@ void checkPackOptions(const PackOptions& o) {
   if (o.maxRounds < 1) throwInvalidArgument("tree packing: maxRounds must be >= 1");
   if (o.maxTrees < 1) throwInvalidArgument("tree packing: maxTrees must be >= 1");
   if (!(o.keep > 0 && o.keep <= 1)) throwInvalidArgument("tree packing: keep must be in (0, 1]");
+  if (o.fanTrees < 0) throwInvalidArgument("tree packing: fanTrees must be >= 0");
 }
 
 }  // namespace grove::plan::detail

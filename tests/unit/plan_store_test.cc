@@ -104,6 +104,9 @@ TEST(PlanStore, TheFingerprintTellsGraphsKnobsAndJudgesApart) {
   PackOptions fewer = knobs;
   fewer.maxTrees = 8;
   EXPECT_NE(f, planFingerprint(a, fewer, ""));
+  PackOptions oneVertex = knobs;
+  oneVertex.fanTrees = 0;
+  EXPECT_NE(f, planFingerprint(a, oneVertex, ""));
 }
 
 TEST(PlanStore, TextThatIsNotAPlanOfTheGraphIsRefused) {

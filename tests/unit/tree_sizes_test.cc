@@ -24,14 +24,15 @@ PlanGraph dgx1(const std::vector<int>& gpus) {
   return PlanGraph::fromTopology(fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), gpus));
 }
 
-/// Judges that prefer fewer trees (bucket-sized calls, by little: every
-/// set is near the fastest) and more trees (calls from `from` up).
+/// Judges that prefer fewer trees (bucket-sized calls: every set ties, and
+/// fewer trees win a tie, so every set is near the fastest and the larger
+/// judge weighs the first four listed, the packing's own reduction first)
+/// and more trees (calls from `from` up).
 void preferFewThenMany(TopoPlans& plans, uint64_t from) {
-  plans.setTreeJudge([](const std::vector<Tree>& trees, bool,
-                        int) { return 1.0 + 1e-3 * static_cast<double>(trees.size()); },
-                     "test-few", {SizeJudge{from, [](const std::vector<Tree>& trees, bool, int) {
-                                              return 1.0 / static_cast<double>(trees.size());
-                                            }}});
+  plans.setTreeJudge([](const std::vector<Tree>&, bool, int) { return 1.0; }, "test-few",
+                     {SizeJudge{from, [](const std::vector<Tree>& trees, bool, int) {
+                                  return 1.0 / static_cast<double>(trees.size());
+                                }}});
 }
 
 /// Distinct channels rank `rank`'s all-reduce program uses.
