@@ -76,8 +76,7 @@ Plan TopoPlans::planned(const std::string& item, Decode decode, Encode encode, M
   const bool stored = storing();
   std::string name;
   if (stored) {
-    if (fingerprint_.empty()) fingerprint_ = planFingerprint(graph_, options_, judgeKey_);
-    name = fingerprint_ + "-" + item;
+    name = fingerprint() + "-" + item;
     if (std::optional<std::string> text = store_->load(name, storeDir_)) {
       Plan plan;
       std::string why;
@@ -152,11 +151,15 @@ const TreePlan& TopoPlans::reduceScatterTrees() {
   return *reduceScatterTrees_;
 }
 
+const std::string& TopoPlans::fingerprint() {
+  if (fingerprint_.empty()) fingerprint_ = planFingerprint(graph_, options_, judgeKey_);
+  return fingerprint_;
+}
+
 void TopoPlans::planAllReduce() {
   // The plans are independent members; only the fingerprint that names
   // them in the store is shared, so it is made first.
-  if (storing() && fingerprint_.empty())
-    fingerprint_ = planFingerprint(graph_, options_, judgeKey_);
+  if (storing()) fingerprint();
   detail::forEachConcurrently(2, detail::planThreads(), [&](size_t i) {
     if (i == 0) {
       allReduceTrees();

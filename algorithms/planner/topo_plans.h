@@ -416,13 +416,15 @@ class TopoPlans {
   /// Whether plans go to the store: a judge nobody named would make plans
   /// the fingerprint cannot tell apart.
   bool storing() const { return store_ != nullptr && (!options_.judge || !judgeKey_.empty()); }
+  /// The plans' name in the store (planFingerprint), made on first use.
+  const std::string& fingerprint();
 
   PlanGraph graph_;
   PackOptions options_;
   std::string judgeKey_;
   PlanStore* store_ = nullptr;
   std::string storeDir_;
-  std::string fingerprint_;  ///< computed on the first stored plan
+  std::string fingerprint_;  ///< fingerprint(), once made
   std::optional<RingPlan> rings_;
   std::optional<RingPlan> ncclRings_;
   std::optional<TreePlan> allReduceTrees_;

@@ -85,21 +85,33 @@ std::vector<int> greedyPath(const WidestTable& t, int start) {
   return order;
 }
 
-// A tree from a path: rooted at order[rootPos], edges along the path.
-bool treeFromPath(const WidestTable& t, const std::vector<int>& order, size_t rootPos, Tree& tree) {
-  const int n = t.n;
-  tree = Tree{};
-  tree.root = order[rootPos];
+// A tree of n ranks rooted at `root`, with no edges yet.
+Tree rootedAt(int n, int root) {
+  Tree tree;
+  tree.root = root;
   tree.parent.assign(static_cast<size_t>(n), -1);
   tree.down.assign(static_cast<size_t>(n), {});
   tree.up.assign(static_cast<size_t>(n), {});
+  return tree;
+}
+
+// Makes p the parent of v over the widest routes both ways; false when
+// either way has none.
+bool addEdge(const WidestTable& t, int p, int v, Tree& tree) {
+  if (t.route(p, v).empty() || t.route(v, p).empty()) return false;
+  tree.parent[static_cast<size_t>(v)] = p;
+  tree.down[static_cast<size_t>(v)] = t.route(p, v);
+  tree.up[static_cast<size_t>(v)] = t.route(v, p);
+  return true;
+}
+
+// A tree from a path: rooted at order[rootPos], edges along the path.
+bool treeFromPath(const WidestTable& t, const std::vector<int>& order, size_t rootPos, Tree& tree) {
+  tree = rootedAt(t.n, order[rootPos]);
   for (size_t i = 0; i < order.size(); ++i) {
     if (i == rootPos) continue;
     const int v = order[i], p = i < rootPos ? order[i + 1] : order[i - 1];
-    if (t.route(p, v).empty() || t.route(v, p).empty()) return false;
-    tree.parent[static_cast<size_t>(v)] = p;
-    tree.down[static_cast<size_t>(v)] = t.route(p, v);
-    tree.up[static_cast<size_t>(v)] = t.route(v, p);
+    if (!addEdge(t, p, v, tree)) return false;
   }
   return true;
 }
@@ -143,19 +155,10 @@ std::vector<Tree> fanCandidates(const PlanGraph& g, int root, bool allReduce,
   std::vector<Tree> out;
   for (int r = 0; r < n; ++r) {
     if (!allReduce && r != root) continue;
-    Tree tree;
-    tree.root = r;
-    tree.parent.assign(static_cast<size_t>(n), -1);
-    tree.down.assign(static_cast<size_t>(n), {});
-    tree.up.assign(static_cast<size_t>(n), {});
+    Tree tree = rootedAt(n, r);
     bool reached = true;
-    for (int i = 1; i < n && reached; ++i) {
-      const int v = (r + i) % n, p = (r + (i - 1) / fan) % n;
-      reached = !t.route(p, v).empty() && !t.route(v, p).empty();
-      tree.parent[static_cast<size_t>(v)] = p;
-      tree.down[static_cast<size_t>(v)] = t.route(p, v);
-      tree.up[static_cast<size_t>(v)] = t.route(v, p);
-    }
+    for (int i = 1; i < n && reached; ++i)
+      reached = addEdge(t, (r + (i - 1) / fan) % n, (r + i) % n, tree);
     if (reached) out.push_back(std::move(tree));
   }
   return out;

@@ -51,6 +51,14 @@ struct TreeCand {
   std::map<int, int> use;
 };
 
+/// A candidate of weight 0 for tree `t`.
+TreeCand candidateOf(Tree t, bool allReduce) {
+  TreeCand c;
+  c.use = useOf(t, allReduce);
+  c.tree = std::move(t);
+  return c;
+}
+
 // Re-roots an undirected tree (given as parents) at its centre (smallest
 // eccentricity in hops; ties to the lowest rank after `offset`, rotating roots).
 std::vector<int> reroot(const std::vector<int>& parent, int offset, int* rootOut) {
@@ -397,13 +405,8 @@ Family packFamily(const PlanGraph& g, int root, bool allReduce, const PackOption
   for (const TreeCand& c : f.found)
     if (keys.insert(keyOf(c.tree)).second) seeds.push_back(c.tree);
   f.opt = optimalTrees(g, root, allReduce, cap, seeds, 1e-7, treeOptimumRounds(g));
-  for (Tree& t : f.opt.trees) {
-    if (!keys.insert(keyOf(t)).second) continue;
-    TreeCand c;
-    c.use = useOf(t, allReduce);
-    c.tree = std::move(t);
-    f.found.push_back(std::move(c));
-  }
+  for (Tree& t : f.opt.trees)
+    if (keys.insert(keyOf(t)).second) f.found.push_back(candidateOf(std::move(t), allReduce));
   for (const TreeCand& c : f.found)
     f.cands.push_back(Candidate{{c.use.begin(), c.use.end()}, c.weight});
   std::vector<ReduceGoal> goals = {{std::max(1, o.maxTrees), o.keep}};
@@ -477,12 +480,7 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
   std::sort(found.begin(), found.end(),
             [](const TreeCand& a, const TreeCand& b) { return a.weight > b.weight; });
   if (found.size() > 64) found.resize(64);
-  auto addTree = [&](Tree t) {
-    TreeCand c;
-    c.use = useOf(t, allReduce);
-    c.tree = std::move(t);
-    found.push_back(std::move(c));
-  };
+  auto addTree = [&](Tree t) { found.push_back(candidateOf(std::move(t), allReduce)); };
   for (Tree& t : chainCandidates(g, root, allReduce, cap)) addTree(std::move(t));
   const size_t wholeGraphEnd = found.size();  // where the fan trees go (below)
   for (const std::vector<double>& classCap : classCapacities(g, cap)) {
@@ -508,12 +506,8 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
   std::vector<Family> more;
   if (judging && allReduce && o.fanTrees > 0) {
     std::vector<TreeCand> fanned(found.begin(), found.begin() + wholeGraphEnd);
-    for (Tree& t : fanCandidates(g, root, allReduce, cap, o.fanTrees)) {
-      TreeCand c;
-      c.use = useOf(t, allReduce);
-      c.tree = std::move(t);
-      fanned.push_back(std::move(c));
-    }
+    for (Tree& t : fanCandidates(g, root, allReduce, cap, o.fanTrees))
+      fanned.push_back(candidateOf(std::move(t), allReduce));
     fanned.insert(fanned.end(), found.begin() + wholeGraphEnd, found.end());
     // Of its smaller reductions, those of at most 8 trees: the larger
     // ones cost the most to simulate and did not win on the survey.
