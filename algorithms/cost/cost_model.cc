@@ -20,6 +20,7 @@
 #include "algorithms/cost/cost_model.h"
 
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <utility>
@@ -125,6 +126,22 @@ FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args, const P
   return simulate(plans.graph(), progs, p);
 }
 
+namespace {
+
+/// The seconds of every rank's program built by `build` for call `a` (its
+/// rank set by rank), simulated over `g`.
+double simulatedSeconds(const PlanGraph& g, const SimParams& p, CollArgs a,
+                        const std::function<Program(const CollArgs&)>& build) {
+  std::vector<Program> progs;
+  for (int r = 0; r < g.nranks(); ++r) {
+    a.rank = r;
+    progs.push_back(build(a));
+  }
+  return simulate(g, progs, p).seconds;
+}
+
+}  // namespace
+
 TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p, uint64_t bytes) {
   const PlanParams arParams = sel.select(Coll::kAllReduce, bytes).params;
   const PlanParams bcParams = sel.select(Coll::kBroadcast, bytes).params;
@@ -132,25 +149,36 @@ TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p,
       [&g, arParams, bcParams, p, bytes](const std::vector<Tree>& trees, bool allReduce, int root) {
         CollArgs a = argsFor(allReduce ? Coll::kAllReduce : Coll::kBroadcast, bytes, g.nranks());
         a.root = root;
-        std::vector<Program> progs;
-        for (int r = 0; r < g.nranks(); ++r) {
-          a.rank = r;
-          progs.push_back(allReduce ? buildTreeAllReduce(a, arParams, trees)
-                                    : buildTreeBroadcast(a, bcParams, trees));
-        }
-        return simulate(g, progs, p).seconds;
+        return simulatedSeconds(g, p, a, [&](const CollArgs& at) {
+          return allReduce ? buildTreeAllReduce(at, arParams, trees)
+                           : buildTreeBroadcast(at, bcParams, trees);
+        });
       };
 }
 
+ForestJudge forestJudge(const PlanGraph& g, const Selector& sel, const SimParams& p,
+                        uint64_t bytes) {
+  const PlanParams agParams = sel.select(Coll::kAllGather, bytes).params;
+  const PlanParams rsParams = sel.select(Coll::kReduceScatter, bytes).params;
+  return [&g, agParams, rsParams, p, bytes](const std::vector<Tree>& trees, bool gather) {
+    const CollArgs a = argsFor(gather ? Coll::kAllGather : Coll::kReduceScatter, bytes, g.nranks());
+    return simulatedSeconds(g, p, a, [&](const CollArgs& at) {
+      return gather ? buildTreeAllGather(at, agParams, trees)
+                    : buildTreeReduceScatter(at, rsParams, trees);
+    });
+  };
+}
+
 std::string treeJudgeKey(const Selector& sel, const SimParams& p, uint64_t bytes) {
-  const PlanParams ar = sel.select(Coll::kAllReduce, bytes).params;
-  const PlanParams bc = sel.select(Coll::kBroadcast, bytes).params;
-  char key[200];
-  std::snprintf(key, sizeof key, "judge:%llu:ar%d/%llu:bc%d/%llu:step%a:local%a",
-                static_cast<unsigned long long>(bytes), ar.nChannels,
-                static_cast<unsigned long long>(ar.chunkBytes), bc.nChannels,
-                static_cast<unsigned long long>(bc.chunkBytes), p.stepOverheadUs, p.localGBps);
-  return key;
+  std::string key = "judge:" + std::to_string(bytes);
+  for (Coll c : {Coll::kAllReduce, Coll::kBroadcast, Coll::kAllGather, Coll::kReduceScatter}) {
+    const PlanParams params = sel.select(c, bytes).params;
+    key += std::string(":") + collName(c) + std::to_string(params.nChannels) + "/" +
+           std::to_string(params.chunkBytes);
+  }
+  char sim[80];
+  std::snprintf(sim, sizeof sim, ":step%a:local%a", p.stepOverheadUs, p.localGBps);
+  return key + sim;
 }
 
 void installTreeJudges(TopoPlans& plans, const Selector& sel, const SimParams& p, uint64_t bytes) {
@@ -161,6 +189,7 @@ void installTreeJudges(TopoPlans& plans, const Selector& sel, const SimParams& p
                      treeJudgeKey(sel, p, bytes) + "+from" + std::to_string(from) + ":" +
                          treeJudgeKey(sel, p, large),
                      {SizeJudge{from, treeJudge(plans.graph(), sel, p, large)}});
+  plans.setForestJudge(forestJudge(plans.graph(), sel, p, bytes));
 }
 
 double predictSeconds(TopoPlans& plans, Algo algo, const CollArgs& args, const PlanParams& params,

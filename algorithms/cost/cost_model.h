@@ -62,8 +62,14 @@ FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args, const P
 /// fill and per-step costs (fewer, heavier trees).
 TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p,
                     uint64_t bytes = 32ull << 20);
-/// What the judge treeJudge() makes with these arguments depends on: its
-/// size, the parameters the selector gives all-reduce and broadcast there,
+/// The cost model's ForestJudge (PackOptions::forestJudge): the forest
+/// all-gather or reduce-scatter of a `bytes` call with the selector's
+/// parameters at that size, simulated over `g` (which must outlive it).
+ForestJudge forestJudge(const PlanGraph& g, const Selector& sel, const SimParams& p,
+                        uint64_t bytes = 32ull << 20);
+/// What the judges treeJudge() and forestJudge() make with these arguments
+/// depend on: their size, the parameters the selector gives all-reduce,
+/// broadcast, all-gather and reduce-scatter there,
 /// and the simulator's settings (TopoPlans::setTreeJudge's key, which
 /// names stored plans).
 std::string treeJudgeKey(const Selector& sel, const SimParams& p, uint64_t bytes = 32ull << 20);
@@ -71,7 +77,8 @@ std::string treeJudgeKey(const Selector& sel, const SimParams& p, uint64_t bytes
 /// Installs the cost model's judges on `plans` (TopoPlans::setTreeJudge):
 /// one at `bytes` (a data-parallel gradient bucket) for every call below
 /// about 1.4 x bytes, and one at 2 x bytes for the calls from there up (a
-/// large call can afford the fill of more trees), with the key naming both.
+/// large call can afford the fill of more trees), with the key naming both;
+/// and the forest judge at `bytes` (TopoPlans::setForestJudge).
 void installTreeJudges(TopoPlans& plans, const Selector& sel, const SimParams& p, uint64_t bytes);
 
 /// Predicted seconds of a `bytes`-sized call from a function that predicts

@@ -26,7 +26,7 @@ namespace {
 
 /// Bump when the planners' output for the same graph changes, so that plans
 /// stored by an older planner are not taken for this one's.
-constexpr int kPlanFormat = 3;
+constexpr int kPlanFormat = 4;
 
 struct Bad : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -318,7 +318,7 @@ std::string encodeTrees(const TreePlan& plan) {
   w.word("bound").real(plan.bound).word("optimum").real(plan.optimum);
   w.word("pricing").num(plan.pricingRounds).word("judged").num(plan.judged);
   w.word("judged-seconds").real(plan.judgedSeconds).word("rounds").num(plan.rounds);
-  w.word("mwu-trees").num(plan.mwuTrees);
+  w.word("mwu-trees").num(plan.mwuTrees).word("split").num(plan.split ? 1 : 0);
   writeTrees(w, plan.trees);
   w.word("larger").num(static_cast<long long>(plan.larger.size()));
   for (const SizedTrees& s : plan.larger) {
@@ -341,6 +341,7 @@ bool decodeTrees(const std::string& text, const PlanGraph& g, TreePlan* out, std
     plan.judgedSeconds = in.realField("judged-seconds");
     plan.rounds = static_cast<int>(in.numField("rounds", 0, big));
     plan.mwuTrees = static_cast<int>(in.numField("mwu-trees", 0, big));
+    plan.split = in.numField("split", 0, 1) == 1;
     plan.trees = readTrees(in, g);
     plan.larger.resize(static_cast<size_t>(in.numField("larger", 0, 64)));
     uint64_t from = 0;

@@ -238,6 +238,10 @@ RingPlan ncclLikeRings(const PlanGraph& g);
 /// broadcast from `root`): the predicted seconds of a call over them, lower
 /// is better. The cost model makes one (treeJudge in cost_model.h).
 using TreeJudge = std::function<double(const std::vector<Tree>& trees, bool allReduce, int root)>;
+/// Judges a candidate forest (all-gather trees when `gather`, else
+/// reduce-scatter in-trees, rooted at every rank): the predicted seconds of
+/// a call over it. The cost model makes one (forestJudge in cost_model.h).
+using ForestJudge = std::function<double(const std::vector<Tree>& trees, bool gather)>;
 /// A judge for the calls from `fromBytes` up: the plan keeps the set it
 /// finds fastest for those (TreePlan::larger).
 struct SizeJudge {
@@ -273,6 +277,10 @@ struct PackOptions {
   /// (tree_candidates.cc), and the judge weighs that one's sets too; 0:
   /// one vertex.
   int fanTrees = 4;
+  /// When set (and up to kMaxJudgeRanks ranks), the forest packed class by
+  /// class (forest_pack.cc's split) is judged against the joint one and the
+  /// faster kept; without it the joint forest stands.
+  ForestJudge forestJudge;
 };
 
 /// A tree set for calls from `fromBytes` up.
@@ -316,8 +324,11 @@ struct TreePlan {
   /// caller that judges larger calls over several packings at once
   /// (TopoPlans::jointOrSplit); empty otherwise.
   std::vector<JudgedTrees> contenders;
-  int rounds = 0;     ///< MWU rounds run
-  int mwuTrees = 0;   ///< distinct trees before reduction
+  int rounds = 0;    ///< MWU rounds run
+  int mwuTrees = 0;  ///< distinct trees before reduction
+  /// Forests: packed class by class (a forest over the NVLinks, then one
+  /// over the other links) rather than over the whole graph at once.
+  bool split = false;
   double planMs = 0;  ///< planning time
 };
 
@@ -379,6 +390,9 @@ class TopoPlans {
   /// parameters, link costs: treeJudgeKey in cost_model.h); a judge
   /// without a key keeps the plans out of the store.
   void setTreeJudge(TreeJudge judge, std::string key = "", std::vector<SizeJudge> larger = {});
+  /// Sets PackOptions::forestJudge (before the forests are planned; its
+  /// identity belongs in setTreeJudge's key).
+  void setForestJudge(ForestJudge judge) { options_.forestJudge = std::move(judge); }
   /// Takes plans from `store` and leaves new ones there (plan_store.h);
   /// `dir`: the store's directory for these plans ("" = memory only).
   void useStore(PlanStore* store, std::string dir = "") {

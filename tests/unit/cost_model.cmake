@@ -4,6 +4,7 @@ if(TARGET grove_topology)
               SOURCES ${CMAKE_CURRENT_LIST_DIR}/cost_model_test.cc
                       ${CMAKE_CURRENT_LIST_DIR}/plan_threads_test.cc
                       ${CMAKE_CURRENT_LIST_DIR}/tree_vertices_test.cc
+                      ${CMAKE_CURRENT_LIST_DIR}/forest_split_test.cc
                       ${CMAKE_CURRENT_LIST_DIR}/fair_fill_test.cc
                       ${CMAKE_CURRENT_LIST_DIR}/flow_sim_test.cc
               LIBS grove_algorithms grove_topology grove_transports grove_base LABELS unit)

@@ -130,7 +130,8 @@ std::string treesText(const PlanReport& r) {
         (tp.optimum > 0 ? fmt(" (LP optimum %.1f, ", tp.optimum)
                         : std::string(" (LP optimum not proved, ")) +
         std::to_string(tp.pricingRounds) + " pricing rounds, " + std::to_string(tp.mwuTrees) +
-        " columns)" + fmt(", %.2f ms\n", tp.planMs);
+        " columns)" + (tp.split ? ", split: NVLink trees, then trees over the other links" : "") +
+        fmt(", %.2f ms\n", tp.planMs);
     return out + treeLines(tp.trees, sum);
   }
   std::string out = std::string(coll == plan::Coll::kAllReduce ? "all-reduce" : "rooted") +
