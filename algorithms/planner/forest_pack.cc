@@ -55,6 +55,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "algorithms/planner/concurrent.h"
 #include "algorithms/planner/planner_internal.h"
@@ -305,7 +306,7 @@ std::vector<int> reduceForest(std::vector<ForestCol>& cols, int n, const std::ve
 double forestSeconds(const ForestJudge& judge, const std::vector<Tree>& trees, bool gather) {
   try {
     return judge(trees, gather);
-  } catch (const Error&) {
+  } catch (const std::exception&) {
     return kInf;
   }
 }
@@ -328,17 +329,15 @@ Packed packOver(const PlanGraph& g, bool gather, const std::vector<double>& cap,
   return p;
 }
 
-/// Whether the NVLinks meet at a switch: a vertex that is no rank's node
-/// (no virtual port touches it) with NVLinks to three or more others.
+/// Whether the NVLinks meet at a switch: a vertex that relays (no GPU:
+/// those are vertices whether or not a rank runs there, and do not relay)
+/// with NVLinks to three or more others.
 bool nvlinkSwitched(const PlanGraph& g) {
-  std::set<int> rankSide;
   std::map<int, std::set<int>> nvPeers;
-  for (const PlanLink& l : g.links()) {
-    if (l.topoLink < 0) rankSide.insert({l.from, l.to});
+  for (const PlanLink& l : g.links())
     if (l.topoLink >= 0 && l.kind == topo::LinkKind::kNvLink) nvPeers[l.from].insert(l.to);
-  }
   for (const auto& [v, peers] : nvPeers)
-    if (peers.size() >= 3 && !rankSide.count(v)) return true;
+    if (peers.size() >= 3 && g.mayRelay(v)) return true;
   return false;
 }
 
@@ -390,7 +389,11 @@ TreePlan packForest(const PlanGraph& g, bool gather, const PackOptions& o) {
     if (i == 0)
       joint = packOver(g, gather, cap, false, kMaxForestChannels, o.fairShares);
     else
-      split = splitForest(g, gather, cap, o.fairShares);
+      try {  // the split is a choice: a failure leaves the joint forest
+        split = splitForest(g, gather, cap, o.fairShares);
+      } catch (const std::exception&) {
+        split.clear();
+      }
   });
   if (joint.cols.empty()) return plan;
   plan.pricingRounds = joint.rounds;

@@ -429,7 +429,9 @@ class TopoPlans {
   Plan planned(const std::string& item, Decode decode, Encode encode, Make make);
   /// Whether plans go to the store: a judge nobody named would make plans
   /// the fingerprint cannot tell apart.
-  bool storing() const { return store_ != nullptr && (!options_.judge || !judgeKey_.empty()); }
+  bool storing() const {
+    return store_ != nullptr && ((!options_.judge && !options_.forestJudge) || !judgeKey_.empty());
+  }
   /// The plans' name in the store (planFingerprint), made on first use.
   const std::string& fingerprint();
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/cost/cost_model.h"
@@ -58,11 +59,19 @@ TEST(ForestSplit, KeptOnAnNvSwitchBoxWhereTheJudgeFindsItFaster) {
 TEST(ForestSplit, NotOnANvLinkMeshNorWithoutAJudge) {
   // The DGX-1's NVLinks join GPUs directly: no split is packed there, judge
   // or not (at 32 MiB it would win and at 256 MiB lose by 9 %).
-  const PlanGraph mesh = graphOf("dgx1_v100.json", 8);
-  const Selector sel(8, presets::deviceRingTraits(), SelectorConfig{});
-  TopoPlans judged{PlanGraph(mesh)};
-  installTreeJudges(judged, sel, SimParams{}, 32ull << 20);
-  EXPECT_FALSE(judged.allGatherTrees().split);
+  // Nor on a part of it, whose idle GPUs are still vertices with four
+  // NVLinks each (they relay nothing: no switch).
+  const std::pair<const char*, std::vector<int>> cases[] = {
+      {"dgx1_v100.json", {0, 1, 2, 3, 4, 5, 6, 7}}, {"dgx1_p100.json", {0, 1, 4, 5}}};
+  for (const auto& [file, gpus] : cases) {
+    const PlanGraph mesh = PlanGraph::fromTopology(fixtures::onGpus(fixtures::fixture(file), gpus));
+    const int n = static_cast<int>(gpus.size());
+    const Selector sel(n, presets::deviceRingTraits(), SelectorConfig{});
+    TopoPlans judged{PlanGraph(mesh)};
+    installTreeJudges(judged, sel, SimParams{}, 32ull << 20);
+    EXPECT_FALSE(judged.allGatherTrees().split) << n << " GPUs";
+    EXPECT_FALSE(judged.reduceScatterTrees().split) << n << " GPUs";
+  }
   // Without a judge the joint forest stands on the switch too.
   EXPECT_FALSE(packAllGatherTrees(graphOf("dgx_a100.json", 8)).split);
 }
