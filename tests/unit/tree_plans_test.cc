@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "algorithms/builders/builders.h"
+#include "algorithms/cost/cost_model.h"
 #include "algorithms/planner/topo_plans.h"
 #include "algorithms/select/selector.h"
 #include "topology/comm_topology.h"
@@ -64,6 +65,44 @@ TEST(PlannedPrograms, EveryFixtureAllGpus) {
     checkPlans(plans, 8);
     if (HasFatalFailure()) return;
   }
+}
+
+// On an NVSwitch box with the cost model's judges the forests are the
+// split ones (NVLink chains, then trees over PCIe): every collective they
+// serve, the all-reduce over forests too, lowers and computes exactly, and
+// the all-reduce over forests runs on the real executor.
+TEST(PlannedPrograms, SplitForestsOnAnNvSwitchBox) {
+  const topo::Graph g = fixture("dgx_a100.json");
+  const int n = 8;
+  TopoPlans plans(PlanGraph::fromTopology(topo::placeRanks(g, n, 0, topo::DeviceKind::kCuda)));
+  LinkTraits traits{};
+  traits.deviceRings = true;
+  const Selector sel(n, traits, SelectorConfig{});
+  installTreeJudges(plans, sel, simParamsFor(traits), 32ull << 20);
+  ASSERT_TRUE(plans.allGatherTrees().split);
+  ASSERT_TRUE(plans.reduceScatterTrees().split);
+  checkPlans(plans, n);
+  if (HasFatalFailure()) return;
+  const uint64_t count = 40003;
+  PlanParams p;
+  p.chunkBytes = 8192;
+  std::vector<std::vector<int32_t>> buf(n, std::vector<int32_t>(count));
+  std::vector<Program> progs;
+  std::vector<exec::Buffers> bufs(n);
+  for (int r = 0; r < n; ++r) {
+    for (uint64_t i = 0; i < count; ++i) buf[r][i] = static_cast<int32_t>((i * 7 + r) % 13);
+    progs.push_back(build(Algo::kForest,
+                          CollArgs{Coll::kAllReduce, count, groveInt32, groveSum, 0, r, n, true}, p,
+                          &plans));
+    bufs[r].input = bufs[r].output = buf[r].data();
+  }
+  harness::runProgramsOnThreads(progs, bufs, exec::ReduceSpec{groveInt32, groveSum, n}, 16384);
+  for (int r = 0; r < n; ++r)
+    for (uint64_t i = 0; i < count; ++i) {
+      int32_t want = 0;
+      for (int q = 0; q < n; ++q) want += static_cast<int32_t>((i * 7 + q) % 13);
+      ASSERT_EQ(buf[r][i], want) << "rank " << r << " element " << i;
+    }
 }
 
 TEST(PlannedPrograms, ClusterHierarchicalAndHostRanks) {
