@@ -9,9 +9,13 @@ only need to be unique per namespace); addresses, MTU and the static /32
 routes of each namespace through one `ip -batch` (MTU 65000: at high rates
 it kept the links at their rate where 9000 and 1500 ran out of CPU); a tbf qdisc on each veth
 end with the link's rate (its burst is at least 64 KiB + headers, so GSO
-packets pass whole, which saves CPU, and its queue holds 100 ms at the rate,
-so TCP is not starved by drops; with every link loaded at once it kept every
-link at 96-99 % of its rate, htb at 94-97 %, see README.md); and the management
+packets pass whole, which saves CPU, and its queue holds kQueueBytes, more
+than the windows of every TCP stream that may cross the link: a drop costs
+a stream a retransmission timeout, and a queue of 100 ms at the rate
+dropped a third to half the packets of the forests' many streams at 16 MiB,
+which ran 1.5-1.9x slower than at their rate; with every link loaded at
+once tbf kept every link at 96-99 % of its rate, htb at 94-97 %, see
+README.md); and the management
 bridge in the root namespace with one veth per rank.
 
 Everything carries the prefix gf<id>-, so `teardown(fid)` finds it by name
@@ -33,6 +37,9 @@ import fabric_plan
 kStateRoot = "/run/grove-fabric"
 kMtu = 65000
 kQueuePackets = 400
+# A tbf queue's bytes: above the sum of the TCP windows that may meet on one
+# link (a few MB each), so the queue never drops; a limit, not memory held.
+kQueueBytes = 64 << 20
 
 
 class FabricError(Exception):
@@ -105,7 +112,7 @@ def tbfLines(dev, mbps, mtu):
     """tc batch lines limiting the egress of `dev` to `mbps` MB/s with a token bucket."""
     rate = int(mbps * 8e6)
     burst = max(mtu + 1600, int(mbps * 1e6 * 0.002), 65536 + 1600)
-    return [f"qdisc replace dev {dev} root tbf rate {rate}bit burst {burst} latency 100ms"]
+    return [f"qdisc replace dev {dev} root tbf rate {rate}bit burst {burst} limit {kQueueBytes}"]
 
 
 kQdiscs = {"htb": htbLines, "tbf": tbfLines}
