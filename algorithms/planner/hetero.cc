@@ -32,13 +32,7 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
   const auto start = std::chrono::steady_clock::now();
   const std::vector<double> cap = g.capacities();
   const size_t m = cap.size();
-  std::vector<double> fast(m, 0), rest(m, 0);
-  for (size_t l = 0; l < m; ++l) {
-    const PlanLink& link = g.links()[l];
-    const bool port = link.topoLink < 0;
-    if (port || link.kind == topo::LinkKind::kNvLink) fast[l] = cap[l];
-    if (port || link.kind != topo::LinkKind::kNvLink) rest[l] = cap[l];
-  }
+  const std::vector<std::vector<double>> classes = detail::classCapacities(g, cap);
   PackOptions half = options;
   half.judge = nullptr;     // each class alone is no call to judge
   half.fairShares = false;  // the classes meet at the ports: shared below, together
@@ -48,17 +42,21 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
   };
   // The plan's bound: the whole graph's (all-reduce: the flow bounds).
   auto wholeBound = [&] { return allReduce ? detail::flowAllReduceBound(g, cap) : bound(cap); };
-  // A class that cannot span the ranks alone leaves no split: the other
-  // class alone is a packing the joint one covers (its LP has every such
-  // tree), so there is nothing to pack here.
+  // A class that cannot span the ranks alone (or is missing) leaves no
+  // split: the other class alone is a packing the joint one covers (its LP
+  // has every such tree), so there is nothing to pack here.
   // (A bound below 1 KB/s is the max flow's rounding of none.)
+  auto none = [&] {
+    TreePlan p;
+    p.bound = wholeBound();
+    p.planMs = detail::msSince(start);
+    return p;
+  };
+  if (classes.empty()) return none();
+  const std::vector<double>& fast = classes[0];
+  std::vector<double> rest = classes[1];
   const double fastBound = bound(fast);
-  if (!(fastBound > 1e-6) || !(bound(rest) > 1e-6)) {
-    TreePlan none;
-    none.bound = wholeBound();
-    none.planMs = detail::msSince(start);
-    return none;
-  }
+  if (!(fastBound > 1e-6) || !(bound(rest) > 1e-6)) return none();
   TreePlan plan = detail::packCapped(g, root, allReduce, half, fast, fastBound);
   std::vector<double> load = linkLoad(g, plan.trees, allReduce);
   for (size_t l = 0; l < m; ++l)
