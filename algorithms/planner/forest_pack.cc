@@ -176,14 +176,12 @@ std::vector<ForestCol> priceForest(const PlanGraph& g, bool gather, const std::v
       addTree(std::move(t));
     }
     if (chains)
-      for (int r = 0; r < n; ++r)
-        for (Tree& c : chainCandidates(g, r, false, cap)) addTree(std::move(c));
+      for (Tree& c : chainsFromEveryRank(g, cap)) addTree(std::move(c));
   }
   *upper = 0;
   int round = 0;
   for (; round < maxRounds; ++round) {
-    std::vector<int> all(cols.size());
-    for (size_t k = 0; k < cols.size(); ++k) all[k] = static_cast<int>(k);
+    const std::vector<int> all = indices(cols.size());
     std::vector<double> y, pi;
     const double x = solveForest(cols, all, n, cap, &y, &pi);
     const RouteTable table = cheapestRoutes(g, searchPrices(y, cap), cap);
@@ -240,8 +238,7 @@ double fairForest(const std::vector<ForestCol>& cols, const std::vector<int>& se
 /// on a tie within 0.5 %), its weights solved.
 std::vector<int> reduceForest(std::vector<ForestCol>& cols, int n, const std::vector<double>& cap,
                               int maxKeep, double floor, bool fairShares) {
-  std::vector<int> kept(cols.size());
-  for (size_t k = 0; k < cols.size(); ++k) kept[k] = static_cast<int>(k);
+  std::vector<int> kept = indices(cols.size());
   const double best = solveForest(cols, kept, n, cap);
   auto positive = [&](const std::vector<int>& set) {
     std::vector<int> out;
@@ -352,14 +349,12 @@ std::vector<ForestCol> splitForest(const PlanGraph& g, bool gather, const std::v
   if (classes.empty()) return {};
   Packed fast = packOver(g, gather, classes[0], true, kMaxForestChannels / 2, fairShares);
   if (fast.kept.empty()) return {};
-  std::vector<double> rest = classes[1];
+  std::vector<double> fastLoad(cap.size(), 0.0), rest = classes[1];
   for (int k : fast.kept) {
     const ForestCol& c = fast.cols[static_cast<size_t>(k)];
-    for (auto [link, times] : c.use)
-      if (g.links()[static_cast<size_t>(link)].topoLink < 0 && rest[static_cast<size_t>(link)] > 0)
-        rest[static_cast<size_t>(link)] =
-            std::max(0.0, rest[static_cast<size_t>(link)] - times * c.weight);
+    for (auto [link, times] : c.use) fastLoad[static_cast<size_t>(link)] += times * c.weight;
   }
+  leaveToRest(g, fastLoad, rest);
   Packed slow = packOver(g, gather, rest, false, kMaxForestChannels / 2, fairShares);
   if (slow.kept.empty()) return {};
   std::vector<ForestCol> both;

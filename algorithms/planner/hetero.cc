@@ -31,7 +31,6 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
                          std::to_string(g.nranks()) + ")");
   const auto start = std::chrono::steady_clock::now();
   const std::vector<double> cap = g.capacities();
-  const size_t m = cap.size();
   const std::vector<std::vector<double>> classes = detail::classCapacities(g, cap);
   PackOptions half = options;
   half.judge = nullptr;     // each class alone is no call to judge
@@ -58,9 +57,7 @@ TreePlan packHetero(const PlanGraph& g, int root, bool allReduce, const PackOpti
   const double fastBound = bound(fast);
   if (!(fastBound > 1e-6) || !(bound(rest) > 1e-6)) return none();
   TreePlan plan = detail::packCapped(g, root, allReduce, half, fast, fastBound);
-  std::vector<double> load = linkLoad(g, plan.trees, allReduce);
-  for (size_t l = 0; l < m; ++l)
-    if (g.links()[l].topoLink < 0 && rest[l] > 0) rest[l] = std::max(0.0, rest[l] - load[l]);
+  detail::leaveToRest(g, linkLoad(g, plan.trees, allReduce), rest);
   half.maxTrees = std::max(1, options.maxTrees / 2);
   TreePlan slow = detail::packCapped(g, root, allReduce, half, rest, bound(rest));
   for (Tree& t : slow.trees) plan.trees.push_back(std::move(t));

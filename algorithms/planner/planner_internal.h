@@ -274,6 +274,9 @@ TreePlan packForest(const PlanGraph& g, bool gather, const PackOptions& o);
 /// path's middle), with their routes filled in.
 std::vector<Tree> chainCandidates(const PlanGraph& g, int root, bool allReduce,
                                   const std::vector<double>& cap);
+/// The rooted chains of chainCandidates for every rank as root (forests),
+/// over one table of widest routes.
+std::vector<Tree> chainsFromEveryRank(const PlanGraph& g, const std::vector<double>& cap);
 /// Fan trees over links with cap > 0 (tree_candidates.cc): complete
 /// `fan`-ary trees in rank order, rooted at every rank (all-reduce) or at
 /// `root`, with their routes; none where a fan tree would be a star.
@@ -283,6 +286,10 @@ std::vector<Tree> fanCandidates(const PlanGraph& g, int root, bool allReduce,
 /// ports in both); empty when the graph has only one class.
 std::vector<std::vector<double>> classCapacities(const PlanGraph& g,
                                                  const std::vector<double>& cap);
+/// The rest class's virtual ports (the links both classes share) less what
+/// the fast class's packing loads on them (`fastLoad`, by link).
+void leaveToRest(const PlanGraph& g, const std::vector<double>& fastLoad,
+                 std::vector<double>& rest);
 /// Throws grove::Error on nonsensical packing knobs.
 void checkPackOptions(const PackOptions& o);
 

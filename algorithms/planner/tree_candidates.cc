@@ -116,13 +116,9 @@ bool treeFromPath(const WidestTable& t, const std::vector<int>& order, size_t ro
   return true;
 }
 
-}  // namespace
-
-std::vector<Tree> chainCandidates(const PlanGraph& g, int root, bool allReduce,
-                                  const std::vector<double>& cap) {
-  const int n = g.nranks();
-  if (n < 2) return {};
-  const WidestTable t = widestTable(g, cap);
+// The chains of chainCandidates over one table of widest routes.
+std::vector<Tree> chainsOf(const WidestTable& t, int root, bool allReduce) {
+  const int n = t.n;
   std::vector<std::vector<int>> paths;
   if (allReduce) {
     for (int s : {0, n / 2, n - 1}) paths.push_back(greedyPath(t, s));
@@ -144,6 +140,23 @@ std::vector<Tree> chainCandidates(const PlanGraph& g, int root, bool allReduce,
     if (treeFromPath(t, path, allReduce ? path.size() / 2 : 0, tree))
       out.push_back(std::move(tree));
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Tree> chainCandidates(const PlanGraph& g, int root, bool allReduce,
+                                  const std::vector<double>& cap) {
+  if (g.nranks() < 2) return {};
+  return chainsOf(widestTable(g, cap), root, allReduce);
+}
+
+std::vector<Tree> chainsFromEveryRank(const PlanGraph& g, const std::vector<double>& cap) {
+  if (g.nranks() < 2) return {};
+  const WidestTable t = widestTable(g, cap);
+  std::vector<Tree> out;
+  for (int r = 0; r < g.nranks(); ++r)
+    for (Tree& tree : chainsOf(t, r, false)) out.push_back(std::move(tree));
   return out;
 }
 
@@ -183,6 +196,12 @@ std::vector<std::vector<double>> classCapacities(const PlanGraph& g,
   }
   if (!anyFast || !anyRest) return {};
   return {fast, rest};
+}
+
+void leaveToRest(const PlanGraph& g, const std::vector<double>& fastLoad,
+                 std::vector<double>& rest) {
+  for (size_t l = 0; l < rest.size(); ++l)
+    if (g.links()[l].topoLink < 0 && rest[l] > 0) rest[l] = std::max(0.0, rest[l] - fastLoad[l]);
 }
 
 }  // namespace grove::plan::detail
