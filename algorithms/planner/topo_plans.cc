@@ -12,6 +12,19 @@
 
 namespace grove::plan {
 
+namespace {
+
+// The items a TopoPlans makes, by the name the store files each under.
+constexpr const char* kRings = "rings";
+constexpr const char* kNcclRings = "nccl-rings";
+constexpr const char* kAllReduceTrees = "trees-allreduce";
+constexpr const char* kRootedTreesPrefix = "trees-root";  // + the root
+constexpr const char* kAllGatherForest = "forest-allgather";
+constexpr const char* kReduceScatterForest = "forest-reducescatter";
+constexpr const char* kHier = "hier";
+
+}  // namespace
+
 TopoPlans::TopoPlans(PlanGraph graph, PackOptions options)
     : graph_(std::move(graph)), options_(options) {}
 
@@ -102,20 +115,20 @@ Plan TopoPlans::planned(const std::string& item, Decode decode, Encode encode, M
 const RingPlan& TopoPlans::rings() {
   if (!rings_)
     rings_ =
-        planned<RingPlan>("rings", decodeRings, encodeRings, [&] { return searchRings(graph_); });
+        planned<RingPlan>(kRings, decodeRings, encodeRings, [&] { return searchRings(graph_); });
   return *rings_;
 }
 
 const RingPlan& TopoPlans::ncclRings() {
   if (!ncclRings_)
-    ncclRings_ = planned<RingPlan>("nccl-rings", decodeRings, encodeRings,
+    ncclRings_ = planned<RingPlan>(kNcclRings, decodeRings, encodeRings,
                                    [&] { return ncclLikeRings(graph_); });
   return *ncclRings_;
 }
 
 const TreePlan& TopoPlans::allReduceTrees() {
   if (!allReduceTrees_) {
-    allReduceTrees_ = planned<TreePlan>("trees-allreduce", decodeTrees, encodeTrees,
+    allReduceTrees_ = planned<TreePlan>(kAllReduceTrees, decodeTrees, encodeTrees,
                                         [&] { return jointOrSplit(0, true); });
   }
   return *allReduceTrees_;
@@ -129,7 +142,7 @@ const TreePlan& TopoPlans::rootedTrees(int root) {
   if (it == rootedTrees_.end()) {
     it = rootedTrees_
              .emplace(root,
-                      planned<TreePlan>("trees-root" + std::to_string(root), decodeTrees,
+                      planned<TreePlan>(kRootedTreesPrefix + std::to_string(root), decodeTrees,
                                         encodeTrees, [&] { return jointOrSplit(root, false); }))
              .first;
   }
@@ -138,14 +151,14 @@ const TreePlan& TopoPlans::rootedTrees(int root) {
 
 const TreePlan& TopoPlans::allGatherTrees() {
   if (!allGatherTrees_)
-    allGatherTrees_ = planned<TreePlan>("forest-allgather", decodeTrees, encodeTrees,
+    allGatherTrees_ = planned<TreePlan>(kAllGatherForest, decodeTrees, encodeTrees,
                                         [&] { return packAllGatherTrees(graph_, options_); });
   return *allGatherTrees_;
 }
 
 const TreePlan& TopoPlans::reduceScatterTrees() {
   if (!reduceScatterTrees_)
-    reduceScatterTrees_ = planned<TreePlan>("forest-reducescatter", decodeTrees, encodeTrees, [&] {
+    reduceScatterTrees_ = planned<TreePlan>(kReduceScatterForest, decodeTrees, encodeTrees, [&] {
       return packReduceScatterTrees(graph_, options_);
     });
   return *reduceScatterTrees_;
@@ -174,8 +187,79 @@ void TopoPlans::planAllReduce() {
 const HierPlan& TopoPlans::hierarchical() {
   if (!hierarchical_)
     hierarchical_ =
-        planned<HierPlan>("hier", decodeHier, encodeHier, [&] { return planHierarchical(graph_); });
+        planned<HierPlan>(kHier, decodeHier, encodeHier, [&] { return planHierarchical(graph_); });
   return *hierarchical_;
 }
+
+}  // namespace grove::plan
+
+namespace grove::plan {
+
+std::vector<TopoPlans::NamedPlan> TopoPlans::exportPlans() const {
+  std::vector<NamedPlan> out;
+  if (rings_) out.emplace_back(kRings, encodeRings(*rings_));
+  if (ncclRings_) out.emplace_back(kNcclRings, encodeRings(*ncclRings_));
+  if (allReduceTrees_) out.emplace_back(kAllReduceTrees, encodeTrees(*allReduceTrees_));
+  for (const auto& [root, plan] : rootedTrees_)
+    out.emplace_back(kRootedTreesPrefix + std::to_string(root), encodeTrees(plan));
+  if (allGatherTrees_) out.emplace_back(kAllGatherForest, encodeTrees(*allGatherTrees_));
+  if (reduceScatterTrees_)
+    out.emplace_back(kReduceScatterForest, encodeTrees(*reduceScatterTrees_));
+  if (hierarchical_) out.emplace_back(kHier, encodeHier(*hierarchical_));
+  return out;
+}
+
+bool TopoPlans::take(const std::string& item, const std::string& text, std::string* why) {
+  auto ring = [&](std::optional<RingPlan>& slot) {
+    RingPlan plan;
+    if (!decodeRings(text, graph_, &plan, why)) return false;
+    slot = std::move(plan);
+    return true;
+  };
+  auto trees = [&](auto assign) {
+    TreePlan plan;
+    if (!decodeTrees(text, graph_, &plan, why)) return false;
+    assign(std::move(plan));
+    return true;
+  };
+  if (item == kRings) return ring(rings_);
+  if (item == kNcclRings) return ring(ncclRings_);
+  if (item == kAllReduceTrees) return trees([&](TreePlan p) { allReduceTrees_ = std::move(p); });
+  if (item == kAllGatherForest) return trees([&](TreePlan p) { allGatherTrees_ = std::move(p); });
+  if (item == kReduceScatterForest)
+    return trees([&](TreePlan p) { reduceScatterTrees_ = std::move(p); });
+  if (item == kHier) {
+    HierPlan plan;
+    if (!decodeHier(text, graph_, &plan, why)) return false;
+    hierarchical_ = std::move(plan);
+    return true;
+  }
+  const std::string prefix = kRootedTreesPrefix;
+  if (item.compare(0, prefix.size(), prefix) == 0 && item.size() > prefix.size() &&
+      item.size() - prefix.size() <= 9 &&
+      item.find_first_not_of("0123456789", prefix.size()) == std::string::npos) {
+    const int root = std::stoi(item.substr(prefix.size()));
+    if (root < graph_.nranks())
+      return trees([&](TreePlan p) { rootedTrees_.insert_or_assign(root, std::move(p)); });
+  }
+  *why = "no plan is called '" + item + "'";
+  return false;
+}
+
+bool TopoPlans::importPlans(const std::vector<NamedPlan>& plans, const std::string& fingerprint,
+                            std::string* why) {
+  const bool keep = storing() && !fingerprint.empty() && fingerprint == this->fingerprint();
+  for (const auto& [item, text] : plans) {
+    std::string bad;
+    if (!take(item, text, &bad)) {
+      *why = item + ": " + bad;
+      return false;
+    }
+    if (keep) store_->save(this->fingerprint() + "-" + item, text, storeDir_);
+  }
+  return true;
+}
+
+std::string TopoPlans::sharingKey() { return nameable() ? fingerprint() : std::string(); }
 
 }  // namespace grove::plan

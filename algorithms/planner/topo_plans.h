@@ -418,6 +418,22 @@ class TopoPlans {
   /// their own; the rest plan beside them.
   void planAllReduce();
 
+  /// A plan by its item name ("rings", "trees-root3", ...: the names the
+  /// store files them under, after the fingerprint) and plan_codec's text.
+  using NamedPlan = std::pair<std::string, std::string>;
+  /// Every plan made (or taken from the store) so far.
+  std::vector<NamedPlan> exportPlans() const;
+  /// Takes plans that another TopoPlans over the same graph made
+  /// (exportPlans, on another rank) instead of making them: each is checked
+  /// against the graph as a stored plan is, and is kept in the store when
+  /// `fingerprint` (the maker's sharingKey) is this one's. False, and why,
+  /// at the first that is not a plan of this graph (those before it stay).
+  bool importPlans(const std::vector<NamedPlan>& plans, const std::string& fingerprint,
+                   std::string* why);
+  /// What names these plans across processes (planFingerprint), "" when a
+  /// judge without a key makes plans no fingerprint can tell apart.
+  std::string sharingKey();
+
  private:
   /// The joint packing or the heterogeneous split (packed at once), whichever
   /// is faster by the judge when there is one, else of the higher rate; the
@@ -429,11 +445,14 @@ class TopoPlans {
   Plan planned(const std::string& item, Decode decode, Encode encode, Make make);
   /// Whether plans go to the store: a judge nobody named would make plans
   /// the fingerprint cannot tell apart.
-  bool storing() const {
-    return store_ != nullptr && ((!options_.judge && !options_.forestJudge) || !judgeKey_.empty());
-  }
+  bool storing() const { return store_ != nullptr && nameable(); }
   /// The plans' name in the store (planFingerprint), made on first use.
   const std::string& fingerprint();
+  /// Whether a fingerprint names the plans (storing() without a store).
+  bool nameable() const { return (!options_.judge && !options_.forestJudge) || !judgeKey_.empty(); }
+  /// Decodes `text` as item `item`'s plan into its member; false and why
+  /// when it is not one (or `item` names no plan).
+  bool take(const std::string& item, const std::string& text, std::string* why);
 
   PlanGraph graph_;
   PackOptions options_;

@@ -334,6 +334,37 @@ std::vector<uint8_t> Bootstrap::allGather(const void* data, size_t bytes) {
                      std::to_string(seq) + " (" + std::to_string(bytes) + " bytes)";
   net::Deadline deadline = net::Deadline::in(timeoutSec_);
   auto r = sendMessage(static_cast<uint32_t>(MsgType::kGather), seq, data, bytes, deadline, true);
+  std::vector<uint8_t> out = awaitResult(seq, r, what, deadline);
+  if (out.size() != bytes * static_cast<size_t>(nranks_))
+    throwRemoteError(what + ": the ranks passed different sizes");
+  return out;
+}
+
+std::vector<uint8_t> Bootstrap::broadcast(int source, const std::vector<uint8_t>& data) {
+  if (closed_) throwInvalidUsage("bootstrap broadcast after close");
+  if (source < 0 || source >= nranks_)
+    throwInvalidArgument("bootstrap broadcast from rank " + std::to_string(source) + " of " +
+                         std::to_string(nranks_));
+  const bool mine = source == rank_;
+  if (mine && data.size() > kMaxMsgBytes - sizeof(int32_t))
+    throwInvalidArgument("bootstrap broadcast of " + std::to_string(data.size()) +
+                         " bytes is too large");
+  if (abort_->raised()) throw Error(groveRemoteError, abort_->reason());
+  uint64_t seq = nextSeq_++;
+  std::string what = "rank " + std::to_string(rank_) + ": bootstrap broadcast #" +
+                     std::to_string(seq) + " from rank " + std::to_string(source);
+  const int32_t from = source;
+  std::vector<uint8_t> part(sizeof(from) + (mine ? data.size() : 0));
+  std::memcpy(part.data(), &from, sizeof(from));
+  if (mine && !data.empty()) std::memcpy(part.data() + sizeof(from), data.data(), data.size());
+  net::Deadline deadline = net::Deadline::in(timeoutSec_);
+  auto r = sendMessage(static_cast<uint32_t>(MsgType::kBroadcast), seq, part.data(), part.size(),
+                       deadline, true);
+  return awaitResult(seq, r, what, deadline);
+}
+
+std::vector<uint8_t> Bootstrap::awaitResult(uint64_t seq, net::IoResult r, const std::string& what,
+                                            const net::Deadline& deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   if (r == net::IoResult::kClosed && !rootLost_)
     throwRemoteError(what + ": lost the connection to the bootstrap root at " + rootText_);
@@ -342,8 +373,6 @@ std::vector<uint8_t> Bootstrap::allGather(const void* data, size_t bytes) {
     if (it != results_.end()) {
       std::vector<uint8_t> out = std::move(it->second);
       results_.erase(it);
-      if (out.size() != bytes * static_cast<size_t>(nranks_))
-        throwRemoteError(what + ": the ranks passed different sizes");
       return out;
     }
     if (abort_->raised()) throw Error(groveRemoteError, abort_->reason());

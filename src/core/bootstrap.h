@@ -10,8 +10,9 @@
 // all-gather results (handed to the waiting caller through a condition
 // variable) and ABORT messages (which raise the communicator's AbortSignal).
 // Losing the root connection without having said BYE also raises the signal.
-// All-gathers are numbered; the root answers #k when every rank sent its
-// part of #k, so calls must come in the same order on all ranks. Waits are
+// All-gathers and broadcasts are numbered; the root answers #k when every
+// rank sent its part of #k, so calls must come in the same order on all
+// ranks. Waits are
 // bounded by the timeout and watch the AbortSignal.
 #pragma once
 
@@ -74,6 +75,10 @@ class Bootstrap {
   /// order on all ranks. Throws Error(groveRemoteError) if the AbortSignal is
   /// raised, the root is lost, or timeout.
   std::vector<uint8_t> allGather(const void* data, size_t bytes);
+  /// Rank `source`'s `data` on every rank (the other ranks' `data` is not
+  /// read). Collective, in the same order as allGather on all ranks; each
+  /// rank receives the bytes once. Throws as allGather does.
+  std::vector<uint8_t> broadcast(int source, const std::vector<uint8_t>& data);
   /// Returns when every rank has called barrier() (an all-gather of one byte).
   void barrier();
   /// Best effort, never blocks for long: asks the root to tell every other
@@ -119,6 +124,10 @@ class Bootstrap {
   /// is handed back in *otherType and *other instead.
   std::string askWhoIsMissing(uint32_t* otherType, std::vector<uint8_t>* other);
   void watch();
+  /// Waits for the root's answer to collective `seq` (allGather, broadcast)
+  /// whose part was sent with result `sent`; `what` names it in errors.
+  std::vector<uint8_t> awaitResult(uint64_t seq, net::IoResult sent, const std::string& what,
+                                   const net::Deadline& deadline);
   net::IoResult sendMessage(uint32_t type, uint64_t seq, const void* data, size_t bytes,
                             const net::Deadline& deadline, bool watchAbort);
 

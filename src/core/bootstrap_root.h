@@ -15,6 +15,10 @@
 //   - collects GATHER(seq, bytes) contributions keyed by seq and, when every
 //     rank has given its part, sends GATHER_RESULT(seq, all parts in rank
 //     order) to everyone;
+//   - collects BROADCAST(seq, {source rank, data}) contributions alike (only
+//     the source sends data) and answers GATHER_RESULT(seq, the source's
+//     data) to everyone: a broadcast costs its bytes once per rank, not
+//     nranks times as an all-gather padded to the largest part would;
 //   - forwards ABORT(reason) from one rank to all others, naming the sender;
 //   - on DOCTOR from any rank, asks every rank for its Position (REPORT_ASK),
 //     waits up to kReportWindowSec for the REPORTs, and sends the diagnosis
@@ -56,6 +60,7 @@ enum class MsgType : uint32_t {
   kReport = 10,       ///< client -> root: this rank's Position for diagnosis `seq`
   kDiagnosis = 11,    ///< root -> client: the text of diagnosis `seq`
   kChallenge = 12,    ///< root -> client, first: `seq` = 64 random bits the hello's mac covers
+  kBroadcast = 13,    ///< client -> root: int32 source rank, then (the source only) its data
 };
 
 /// Header in front of every message (host byte order; one machine type per job).
@@ -85,7 +90,7 @@ std::string describeRank(int rank, const transport::PeerInfo& info);
 uint64_t helloMac(const HelloMsg& m, uint64_t challenge, uint64_t secret);
 
 constexpr uint64_t kHelloMagic = 0x47524f5645424f54ull;  // "GROVEBOT"
-constexpr uint32_t kProtocolVersion = 2;
+constexpr uint32_t kProtocolVersion = 3;
 constexpr uint32_t kMaxMsgBytes = 1u << 30;  ///< larger payloads are a protocol error
 constexpr double kHelloTimeoutSec = 5.0;     ///< a connection must say hello within this
 /// Connections the root holds that have not said hello yet; past it, the

@@ -9,6 +9,7 @@
 
 #include "algorithms/builders/builders.h"
 #include "algorithms/cost/cost_model.h"
+#include "algorithms/cost/tuning_share.h"
 #include "algorithms/planner/plan_store.h"
 #include "algorithms/planner/topo_plans.h"
 #include "algorithms/select/program_cache.h"
@@ -260,16 +261,47 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
 // A topology whose links carry addresses describes the network the bytes
 // really cross (an emulated fabric, a multi-NIC cluster), so the cost model's
 // per-size choice over it replaces the transport's default thresholds (the
-// same tuning grove-plan reports as "selected"). Every rank tunes the same
-// plans alike.
+// same tuning grove-plan reports as "selected").
+//
+// Rank 0 tunes for every rank: the plans and the per-size simulations take
+// seconds of CPU on a large fabric, and ranks sharing a host would each pay
+// them at once (8 ranks on 2 cores: 10 s each for the trees alone). The
+// others wait in a bootstrap broadcast and take its plans and tables
+// (algorithms/cost/tuning_share.h), checked as stored plans are, so every
+// rank runs the same choice. A rank that cannot take them tunes by itself,
+// which gives the same result (planning is deterministic); when rank 0's
+// tuning fails, every rank keeps the default thresholds.
 void Comm::tuneForFabric() {
-  try {
-    plans_->planAllReduce();  // what the model weighs for all-reduce, planned at once
-    plan::tuneSelector(*selector_, *plans_, nranks_, plan::simParamsFor(connections_->traits()));
-  } catch (const Error& e) {
-    GROVE_WARN(log::kPlan, "cost-model tuning failed (%s): default algorithm thresholds stay",
-               e.what());
-    return;
+  const plan::SimParams sim = plan::simParamsFor(connections_->traits());
+  auto tuneHere = [&] {
+    try {
+      plans_->planAllReduce();            // what the model weighs for all-reduce, planned at once
+      plan::Selector tuned = *selector_;  // all tables or none
+      plan::tuneSelector(tuned, *plans_, nranks_, sim);
+      *selector_ = std::move(tuned);
+      return true;
+    } catch (const Error& e) {
+      GROVE_WARN(log::kPlan, "cost-model tuning failed (%s): default algorithm thresholds stay",
+                 e.what());
+      return false;
+    }
+  };
+  std::vector<uint8_t> bundle;
+  if (rank_ == 0 && tuneHere()) {
+    const std::string text = plan::encodeTuning(*plans_, *selector_);
+    bundle.assign(text.begin(), text.end());
+  }
+  if (nranks_ > 1) bundle = bootstrap_->broadcast(0, bundle);
+  if (rank_ != 0) {
+    if (bundle.empty()) return;  // rank 0 said why; the defaults stay everywhere
+    std::string why;
+    if (plan::applyTuning(std::string(bundle.begin(), bundle.end()), *plans_, *selector_, &why)) {
+      GROVE_INFO(log::kPlan, "took rank 0's tuning (%zu bytes)", bundle.size());
+    } else {
+      GROVE_WARN(log::kPlan, "rank 0's tuning does not fit this rank (%s): tuning here",
+                 why.c_str());
+      if (!tuneHere()) return;
+    }
   }
   for (const std::string& line : selector_->describeTable())
     GROVE_INFO(log::kPlan, "tuned for the topology: %s", line.c_str());

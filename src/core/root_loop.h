@@ -59,7 +59,10 @@ class RootLoop {
     uint64_t challenge = 0;  // what its hello's mac must cover
   };
   enum class RankState { kAbsent, kJoined, kLeft, kDead };
+  /// An all-gather or a broadcast in progress, by seq.
   struct Gather {
+    static constexpr int kAllGather = -1;  ///< `source` of an all-gather
+    int source = kAllGather;               ///< a broadcast's source rank
     uint32_t bytes = 0;
     int count = 0;
     std::vector<uint8_t> data;
@@ -98,6 +101,9 @@ class RootLoop {
   void handle(Conn& c, const MsgHeader& h, const uint8_t* payload);
   void onHello(Conn& c, const MsgHeader& h, const uint8_t* payload);
   void onGather(Conn& c, uint64_t seq, const uint8_t* payload, size_t bytes);
+  void onBroadcast(Conn& c, uint64_t seq, const uint8_t* payload, size_t bytes);
+  /// Every rank gave its part of `seq`: the result goes to each rank still there.
+  void finishGather(uint64_t seq, const std::vector<uint8_t>& data);
   void startDiagnosis();
   void onReport(Conn& c, uint64_t seq, const uint8_t* payload, size_t bytes);
   void finishDiagnosis();

@@ -15,6 +15,7 @@ void RootLoop::handle(Conn& c, const MsgHeader& h, const uint8_t* payload) {
       if (c.rank >= 0) return refuse(c, "second hello on one connection");
       return onHello(c, h, payload);
     case MsgType::kGather: return onGather(c, h.seq, payload, h.length);
+    case MsgType::kBroadcast: return onBroadcast(c, h.seq, payload, h.length);
     case MsgType::kAbort: {
       std::string why(reinterpret_cast<const char*>(payload), h.length);
       if (failed_) {  // every rank has been told already; the first reason stands
@@ -105,17 +106,56 @@ void RootLoop::onGather(Conn& c, uint64_t seq, const uint8_t* payload, size_t by
     g.data.resize(static_cast<size_t>(nranks_) * bytes);
     g.have.assign(nranks_, 0);
   }
-  if (bytes != g.bytes || g.have[c.rank]) {
+  if (bytes != g.bytes || g.have[c.rank] || g.source != Gather::kAllGather) {
     failed_ = true;
     return abortAll("bootstrap all-gather #" + std::to_string(seq) + " is inconsistent: " +
                         describe(c.rank) + " gave " + std::to_string(bytes) + " bytes, others " +
-                        std::to_string(g.bytes) + (g.have[c.rank] ? " (twice)" : ""),
+                        std::to_string(g.bytes) + (g.have[c.rank] ? " (twice)" : "") +
+                        (g.source != Gather::kAllGather ? " to a broadcast" : ""),
                     -1);
   }
   if (bytes > 0) std::memcpy(g.data.data() + static_cast<size_t>(c.rank) * bytes, payload, bytes);
   g.have[c.rank] = 1;
   if (++g.count < nranks_) return;
-  Buffer result = makeMessage(MsgType::kGatherResult, seq, g.data.data(), g.data.size());
+  finishGather(seq, g.data);
+}
+
+void RootLoop::onBroadcast(Conn& c, uint64_t seq, const uint8_t* payload, size_t bytes) {
+  if (c.rank < 0 || !complete_) return refuse(c, "broadcast before the job was complete");
+  int32_t source = Gather::kAllGather;
+  if (bytes >= sizeof(source)) std::memcpy(&source, payload, sizeof(source));
+  Gather& g = gathers_[seq];
+  if (g.count == 0) {
+    g.source = source;
+    g.have.assign(nranks_, 0);
+  }
+  // Every rank names the same source, which is a rank; only it sends data.
+  std::string bad;
+  if (bytes < sizeof(source) || source < 0 || source >= nranks_)
+    bad = "names no rank as its source";
+  else if (source != g.source)
+    bad = g.source == Gather::kAllGather
+              ? "broadcasts to an all-gather"
+              : "names rank " + std::to_string(source) + " as the source, others rank " +
+                    std::to_string(g.source);
+  else if (g.have[c.rank])
+    bad = "gave its part twice";
+  else if (c.rank != source && bytes != sizeof(source))
+    bad = "sent data without being the source";
+  if (!bad.empty()) {
+    failed_ = true;
+    return abortAll("bootstrap broadcast #" + std::to_string(seq) +
+                        " is inconsistent: " + describe(c.rank) + " " + bad,
+                    -1);
+  }
+  if (c.rank == source) g.data.assign(payload + sizeof(source), payload + bytes);
+  g.have[c.rank] = 1;
+  if (++g.count < nranks_) return;
+  finishGather(seq, g.data);
+}
+
+void RootLoop::finishGather(uint64_t seq, const std::vector<uint8_t>& data) {
+  Buffer result = makeMessage(MsgType::kGatherResult, seq, data.data(), data.size());
   gathers_.erase(seq);
   for (auto& other : conns_)
     if (!other->gone && other->rank >= 0 && !other->bye) send(*other, result);

@@ -4,7 +4,8 @@
 // and GROVE_TOPO_RANKS placing the ranks out of order. Results must be
 // correct, the INFO log must show each rank's path to each peer, and the
 // TRACE log of the connections must show they were bound to and made to the
-// chosen link addresses.
+// chosen link addresses. The cost model's tuning for the fabric runs on
+// rank 0 alone, and the other ranks take its plans and tables.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -25,7 +26,7 @@ RunResult runK4(const std::string& dir) {
       "GROVE_TRANSPORT=socket",
       "GROVE_TIMEOUT=30",
       "GROVE_DEBUG=TRACE",
-      "GROVE_DEBUG_SUBSYS=NET,TOPO",
+      "GROVE_DEBUG_SUBSYS=NET,TOPO,PLAN",
       "GROVE_TOPO_FILE=" + std::string(GROVE_TOPO_FIXTURES) + "/k4_addr.json",
       "GROVE_TOPO_RANKS=gpu2,gpu0,gpu3,gpu1"};
   return mptest::runCommand(argv, env, 255, dir + "/out.txt");
@@ -53,6 +54,16 @@ TEST(MpLinkAddresses, AllReduceOverK4LinkAddresses) {
             std::string::npos)
       << mptest::tail(r.output);
   EXPECT_NE(r.output.find("to 127.0.2.1:"), std::string::npos) << mptest::tail(r.output);
+  // One rank tuned: the trees were planned once, and three ranks took them.
+  auto count = [&](const std::string& text) {
+    size_t n = 0;
+    for (size_t at = r.output.find(text); at != std::string::npos; at = r.output.find(text, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("trees-allreduce of 4 ranks: planned"), 1u) << mptest::tail(r.output);
+  EXPECT_EQ(count("took rank 0's tuning"), 3u) << mptest::tail(r.output);
+  EXPECT_EQ(count("tuned for the topology: allreduce"), 4u) << mptest::tail(r.output);
 }
 
 }  // namespace

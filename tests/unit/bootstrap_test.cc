@@ -168,6 +168,67 @@ TEST(Bootstrap, ManySequentialAllGathers) {
   });
 }
 
+// A broadcast hands the source's bytes, of any size (none too), to every
+// rank, in one numbering with the all-gathers around it.
+TEST(Bootstrap, BroadcastFromEveryRankBetweenAllGathers) {
+  const int n = 4;
+  UniqueIdData id = localId();
+  runRanks(n, [&](int r) {
+    AbortSignal sig;
+    Bootstrap b(id, r, n, selfInfo(), &sig, kTimeout);
+    for (int it = 0; it < 12; ++it) {
+      const int source = it % n;
+      const size_t bytes = it == 5 ? 0 : 1 + (it * 4099) % 70000;
+      std::vector<uint8_t> mine;
+      if (r == source)  // others pass junk of another size: not read
+        for (size_t i = 0; i < bytes; ++i) mine.push_back(static_cast<uint8_t>(i * 7 + it));
+      else
+        mine.assign(3, 0xee);
+      const std::vector<uint8_t> got = b.broadcast(source, mine);
+      ASSERT_EQ(got.size(), bytes) << "iteration " << it;
+      for (size_t i = 0; i < bytes; ++i)
+        ASSERT_EQ(got[i], static_cast<uint8_t>(i * 7 + it)) << "iteration " << it << " byte " << i;
+      const int32_t v = r * 100 + it;
+      auto all = b.allGather(&v, sizeof(v));
+      ASSERT_EQ(all.size(), sizeof(v) * n);
+      int32_t last;
+      std::memcpy(&last, all.data() + (n - 1) * sizeof(v), sizeof(v));
+      EXPECT_EQ(last, (n - 1) * 100 + it);
+    }
+    EXPECT_THROW(b.broadcast(n, {}), Error);  // no such rank: refused here, nothing sent
+    b.barrier();
+    EXPECT_FALSE(sig.raised()) << sig.reason();
+  });
+}
+
+// Ranks that name different sources, or meet an all-gather with a
+// broadcast, abort the job with the reason instead of waiting.
+TEST(Bootstrap, InconsistentBroadcastsAbort) {
+  const int n = 3;
+  for (int variant = 0; variant < 2; ++variant) {
+    UniqueIdData id = localId();
+    std::vector<std::string> errors(n);
+    runRanks(n, [&](int r) {
+      AbortSignal sig;
+      Bootstrap b(id, r, n, selfInfo(), &sig, kTimeout);
+      try {
+        if (variant == 1 && r == 2) {
+          const int32_t v = r;
+          b.allGather(&v, sizeof(v));
+        } else {
+          b.broadcast(variant == 0 && r == 1 ? 1 : 0, {1, 2, 3});
+        }
+      } catch (const Error& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+    for (int r = 0; r < n; ++r) {
+      const std::string& e = errors[static_cast<size_t>(r)];
+      EXPECT_NE(e.find("inconsistent"), std::string::npos) << "variant " << variant << ": " << e;
+    }
+  }
+}
+
 TEST(Bootstrap, WrongSecretDuplicateAndMismatchAreRefused) {
   const int n = 3;
   UniqueIdData id = localId();

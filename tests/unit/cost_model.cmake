@@ -7,6 +7,7 @@ if(TARGET grove_topology)
                       ${CMAKE_CURRENT_LIST_DIR}/forest_split_test.cc
                       ${CMAKE_CURRENT_LIST_DIR}/fair_fill_test.cc
                       ${CMAKE_CURRENT_LIST_DIR}/flow_sim_test.cc
+                      ${CMAKE_CURRENT_LIST_DIR}/tuning_share_test.cc
               LIBS grove_algorithms grove_topology grove_transports grove_base LABELS unit)
   target_compile_definitions(test_cost_model PRIVATE
                              GROVE_TOPO_FIXTURES="${PROJECT_SOURCE_DIR}/tests/fixtures/topology")
