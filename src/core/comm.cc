@@ -248,7 +248,20 @@ Comm::Comm(const UniqueIdData& id, int nranks, int rank, const CommOptions& opti
   // Communicators of the same topology (subgroups, shrunk and grown ones,
   // later jobs with GROVE_PLAN_CACHE_DIR) share their plans.
   if (plans_) plans_->useStore(&plan::PlanStore::process(), options_.planCacheDir);
-  if (plans_ && linkAddresses && connections_->usesNetwork()) tuneForFabric();
+  if (plans_ && linkAddresses) {
+    // Tuning is collective (rank 0 tunes for all), so every rank takes part
+    // or none does: each says whether the network carries its links.
+    const uint8_t network = connections_->usesNetwork() ? 1 : 0;
+    const std::vector<uint8_t> all = bootstrap_->allGather(&network, 1);
+    const size_t over = static_cast<size_t>(std::count(all.begin(), all.end(), uint8_t{1}));
+    if (over == all.size())
+      tuneForFabric();
+    else if (over > 0)
+      GROVE_WARN(log::kPlan,
+                 "%zu of %d ranks reach their peers over the network: no cost-model tuning, "
+                 "the default algorithm thresholds stay",
+                 over, nranks);
+  }
   cache_ = std::make_unique<plan::ProgramCache>(256, plans_.get());
   if (cuda) initDevice();
   boardNames.keep = true;
