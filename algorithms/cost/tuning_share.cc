@@ -17,6 +17,8 @@ constexpr const char* kHeader = "grove-tuning";
 constexpr int kVersion = 1;
 constexpr uint64_t kMaxPlans = 4096;
 constexpr uint64_t kMaxRows = 64;
+/// Larger bundles are refused when encoded (the bootstrap carries up to 1 GiB).
+constexpr size_t kMaxBundleBytes = size_t{256} << 20;
 constexpr const char* kNoFingerprint = "-";
 constexpr const char* kLastRow = "max";
 
@@ -76,8 +78,15 @@ std::string encodeTuning(TopoPlans& plans, const Selector& sel) {
   std::string out = std::string(kHeader) + " " + std::to_string(kVersion) + " " +
                     (fingerprint.empty() ? kNoFingerprint : fingerprint) + " " +
                     std::to_string(made.size()) + "\n";
-  for (const auto& [item, text] : made)
+  if (made.size() > kMaxPlans)
+    throwInvalidArgument("tuning bundle: " + std::to_string(made.size()) + " plans (at most " +
+                         std::to_string(kMaxPlans) + ")");
+  for (const auto& [item, text] : made) {
+    if (text.size() > PlanStore::kMaxFileBytes)
+      throwInvalidArgument("tuning bundle: plan " + item + " takes " + std::to_string(text.size()) +
+                           " bytes (at most " + std::to_string(PlanStore::kMaxFileBytes) + ")");
     out += item + " " + std::to_string(text.size()) + " " + text + "\n";
+  }
   std::vector<Coll> tuned;
   for (int c = 0; c < kNumColls; ++c)
     if (!sel.sizeTable(static_cast<Coll>(c)).empty()) tuned.push_back(static_cast<Coll>(c));
@@ -90,6 +99,9 @@ std::string encodeTuning(TopoPlans& plans, const Selector& sel) {
              " " + algoName(r.algo);
     out += "\n";
   }
+  if (out.size() > kMaxBundleBytes)
+    throwInvalidArgument("tuning bundle of " + std::to_string(out.size()) + " bytes (at most " +
+                         std::to_string(kMaxBundleBytes) + ")");
   return out;
 }
 

@@ -21,6 +21,9 @@
 namespace grove::plan {
 
 /// The plans `plans` holds and the size tables `sel` holds, as a bundle.
+/// Throws Error(groveInvalidArgument) when applyTuning would refuse it for
+/// its size (a plan over PlanStore::kMaxFileBytes, more than 4096 plans,
+/// more than 256 MiB in all).
 std::string encodeTuning(TopoPlans& plans, const Selector& sel);
 
 /// Takes a bundle's plans into `plans` and its tables into `sel`. False,

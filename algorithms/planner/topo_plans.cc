@@ -1,5 +1,6 @@
 // TopoPlans: a communicator's plans, each built on first use and cached,
 // and with a store, shared with every communicator of the same topology.
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -219,7 +220,12 @@ bool TopoPlans::take(const std::string& item, const std::string& text, std::stri
   auto trees = [&](auto assign) {
     TreePlan plan;
     if (!decodeTrees(text, graph_, &plan, why)) return false;
-    assign(std::move(plan));
+    try {
+      assign(std::move(plan));
+    } catch (const Error& e) {
+      *why = e.what();
+      return false;
+    }
     return true;
   };
   if (item == kRings) return ring(rings_);
@@ -235,12 +241,22 @@ bool TopoPlans::take(const std::string& item, const std::string& text, std::stri
     return true;
   }
   const std::string prefix = kRootedTreesPrefix;
-  if (item.compare(0, prefix.size(), prefix) == 0 && item.size() > prefix.size() &&
-      item.size() - prefix.size() <= 9 &&
-      item.find_first_not_of("0123456789", prefix.size()) == std::string::npos) {
-    const int root = std::stoi(item.substr(prefix.size()));
+  const std::string digits =
+      item.compare(0, prefix.size(), prefix) == 0 ? item.substr(prefix.size()) : "";
+  if (!digits.empty() && digits.size() <= 9 &&
+      digits.find_first_not_of("0123456789") == std::string::npos &&
+      (digits == "0" || digits[0] != '0')) {
+    const int root = std::stoi(digits);
     if (root < graph_.nranks())
-      return trees([&](TreePlan p) { rootedTrees_.insert_or_assign(root, std::move(p)); });
+      return trees([&](TreePlan p) {
+        auto rooted = [&](const std::vector<Tree>& set) {
+          return std::all_of(set.begin(), set.end(), [&](const Tree& t) { return t.root == root; });
+        };
+        bool ok = rooted(p.trees);
+        for (const SizedTrees& sized : p.larger) ok = ok && rooted(sized.trees);
+        if (!ok) throw Error(groveInvalidArgument, "a tree is not rooted at rank " + digits);
+        rootedTrees_.insert_or_assign(root, std::move(p));
+      });
   }
   *why = "no plan is called '" + item + "'";
   return false;

@@ -334,13 +334,14 @@ std::vector<uint8_t> Bootstrap::allGather(const void* data, size_t bytes) {
                      std::to_string(seq) + " (" + std::to_string(bytes) + " bytes)";
   net::Deadline deadline = net::Deadline::in(timeoutSec_);
   auto r = sendMessage(static_cast<uint32_t>(MsgType::kGather), seq, data, bytes, deadline, true);
-  std::vector<uint8_t> out = awaitResult(seq, r, what, deadline);
+  std::vector<uint8_t> out = awaitResult(seq, r, what, deadline, timeoutSec_);
   if (out.size() != bytes * static_cast<size_t>(nranks_))
     throwRemoteError(what + ": the ranks passed different sizes");
   return out;
 }
 
-std::vector<uint8_t> Bootstrap::broadcast(int source, const std::vector<uint8_t>& data) {
+std::vector<uint8_t> Bootstrap::broadcast(int source, const std::vector<uint8_t>& data,
+                                          double waitSec) {
   if (closed_) throwInvalidUsage("bootstrap broadcast after close");
   if (source < 0 || source >= nranks_)
     throwInvalidArgument("bootstrap broadcast from rank " + std::to_string(source) + " of " +
@@ -357,14 +358,14 @@ std::vector<uint8_t> Bootstrap::broadcast(int source, const std::vector<uint8_t>
   std::vector<uint8_t> part(sizeof(from) + (mine ? data.size() : 0));
   std::memcpy(part.data(), &from, sizeof(from));
   if (mine && !data.empty()) std::memcpy(part.data() + sizeof(from), data.data(), data.size());
-  net::Deadline deadline = net::Deadline::in(timeoutSec_);
+  net::Deadline deadline = net::Deadline::in(waitSec > 0 ? waitSec : timeoutSec_);
   auto r = sendMessage(static_cast<uint32_t>(MsgType::kBroadcast), seq, part.data(), part.size(),
                        deadline, true);
-  return awaitResult(seq, r, what, deadline);
+  return awaitResult(seq, r, what, deadline, waitSec > 0 ? waitSec : timeoutSec_);
 }
 
 std::vector<uint8_t> Bootstrap::awaitResult(uint64_t seq, net::IoResult r, const std::string& what,
-                                            const net::Deadline& deadline) {
+                                            const net::Deadline& deadline, double waitSec) {
   std::unique_lock<std::mutex> lock(mu_);
   if (r == net::IoResult::kClosed && !rootLost_)
     throwRemoteError(what + ": lost the connection to the bootstrap root at " + rootText_);
@@ -380,7 +381,7 @@ std::vector<uint8_t> Bootstrap::awaitResult(uint64_t seq, net::IoResult r, const
     if (r == net::IoResult::kTimeout || deadline.expired()) {
       // Say who is missing: the root's diagnosis, else this host's boards.
       lock.unlock();
-      std::string text = what + ": timed out after " + std::to_string(timeoutSec_) +
+      std::string text = what + ": timed out after " + std::to_string(waitSec) +
                          " s waiting for the other ranks (GROVE_TIMEOUT)";
       std::string d = doctor(kReportWindowSec + 1.0);
       text += d.empty() ? " -- the root did not answer" + rootHost() : " -- hang doctor: " + d;

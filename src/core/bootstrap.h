@@ -77,8 +77,9 @@ class Bootstrap {
   std::vector<uint8_t> allGather(const void* data, size_t bytes);
   /// Rank `source`'s `data` on every rank (the other ranks' `data` is not
   /// read). Collective, in the same order as allGather on all ranks; each
-  /// rank receives the bytes once. Throws as allGather does.
-  std::vector<uint8_t> broadcast(int source, const std::vector<uint8_t>& data);
+  /// rank receives the bytes once. Waits up to `waitSec` (0: the timeout)
+  /// for the slowest rank; throws as allGather does.
+  std::vector<uint8_t> broadcast(int source, const std::vector<uint8_t>& data, double waitSec = 0);
   /// Returns when every rank has called barrier() (an all-gather of one byte).
   void barrier();
   /// Best effort, never blocks for long: asks the root to tell every other
@@ -124,10 +125,11 @@ class Bootstrap {
   /// is handed back in *otherType and *other instead.
   std::string askWhoIsMissing(uint32_t* otherType, std::vector<uint8_t>* other);
   void watch();
-  /// Waits for the root's answer to collective `seq` (allGather, broadcast)
-  /// whose part was sent with result `sent`; `what` names it in errors.
+  /// Waits until `deadline` (`waitSec` after the call) for the root's
+  /// answer to collective `seq` (allGather, broadcast) whose part was sent
+  /// with result `sent`; `what` names it in errors.
   std::vector<uint8_t> awaitResult(uint64_t seq, net::IoResult sent, const std::string& what,
-                                   const net::Deadline& deadline);
+                                   const net::Deadline& deadline, double waitSec);
   net::IoResult sendMessage(uint32_t type, uint64_t seq, const void* data, size_t bytes,
                             const net::Deadline& deadline, bool watchAbort);
 

@@ -120,6 +120,23 @@ TEST_F(TuningShare, ABundleThatDoesNotFitChangesNoTable) {
   // A table the selector refuses: rows out of order.
   refused(bundle_.substr(0, tables) + "tables 1\nallreduce 2 max ring 1024 tree\n",
           "size table of allreduce");
+  // A rooted plan under another root's name, and a root written oddly.
+  const std::vector<TopoPlans::NamedPlan> made = leader_->plans.exportPlans();
+  const auto root2 = std::find_if(made.begin(), made.end(),
+                                  [](const auto& p) { return p.first == "trees-root2"; });
+  ASSERT_NE(root2, made.end());
+  auto onePlan = [&](const std::string& item) {
+    return "grove-tuning 1 - 1\n" + item + " " + std::to_string(root2->second.size()) + " " +
+           root2->second + "\ntables 0\n";
+  };
+  refused(onePlan("trees-root1"), "not rooted at rank 1");
+  refused(onePlan("trees-root02"), "no plan is called");
+  {
+    PlanStore store;
+    Tuned follower(fourGpus(), &store);
+    std::string why;
+    EXPECT_TRUE(applyTuning(onePlan("trees-root2"), follower.plans, follower.sel, &why)) << why;
+  }
   // A plan of another graph: the ring names a rank this one lacks.
   std::string ring = "grove-tuning 1 - 1\nrings ";
   const std::string text = "grove-rings 4 rate 0x1p+0 rings 1 order 5 0 1 2 3 4 rate 0x1p+0";
