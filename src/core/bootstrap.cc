@@ -328,16 +328,8 @@ std::vector<uint8_t> Bootstrap::allGather(const void* data, size_t bytes) {
   if (closed_) throwInvalidUsage("bootstrap allGather after close");
   if (bytes > kMaxMsgBytes / static_cast<size_t>(nranks_))
     throwInvalidArgument("bootstrap allGather of " + std::to_string(bytes) + " bytes is too large");
-  if (abort_->raised()) throw Error(groveRemoteError, abort_->reason());
-  uint64_t seq = nextSeq_++;
-  std::string what = "rank " + std::to_string(rank_) + ": bootstrap all-gather #" +
-                     std::to_string(seq) + " (" + std::to_string(bytes) + " bytes)";
-  net::Deadline deadline = net::Deadline::in(timeoutSec_);
-  auto r = sendMessage(static_cast<uint32_t>(MsgType::kGather), seq, data, bytes, deadline, true);
-  std::vector<uint8_t> out = awaitResult(seq, r, what, deadline, timeoutSec_);
-  if (out.size() != bytes * static_cast<size_t>(nranks_))
-    throwRemoteError(what + ": the ranks passed different sizes");
-  return out;
+  return collective(MsgType::kGather, "all-gather", " (" + std::to_string(bytes) + " bytes)", data,
+                    bytes, timeoutSec_, bytes * static_cast<size_t>(nranks_));
 }
 
 std::vector<uint8_t> Bootstrap::broadcast(int source, const std::vector<uint8_t>& data,
@@ -350,22 +342,23 @@ std::vector<uint8_t> Bootstrap::broadcast(int source, const std::vector<uint8_t>
   if (mine && data.size() > kMaxMsgBytes - sizeof(int32_t))
     throwInvalidArgument("bootstrap broadcast of " + std::to_string(data.size()) +
                          " bytes is too large");
-  if (abort_->raised()) throw Error(groveRemoteError, abort_->reason());
-  uint64_t seq = nextSeq_++;
-  std::string what = "rank " + std::to_string(rank_) + ": bootstrap broadcast #" +
-                     std::to_string(seq) + " from rank " + std::to_string(source);
   const int32_t from = source;
   std::vector<uint8_t> part(sizeof(from) + (mine ? data.size() : 0));
   std::memcpy(part.data(), &from, sizeof(from));
   if (mine && !data.empty()) std::memcpy(part.data() + sizeof(from), data.data(), data.size());
-  net::Deadline deadline = net::Deadline::in(waitSec > 0 ? waitSec : timeoutSec_);
-  auto r = sendMessage(static_cast<uint32_t>(MsgType::kBroadcast), seq, part.data(), part.size(),
-                       deadline, true);
-  return awaitResult(seq, r, what, deadline, waitSec > 0 ? waitSec : timeoutSec_);
+  return collective(MsgType::kBroadcast, "broadcast", " from rank " + std::to_string(source),
+                    part.data(), part.size(), waitSec > 0 ? waitSec : timeoutSec_);
 }
 
-std::vector<uint8_t> Bootstrap::awaitResult(uint64_t seq, net::IoResult r, const std::string& what,
-                                            const net::Deadline& deadline, double waitSec) {
+std::vector<uint8_t> Bootstrap::collective(MsgType type, const std::string& name,
+                                           const std::string& detail, const void* data,
+                                           size_t bytes, double waitSec, size_t resultBytes) {
+  if (abort_->raised()) throw Error(groveRemoteError, abort_->reason());
+  uint64_t seq = nextSeq_++;
+  const std::string what =
+      "rank " + std::to_string(rank_) + ": bootstrap " + name + " #" + std::to_string(seq) + detail;
+  net::Deadline deadline = net::Deadline::in(waitSec);
+  auto r = sendMessage(static_cast<uint32_t>(type), seq, data, bytes, deadline, true);
   std::unique_lock<std::mutex> lock(mu_);
   if (r == net::IoResult::kClosed && !rootLost_)
     throwRemoteError(what + ": lost the connection to the bootstrap root at " + rootText_);
@@ -374,6 +367,8 @@ std::vector<uint8_t> Bootstrap::awaitResult(uint64_t seq, net::IoResult r, const
     if (it != results_.end()) {
       std::vector<uint8_t> out = std::move(it->second);
       results_.erase(it);
+      if (resultBytes != kAnySize && out.size() != resultBytes)
+        throwRemoteError(what + ": the ranks passed different sizes");
       return out;
     }
     if (abort_->raised()) throw Error(groveRemoteError, abort_->reason());

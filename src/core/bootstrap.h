@@ -34,6 +34,7 @@
 namespace grove::core {
 
 class RootServer;
+enum class MsgType : uint32_t;  // bootstrap_root.h
 class CallTracker;
 
 /// Hash of /proc/sys/kernel/random/boot_id + host name: equal for every
@@ -125,11 +126,14 @@ class Bootstrap {
   /// is handed back in *otherType and *other instead.
   std::string askWhoIsMissing(uint32_t* otherType, std::vector<uint8_t>* other);
   void watch();
-  /// Waits until `deadline` (`waitSec` after the call) for the root's
-  /// answer to collective `seq` (allGather, broadcast) whose part was sent
-  /// with result `sent`; `what` names it in errors.
-  std::vector<uint8_t> awaitResult(uint64_t seq, net::IoResult sent, const std::string& what,
-                                   const net::Deadline& deadline, double waitSec);
+  static constexpr size_t kAnySize = SIZE_MAX;
+  /// Sends this rank's part (`data`) of the next collective (`type`:
+  /// kGather, kBroadcast) and waits up to `waitSec` for the root's answer,
+  /// which must hold `resultBytes` (kAnySize: any number); `name` and
+  /// `detail` say which collective in errors.
+  std::vector<uint8_t> collective(MsgType type, const std::string& name, const std::string& detail,
+                                  const void* data, size_t bytes, double waitSec,
+                                  size_t resultBytes = kAnySize);
   net::IoResult sendMessage(uint32_t type, uint64_t seq, const void* data, size_t bytes,
                             const net::Deadline& deadline, bool watchAbort);
 
