@@ -22,6 +22,19 @@ constexpr size_t kMaxBundleBytes = size_t{256} << 20;
 constexpr const char* kNoFingerprint = "-";
 constexpr const char* kLastRow = "max";
 
+/// `w` as a count of at most `most`; nullopt if it is not one.
+std::optional<uint64_t> countOf(const std::optional<std::string>& w, uint64_t most) {
+  if (!w || w->empty() || w->size() > 20 || w->find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  try {
+    const unsigned long long v = std::stoull(*w);
+    if (v > most) return std::nullopt;
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 /// Reads a bundle's words, and texts of a stated length.
 class Reader {
  public:
@@ -36,19 +49,7 @@ class Reader {
     return text_.substr(start, pos_ - start);
   }
   /// The next word as a count of at most `most`; nullopt if it is not one.
-  std::optional<uint64_t> count(uint64_t most) {
-    const std::optional<std::string> w = word();
-    if (!w || w->empty() || w->size() > 20 ||
-        w->find_first_not_of("0123456789") != std::string::npos)
-      return std::nullopt;
-    try {
-      const unsigned long long v = std::stoull(*w);
-      if (v > most) return std::nullopt;
-      return v;
-    } catch (const std::exception&) {
-      return std::nullopt;
-    }
-  }
+  std::optional<uint64_t> count(uint64_t most) { return countOf(word(), most); }
   /// The `bytes` bytes after the one space that follows the last word.
   std::optional<std::string> text(uint64_t bytes) {
     if (pos_ >= text_.size() || text_[pos_] != ' ') return std::nullopt;
@@ -143,9 +144,7 @@ bool applyTuning(const std::string& bundle, TopoPlans& plans, Selector& sel, std
       if (max == std::optional<std::string>(kLastRow)) {
         rule.maxBytes = UINT64_MAX;
       } else {
-        const std::string maxText = max.value_or("");
-        Reader number(maxText);
-        const std::optional<uint64_t> v = number.count(UINT64_MAX - 1);
+        const std::optional<uint64_t> v = countOf(max, UINT64_MAX - 1);
         if (!v) return fail(why, "a size table row of " + *name + " has no size");
         rule.maxBytes = *v;
       }

@@ -2,6 +2,7 @@
 // and with a store, shared with every communicator of the same topology.
 #include <algorithm>
 #include <chrono>
+#include <type_traits>
 #include <utility>
 
 #include "algorithms/planner/concurrent.h"
@@ -192,10 +193,6 @@ const HierPlan& TopoPlans::hierarchical() {
   return *hierarchical_;
 }
 
-}  // namespace grove::plan
-
-namespace grove::plan {
-
 std::vector<TopoPlans::NamedPlan> TopoPlans::exportPlans() const {
   std::vector<NamedPlan> out;
   if (rings_) out.emplace_back(kRings, encodeRings(*rings_));
@@ -211,52 +208,39 @@ std::vector<TopoPlans::NamedPlan> TopoPlans::exportPlans() const {
 }
 
 bool TopoPlans::take(const std::string& item, const std::string& text, std::string* why) {
-  auto ring = [&](std::optional<RingPlan>& slot) {
-    RingPlan plan;
-    if (!decodeRings(text, graph_, &plan, why)) return false;
+  // Decodes the text into `slot` (an optional plan member).
+  auto into = [&](auto decode, auto& slot) {
+    typename std::remove_reference_t<decltype(slot)>::value_type plan;
+    if (!decode(text, graph_, &plan, why)) return false;
     slot = std::move(plan);
     return true;
   };
-  auto trees = [&](auto assign) {
-    TreePlan plan;
-    if (!decodeTrees(text, graph_, &plan, why)) return false;
-    try {
-      assign(std::move(plan));
-    } catch (const Error& e) {
-      *why = e.what();
-      return false;
-    }
-    return true;
-  };
-  if (item == kRings) return ring(rings_);
-  if (item == kNcclRings) return ring(ncclRings_);
-  if (item == kAllReduceTrees) return trees([&](TreePlan p) { allReduceTrees_ = std::move(p); });
-  if (item == kAllGatherForest) return trees([&](TreePlan p) { allGatherTrees_ = std::move(p); });
-  if (item == kReduceScatterForest)
-    return trees([&](TreePlan p) { reduceScatterTrees_ = std::move(p); });
-  if (item == kHier) {
-    HierPlan plan;
-    if (!decodeHier(text, graph_, &plan, why)) return false;
-    hierarchical_ = std::move(plan);
-    return true;
-  }
+  if (item == kRings) return into(decodeRings, rings_);
+  if (item == kNcclRings) return into(decodeRings, ncclRings_);
+  if (item == kAllReduceTrees) return into(decodeTrees, allReduceTrees_);
+  if (item == kAllGatherForest) return into(decodeTrees, allGatherTrees_);
+  if (item == kReduceScatterForest) return into(decodeTrees, reduceScatterTrees_);
+  if (item == kHier) return into(decodeHier, hierarchical_);
   const std::string prefix = kRootedTreesPrefix;
   const std::string digits =
       item.compare(0, prefix.size(), prefix) == 0 ? item.substr(prefix.size()) : "";
   if (!digits.empty() && digits.size() <= 9 &&
       digits.find_first_not_of("0123456789") == std::string::npos &&
-      (digits == "0" || digits[0] != '0')) {
+      (digits == "0" || digits[0] != '0') && std::stoi(digits) < graph_.nranks()) {
     const int root = std::stoi(digits);
-    if (root < graph_.nranks())
-      return trees([&](TreePlan p) {
-        auto rooted = [&](const std::vector<Tree>& set) {
-          return std::all_of(set.begin(), set.end(), [&](const Tree& t) { return t.root == root; });
-        };
-        bool ok = rooted(p.trees);
-        for (const SizedTrees& sized : p.larger) ok = ok && rooted(sized.trees);
-        if (!ok) throw Error(groveInvalidArgument, "a tree is not rooted at rank " + digits);
-        rootedTrees_.insert_or_assign(root, std::move(p));
-      });
+    std::optional<TreePlan> plan;
+    if (!into(decodeTrees, plan)) return false;
+    auto rooted = [&](const std::vector<Tree>& set) {
+      return std::all_of(set.begin(), set.end(), [&](const Tree& t) { return t.root == root; });
+    };
+    bool ok = rooted(plan->trees);
+    for (const SizedTrees& sized : plan->larger) ok = ok && rooted(sized.trees);
+    if (!ok) {
+      *why = "a tree is not rooted at rank " + digits;
+      return false;
+    }
+    rootedTrees_.insert_or_assign(root, std::move(*plan));
+    return true;
   }
   *why = "no plan is called '" + item + "'";
   return false;
