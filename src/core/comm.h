@@ -213,7 +213,11 @@ class Comm {
   /// enqueued device work; null when both finished, else which did not.
   const char* drainWork();
   void* scratch(size_t bytes);
-  /// Installs the cost model's per-size algorithm table (link-address topologies).
+  /// With a topology whose links carry addresses: whether every rank's
+  /// links are addressed and carried by the network (collective), and if
+  /// so tuneForFabric() (comm_tuning.cc).
+  void tuneIfFabric(bool linkAddresses);
+  /// Installs the cost model's per-size algorithm table, tuned on rank 0.
   void tuneForFabric();
   /// Sets up the device path of a CUDA communicator (after the host links).
   void chooseEngine();
