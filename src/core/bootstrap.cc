@@ -35,7 +35,9 @@ void fillHostIdentity(transport::PeerInfo& info) {
   info.pid = static_cast<int32_t>(getpid());
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  std::snprintf(info.hostName, sizeof(info.hostName), "%s", host);
+  // (a longer name is cut to the field's size)
+  std::snprintf(info.hostName, sizeof(info.hostName), "%.*s",
+                static_cast<int>(sizeof(info.hostName) - 1), host);
   info.hostHash = localHostHash();
 }
 

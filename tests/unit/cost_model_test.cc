@@ -207,7 +207,9 @@ TEST(CostModel, TheTableAt256MiBIsTheSimulationItself) {
   }
   const double winner = row->seconds[static_cast<int>(row->winner)];
   for (double s : row->seconds)
-    if (s >= 0) EXPECT_LE(winner, s);
+    if (s >= 0) {
+      EXPECT_LE(winner, s);
+    }
 }
 
 TEST(CostModel, TheJudgeChoosesHowManyTrees) {

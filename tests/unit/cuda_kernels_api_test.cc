@@ -208,10 +208,13 @@ TEST(CudaKernelsApi, GridsRunWholeRounds) {
       EXPECT_GE(b, 1u);
       EXPECT_LE(b, most);
       EXPECT_GE(static_cast<size_t>(b) * rounds, blockRounds);  // covered in `rounds` rounds
-      if (b != most) EXPECT_LT(static_cast<size_t>(b - 1) * rounds, blockRounds);  // no block more
-      if (rounds > 1)
+      if (b != most) {
+        EXPECT_LT(static_cast<size_t>(b - 1) * rounds, blockRounds);  // no block more
+      }
+      if (rounds > 1) {
         EXPECT_GE(static_cast<size_t>(b) * 4, static_cast<size_t>(most) * 3)
             << "the grid lost more than a quarter";
+      }
     }
 }
 

@@ -133,7 +133,8 @@ TransportEntry mailboxRow() {
       },
       .make = [](const Context& ctx, std::unique_ptr<Endpoint>) -> std::unique_ptr<Transport> {
         return std::make_unique<MailboxTransport>(ctx);
-      }};
+      },
+      .makeDevice = nullptr};
 }
 
 void onRanks(int n, const std::function<void(int)>& fn) {
