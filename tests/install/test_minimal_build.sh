@@ -4,8 +4,8 @@
 # hwloc, ibverbs, MPI, torch), no tests or perf binaries. Configures it,
 # builds libgrove and grove-info, and checks that grove-info reports every
 # optional feature absent. Compiled without optimisation: the tier checks
-# that the bare build configures, builds and runs, and -O0 compiles it in a
-# fraction of -O3's time.
+# that the bare build configures, builds and runs, and -O0 compiles it in
+# about three quarters of -O3's time.
 #   test_minimal_build.sh <build dir for it> <source dir>
 set -euo pipefail
 dir=$1 src=$2

@@ -1,9 +1,9 @@
 """PyTorch's own distributed suite (upstream_suite.py) on grove against gloo.
 
 Runs the suite from the installed torch four times -- real gloo and grove
-standing in for it, side by side, on 2 and 3 ranks -- and fails if any test that passes on
-gloo does not pass on grove. Prints the counts of each run and what grove
-skips that gloo runs, with the reasons."""
+standing in for it, side by side, on 2 and 3 ranks -- and fails if any test
+that passes on gloo does not pass on grove. Prints the counts of each run
+and what grove skips that gloo runs, with the reasons."""
 import os
 import subprocess
 import sys
@@ -43,7 +43,6 @@ def finish_suite(run, tmp):
         raise AssertionError("the suite ran over 1500 s in " + tmp)
     out.seek(0)
     text = out.read()
-    out.close()
     xml_path = os.path.join(tmp, "out.xml")
     assert os.path.exists(xml_path), text[-6000:]
     outcome = {}
@@ -68,10 +67,11 @@ def run_both(world):
         try:
             return finish_suite(runs[0], gloo_tmp), finish_suite(runs[1], grove_tmp)
         finally:
-            for proc, _ in runs:  # (one left running when the other's report failed)
+            for proc, out in runs:  # (one left running when the other's report failed)
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
+                out.close()
 
 
 def summary(outcome):
