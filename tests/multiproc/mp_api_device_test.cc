@@ -15,11 +15,8 @@
 
 namespace {
 
+using mpapi::now;
 using mpapi::onRanks;
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // Sets (or clears) the emulation variable for this test.
 struct Emulation {

@@ -15,11 +15,8 @@
 namespace {
 
 using mpapi::Comms;
+using mpapi::now;
 using mpapi::onRanks;
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 TEST(MpApi, InitAllRanksAndDevice) {
   Comms comms(3);

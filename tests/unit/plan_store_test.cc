@@ -54,15 +54,16 @@ void expectSameTrees(const TreePlan& a, const TreePlan& b) {
   }
 }
 
-struct Case {
+struct StoreCase {
   const char* file;
   std::vector<int> gpus;
 };
 
 TEST(PlanStore, PlansFromTheStoreAreThePlansPlanningMakes) {
-  for (const Case& c : {Case{"dgx1_v100.json", {0, 1, 2, 3, 4, 5, 6, 7}},
-                        Case{"dgx1_p100.json", {0, 1, 4, 5}}, Case{"dgx_h100.json", {0, 1, 2, 3}},
-                        Case{"pcie_8gpu_2socket.json", {0, 1, 2, 3, 4, 5, 6, 7}}}) {
+  for (const StoreCase& c :
+       {StoreCase{"dgx1_v100.json", {0, 1, 2, 3, 4, 5, 6, 7}},
+        StoreCase{"dgx1_p100.json", {0, 1, 4, 5}}, StoreCase{"dgx_h100.json", {0, 1, 2, 3}},
+        StoreCase{"pcie_8gpu_2socket.json", {0, 1, 2, 3, 4, 5, 6, 7}}}) {
     SCOPED_TRACE(c.file);
     PlanStore store;
     TopoPlans fresh(graphOf(c.file, c.gpus));

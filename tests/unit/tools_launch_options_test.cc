@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tools/launch/launch_options.h"
+#include "unit/launch_runner.h"
 
 namespace {
 
@@ -124,32 +125,20 @@ TEST(LaunchOptions, Bind) {
   EXPECT_NE(err.find("bad --bind 'socket'"), std::string::npos) << err;
 }
 
-struct LaunchRun {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
+using LaunchRun = launchtest::LaunchResult;
 
-LaunchRun launch(const std::string& args) {
-  const std::string cmd = std::string("'") + GROVE_LAUNCH_PATH + "' " + args + " 2>&1";
-  LaunchRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) r.out.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
-}
+// Runs "grove-launch <args>" with its stderr in the output.
+LaunchRun launchJoined(const std::string& args) { return launchtest::runLaunch(args, true); }
 
 TEST(LaunchNetns, RootHostSetsCommIdAndMasterAddr) {
-  LaunchRun r =
-      launch("-n 1 --port 23457 --root-host 127.0.0.9 sh -c 'echo $GROVE_COMM_ID $MASTER_ADDR'");
+  LaunchRun r = launchJoined(
+      "-n 1 --port 23457 --root-host 127.0.0.9 sh -c 'echo $GROVE_COMM_ID $MASTER_ADDR'");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(r.out, "127.0.0.9:23457 127.0.0.9\n");
 }
 
 TEST(LaunchNetns, MissingNamespaceStopsTheJob) {
-  LaunchRun r = launch("-n 2 --netns grove-no-such-ns-%d sh -c 'echo started'");
+  LaunchRun r = launchJoined("-n 2 --netns grove-no-such-ns-%d sh -c 'echo started'");
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_EQ(r.out.find("started"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cannot open network namespace 'grove-no-such-ns-0' "
@@ -157,7 +146,7 @@ TEST(LaunchNetns, MissingNamespaceStopsTheJob) {
             std::string::npos)
       << r.out;
   // A file that is not a namespace: the rank cannot join it and fails.
-  r = launch("-n 1 --grace 0 --netns /dev/null sh -c 'echo started'");
+  r = launchJoined("-n 1 --grace 0 --netns /dev/null sh -c 'echo started'");
   EXPECT_EQ(r.status, 126) << r.out;
   EXPECT_NE(r.out.find("rank 0: cannot join network namespace '/dev/null'"), std::string::npos)
       << r.out;
@@ -198,7 +187,7 @@ TEST(LaunchNetns, RanksJoinTheirNamespaces) {
     list += (list.empty() ? "/proc/" : ",/proc/") + std::to_string(pid) + "/ns/net";
   LaunchRun r;
   if (privileged)
-    r = launch("-n 2 --tag-output --netns " + list + " sh -c 'readlink /proc/self/ns/net'");
+    r = launchJoined("-n 2 --tag-output --netns " + list + " sh -c 'readlink /proc/self/ns/net'");
   for (pid_t pid : holders) {
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);

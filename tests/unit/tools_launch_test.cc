@@ -16,38 +16,14 @@
 #include <vector>
 
 #include "tools/launch/launch_options.h"
+#include "unit/launch_runner.h"
 
 namespace {
 
-struct RunResult {
-  int status = -1;       // exit status of grove-launch
-  std::string out, err;  // its stdout and stderr
-  double seconds = 0;
-};
+using RunResult = launchtest::LaunchResult;
 
 // Runs "grove-launch <args>" through sh; args are shell words.
-RunResult launch(const std::string& args) {
-  char errPath[] = "/tmp/grove_launch_test_XXXXXX";
-  int fd = mkstemp(errPath);
-  close(fd);
-  const std::string cmd = std::string("'") + GROVE_LAUNCH_PATH + "' " + args + " 2>" + errPath;
-  RunResult r;
-  auto t0 = std::chrono::steady_clock::now();
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  std::ifstream in(errPath);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.err = ss.str();
-  unlink(errPath);
-  return r;
-}
+RunResult launch(const std::string& args) { return launchtest::runLaunch(args); }
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
