@@ -47,6 +47,11 @@ if(_want)
     endif()
     set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     enable_language(CUDA)
+    # Line tables for the host code, as CMakeLists.txt gives C and C++ (nvcc's
+    # -g never reached device code).
+    if(NOT GROVE_FULL_DEBUG_INFO AND CMAKE_CUDA_FLAGS_RELWITHDEBINFO STREQUAL "-O2 -g -DNDEBUG")
+      set(CMAKE_CUDA_FLAGS_RELWITHDEBINFO "-O2 -Xcompiler=-g1 -DNDEBUG")
+    endif()
     string(REPLACE ";" " " _cuda_archs "${CMAKE_CUDA_ARCHITECTURES}")
     grove_feature(CUDA 1 "toolkit found (nvcc ${CUDAToolkit_VERSION}), copy/reduce kernels and the CUDA executor for ${_cuda_archs}")
   else()

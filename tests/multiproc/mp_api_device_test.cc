@@ -12,11 +12,12 @@
 #include <vector>
 
 #include "mp_api_util.h"
+#include "mp_spawn.h"
 
 namespace {
 
-using mpapi::now;
 using mpapi::onRanks;
+using mptest::now;
 
 // Sets (or clears) the emulation variable for this test.
 struct Emulation {

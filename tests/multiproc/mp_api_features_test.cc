@@ -11,12 +11,13 @@
 #include <vector>
 
 #include "mp_api_util.h"
+#include "mp_spawn.h"
 
 namespace {
 
 using mpapi::Comms;
-using mpapi::now;
 using mpapi::onRanks;
+using mptest::now;
 
 TEST(MpApi, InitAllRanksAndDevice) {
   Comms comms(3);

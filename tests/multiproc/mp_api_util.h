@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -16,11 +15,6 @@
 #include "grove/grove.h"
 
 namespace mpapi {
-
-/// Seconds on the steady clock (for deadlines and elapsed times).
-inline double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 /// Resident set size of this process, in KiB (-1 if unknown).
 inline long rssKiB() {

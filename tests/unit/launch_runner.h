@@ -1,12 +1,12 @@
 // Runs the grove-launch binary (GROVE_LAUNCH_PATH) for the launcher's tests.
 #pragma once
 
-#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -19,6 +20,29 @@
 
 namespace grove::plan {
 namespace {
+
+/// What a judge was asked. Judges run on several threads at once
+/// (judgeSets), so the record is kept under a lock.
+template <typename T>
+class Asked {
+ public:
+  void add(T v) {
+    std::lock_guard<std::mutex> lock(mu_);
+    seen_.push_back(std::move(v));
+  }
+  std::vector<T> seen() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return seen_;
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    seen_.clear();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<T> seen_;
+};
 
 PlanGraph dgx1(const std::vector<int>& gpus) {
   return PlanGraph::fromTopology(fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), gpus));
@@ -78,13 +102,13 @@ TEST(TreeSizes, TheLargerJudgeWeighsOnlySetsNearTheWinner) {
   // the margin, 3 against 3 a tie. The larger judge prefers more trees, but
   // is asked only about the sets near the first judge's winner.
   const std::vector<Tree> a = treesOf(3), b = treesOf(3), c = treesOf(8);
-  auto asked = std::make_shared<std::vector<size_t>>();
+  auto asked = std::make_shared<Asked<size_t>>();
   PackOptions o;
   o.judge = [](const std::vector<Tree>& trees, bool, int) {
     return static_cast<double>(trees.size());
   };
   o.largerJudges = {SizeJudge{48ull << 20, [asked](const std::vector<Tree>& trees, bool, int) {
-                                asked->push_back(trees.size());
+                                asked->add(trees.size());
                                 return trees.size() == 3 ? 1.0 : 0.5;
                               }}};
   // b ties a and wins the tie; only a and b are judged again.
@@ -93,7 +117,7 @@ TEST(TreeSizes, TheLargerJudgeWeighsOnlySetsNearTheWinner) {
   EXPECT_EQ(v.seconds, 3.0);
   ASSERT_EQ(v.larger.size(), 1u);
   EXPECT_EQ(v.larger[0], 1u);
-  EXPECT_EQ(*asked, (std::vector<size_t>{3, 3}));
+  EXPECT_EQ(asked->seen(), (std::vector<size_t>{3, 3}));
   // A set that wins no tie stays behind an equal one listed before it.
   v = detail::judgeSets(o, {{&a, true}, {&b, false}}, true, 0);
   EXPECT_EQ(v.chosen, 0u);
@@ -109,7 +133,7 @@ TEST(TreeSizes, TheLargerJudgeWeighsOnlySetsNearTheWinner) {
   EXPECT_EQ(v.seconds, 2.0);
   ASSERT_EQ(v.larger.size(), 1u);
   EXPECT_EQ(v.larger[0], 1u);
-  EXPECT_TRUE(asked->empty());
+  EXPECT_TRUE(asked->seen().empty());
   // No set the judge can build: nothing chosen.
   o.judge = [](const std::vector<Tree>&, bool, int) -> double {
     throwInvalidArgument("cannot build");
@@ -124,13 +148,13 @@ TEST(TreeSizes, TheLargerJudgeWeighsAtMostTheFourFastest) {
   // weighs the four fastest there, and the verdict hands on all six.
   std::vector<std::vector<Tree>> sets;
   for (size_t n : {2, 3, 4, 5, 6, 7}) sets.push_back(treesOf(n));
-  auto asked = std::make_shared<std::vector<size_t>>();
+  auto asked = std::make_shared<Asked<size_t>>();
   PackOptions o;
   o.judge = [](const std::vector<Tree>& trees, bool, int) {
     return 1.0 + 1e-3 * static_cast<double>(8 - trees.size());
   };
   o.largerJudges = {SizeJudge{48ull << 20, [asked](const std::vector<Tree>& trees, bool, int) {
-                                asked->push_back(trees.size());
+                                asked->add(trees.size());
                                 return 1.0 / static_cast<double>(trees.size());
                               }}};
   std::vector<detail::JudgedSet> judged;
@@ -140,8 +164,9 @@ TEST(TreeSizes, TheLargerJudgeWeighsAtMostTheFourFastest) {
   EXPECT_EQ(v.near, (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
   ASSERT_EQ(v.first.size(), 6u);
   EXPECT_DOUBLE_EQ(v.first[0], 1.006);
-  std::sort(asked->begin(), asked->end());
-  EXPECT_EQ(*asked, (std::vector<size_t>{4, 5, 6, 7}));
+  std::vector<size_t> seen = asked->seen();
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<size_t>{4, 5, 6, 7}));
   ASSERT_EQ(v.larger.size(), 1u);
   EXPECT_EQ(v.larger[0], 5u);
   const std::vector<JudgedTrees> handed = detail::contendersOf(v, judged);
@@ -165,7 +190,7 @@ TEST(TreeSizes, TheJointPackingAndTheSplitMeetInOneLargerPool) {
       if (shapes.count(t.parent) == 0) return false;
     return true;
   };
-  auto asked = std::make_shared<std::vector<std::pair<size_t, bool>>>();
+  auto asked = std::make_shared<Asked<std::pair<size_t, bool>>>();
   TopoPlans plans{PlanGraph(g)};
   plans.setTreeJudge(
       [fromSplit](const std::vector<Tree>& trees, bool, int) {
@@ -173,16 +198,17 @@ TEST(TreeSizes, TheJointPackingAndTheSplitMeetInOneLargerPool) {
       },
       "test-pool",
       {SizeJudge{48ull << 20, [asked, fromSplit](const std::vector<Tree>& trees, bool, int) {
-                   asked->push_back({trees.size(), fromSplit(trees)});
+                   asked->add({trees.size(), fromSplit(trees)});
                    return 1.0 / static_cast<double>(trees.size());
                  }}});
   const TreePlan& tp = plans.allReduceTrees();
   EXPECT_TRUE(fromSplit(tp.trees)) << "the first judge's choice";
-  ASSERT_LE(asked->size(), 4u);
+  const std::vector<std::pair<size_t, bool>> seen = asked->seen();
+  ASSERT_LE(seen.size(), 4u);
   size_t most = 0, split_ = 0;
-  for (const auto& [n, isSplit] : *asked) most = std::max(most, n), split_ += isSplit ? 1 : 0;
+  for (const auto& [n, isSplit] : seen) most = std::max(most, n), split_ += isSplit ? 1 : 0;
   EXPECT_GE(split_, 1u);
-  EXPECT_LT(split_, asked->size()) << "the joint packing's sets were weighed too";
+  EXPECT_LT(split_, seen.size()) << "the joint packing's sets were weighed too";
   ASSERT_EQ(tp.larger.size(), 1u);
   EXPECT_EQ(tp.larger[0].trees.size(), most);
 }
