@@ -8,7 +8,6 @@
 # ccache is used only when that works. GROVE_CCACHE=OFF, or a compiler
 # launcher named on the configure line, leaves it out.
 option(GROVE_CCACHE "Compile through ccache when it is installed and its cache is writable" ON)
-set(GROVE_CCACHE_USED OFF)
 if(GROVE_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER AND NOT CMAKE_C_COMPILER_LAUNCHER)
   find_program(GROVE_CCACHE_PROGRAM ccache)
   if(GROVE_CCACHE_PROGRAM)
@@ -19,7 +18,6 @@ if(GROVE_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER AND NOT CMAKE_C_COMPILER_LAU
                     WORKING_DIRECTORY ${_probe_dir} RESULT_VARIABLE _probe_rc
                     OUTPUT_QUIET ERROR_VARIABLE _probe_err)
     if(_probe_rc EQUAL 0)
-      set(GROVE_CCACHE_USED ON)
       message(STATUS "Compiling through ${GROVE_CCACHE_PROGRAM} (GROVE_CCACHE=OFF: without)")
       # (CUDA, enabled later by GroveFeatures.cmake, takes its launcher from
       # here too: nvcc compiles through ccache as the host compilers do.)

@@ -3,11 +3,8 @@
 // failure, SIGKILL for ranks that ignore SIGTERM, --timeout, --bind, usage
 // errors.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <set>

@@ -55,8 +55,6 @@ void usage(FILE* f) {
       "  --transport T  the registered transport whose link traits the predictions assume\n"
       "                 (grove-info lists them); default: device rings for GPU ranks, else\n"
       "                 socket across machines or over addressed links, else shm\n"
-      "               (default: cuda for GPU ranks, else socket when the links carry\n"
-      "               addresses or the ranks span machines, else shm)\n"
       "  --no-judge   keep the packer's trees (99%% of the optimum, fewest trees) instead\n"
       "               of letting the cost model choose how many trees\n"
       "  --cache DIR  keep the plans in DIR by the topology's fingerprint and take them\n"
