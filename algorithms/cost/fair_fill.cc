@@ -13,6 +13,13 @@
 // transfer may stand for several identical ones (the simulator's merged
 // copies): it counts that many times. A round costs the links in use and the
 // groups, not the transfers times their routes.
+//
+// A transfer that follows another (a forward caught up with its input: it
+// cannot send bytes it has not received) is a group of its own that rises
+// with the level like every other and freezes when the one it follows
+// freezes, at the same rate; if its own link fills first it freezes there,
+// slower. That is the max-min fair allocation under "follower <= leader",
+// found in one filling.
 #include "algorithms/cost/fair_fill.h"
 
 #include <algorithm>
@@ -39,6 +46,7 @@ FairFill::FairFill(std::vector<double> linkBps, const std::vector<std::vector<in
   }
   pathBegin_.push_back(static_cast<int>(pathLinks_.size()));
   groupOfPath_.assign(paths.size(), -1);
+  followGroupOfPath_.assign(paths.size(), -1);
   linkRem_.assign(linkBps_.size(), 0);
   linkUsers_.assign(linkBps_.size(), 0);
   linkGroups_.assign(linkBps_.size(), {});
@@ -51,7 +59,13 @@ std::span<const int> FairFill::linksOf(int path) const {
 
 void FairFill::rates(std::span<const int> path, std::span<const int> count,
                      std::span<const double> cap, std::span<double> rate) {
-  groupTransfers(path, count, cap);
+  rates(path, count, cap, {}, rate);
+}
+
+void FairFill::rates(std::span<const int> path, std::span<const int> count,
+                     std::span<const double> cap, std::span<const std::pair<int, int>> follow,
+                     std::span<double> rate) {
+  groupTransfers(path, count, cap, follow);
   openLinks();
   raise();
   for (int l : usedLinks_) linkGroups_[l].clear(), linkListed_[l] = 0;
@@ -59,25 +73,70 @@ void FairFill::rates(std::span<const int> path, std::span<const int> count,
     rate[k] = groupOf_[k] < 0 ? 0 : groups_[groupOf_[k]].rate;
 }
 
-/// The groups: one per path among the uncapped transfers, one per capped.
+/// The groups: one per path among the uncapped transfers, one per capped
+/// or following transfer; and which groups stop with which.
 void FairFill::groupTransfers(std::span<const int> path, std::span<const int> count,
-                              std::span<const double> cap) {
+                              std::span<const double> cap,
+                              std::span<const std::pair<int, int>> follow) {
+  const size_t n = path.size();
+  stopped_.assign(n, 0);
+  follows_.assign(n, 0);
+  for (size_t k = 0; k < n; ++k) stopped_[k] = cap[k] <= 0;
+  for (const auto& [f, l] : follow) follows_[f] = 1;
+  // A follower of one that does not flow does not flow (chains are short).
+  for (bool more = !follow.empty(); more;) {
+    more = false;
+    for (const auto& [f, l] : follow)
+      if (stopped_[l] && !stopped_[f]) stopped_[f] = 1, more = true;
+  }
   groups_.clear();
-  groupOf_.clear();
-  for (size_t k = 0; k < path.size(); ++k) {
-    if (cap[k] <= 0) {
-      groupOf_.push_back(-1);
-      continue;
-    }
+  leadOf_.clear();
+  groupOf_.assign(n, -1);
+  for (size_t k = 0; k < n; ++k) {
+    if (stopped_[k] || follows_[k]) continue;
     int& shared = groupOfPath_[path[k]];
     if (cap[k] == kInf && shared >= 0) {
       groups_[shared].count += count[k];
-      groupOf_.push_back(shared);
+      groupOf_[k] = shared;
       continue;
     }
-    groupOf_.push_back(static_cast<int>(groups_.size()));
-    if (cap[k] == kInf) shared = groupOf_.back();
+    groupOf_[k] = static_cast<int>(groups_.size());
+    if (cap[k] == kInf) shared = groupOf_[k];
     groups_.push_back(Group{path[k], count[k], cap[k]});
+  }
+  anyFollow_ = !follow.empty();
+  if (!anyFollow_) return;
+  // Followers over one path without a cap that follow one group rise and
+  // stop together: one group (a follower of several is a group alone).
+  // Leaders first: a chain of forwards takes a pass per link of it.
+  leaderOf_.assign(n, -1);
+  for (const auto& [f, l] : follow) leaderOf_[f] = leaderOf_[f] == -1 ? l : -2;
+  for (bool more = true; more;) {
+    more = false;
+    for (const auto& [f, l] : follow) {
+      if (stopped_[f] || groupOf_[f] >= 0 || groupOf_[l] < 0) continue;
+      more = true;
+      const int lead = leaderOf_[f] >= 0 ? groupOf_[l] : -1;
+      int& last = followGroupOfPath_[path[f]];  // the path's last followers' group
+      if (lead >= 0 && cap[f] == kInf && last >= 0 && leadOf_[last] == lead) {
+        groups_[last].count += count[f];
+        groupOf_[f] = last;
+        continue;
+      }
+      groupOf_[f] = static_cast<int>(groups_.size());
+      groups_.push_back(Group{path[f], count[f], cap[f]});
+      leadOf_.resize(groups_.size(), -1);
+      if (lead >= 0 && cap[f] == kInf) last = groupOf_[f], leadOf_[last] = lead;
+    }
+  }
+  for (const auto& [f, l] : follow) followGroupOfPath_[path[f]] = -1;
+  if (followers_.size() < groups_.size()) followers_.resize(groups_.size());
+  for (size_t gi = 0; gi < groups_.size(); ++gi) followers_[gi].clear();
+  for (const auto& [f, l] : follow) {
+    const int fg = groupOf_[f], lg = groupOf_[l];
+    if (fg < 0) continue;
+    std::vector<int>& list = followers_[lg];
+    if (std::find(list.begin(), list.end(), fg) == list.end()) list.push_back(fg);
   }
 }
 
@@ -100,18 +159,23 @@ void FairFill::openLinks() {
   }
 }
 
+/// Freezes group gi at `level`, and the groups that follow it.
+void FairFill::freezeAt(int gi, double level, size_t& left) {
+  Group& g = groups_[gi];
+  if (g.frozen) return;
+  g.frozen = true;
+  --left;
+  g.rate = level;
+  for (int l : linksOf(g.path)) linkRem_[l] -= level * g.count, linkUsers_[l] -= g.count;
+  if (anyFollow_)
+    for (int f : followers_[gi]) freezeAt(f, level, left);
+}
+
 /// Raises the level until every group is frozen.
 void FairFill::raise() {
   size_t left = groups_.size();
   double level = 0;
-  auto freeze = [&](int gi) {
-    Group& g = groups_[gi];
-    if (g.frozen) return;
-    g.frozen = true;
-    --left;
-    g.rate = level;
-    for (int l : linksOf(g.path)) linkRem_[l] -= level * g.count, linkUsers_[l] -= g.count;
-  };
+  auto freeze = [&](int gi) { freezeAt(gi, level, left); };
   // The links some unfrozen group still crosses, in usedLinks_ order (a
   // link all of whose groups froze leaves for good).
   openLinks_ = usedLinks_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace grove::plan {
@@ -22,6 +23,12 @@ class FairFill {
   /// transfer that crosses no link and has no cap gets infinity.
   void rates(std::span<const int> path, std::span<const int> count, std::span<const double> cap,
              std::span<double> rate);
+  /// The same, and transfer f of every pair (f, l) in `follow` never goes
+  /// faster than transfer l (a forward that has caught up with its input):
+  /// it rises with l and stops when l does, or sooner on its own links or
+  /// cap; it does not flow while l does not. The pairs form no cycle.
+  void rates(std::span<const int> path, std::span<const int> count, std::span<const double> cap,
+             std::span<const std::pair<int, int>> follow, std::span<double> rate);
 
  private:
   /// Transfers over one path without a cap, or one capped transfer.
@@ -34,9 +41,10 @@ class FairFill {
   };
   std::span<const int> linksOf(int path) const;
   void groupTransfers(std::span<const int> path, std::span<const int> count,
-                      std::span<const double> cap);
+                      std::span<const double> cap, std::span<const std::pair<int, int>> follow);
   void openLinks();
   void raise();
+  void freezeAt(int gi, double level, size_t& left);
 
   std::vector<double> linkBps_;
   std::vector<int> pathLinks_, pathBegin_;  ///< linksOf(p)
@@ -49,6 +57,14 @@ class FairFill {
   std::vector<std::vector<int>> linkGroups_;  ///< by link: the groups crossing it
   std::vector<char> linkListed_;              ///< by link: in usedLinks_
   std::vector<int> usedLinks_, openLinks_, capped_;
+  std::vector<char>
+      stopped_;  ///< by transfer: does not flow (cap <= 0, or follows one that does not)
+  std::vector<char> follows_;           ///< by transfer: follows another
+  std::vector<int> leaderOf_;           ///< by transfer: the one it follows (-1 none, -2 several)
+  std::vector<int> followGroupOfPath_;  ///< by path: the last group of followers over it, or -1
+  std::vector<int> leadOf_;             ///< by group: the group its followers follow, or -1
+  std::vector<std::vector<int>> followers_;  ///< by group: the groups that stop with it
+  bool anyFollow_ = false;                   ///< this call has followers
 };
 
 }  // namespace grove::plan

@@ -38,7 +38,6 @@ struct Transfer {
   double bytes = 0;
   double sent = 0;         ///< bytes arrived so far
   double rate = 0;         ///< bytes/s now
-  double cap = kNever;     ///< forward cap now
   double delay = 0;        ///< seconds from the sender's start to the first byte
   double flight = 0;       ///< the route's latency (s): how long the last byte is in flight
   bool released = false;   ///< the sender has sent its last byte (its step may go on)

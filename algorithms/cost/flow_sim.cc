@@ -40,8 +40,8 @@
 // every link max-min fairly (progressive filling, fair_fill.h). A forwarding
 // step (receives and sends) never sends bytes it has not received: while its
 // outgoing transfer has caught up with an incoming one (a fan-in forward: any
-// of them), its rate is capped by that input's rate; the caps depend on other
-// rates, so the filling repeats until the caps stop changing. The rates are a
+// of them), it goes no faster than that input, which the filling keeps as it
+// fills (the forward stops rising when its input does). The rates are a
 // function of which transfers flow and which inputs each forward has caught up
 // with: an event that changes neither (a release, a start still delayed: three
 // events in five of a tree pipeline) keeps them. A link of unbounded capacity
@@ -74,7 +74,6 @@ namespace grove::plan {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr int kMaxCapRounds = 12;  // fillings per event while forward caps settle
 // Shortest time step: events closer than this merge (transfers whose shares
 // differ by a few bytes would otherwise each cost an event).
 constexpr double kMinDt = 1e-9;
@@ -104,6 +103,7 @@ class FlowSim {
         nranks_(static_cast<int>(progs.size())),
         g_(checked(net, progs, p)) {
     lags_.assign(g_.ups.size(), 0);
+    placeInFlow_.assign(g_.xfers.size(), -1);
     std::vector<double> linkBps;
     for (double c : net.capGBps) linkBps.push_back(c * 1e9);
     fair_ = FairFill(std::move(linkBps), g_.paths);
@@ -309,41 +309,60 @@ class FlowSim {
     // The rates are a function of the transfers flowing (in order) and of
     // which inputs each forward has caught up with: when neither changed
     // since the last event (a release, a start still delayed), they stand.
-    if (!flowChanged_ && caught_ == lastCaught_) return;
+    // A forward that falls behind an input it ran slower than changes no
+    // rate either (that input did not hold it back).
+    if (!flowChanged_ && !caughtMatters()) {
+      lastCaught_ = caught_;
+      return;
+    }
     flowChanged_ = false;
     lastCaught_ = caught_;
-    for (int x : flow_) g_.xfers[x].cap = kInf;
-    for (int round = 0; round < kMaxCapRounds; ++round) {
-      fill();
-      bool changed = false;
-      size_t k = 0;  // caught_[k]: the next forward's input
-      for (int x : flow_) {
-        Transfer& t = g_.xfers[x];
-        double cap = kInf;  // the slowest input it has caught up with
-        for (int up : upstreamsOf(t)) {
-          if (!caught_[k++]) continue;
-          const Transfer& u = g_.xfers[up];
-          cap = std::min(cap, flowing(u) ? u.rate : 0.0);
-        }
-        if (cap != t.cap && !(std::abs(cap - t.cap) <= 1e-9 * std::max(cap, t.cap))) changed = true;
-        t.cap = cap;
-      }
-      if (!changed) break;
-    }
+    fill();
   }
 
-  /// The flowing transfers' max-min fair rates under their caps.
+  /// Whether a forward caught up with an input since the last filling, or
+  /// fell behind one that may have held it back (it ran as fast).
+  bool caughtMatters() const {
+    if (caught_ == lastCaught_) return false;
+    size_t c = 0;
+    for (int x : flow_) {
+      const Transfer& t = g_.xfers[x];
+      for (int up : upstreamsOf(t)) {
+        const bool now = caught_[c], before = lastCaught_[c];
+        ++c;
+        if (now == before) continue;
+        if (now || !(t.rate < g_.xfers[up].rate * (1 - 1e-9))) return true;
+      }
+    }
+    return false;
+  }
+
+  /// The flowing transfers' max-min fair rates, each forward no faster than
+  /// the inputs it has caught up with (stopped while one of them does not
+  /// flow yet).
   void fill() {
     fillPath_.clear();
     fillCount_.clear();
     fillCap_.clear();
-    for (int x : flow_) {
-      fillPath_.push_back(g_.pathOf[x]);
-      fillCount_.push_back(g_.copies[x]);
-      fillCap_.push_back(g_.xfers[x].cap);
+    fillFollow_.clear();
+    for (size_t k = 0; k < flow_.size(); ++k) placeInFlow_[flow_[k]] = static_cast<int>(k);
+    size_t c = 0;  // caught_[c]: the next forward's input
+    for (size_t k = 0; k < flow_.size(); ++k) {
+      const Transfer& t = g_.xfers[flow_[k]];
+      double cap = kInf;
+      for (int up : upstreamsOf(t)) {
+        if (!caught_[c++]) continue;
+        if (flowing(g_.xfers[up]))
+          fillFollow_.emplace_back(static_cast<int>(k), placeInFlow_[up]);
+        else
+          cap = 0;
+      }
+      fillPath_.push_back(g_.pathOf[flow_[k]]);
+      fillCount_.push_back(g_.copies[flow_[k]]);
+      fillCap_.push_back(cap);
     }
     fillRate_.resize(flow_.size());
-    fair_.rates(fillPath_, fillCount_, fillCap_, fillRate_);
+    fair_.rates(fillPath_, fillCount_, fillCap_, fillFollow_, fillRate_);
     for (size_t k = 0; k < flow_.size(); ++k) g_.xfers[flow_[k]].rate = fillRate_[k];
   }
 
@@ -437,6 +456,8 @@ class FlowSim {
   std::vector<char> lastCaught_;  ///< and at the last filling
   FairFill fair_;
   std::vector<int> fillPath_, fillCount_;
+  std::vector<std::pair<int, int>> fillFollow_;  ///< fill(): (forward, input) by place in flow_
+  std::vector<int> placeInFlow_;            ///< by transfer: its place in flow_ at the last fill
   std::vector<double> fillCap_, fillRate_;  ///< fill(): by flow, for fair_
 };
 

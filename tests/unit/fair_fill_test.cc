@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "algorithms/cost/fair_fill.h"
@@ -58,6 +59,37 @@ TEST(FairFill, EveryLinkFullOrEveryTransferCappedAndCallsIndependent) {
   const std::vector<double> c = rates({0, 1}, {0.5, kInf});
   EXPECT_DOUBLE_EQ(c[0], 0.5);
   EXPECT_DOUBLE_EQ(c[1], 5.5);
+}
+
+TEST(FairFill, AFollowerGoesNoFasterThanItsLeaderAndLeavesTheRest) {
+  // Link 0 carries 2, link 1 carries 10, link 2 carries 1.
+  FairFill fill({2, 10, 1}, {{0}, {1}, {2}});
+  // 0: a leader over link 0; 1: its follower over link 1, beside 2 (free)
+  // and 3 (a follower of 1: a chain); 4: a follower of 0 whose own link is
+  // slower; 5: a follower of 6, which does not flow.
+  const std::vector<int> path = {0, 1, 1, 1, 2, 1, 1};
+  const std::vector<double> cap = {kInf, kInf, kInf, kInf, kInf, kInf, 0};
+  const std::vector<std::pair<int, int>> follow = {{1, 0}, {3, 1}, {4, 0}, {5, 6}};
+  std::vector<double> rate(path.size(), -1);
+  fill.rates(path, std::vector<int>(path.size(), 1), cap, follow, rate);
+  EXPECT_DOUBLE_EQ(rate[0], 2);
+  EXPECT_DOUBLE_EQ(rate[1], 2);
+  EXPECT_DOUBLE_EQ(rate[3], 2);
+  EXPECT_DOUBLE_EQ(rate[4], 1);  // its own link holds it below its leader
+  EXPECT_EQ(rate[5], 0);
+  EXPECT_EQ(rate[6], 0);
+  EXPECT_DOUBLE_EQ(rate[2], 6);  // link 1 less what the followers take
+  // Without the pairs the four on link 1 share it equally.
+  fill.rates(path, std::vector<int>(path.size(), 1), cap, rate);
+  EXPECT_DOUBLE_EQ(rate[2], 2.5);
+  // Followers of one leader over one path fill as one group of that many.
+  const std::vector<int> path2 = {0, 1, 1, 1};
+  const std::vector<std::pair<int, int>> follow2 = {{1, 0}, {2, 0}};
+  std::vector<double> rate2(path2.size());
+  const std::vector<int> count2 = {1, 1, 1, 1};
+  const std::vector<double> cap2 = {kInf, kInf, kInf, kInf};
+  fill.rates(path2, count2, cap2, follow2, rate2);
+  EXPECT_EQ(rate2, (std::vector<double>{2, 2, 2, 6}));
 }
 
 TEST(FairFill, APathNamingNoLinkIsRejected) {

@@ -230,6 +230,31 @@ TEST(FlowSim, ForwardIsCappedByASlowerInput) {
   EXPECT_NEAR(res.seconds, (4 << 20) / (2 * kGB), 2e-9);  // events merge within 1 ns
 }
 
+TEST(FlowSim, AForwardLeavesTheLinkShareItsSlowInputCannotFill) {
+  // 0 -> 1 at 1 GB/s; 1 forwards to 2 over a 10 GB/s link that 3 -> 2
+  // also crosses. The forward cannot go faster than its input, so the
+  // other flow takes the other 9 GB/s (and not half of the link).
+  TestNet t;
+  t.routes[{0, 1}] = {t.addLink(1, 0)};
+  const int shared = t.addLink(10, 0);
+  t.routes[{1, 2}] = {shared};
+  t.routes[{3, 2}] = {shared};
+  const FlowNet net = t.finish();
+  SimParams p;
+  p.stepOverheadUs = 0;
+  const uint64_t fwdBytes = 1 << 20, otherBytes = 9 << 20;
+  Program dst;
+  dst.phases.push_back(Phase{{Lane{{recvStep(1, fwdBytes)}}, Lane{{recvStep(3, otherBytes)}}}});
+  const auto res =
+      simulate(net,
+               {phases({sendStep(1, fwdBytes)}),
+                phases({detail::netStep(StepKind::kRecvCopySend, 0, 2, 0, {}, {}, fwdBytes)}), dst,
+                phases({sendStep(2, otherBytes)})},
+               p);
+  EXPECT_NEAR(res.rankSeconds[3], otherBytes / (9 * kGB), 2e-9);
+  EXPECT_NEAR(res.seconds, fwdBytes / (1 * kGB), 2e-9);
+}
+
 /// A send to `peers` (the first is sendPeer, the rest fan out).
 Step fanOutStep(StepKind kind, int from, std::vector<int> peers, uint64_t bytes) {
   Step s = detail::netStep(kind, from, peers[0], 0, {}, {}, bytes);
