@@ -79,12 +79,20 @@ void FairFill::groupTransfers(std::span<const int> path, std::span<const int> co
                               std::span<const double> cap,
                               std::span<const std::pair<int, int>> follow) {
   const size_t n = path.size();
-  stopped_.assign(n, 0);
-  follows_.assign(n, 0);
-  for (size_t k = 0; k < n; ++k) stopped_[k] = cap[k] <= 0;
-  for (const auto& [f, l] : follow) follows_[f] = 1;
+  anyFollow_ = !follow.empty();
+  // leaderOf_: the transfer each follows (-1 none, -2 several).
+  if (anyFollow_) {
+    leaderOf_.assign(n, -1);
+    for (const auto& [f, l] : follow) leaderOf_[f] = leaderOf_[f] == -1 ? l : -2;
+  }
+  stopped_.resize(n);
+  bool anyStopped = false;
+  for (size_t k = 0; k < n; ++k) {
+    stopped_[k] = cap[k] <= 0;
+    anyStopped = anyStopped || stopped_[k];
+  }
   // A follower of one that does not flow does not flow (chains are short).
-  for (bool more = !follow.empty(); more;) {
+  for (bool more = anyFollow_ && anyStopped; more;) {
     more = false;
     for (const auto& [f, l] : follow)
       if (stopped_[l] && !stopped_[f]) stopped_[f] = 1, more = true;
@@ -93,7 +101,7 @@ void FairFill::groupTransfers(std::span<const int> path, std::span<const int> co
   leadOf_.clear();
   groupOf_.assign(n, -1);
   for (size_t k = 0; k < n; ++k) {
-    if (stopped_[k] || follows_[k]) continue;
+    if (stopped_[k] || (anyFollow_ && leaderOf_[k] != -1)) continue;
     int& shared = groupOfPath_[path[k]];
     if (cap[k] == kInf && shared >= 0) {
       groups_[shared].count += count[k];
@@ -104,13 +112,10 @@ void FairFill::groupTransfers(std::span<const int> path, std::span<const int> co
     if (cap[k] == kInf) shared = groupOf_[k];
     groups_.push_back(Group{path[k], count[k], cap[k]});
   }
-  anyFollow_ = !follow.empty();
   if (!anyFollow_) return;
   // Followers over one path without a cap that follow one group rise and
   // stop together: one group (a follower of several is a group alone).
   // Leaders first: a chain of forwards takes a pass per link of it.
-  leaderOf_.assign(n, -1);
-  for (const auto& [f, l] : follow) leaderOf_[f] = leaderOf_[f] == -1 ? l : -2;
   for (bool more = true; more;) {
     more = false;
     for (const auto& [f, l] : follow) {

@@ -59,7 +59,6 @@ class FairFill {
   std::vector<int> usedLinks_, openLinks_, capped_;
   std::vector<char>
       stopped_;  ///< by transfer: does not flow (cap <= 0, or follows one that does not)
-  std::vector<char> follows_;           ///< by transfer: follows another
   std::vector<int> leaderOf_;           ///< by transfer: the one it follows (-1 none, -2 several)
   std::vector<int> followGroupOfPath_;  ///< by path: the last group of followers over it, or -1
   std::vector<int> leadOf_;             ///< by group: the group its followers follow, or -1

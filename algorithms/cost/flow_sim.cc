@@ -298,12 +298,19 @@ class FlowSim {
       pending_.pop();
       flowChanged_ = true;
     }
+    // A forward trails its input by the bytes that arrive during its own
+    // start delay; within that lag it streams at the input's rate. The lags
+    // change with the rates (a filling) and with the flowing set.
+    if (lagsStale_ || flowChanged_) {
+      for (int x : flow_) {
+        const Transfer& t = g_.xfers[x];
+        for (int i = t.upBegin; i < t.upEnd; ++i) lags_[i] = t.delay * g_.xfers[g_.ups[i]].rate;
+      }
+      lagsStale_ = false;
+    }
     caught_.clear();
     for (int x : flow_) {
-      // A forward trails its input by the bytes that arrive during its own
-      // start delay; within that lag it streams at the input's rate.
-      Transfer& t = g_.xfers[x];
-      for (int i = t.upBegin; i < t.upEnd; ++i) lags_[i] = t.delay * g_.xfers[g_.ups[i]].rate;
+      const Transfer& t = g_.xfers[x];
       for (int i = t.upBegin; i < t.upEnd; ++i) caught_.push_back(caughtUpWith(t, i));
     }
     // The rates are a function of the transfers flowing (in order) and of
@@ -364,10 +371,12 @@ class FlowSim {
     fillRate_.resize(flow_.size());
     fair_.rates(fillPath_, fillCount_, fillCap_, fillFollow_, fillRate_);
     for (size_t k = 0; k < flow_.size(); ++k) g_.xfers[flow_[k]].rate = fillRate_[k];
+    lagsStale_ = true;
   }
 
   double nextEventDt() const {
     double dt = pending_.empty() ? kInf : pending_.top().first - now_;
+    size_t c = 0;  // caught_[c]: the next forward's input (computeRates)
     for (int x : flow_) {
       const Transfer& t = g_.xfers[x];
       if (t.rate > 0) dt = std::min(dt, (t.bytes - t.sent) / t.rate);
@@ -375,7 +384,7 @@ class FlowSim {
           inputsArrived(t))  // (a forward's release waits for its inputs' ends)
         dt = std::min(dt, std::max(0.0, (t.bytes - t.sent) / t.rate - t.flight));
       for (int i = t.upBegin; i < t.upEnd; ++i) {
-        if (caughtUpWith(t, i)) continue;
+        if (caught_[c++]) continue;
         const Transfer& u = g_.xfers[g_.ups[i]];
         const double gap = u.sent - t.sent - lags_[i];
         if (!u.done && t.rate > u.rate) dt = std::min(dt, std::max(gap, 0.0) / (t.rate - u.rate));
@@ -451,6 +460,7 @@ class FlowSim {
       pending_;
   std::vector<int> flow_;    ///< the transfers flowing (started, not done)
   bool flowChanged_ = true;  ///< flow_ changed since the last filling
+  bool lagsStale_ = true;    ///< the rates changed since lags_ were worked out
   std::vector<int> timedLocal_;
   std::vector<char> caught_;      ///< computeRates(): by flow, by input: caught up
   std::vector<char> lastCaught_;  ///< and at the last filling
