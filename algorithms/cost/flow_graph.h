@@ -35,21 +35,23 @@ struct SimStep {
 /// A matched send and receive: bytes over a route, and (the simulation's
 /// state) how far they have come.
 struct Transfer {
+  // What each event reads, first (one cache line):
   double bytes = 0;
-  double sent = 0;         ///< bytes arrived so far
-  double rate = 0;         ///< bytes/s now
-  double delay = 0;        ///< seconds from the sender's start to the first byte
-  double flight = 0;       ///< the route's latency (s): how long the last byte is in flight
-  bool released = false;   ///< the sender has sent its last byte (its step may go on)
-  double doneAt = kNever;  ///< when its last byte arrived
+  double sent = 0;        ///< bytes arrived so far
+  double rate = 0;        ///< bytes/s now
+  double delay = 0;       ///< seconds from the sender's start to the first byte
+  double flight = 0;      ///< the route's latency (s): how long the last byte is in flight
   double activeAt = kNever;
-  int route = -1;
-  int sender = -1, receiver = -1;  ///< step ids
   /// Its inputs (the transfers its sender forwards; none: a plain send) are
   /// FlowGraph::ups[upBegin, upEnd).
   int upBegin = 0, upEnd = 0;
-  int upstreamsLeft = 0;  ///< of those, not yet done
+  bool released = false;  ///< the sender has sent its last byte (its step may go on)
   bool done = false;
+  // The rest:
+  int upstreamsLeft = 0;   ///< of those, not yet done
+  double doneAt = kNever;  ///< when its last byte arrived
+  int route = -1;
+  int sender = -1, receiver = -1;  ///< step ids
 };
 
 /// The steps, lanes and transfers of a set of programs.
