@@ -112,10 +112,12 @@ double busBwFactor(Coll coll, int nranks) {
 }
 
 FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args, const PlanParams& params,
-                      const SimParams& p) {
+                      const SimParams& p, SimMemo* memo) {
   if (args.nranks != plans.graph().nranks())
     throwInvalidArgument("predict: the plans cover " + std::to_string(plans.graph().nranks()) +
                          " ranks, the call " + std::to_string(args.nranks));
+  if (memo && &memo->graph() != &plans.graph())
+    throwInvalidArgument("predict: the memo is over another plan graph");
   std::vector<Program> progs;
   progs.reserve(static_cast<size_t>(args.nranks));
   CollArgs a = args;
@@ -123,7 +125,7 @@ FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args, const P
     a.rank = r;
     progs.push_back(build(algo, a, params, &plans));
   }
-  return simulate(plans.graph(), progs, p);
+  return memo ? memo->simulate(progs, p) : simulate(plans.graph(), progs, p);
 }
 
 namespace {
@@ -193,8 +195,8 @@ void installTreeJudges(TopoPlans& plans, const Selector& sel, const SimParams& p
 }
 
 double predictSeconds(TopoPlans& plans, Algo algo, const CollArgs& args, const PlanParams& params,
-                      const SimParams& p) {
-  return predict(plans, algo, args, params, p).seconds;
+                      const SimParams& p, SimMemo* memo) {
+  return predict(plans, algo, args, params, p, memo).seconds;
 }
 
 double extendedSeconds(double tFrom, double tAbove, uint64_t bytes) {
@@ -221,7 +223,7 @@ std::vector<uint64_t> tuneSizes() {
 }
 
 std::vector<TuneRow> tuneCollective(const Selector& sel, TopoPlans& plans, Coll coll, int nranks,
-                                    const SimParams& p) {
+                                    const SimParams& p, SimMemo* memo) {
   const std::vector<Algo> algos = candidates(sel, coll);
   std::vector<TuneRow> rows;
   std::map<uint64_t, size_t> rowOf;
@@ -239,9 +241,10 @@ std::vector<TuneRow> tuneCollective(const Selector& sel, TopoPlans& plans, Coll 
           PlanParams at = base.params;
           at.planBytes = bytes;
           const double tFrom =
-              predictSeconds(plans, a, argsFor(coll, kExtrapolateFrom, nranks), at, p);
+              predictSeconds(plans, a, argsFor(coll, kExtrapolateFrom, nranks), at, p, memo);
           t = extendedSeconds(
-              tFrom, predictSeconds(plans, a, argsFor(coll, kExtrapolateAbove, nranks), at, p),
+              tFrom,
+              predictSeconds(plans, a, argsFor(coll, kExtrapolateAbove, nranks), at, p, memo),
               bytes);
         } catch (const Error&) {}
         continue;
@@ -253,7 +256,7 @@ std::vector<TuneRow> tuneCollective(const Selector& sel, TopoPlans& plans, Coll 
         continue;
       }
       try {
-        t = predictSeconds(plans, a, argsFor(coll, bytes, nranks), base.params, p);
+        t = predictSeconds(plans, a, argsFor(coll, bytes, nranks), base.params, p, memo);
       } catch (const Error& e) {
         GROVE_INFO(log::kPlan, "cost model: %s %s cannot run here (%s)", algoName(a),
                    collName(coll), e.what());
@@ -290,9 +293,11 @@ void tuneSelector(Selector& sel, TopoPlans& plans, int nranks, const SimParams& 
     throwInvalidArgument("tuneSelector: the plans cover " + std::to_string(plans.graph().nranks()) +
                          " ranks, the communicator " + std::to_string(nranks));
   if (nranks < 2) return;  // nothing moves: every algorithm only copies
+  SimMemo memo(plans.graph());
   for (Coll coll : kTunedColls) {
     if (candidates(sel, coll).size() < 2) continue;
-    const std::vector<SizeRule> rules = sizeRulesOf(tuneCollective(sel, plans, coll, nranks, p));
+    const std::vector<SizeRule> rules =
+        sizeRulesOf(tuneCollective(sel, plans, coll, nranks, p, &memo));
     std::string text;
     for (const SizeRule& r : rules)
       text += std::string(algoName(r.algo)) +
@@ -300,6 +305,8 @@ void tuneSelector(Selector& sel, TopoPlans& plans, int nranks, const SimParams& 
     GROVE_INFO(log::kPlan, "cost model: %s %s", collName(coll), text.c_str());
     sel.setSizeTable(coll, rules);
   }
+  GROVE_INFO(log::kPlan, "cost model: %d simulations, %d more calls answered by the same programs",
+             memo.misses(), memo.hits());
 }
 
 }  // namespace grove::plan

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "algorithms/cost/flow_sim.h"
+#include "algorithms/cost/sim_memo.h"
 #include "algorithms/planner/topo_plans.h"
 #include "algorithms/select/selector.h"
 #include "ir/schedule.h"
@@ -48,11 +49,13 @@ CollArgs argsFor(Coll coll, uint64_t bytes, int nranks);
 
 /// Builds every rank's program (args.rank varies) with build(algo, args,
 /// params, &plans) and simulates it; the predicted seconds of the call.
+/// With a memo (over plans.graph()), programs it has simulated before are
+/// not simulated again.
 double predictSeconds(TopoPlans& plans, Algo algo, const CollArgs& args, const PlanParams& params,
-                      const SimParams& p);
+                      const SimParams& p, SimMemo* memo = nullptr);
 /// predictSeconds with the full simulation result.
 FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args, const PlanParams& params,
-                      const SimParams& p);
+                      const SimParams& p, SimMemo* memo = nullptr);
 
 /// The cost model's TreeJudge (TopoPlans::setTreeJudge): builds the tree
 /// all-reduce or broadcast over the candidate trees for a `bytes` call with
@@ -104,9 +107,10 @@ struct TuneRow {
 /// Predicts, for `coll` at every tuneSizes() size, each algorithm the
 /// selector allows (and that can build on these plans), and returns one row
 /// per size. Sizes above 256 MiB are extended from 64 and 256 MiB
-/// (extendedSeconds) to keep tuning fast.
+/// (extendedSeconds) to keep tuning fast. With a memo (over plans.graph()),
+/// a call whose programs it has simulated is not simulated again.
 std::vector<TuneRow> tuneCollective(const Selector& sel, TopoPlans& plans, Coll coll, int nranks,
-                                    const SimParams& p);
+                                    const SimParams& p, SimMemo* memo = nullptr);
 
 /// The size rules of a tuning: runs of one winner merged, each boundary at
 /// twice the last size of its run (the geometric middle of the x4 steps),

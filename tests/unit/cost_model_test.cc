@@ -61,6 +61,45 @@ TEST(CostModel, PredictionGrowsWithSizeAndMatchesASimulation) {
   EXPECT_THROW(predictSeconds(plans, Algo::kRing, a, params, p), Error);
 }
 
+TEST(CostModel, TheMemoSimulatesAProgramOnceAndTellsDifferentOnesApart) {
+  const topo::CommTopology t = fixtures::onGpus(fixtures::fixture("dgx1_v100.json"), {0, 3, 4, 7});
+  TopoPlans plans(PlanGraph::fromTopology(t));
+  SimMemo memo(plans.graph());
+  const CollArgs a = argsFor(Coll::kAllReduce, 4u << 20, 4);
+  const PlanParams params;
+  const SimParams p;
+  const FlowSimResult plain = predict(plans, Algo::kTree, a, params, p);
+  const FlowSimResult first = predict(plans, Algo::kTree, a, params, p, &memo);
+  const FlowSimResult again = predict(plans, Algo::kTree, a, params, p, &memo);
+  EXPECT_EQ(memo.misses(), 1);
+  EXPECT_EQ(memo.hits(), 1);
+  EXPECT_EQ(first.seconds, plain.seconds);
+  EXPECT_EQ(again.seconds, plain.seconds);
+  EXPECT_EQ(again.linkBytes, plain.linkBytes);
+  EXPECT_EQ(again.events, plain.events);
+  // Another size, algorithm, chunk size or simulator knob is another
+  // simulation, with its own answer.
+  const CollArgs bigger = argsFor(Coll::kAllReduce, (4u << 20) + 64, 4);
+  EXPECT_EQ(predictSeconds(plans, Algo::kTree, bigger, params, p, &memo),
+            predictSeconds(plans, Algo::kTree, bigger, params, p));
+  EXPECT_EQ(predictSeconds(plans, Algo::kRing, a, params, p, &memo),
+            predictSeconds(plans, Algo::kRing, a, params, p));
+  PlanParams smallChunks = params;
+  smallChunks.chunkBytes /= 4;
+  EXPECT_EQ(predictSeconds(plans, Algo::kTree, a, smallChunks, p, &memo),
+            predictSeconds(plans, Algo::kTree, a, smallChunks, p));
+  SimParams slowSteps = p;
+  slowSteps.stepOverheadUs *= 10;
+  const double slow = predictSeconds(plans, Algo::kTree, a, params, slowSteps, &memo);
+  EXPECT_EQ(slow, predictSeconds(plans, Algo::kTree, a, params, slowSteps));
+  EXPECT_GT(slow, plain.seconds);
+  EXPECT_EQ(memo.misses(), 5);
+  EXPECT_EQ(memo.hits(), 1);
+  // A memo answers for its own plan graph only.
+  TopoPlans other(PlanGraph::fromTopology(t));
+  EXPECT_THROW(predict(other, Algo::kTree, a, params, p, &memo), Error);
+}
+
 TEST(CostModel, BeyondTwoHundredFiftySixMiBTheLineThroughSixtyFourAndTwoHundredFiftySixMiB) {
   // A pipeline: a fixed fill plus a time per byte -- the line is exact.
   auto pipeline = [](uint64_t b) { return 1e-3 + static_cast<double>(b) * 1e-11; };

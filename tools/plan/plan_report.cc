@@ -10,6 +10,7 @@
 #include <set>
 
 #include "algorithms/builders/builders.h"
+#include "algorithms/cost/sim_memo.h"
 #include "algorithms/planner/plan_store.h"
 #include "base/config.h"
 #include "base/error.h"
@@ -63,9 +64,8 @@ constexpr uint64_t kSimulatedUpTo = 1ull << 30;
 /// Simulates `fn`'s programs; above kSimulatedUpTo the time is extrapolated
 /// from 64 and 256 MiB (plan::secondsBySize) and the link bytes scaled from
 /// 256 MiB.
-AlgoPrediction predictWith(const std::string& name, const plan::PlanGraph& g,
-                           const plan::CollArgs& args, const BuildFn& fn,
-                           const plan::SimParams& sim) {
+AlgoPrediction predictWith(const std::string& name, plan::SimMemo& memo, const plan::CollArgs& args,
+                           const BuildFn& fn, const plan::SimParams& sim) {
   AlgoPrediction p;
   p.name = name;
   try {
@@ -79,7 +79,7 @@ AlgoPrediction predictWith(const std::string& name, const plan::PlanGraph& g,
         a.rank = r;
         progs.push_back(fn(a));
       }
-      last = plan::simulate(g, progs, sim);
+      last = memo.simulate(progs, sim);
       lastBytes = bytes;
       return last.seconds;
     };
@@ -249,6 +249,9 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   }
   r.boundBusbw = r.boundAlgbw * plan::busBwFactor(req.coll, r.nranks);
 
+  // The predictions below and the size table ask for some calls twice
+  // (the table's line above 256 MiB, the selected call): simulated once.
+  plan::SimMemo memo(g);
   // Plans follow the size asked for, also where it is extrapolated.
   plan::PlanParams params = sel.select(req.coll, req.bytes).params;
   params.planBytes = req.bytes;
@@ -259,23 +262,25 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
         [a, params, &plans](const plan::CollArgs& x) { return plan::build(a, x, params, &plans); };
   };
   if (plannable) {
+    r.predictions.push_back(predictWith("nccl-rings", memo, args,
+                                        ringsBuilder(req.coll, r.ncclRings.rings, params), sim));
     r.predictions.push_back(
-        predictWith("nccl-rings", g, args, ringsBuilder(req.coll, r.ncclRings.rings, params), sim));
-    r.predictions.push_back(
-        predictWith("rings", g, args, ringsBuilder(req.coll, r.rings.rings, params), sim));
-    r.predictions.push_back(predictWith("trees", g, args, planned(Algo::kTree), sim));
+        predictWith("rings", memo, args, ringsBuilder(req.coll, r.rings.rings, params), sim));
+    r.predictions.push_back(predictWith("trees", memo, args, planned(Algo::kTree), sim));
     if (allReduce)
-      r.predictions.push_back(predictWith("forests", g, args, planned(Algo::kForest), sim));
+      r.predictions.push_back(predictWith("forests", memo, args, planned(Algo::kForest), sim));
   }
-  if (r.hasHier) r.predictions.push_back(predictWith("hier", g, args, planned(Algo::kHier), sim));
+  if (r.hasHier)
+    r.predictions.push_back(predictWith("hier", memo, args, planned(Algo::kHier), sim));
   if (!req.select) return r;
-  r.predictions.push_back(predictWith("direct", g, args, planned(Algo::kDirect), sim));
+  r.predictions.push_back(predictWith("direct", memo, args, planned(Algo::kDirect), sim));
   // What GROVE_ALGO=ring runs: the planned rings only where they beat one
   // rank-order ring; broadcast and reduce as a rank-order chain.
-  if (plannable) r.predictions.push_back(predictWith("ring", g, args, planned(Algo::kRing), sim));
+  if (plannable)
+    r.predictions.push_back(predictWith("ring", memo, args, planned(Algo::kRing), sim));
 
   // What the communicator would run: the cost model's table for this size.
-  r.bySize = plan::tuneCollective(sel, plans, req.coll, r.nranks, sim);
+  r.bySize = plan::tuneCollective(sel, plans, req.coll, r.nranks, sim, &memo);
   plan::CollArgs eagerCall = args;
   eagerCall.count = sel.eagerMaxBytes() / dtypeSize(eagerCall.dtype);
   if (eagerCall.count > 0 && sel.eager(eagerCall)) r.eagerMaxBytes = sel.eagerMaxBytes();
@@ -283,7 +288,7 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   plan::Selection chosen = sel.select(req.coll, req.bytes);
   chosen.params.planBytes = req.bytes;
   AlgoPrediction s = predictWith(
-      "selected", g, args,
+      "selected", memo, args,
       [&](const plan::CollArgs& x) { return plan::build(chosen.algo, x, chosen.params, &plans); },
       sim);
   s.detail = plan::algoName(chosen.algo);
