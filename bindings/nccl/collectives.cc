@@ -3,6 +3,7 @@
 // stream. What the shim adds: fp8 data types move as bytes (and refuse to
 // reduce), PreMulSum ops are applied to a scratch copy of the input (see
 // premul_sum.h), and a finalized communicator takes no new work.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -13,12 +14,6 @@ namespace grove::nccl {
 namespace {
 
 thread_local int groupDepth = 0;  // ncclGroupStart calls not yet ended on this thread
-
-ncclResult_t usable(const char* fn, groveComm_t comm) {
-  if (finalized(comm))
-    return refuse(ncclInvalidUsage, fn, "the communicator was finalized (ncclCommFinalize)");
-  return ncclSuccess;
-}
 
 // A data type for a call that only moves data: fp8 moves as bytes.
 groveDataType_t moveType(ncclDataType_t t) {
@@ -38,7 +33,7 @@ struct Reduction {
 // buffer that the call reads instead.
 ncclResult_t prepare(const char* fn, groveComm_t comm, const void* send, size_t count, bool perRank,
                      ncclDataType_t type, ncclRedOp_t op, Reduction* out) {
-  if (ncclResult_t r = usable(fn, comm); r != ncclSuccess) return r;
+  if (ncclResult_t r = takesWork(fn, comm); r != ncclSuccess) return r;
   if (type == ncclFloat8e4m3 || type == ncclFloat8e5m2)
     return refuse(ncclInvalidUsage, fn,
                   "grove does not reduce fp8 data types (ncclFloat8e4m3, ncclFloat8e5m2); they "
@@ -47,11 +42,11 @@ ncclResult_t prepare(const char* fn, groveComm_t comm, const void* send, size_t 
   if (op < ncclNumOps) return ncclSuccess;  // grove checks type, op and buffers itself
   groveResult_t idle = groveSuccess;        // the handle's check, and whether its work is done
   if (groveResult_t r = groveCommGetAsyncError(comm, &idle); r != groveSuccess) return toNccl(r);
-  size_t elements = count;
+  size_t ranks = 1;  // a reduce-scatter's input is count per rank
   if (perRank) {
     int nranks = 0;
     groveCommCount(comm, &nranks);
-    elements *= static_cast<size_t>(nranks);
+    ranks = static_cast<size_t>(std::max(nranks, 1));
   }
   return withState(comm, [&](CommState& s) -> ncclResult_t {
     auto it = s.ops.find(op);
@@ -67,6 +62,13 @@ ncclResult_t prepare(const char* fn, groveComm_t comm, const void* send, size_t 
     // Scratch of earlier calls is done once the communicator is idle and no
     // group of this thread may still read it.
     if (groupDepth == 0 && idle == groveSuccess) s.scratch.clear();
+    // The scaled copy is count (times nranks) elements: refused where
+    // grove would refuse the call's bytes, before the size can wrap.
+    constexpr size_t kMostBytes = size_t{1} << 60;
+    if (count > kMostBytes / arithmeticBytes(type) / ranks)
+      return refuse(ncclInvalidArgument, fn,
+                    "count " + std::to_string(count) + " is too large (overflow)");
+    const size_t elements = count * ranks;
     const size_t bytes = elements * arithmeticBytes(type);
     auto scratch = std::make_unique<unsigned char[]>(bytes > 0 ? bytes : 1);
     if (send != nullptr && elements > 0)
@@ -91,6 +93,7 @@ ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataTyp
                                       ncclScalarResidence_t residence, ncclComm_t comm) {
   return call("ncclRedOpCreatePreMulSum", [&] {
     const char* fn = "ncclRedOpCreatePreMulSum";
+    if (ncclResult_t r = takesWork(fn, toGrove(comm)); r != ncclSuccess) return r;
     if (op == nullptr || scalar == nullptr)
       return refuse(ncclInvalidArgument, fn, "op or scalar is NULL");
     if (arithmeticBytes(datatype) == 0)
@@ -173,7 +176,7 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, int root, ncclComm_t comm,
                            cudaStream_t stream) {
   return call("ncclBroadcast", [&] {
-    if (ncclResult_t e = usable("ncclBroadcast", toGrove(comm))) return e;
+    if (ncclResult_t e = takesWork("ncclBroadcast", toGrove(comm))) return e;
     return toNccl(groveBroadcast(sendbuff, recvbuff, count, moveType(datatype), root, toGrove(comm),
                                  toGrove(stream)));
   });
@@ -187,7 +190,7 @@ ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int ro
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclAllGather", [&] {
-    if (ncclResult_t e = usable("ncclAllGather", toGrove(comm))) return e;
+    if (ncclResult_t e = takesWork("ncclAllGather", toGrove(comm))) return e;
     return toNccl(groveAllGather(sendbuff, recvbuff, sendcount, moveType(datatype), toGrove(comm),
                                  toGrove(stream)));
   });
@@ -196,7 +199,7 @@ ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
 ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclAlltoAll", [&] {
-    if (ncclResult_t e = usable("ncclAlltoAll", toGrove(comm))) return e;
+    if (ncclResult_t e = takesWork("ncclAlltoAll", toGrove(comm))) return e;
     return toNccl(groveAlltoAll(sendbuff, recvbuff, count, moveType(datatype), toGrove(comm),
                                 toGrove(stream)));
   });
@@ -205,7 +208,7 @@ ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
 ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                         int root, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclGather", [&] {
-    if (ncclResult_t e = usable("ncclGather", toGrove(comm))) return e;
+    if (ncclResult_t e = takesWork("ncclGather", toGrove(comm))) return e;
     return toNccl(groveGather(sendbuff, recvbuff, count, moveType(datatype), root, toGrove(comm),
                               toGrove(stream)));
   });
@@ -214,7 +217,7 @@ ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, nccl
 ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclScatter", [&] {
-    if (ncclResult_t e = usable("ncclScatter", toGrove(comm))) return e;
+    if (ncclResult_t e = takesWork("ncclScatter", toGrove(comm))) return e;
     return toNccl(groveScatter(sendbuff, recvbuff, count, moveType(datatype), root, toGrove(comm),
                                toGrove(stream)));
   });
@@ -223,7 +226,7 @@ ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
   return call("ncclSend", [&] {
-    if (ncclResult_t e = usable("ncclSend", toGrove(comm))) return e;
+    if (ncclResult_t e = takesWork("ncclSend", toGrove(comm))) return e;
     return toNccl(
         groveSend(sendbuff, count, moveType(datatype), peer, toGrove(comm), toGrove(stream)));
   });
@@ -232,7 +235,7 @@ ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatyp
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
   return call("ncclRecv", [&] {
-    if (ncclResult_t e = usable("ncclRecv", toGrove(comm))) return e;
+    if (ncclResult_t e = takesWork("ncclRecv", toGrove(comm))) return e;
     return toNccl(
         groveRecv(recvbuff, count, moveType(datatype), peer, toGrove(comm), toGrove(stream)));
   });
@@ -249,7 +252,9 @@ ncclResult_t ncclGroupStart(void) {
 ncclResult_t ncclGroupEnd(void) {
   return call("ncclGroupEnd", [] {
     const groveResult_t r = groveGroupEnd();
-    if (groupDepth > 0 && r != groveInvalidUsage) --groupDepth;  // the group ended, well or not
+    // The group ended, well or not: grove closes its group before it
+    // reports what went wrong in it.
+    if (groupDepth > 0) --groupDepth;
     return toNccl(r);
   });
 }

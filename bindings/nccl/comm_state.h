@@ -37,6 +37,7 @@ struct Registration {
 
 struct CommState {
   bool finalized = false;
+  bool suspended = false;          ///< between ncclCommSuspend and ncclCommResume
   uint64_t hash = 0;               ///< ncclCommQueryProperties's commHash: the same on every rank
   bool initAll = false;            ///< made by ncclCommInitAll: every rank is in this process
   uint64_t splits = 0;             ///< ncclCommSplit calls on this communicator so far
@@ -62,8 +63,13 @@ auto withState(groveComm_t comm, F f) -> decltype(f(std::declval<CommState&>()))
   return f(detail::states()[comm]);
 }
 
-/// True if comm was finalized (collectives on it are refused).
-bool finalized(groveComm_t comm);
+/// ncclSuccess while comm takes new work; else refuses it (ncclInvalidUsage,
+/// naming `fn`): after ncclCommFinalize, and between ncclCommSuspend and
+/// ncclCommResume. Every call that starts work or makes something from the
+/// communicator asks (collectives, put/signal/wait, windows, registrations,
+/// PreMulSum ops, split, shrink, grow and its id); destroy, abort, revoke,
+/// resume and the queries do not.
+ncclResult_t takesWork(const char* fn, groveComm_t comm);
 
 /// Registers [buff, buff + size) with comm (memory.cc) as a buffer or a
 /// window; *out is the handle.

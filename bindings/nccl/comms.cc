@@ -22,10 +22,20 @@ std::map<groveComm_t, CommState>& states() {
 }
 }  // namespace detail
 
-bool finalized(groveComm_t comm) {
-  std::lock_guard<std::mutex> lock(detail::stateMutex());
-  auto it = detail::states().find(comm);
-  return it != detail::states().end() && it->second.finalized;
+ncclResult_t takesWork(const char* fn, groveComm_t comm) {
+  bool finalized = false, suspended = false;
+  {
+    std::lock_guard<std::mutex> lock(detail::stateMutex());
+    auto it = detail::states().find(comm);  // no entry made for an unknown handle
+    if (it != detail::states().end())
+      finalized = it->second.finalized, suspended = it->second.suspended;
+  }
+  if (finalized)
+    return refuse(ncclInvalidUsage, fn, "the communicator was finalized (ncclCommFinalize)");
+  if (suspended)
+    return refuse(ncclInvalidUsage, fn,
+                  "the communicator is suspended (ncclCommSuspend); resume it first");
+  return ncclSuccess;
 }
 
 uint64_t hashBytes(const void* data, size_t n, uint64_t h) {
@@ -146,8 +156,9 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
     std::vector<groveComm_t> g(ndev > 0 ? ndev : 0, nullptr);
     const groveResult_t r =
         groveCommInitAll(g.data(), ndev, devlist != nullptr ? devlist : devices.data());
+    if (r != groveSuccess) return toNccl(r);  // grove refused ndev < 1, a bad device, ...
     const uint64_t hash = hashBytes(g.data(), sizeof(groveComm_t));  // one per call, shared
-    for (int i = 0; r == groveSuccess && i < ndev; ++i) {
+    for (int i = 0; i < ndev; ++i) {
       setCommHash(g[i], hash);
       withState(g[i], [](CommState& s) { s.initAll = true; });
       comms[i] = toNccl(g[i]);
@@ -161,6 +172,8 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   return call("ncclCommSplit", [&] {
     const char* fn = "ncclCommSplit";
     if (newcomm == nullptr) return refuse(ncclInvalidArgument, fn, "newcomm is NULL");
+    *newcomm = nullptr;
+    if (ncclResult_t r = takesWork(fn, toGrove(comm)); r != ncclSuccess) return r;
     groveConfig_t cfg;
     if (config != nullptr)  // NULL: the child inherits the parent's configuration
       if (ncclResult_t r = toGroveConfig(config, &cfg, fn); r != ncclSuccess) return r;
@@ -169,7 +182,13 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
         groveCommSplit(toGrove(comm), color, key, &child, config != nullptr ? &cfg : nullptr);
     // Every member of the child got the same color from the same parent;
     // the parent's split count (every rank splits, with a color or not)
-    // tells this split from an earlier one.
+    // tells this split from an earlier one. A split refused on one rank
+    // fails on every rank (the others time out waiting for it), so only
+    // one that went through counts, and the ranks keep the same count.
+    if (r != groveSuccess) {
+      *newcomm = nullptr;
+      return toNccl(r);
+    }
     const uint64_t seq = withState(toGrove(comm), [](CommState& s) { return ++s.splits; });
     if (child != nullptr) {
       uint64_t h = hashBytes(&color, sizeof color, commHash(toGrove(comm)));
@@ -188,6 +207,7 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
     const char* fn = "ncclCommShrink";
     if (newcomm == nullptr) return refuse(ncclInvalidArgument, fn, "newcomm is NULL");
     *newcomm = nullptr;
+    if (ncclResult_t r = takesWork(fn, toGrove(comm)); r != ncclSuccess) return r;
     if ((shrinkFlags & ~NCCL_SHRINK_ABORT) != 0)
       return refuse(ncclInvalidArgument, fn,
                     "unknown shrinkFlags " + std::to_string(shrinkFlags) +
@@ -211,6 +231,7 @@ ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
   return call("ncclCommGetUniqueId", [&] {
     const char* fn = "ncclCommGetUniqueId";
     if (uniqueId == nullptr) return refuse(ncclInvalidArgument, fn, "uniqueId is NULL");
+    if (ncclResult_t r = takesWork(fn, toGrove(comm)); r != ncclSuccess) return r;
     int n = 0;
     if (groveResult_t r = groveCommCount(toGrove(comm), &n); r != groveSuccess) return toNccl(r);
     if (withState(toGrove(comm), [](CommState& s) { return s.growIdOutstanding; }))
@@ -234,6 +255,8 @@ ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqu
     if (comm == nullptr) mapNcclEnvironment();
     if (newcomm == nullptr) return refuse(ncclInvalidArgument, fn, "newcomm is NULL");
     *newcomm = nullptr;
+    if (comm != nullptr)
+      if (ncclResult_t r = takesWork(fn, toGrove(comm)); r != ncclSuccess) return r;
     groveConfig_t cfg;
     // NULL: the parent's configuration (a new rank's default: a CUDA communicator)
     if (config != nullptr || comm == nullptr)

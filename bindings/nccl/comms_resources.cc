@@ -14,12 +14,18 @@ ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags) {
     if ((flags & ~NCCL_SUSPEND_MEM) != 0)
       return refuse(ncclInvalidArgument, "ncclCommSuspend",
                     "unknown flags " + std::to_string(flags) + " (NCCL_SUSPEND_MEM is the one)");
-    return toNccl(groveCommSuspend(toGrove(comm)));
+    const groveResult_t r = groveCommSuspend(toGrove(comm));
+    if (r == groveSuccess) withState(toGrove(comm), [](CommState& s) { s.suspended = true; });
+    return toNccl(r);
   });
 }
 
 ncclResult_t ncclCommResume(ncclComm_t comm) {
-  return call("ncclCommResume", [&] { return toNccl(groveCommResume(toGrove(comm))); });
+  return call("ncclCommResume", [&] {
+    const groveResult_t r = groveCommResume(toGrove(comm));
+    if (r == groveSuccess) withState(toGrove(comm), [](CommState& s) { s.suspended = false; });
+    return toNccl(r);
+  });
 }
 
 ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value) {

@@ -121,12 +121,14 @@ ncclResult_t ncclMemFree(void* ptr) {
 
 ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
   return call("ncclCommRegister", [&] {
+    if (handle == nullptr)  // checked first: a registration nobody could deregister is none
+      return refuse(ncclInvalidArgument, "ncclCommRegister", "handle is NULL");
+    if (ncclResult_t r = takesWork("ncclCommRegister", toGrove(comm)); r != ncclSuccess) return r;
     Registration* reg = nullptr;
     const ncclResult_t r =
         registerBuffer("ncclCommRegister", toGrove(comm), buff, size, false, &reg);
-    if (handle != nullptr) *handle = reg;
-    return handle == nullptr ? refuse(ncclInvalidArgument, "ncclCommRegister", "handle is NULL")
-                             : r;
+    *handle = reg;
+    return r;
   });
 }
 

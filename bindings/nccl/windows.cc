@@ -135,6 +135,7 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
     const char* fn = "ncclCommWindowRegister";
     if (win == nullptr) return refuse(ncclInvalidArgument, fn, "win is NULL");
     *win = nullptr;
+    if (ncclResult_t r = takesWork(fn, toGrove(comm)); r != ncclSuccess) return r;
     // Strict ordering, GIN-only and CFT-counted ask nothing of a library
     // without one-sided transfers, GIN or CFT.
     const int known = NCCL_WIN_COLL_SYMMETRIC | NCCL_WIN_STRICT_ORDERING | NCCL_WIN_GIN_ONLY |
@@ -242,6 +243,7 @@ ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t d
                            unsigned int flags, ncclComm_t comm, cudaStream_t stream) {
   return call("ncclPutSignal", [&] {
     const char* fn = "ncclPutSignal";
+    if (ncclResult_t r = takesWork(fn, toGrove(comm)); r != ncclSuccess) return r;
     if (flags != 0) return refuse(ncclInvalidArgument, fn, "flags must be 0");
     const size_t elem =
         datatype == ncclFloat8e4m3 || datatype == ncclFloat8e5m2 ? 1 : arithmeticBytes(datatype);
@@ -263,6 +265,7 @@ ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclC
                         cudaStream_t stream) {
   return call("ncclSignal", [&] {
     const char* fn = "ncclSignal";
+    if (ncclResult_t r = takesWork(fn, toGrove(comm)); r != ncclSuccess) return r;
     if (flags != 0) return refuse(ncclInvalidArgument, fn, "flags must be 0");
     int slot = 0;
     if (ncclResult_t r = signalSlot(fn, sigIdx, ctx, &slot); r != ncclSuccess) return r;
@@ -276,6 +279,7 @@ ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclCo
                             cudaStream_t stream) {
   return call("ncclWaitSignal", [&] {
     const char* fn = "ncclWaitSignal";
+    if (ncclResult_t r = takesWork(fn, toGrove(comm)); r != ncclSuccess) return r;
     if (nDesc < 0 || (nDesc > 0 && signalDescs == nullptr))
       return refuse(ncclInvalidArgument, fn, "nDesc < 0, or signalDescs is NULL");
     if (!hostMemory(toGrove(comm))) return refuse(ncclInvalidUsage, fn, kNoOneSided);

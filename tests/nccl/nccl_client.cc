@@ -178,6 +178,17 @@ void preMulSums(ncclComm_t comm, size_t count) {
       size_t bad = 0;
       for (size_t i = 0; i < count; ++i) bad += !same(out.data(), i, want.data(), i, t);
       expect(bad == 0, what + ": " + std::to_string(bad) + " wrong elements");
+      if (t == ncclFloat32) {
+        // A count whose bytes wrap around is refused, not scaled into a
+        // buffer sized by the wrapped number.
+        expect(ncclAllReduce(in.data(), out.data(), SIZE_MAX / 4 + 2, t, op, comm, nullptr) ==
+                       ncclInvalidArgument &&
+                   std::strstr(ncclGetLastError(comm), "count") != nullptr,
+               what + ": a count that overflows is refused");
+        expect(ncclReduceScatter(in.data(), out.data(), SIZE_MAX / 4 / nranks + 1, t, op, comm,
+                                 nullptr) == ncclInvalidArgument,
+               what + ": a reduce-scatter whose input overflows is refused");
+      }
       ok(ncclRedOpDestroy(op, comm), "redop destroy", comm);
       expect(ncclRedOpDestroy(op, comm) == ncclInvalidArgument,
              what + ": a destroyed op is refused");
@@ -307,10 +318,23 @@ int main(int argc, char** argv) {
   int32_t x = 1;
   expect(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, comm, nullptr) == ncclInvalidUsage,
          "a finalized communicator takes no new work");
+  ncclComm_t none = nullptr;
+  expect(ncclCommSplit(comm, 0, rank, &none, nullptr) == ncclInvalidUsage && none == nullptr &&
+             std::strstr(ncclGetLastError(comm), "finalized") != nullptr,
+         "a finalized communicator refuses a split");
+  void* regHandle = nullptr;
+  expect(ncclCommRegister(comm, &x, sizeof x, &regHandle) == ncclInvalidUsage,
+         "a finalized communicator registers nothing");
+  float scale = 2.0f;
+  ncclRedOp_t premul;
+  expect(ncclRedOpCreatePreMulSum(&premul, &scale, ncclFloat32, ncclScalarHostImmediate, comm) ==
+             ncclInvalidUsage,
+         "a finalized communicator makes no PreMulSum op");
   ok(ncclCommDestroy(comm), "destroy");
 
   if (rank == 0) {  // two communicators of one process
     ncclComm_t two[2] = {nullptr, nullptr};
+    expect(ncclCommInitAll(two, 0, nullptr) == ncclInvalidArgument, "init all of no device");
     if (ok(ncclCommInitAll(two, 2, nullptr), "init all")) {
       int r1 = -1;
       ncclCommUserRank(two[1], &r1);

@@ -75,6 +75,28 @@ void currentApi(ncclComm_t comm) {
   expect(ncclAllReduce(&x, &sum, 1, ncclInt32, ncclSum, comm, nullptr) == ncclInvalidUsage,
          "a suspended communicator refuses calls");
   expect(std::strstr(ncclGetLastError(comm), "suspended") != nullptr, "the refusal says why");
+  // So does every call that makes something of it (each rank alike).
+  ncclComm_t none = nullptr;
+  expect(ncclCommSplit(comm, 0, rank, &none, nullptr) == ncclInvalidUsage && none == nullptr,
+         "a suspended communicator refuses a split");
+  expect(
+      ncclCommShrink(comm, nullptr, 0, &none, nullptr, NCCL_SHRINK_DEFAULT) == ncclInvalidUsage &&
+          none == nullptr,
+      "a suspended communicator refuses a shrink");
+  ncclUniqueId refusedId;
+  expect(ncclCommGetUniqueId(comm, &refusedId) == ncclInvalidUsage,
+         "a suspended communicator gives no grow id");
+  void* regHandle = nullptr;
+  std::vector<char> regBuf(64);
+  expect(ncclCommRegister(comm, regBuf.data(), regBuf.size(), &regHandle) == ncclInvalidUsage,
+         "a suspended communicator registers nothing");
+  float scale = 2.0f;
+  ncclRedOp_t premul;
+  expect(ncclRedOpCreatePreMulSum(&premul, &scale, ncclFloat32, ncclScalarHostImmediate, comm) ==
+             ncclInvalidUsage,
+         "a suspended communicator makes no PreMulSum op");
+  expect(ncclSignal((rank + 1) % nranks, 0, 0, 0, comm, nullptr) == ncclInvalidUsage,
+         "a suspended communicator sends no signal");
   expect(ncclCommSuspend(comm, 0x40) == ncclInvalidArgument, "unknown suspend flags are refused");
   ok(ncclCommResume(comm), "resume", comm);
   expect(ncclCommResume(comm) == ncclInvalidUsage, "resume needs a suspended communicator");
