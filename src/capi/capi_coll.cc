@@ -287,6 +287,12 @@ groveResult_t pointToPoint(const char* fn, bool isSend, const void* buf, size_t 
       core::groupRecord(op);
       return;
     }
+    // Alone, a send to self never meets its receive: refused now, before
+    // anything is queued (NCCL, too, pairs them only within a group).
+    if (peer == c.comm->rank())
+      grove::throwInvalidUsage(std::string(isSend ? "a send to self" : "a receive from self") +
+                               " needs its match in the same group (groveGroupStart ... "
+                               "groveGroupEnd)");
     core::Comm* cm = c.comm;
     void* ds = c.deviceStream;
     core::submit(*cm, c.stream, [cm, p = op.p2p, ds] { cm->pointToPoint({p}, groveUint8, ds); });

@@ -194,7 +194,7 @@ GROVE_API groveResult_t groveCommSplit(groveComm_t comm, int color, int key, gro
     core::Comm& c = grove::capi::usableComm(comm);
     if (color < 0 && color != GROVE_SPLIT_NOCOLOR)
       grove::throwInvalidArgument("color must be >= 0 or GROVE_SPLIT_NOCOLOR");
-    core::CommOptions opts = config != nullptr ? core::resolveOptions(config) : c.options();
+    core::CommOptions opts = core::childOptions(config, c.options(), c.cudaDevice());
     std::unique_ptr<core::Comm> child;
     core::submit(c, nullptr, [&] { child = c.split(color, key, opts); });
     if (!child) return;

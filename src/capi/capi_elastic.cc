@@ -21,7 +21,7 @@ GROVE_API groveResult_t groveCommShrink(groveComm_t comm, const int* excludeRank
     if (excludeCount > 0 && excludeRanks == nullptr)
       grove::throwInvalidArgument("excludeRanks is NULL with excludeCount > 0");
     core::Comm& c = grove::capi::usableComm(comm);
-    const core::CommOptions opts = config != nullptr ? core::resolveOptions(config) : c.options();
+    const core::CommOptions opts = core::childOptions(config, c.options(), c.cudaDevice());
     const std::vector<int> excluded(excludeRanks, excludeRanks + excludeCount);
     // Not a ticket of the communicator's sequencer: default mode waits for
     // every queued call itself, abort mode does not wait behind them.
@@ -63,7 +63,7 @@ GROVE_API groveResult_t groveCommGrow(groveComm_t comm, int nranks, const groveU
       if (rank != -1)
         grove::throwInvalidArgument("rank " + std::to_string(rank) +
                                     ": a rank of comm passes -1 (it keeps its rank)");
-      opts = config != nullptr ? core::resolveOptions(config) : c.options();
+      opts = core::childOptions(config, c.options(), c.cudaDevice());
       core::submit(c, nullptr,
                    [&] { reform = c.prepareGrow(nranks, uniqueId != nullptr ? &id : nullptr); });
     } else {

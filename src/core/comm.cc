@@ -267,8 +267,15 @@ Comm::~Comm() {
 
 groveResult_t Comm::errorState(std::string* text) const {
   std::lock_guard<std::mutex> lock(errorMu_);
+  const groveResult_t e = error_.load();
+  // A rank that has made no call since a peer died or revoked the
+  // communicator learns it here too, not only at its next call.
+  if (e == groveSuccess && abort_.raised()) {
+    if (text != nullptr) *text = abort_.reason();
+    return groveRemoteError;
+  }
   if (text != nullptr) *text = errorText_;
-  return error_.load();
+  return e;
 }
 
 void Comm::checkUsable() const {
@@ -408,28 +415,32 @@ void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype
   }
   const exec::CallTag tag = exec::p2pTagOf(rank_, type);
   checkUsable();
+  // Sends to self pair with receives from self in call order: plain copies.
+  // They are checked here, before anything is sent: a refusal leaves the
+  // communicator as it was (inside guarded() it would end the job).
+  std::vector<const P2PCall*> selfSends, selfRecvs;
+  for (const P2PCall& c : calls)
+    if (c.peer == rank_) (c.isSend ? selfSends : selfRecvs).push_back(&c);
+  if (selfSends.size() != selfRecvs.size())
+    throwInvalidUsage("a send to self needs a receive from self in the same group (this one has " +
+                      std::to_string(selfSends.size()) + " sends to self and " +
+                      std::to_string(selfRecvs.size()) + " receives from self)");
+  for (size_t i = 0; i < selfSends.size(); ++i)
+    if (selfSends[i]->bytes != selfRecvs[i]->bytes)
+      throwInvalidUsage("send to self and receive from self differ in size (" +
+                        std::to_string(selfSends[i]->bytes) + " and " +
+                        std::to_string(selfRecvs[i]->bytes) + " bytes)");
   Tracked tracked(tracker_.get(), tag);
   guarded("send/recv", [&] {
-    // Sends to self pair with receives from self in call order: plain copies.
-    std::vector<const P2PCall*> selfSends, selfRecvs;
     std::vector<plan::P2POp> ops;
     exec::Buffers buffers;
     for (const P2PCall& c : calls) {
-      if (c.peer == rank_) {
-        (c.isSend ? selfSends : selfRecvs).push_back(&c);
-        continue;
-      }
+      if (c.peer == rank_) continue;
       ops.push_back(p2pOpOf(c, static_cast<uint32_t>(buffers.extra.size())));
       buffers.extra.push_back(c.buffer);
     }
-    if (selfSends.size() != selfRecvs.size())
-      throwInvalidUsage("a group has " + std::to_string(selfSends.size()) + " sends to self but " +
-                        std::to_string(selfRecvs.size()) + " receives from self");
-    for (size_t i = 0; i < selfSends.size(); ++i) {
-      if (selfSends[i]->bytes != selfRecvs[i]->bytes)
-        throwInvalidUsage("send to self and receive from self differ in size");
+    for (size_t i = 0; i < selfSends.size(); ++i)
       std::memmove(selfRecvs[i]->buffer, selfSends[i]->buffer, selfSends[i]->bytes);
-    }
     if (ops.empty()) return;
     plan::Program program = plan::buildP2P(ops, rank_, nranks_);
     GROVE_INFO(log::kP2p, "send/recv group of %zu ops, transport %s", ops.size(),

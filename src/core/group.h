@@ -72,8 +72,9 @@ void submit(Comm& comm, HostStream* stream, Fn&& work) {
     comm.sequencer().runNow(work);  // no std::function (and no allocation) on this path
     return;
   }
-  uint64_t ticket = comm.sequencer().issue();
-  enqueueTicket(comm, *stream, ticket, std::function<void()>(std::forward<Fn>(work)));
+  comm.sequencer().issueAndQueue([&](uint64_t ticket) {
+    enqueueTicket(comm, *stream, ticket, std::function<void()>(std::forward<Fn>(work)));
+  });
 }
 
 }  // namespace grove::core

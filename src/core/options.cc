@@ -82,4 +82,12 @@ CommOptions resolveOptions(const groveConfig_t* cfg) {
   return o;
 }
 
+CommOptions childOptions(const groveConfig_t* config, const CommOptions& parent, int parentDevice) {
+  CommOptions o = config != nullptr ? resolveOptions(config) : parent;
+  if (config == nullptr || !isSet(config->deviceKind)) o.deviceKind = parent.deviceKind;
+  const bool deviceSet = config != nullptr && isSet(config->device);
+  if (!deviceSet && o.deviceKind == parent.deviceKind && parentDevice >= 0) o.device = parentDevice;
+  return o;
+}
+
 }  // namespace grove::core

@@ -36,4 +36,10 @@ struct CommOptions {
 /// field out of range, naming the field.
 CommOptions resolveOptions(const groveConfig_t* config);
 
+/// The options of a communicator made from another (split, shrink, grow):
+/// the config's (NULL: the parent's), and where the config leaves them
+/// unset, the parent's device kind and the CUDA device the parent runs on
+/// (`parentDevice`; -1: none), never the calling thread's current device.
+CommOptions childOptions(const groveConfig_t* config, const CommOptions& parent, int parentDevice);
+
 }  // namespace grove::core

@@ -31,6 +31,15 @@ class Sequencer {
  public:
   /// Takes the next ticket (call at issue time, on the issuing thread).
   uint64_t issue() { return issued_.fetch_add(1) + 1; }
+  /// Takes the next ticket and hands it to `queue` (which puts its work on
+  /// a host stream) under one lock: two threads queuing on one stream
+  /// queue their tickets in ticket order, or the stream's worker would
+  /// wait on a later ticket while the earlier one waited behind it.
+  template <typename Queue>
+  void issueAndQueue(Queue&& queue) {
+    std::lock_guard<std::mutex> lock(queueMu_);
+    queue(issue());
+  }
   /// Runs fn when every earlier ticket has finished.
   template <typename Fn>
   void run(uint64_t ticket, Fn&& fn) {
@@ -88,6 +97,7 @@ class Sequencer {
   }
 
   std::mutex mu_;
+  std::mutex queueMu_;  ///< issueAndQueue
   std::condition_variable cv_;
   std::atomic<uint64_t> issued_{0};
   std::atomic<uint64_t> finished_{0};

@@ -85,6 +85,24 @@ TEST(MpApiElastic, BadArgumentsAreRefusedAndLeaveTheCommunicatorWorking) {
   EXPECT_TRUE(allReduceExact(comms.c)) << "a refused call broke the communicator";
 }
 
+TEST(MpApiElastic, AnIdleRankHearsOfARevokeThroughItsAsyncError) {
+  // Ranks 0 and 1 make no call after rank 2 revokes: groveCommGetAsyncError
+  // tells them (a health check polls it), not only their next call.
+  Comms comms(3);
+  ASSERT_TRUE(comms.ok());
+  ASSERT_TRUE(allReduceExact(comms.c));
+  ASSERT_EQ(groveCommRevoke(comms[2], GROVE_REVOKE_DEFAULT), groveSuccess)
+      << groveGetLastError(comms[2]);
+  for (int r = 0; r < 3; ++r) {
+    groveResult_t state = groveSuccess;
+    for (int i = 0; i < 2000 && state == groveSuccess; ++i) {
+      ASSERT_EQ(groveCommGetAsyncError(comms[r], &state), groveSuccess);
+      if (state == groveSuccess) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(state, groveRemoteError) << "rank " << r;
+  }
+}
+
 TEST(MpApiElastic, ARevokedCommunicatorShrinksOnlyInAbortMode) {
   Comms comms(3);
   ASSERT_TRUE(comms.ok());

@@ -186,6 +186,36 @@ TEST_F(BadInput, RootAndPeerOutOfRange) {
   EXPECT_TRUE(lastErrorNames(c, "peer"));
 }
 
+TEST_F(BadInput, SendToSelfWithoutItsMatch) {
+  // Refused before anything is sent: the communicator still works
+  // (TearDown), where it once ended the job.
+  ASSERT_TRUE(comms_.ok());
+  groveComm_t c = comms_[0];
+  EXPECT_EQ(groveSend(a_, 4, groveFloat32, 0, c, nullptr), groveInvalidUsage);
+  EXPECT_TRUE(lastErrorNames(c, "send to self"));
+  EXPECT_EQ(groveRecv(b_, 4, groveFloat32, 0, c, nullptr), groveInvalidUsage);
+  EXPECT_TRUE(lastErrorNames(c, "receive from self"));
+  // In a group: two sends to self and one receive, then sizes that differ.
+  ASSERT_EQ(groveGroupStart(), groveSuccess);
+  EXPECT_EQ(groveSend(a_, 4, groveFloat32, 0, c, nullptr), groveSuccess);
+  EXPECT_EQ(groveSend(a_, 4, groveFloat32, 0, c, nullptr), groveSuccess);
+  EXPECT_EQ(groveRecv(b_, 4, groveFloat32, 0, c, nullptr), groveSuccess);
+  EXPECT_EQ(groveGroupEnd(), groveInvalidUsage);
+  EXPECT_TRUE(lastErrorNames(c, "2 sends to self and 1 receives from self"));
+  ASSERT_EQ(groveGroupStart(), groveSuccess);
+  EXPECT_EQ(groveSend(a_, 4, groveFloat32, 0, c, nullptr), groveSuccess);
+  EXPECT_EQ(groveRecv(b_, 3, groveFloat32, 0, c, nullptr), groveSuccess);
+  EXPECT_EQ(groveGroupEnd(), groveInvalidUsage);
+  EXPECT_TRUE(lastErrorNames(c, "differ in size"));
+  // A matched pair copies.
+  for (int i = 0; i < 4; ++i) a_[i] = 1.5f * static_cast<float>(i + 1);
+  ASSERT_EQ(groveGroupStart(), groveSuccess);
+  EXPECT_EQ(groveSend(a_, 4, groveFloat32, 0, c, nullptr), groveSuccess);
+  EXPECT_EQ(groveRecv(b_, 4, groveFloat32, 0, c, nullptr), groveSuccess);
+  EXPECT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(c);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(b_[i], a_[i]);
+}
+
 TEST_F(BadInput, CountOverflow) {
   ASSERT_TRUE(comms_.ok());
   groveComm_t c = comms_[0];

@@ -2,3 +2,6 @@
 # rank must agree on (core/agreement.h).
 grove_gtest(test_agreement SOURCES ${CMAKE_CURRENT_LIST_DIR}/agreement_test.cc
             LIBS grove_core LABELS unit)
+# What a communicator made from another (split, shrink, grow) inherits.
+grove_gtest(test_options SOURCES ${CMAKE_CURRENT_LIST_DIR}/options_test.cc
+            LIBS grove_core LABELS unit)
