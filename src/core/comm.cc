@@ -453,7 +453,8 @@ void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype
 }
 
 std::unique_ptr<Comm> Comm::split(int color, int key, const CommOptions& options) {
-  std::unique_ptr<Comm> result;
+  groveUniqueId id{};
+  int numMembers = 0, newRank = -1;
   guarded("groveCommSplit", [&] {
     struct Entry {
       int32_t color, key, rank;
@@ -469,18 +470,19 @@ std::unique_ptr<Comm> Comm::split(int color, int key, const CommOptions& options
     std::stable_sort(members.begin(), members.end(), [](const Entry& a, const Entry& b) {
       return a.key != b.key ? a.key < b.key : a.rank < b.rank;
     });
-    int newRank = -1;
     for (size_t i = 0; i < members.size(); ++i)
       if (members[i].rank == rank_) newRank = static_cast<int>(i);
-    groveUniqueId id{};
     if (newRank == 0) encodeUniqueId(makeUniqueId(/*ignoreEnv=*/true), &id);
     std::vector<uint8_t> ids = bootstrap_->allGather(&id, sizeof(id));
     if (color < 0) return;
     std::memcpy(&id, ids.data() + members[0].rank * sizeof(id), sizeof(id));
-    result = std::make_unique<Comm>(decodeUniqueId(id), static_cast<int>(members.size()), newRank,
-                                    options);
+    numMembers = static_cast<int>(members.size());
   });
-  return result;
+  if (color < 0) return nullptr;
+  // The child is made outside guarded(): what fails there (a setting its
+  // members disagree on, a member that never comes) fails the split on the
+  // child's members and leaves the parent as it was.
+  return std::make_unique<Comm>(decodeUniqueId(id), numMembers, newRank, options);
 }
 
 void Comm::abort(const std::string& why) {

@@ -85,6 +85,22 @@ TEST(MpApiElastic, BadArgumentsAreRefusedAndLeaveTheCommunicatorWorking) {
   EXPECT_TRUE(allReduceExact(comms.c)) << "a refused call broke the communicator";
 }
 
+TEST(MpApiElastic, ASplitWhoseChildFailsLeavesTheParentWorking) {
+  // The members ask for different channel counts: the child's settings
+  // check fails on both, and the parent still works.
+  Comms comms(2);
+  ASSERT_TRUE(comms.ok());
+  onRanks(2, [&](int r) {
+    groveConfig_t cfg = GROVE_CONFIG_INITIALIZER;
+    cfg.nChannels = r + 1;
+    groveComm_t child = nullptr;
+    EXPECT_NE(groveCommSplit(comms[r], 0, r, &child, &cfg), groveSuccess);
+    EXPECT_EQ(child, nullptr);
+    EXPECT_TRUE(lastErrorNames(comms[r], "GROVE_NCHANNELS")) << "rank " << r;
+  });
+  EXPECT_TRUE(allReduceExact(comms.c)) << "a failed child broke its parent";
+}
+
 TEST(MpApiElastic, AnIdleRankHearsOfARevokeThroughItsAsyncError) {
   // Ranks 0 and 1 make no call after rank 2 revokes: groveCommGetAsyncError
   // tells them (a health check polls it), not only their next call.
