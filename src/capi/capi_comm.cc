@@ -13,30 +13,72 @@ namespace core = grove::core;
 
 namespace {
 
-// Creates the Comm behind h; records success or failure in h.
-void initHandle(groveComm* h, core::UniqueIdData id, core::CommOptions opts) {
-  std::unique_ptr<core::Comm> impl;
-  groveResult_t code = groveSuccess;
-  std::string text;
-  try {
-    impl = std::make_unique<core::Comm>(id, h->nranks, h->rank, opts, &h->initCancel);
-  } catch (const Error& e) {
-    code = e.code();
-    text = e.what();
-  } catch (const std::exception& e) {
-    code = groveInternalError;
-    text = e.what();
-  }
+// Records in h the Comm made for it, or why none was (`fn` names the call).
+void finishInit(groveComm* h, std::unique_ptr<core::Comm> impl, groveResult_t code,
+                const std::string& text, const char* fn) {
   std::lock_guard<std::mutex> lock(h->mu);
   if (code == groveSuccess) {
+    if (h->placeAtGroupEnd) h->rank = impl->rank(), h->nranks = impl->nranks();
     h->impl = std::move(impl);
     h->state.store(CommState::kReady);
   } else {
     h->initError = code;
     h->initErrorText = text;
-    h->lastError = "groveCommInitRank: " + text;
+    h->lastError = std::string(fn) + ": " + text;
     h->state.store(CommState::kFailed);
   }
+}
+
+// Runs make() for h: its Comm, or the error that stopped it (also rethrown
+// when `rethrow`, for a group's end to report).
+template <typename Make>
+void makeFor(groveComm* h, const char* fn, bool rethrow, Make make) {
+  try {
+    finishInit(h, make(), groveSuccess, "", fn);
+  } catch (const Error& e) {
+    finishInit(h, nullptr, e.code(), e.what(), fn);
+    if (rethrow) throw;
+  } catch (const std::exception& e) {
+    finishInit(h, nullptr, groveInternalError, e.what(), fn);
+    if (rethrow) throw;
+  }
+}
+
+// Creates the Comm behind h; records success or failure in h.
+void initHandle(groveComm* h, core::UniqueIdData id, core::CommOptions opts) {
+  makeFor(h, "groveCommInitRank", false, [&] {
+    return std::make_unique<core::Comm>(id, h->nranks, h->rank, opts, &h->initCancel);
+  });
+}
+
+// A split in an open group runs at the group's end, beside the group's
+// other inits and splits: one thread may split several ranks of one
+// communicator (each rank's split waits for the others'), as with NCCL. The
+// new handle learns its rank and size then; a split that fails there fails
+// the group's end (and the handle).
+groveComm* deferSplit(groveComm* parent, core::Comm& c, int color, int key,
+                      const core::CommOptions& opts) {
+  groveComm* h = nullptr;
+  if (color != GROVE_SPLIT_NOCOLOR) {
+    h = grove::capi::newCommHandle(-1, 0);
+    h->placeAtGroupEnd = true;
+  }
+  core::Comm* cp = &c;
+  core::groupRecordInit(
+      [cp, h, color, key, opts] {
+        auto split = [&] {
+          std::unique_ptr<core::Comm> child;
+          core::submit(*cp, nullptr, [&] { child = cp->split(color, key, opts); });
+          return child;
+        };
+        if (h == nullptr) {
+          split();
+          return;
+        }
+        makeFor(h, "groveCommSplit", true, split);
+      },
+      h, parent);
+  return h;
 }
 
 groveResult_t initRank(groveComm_t* comm, int nranks, const groveUniqueId& commId, int rank,
@@ -195,6 +237,10 @@ GROVE_API groveResult_t groveCommSplit(groveComm_t comm, int color, int key, gro
     if (color < 0 && color != GROVE_SPLIT_NOCOLOR)
       grove::throwInvalidArgument("color must be >= 0 or GROVE_SPLIT_NOCOLOR");
     core::CommOptions opts = core::childOptions(config, c.options(), c.cudaDevice());
+    if (core::groupActive()) {
+      *newcomm = deferSplit(comm, c, color, key, opts);
+      return;
+    }
     std::unique_ptr<core::Comm> child;
     core::submit(c, nullptr, [&] { child = c.split(color, key, opts); });
     if (!child) return;
@@ -208,14 +254,14 @@ GROVE_API groveResult_t groveCommSplit(groveComm_t comm, int color, int key, gro
 GROVE_API groveResult_t groveCommCount(const groveComm_t comm, int* count) {
   return apiCall("groveCommCount", comm, [&] {
     if (count == nullptr) grove::throwInvalidArgument("count is NULL");
-    *count = grove::capi::handleOf(comm).nranks;  // known before init ends: no wait
+    *count = grove::capi::placeOf(comm).nranks;  // known before init ends: no wait
   });
 }
 
 GROVE_API groveResult_t groveCommUserRank(const groveComm_t comm, int* rank) {
   return apiCall("groveCommUserRank", comm, [&] {
     if (rank == nullptr) grove::throwInvalidArgument("rank is NULL");
-    *rank = grove::capi::handleOf(comm).rank;  // known before init ends: no wait
+    *rank = grove::capi::placeOf(comm).rank;  // known before init ends: no wait
   });
 }
 

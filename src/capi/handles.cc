@@ -123,6 +123,15 @@ groveComm& handleOf(groveComm* h) {
   return *h;
 }
 
+groveComm& placeOf(groveComm* h) {
+  groveComm& c = handleOf(h);
+  if (c.placeAtGroupEnd && c.state.load() != CommState::kReady)
+    throwInvalidUsage(
+        "a communicator split in a group has its rank and size once the group ends "
+        "(groveGroupEnd)");
+  return c;
+}
+
 void addStream(groveHostStream* s) {
   std::lock_guard<std::mutex> lock(registry().mu);
   registry().streams.insert(s);

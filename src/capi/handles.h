@@ -39,6 +39,9 @@ struct groveComm {
   std::unique_ptr<grove::core::Comm> impl;
   int rank = -1;
   int nranks = 0;
+  /// A split recorded in an open group: rank and nranks are known only
+  /// once the group ends and the handle is ready (set before it is shared).
+  bool placeAtGroupEnd = false;
   groveResult_t initError = groveSuccess;
   std::string initErrorText;
   std::mutex joinMu;                   ///< serialises joining initThread
@@ -86,6 +89,9 @@ core::Comm& usableComm(groveComm* h);
 /// h itself, checked as usableComm does but without waiting for its init:
 /// what the handle knows (rank, nranks) is there from the start.
 groveComm& handleOf(groveComm* h);
+/// handleOf(h) where its rank and size are known: at once for a
+/// communicator being initialised, once its group ended for a split in one.
+groveComm& placeOf(groveComm* h);
 
 /// Throws groveInvalidArgument "<what> <value> out of range [0,nranks)"
 /// unless 0 <= value < nranks (a root or a peer).

@@ -143,8 +143,9 @@ void groupRecord(GroupOp op) {
   state().ops.push_back(std::move(op));
 }
 
-void groupRecordInit(std::function<void()> init, const void* handle) {
+void groupRecordInit(std::function<void()> init, const void* handle, const void* also) {
   hold(handle);
+  hold(also);
   state().inits.push_back(std::move(init));
 }
 

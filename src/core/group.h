@@ -2,8 +2,9 @@
 //
 // Between the outermost start and its end, calls are recorded per thread
 // instead of run. At the end:
-//   1. deferred communicator inits run, all at once on their own threads
-//      (so one thread can create several ranks, as with NCCL);
+//   1. deferred communicator inits and splits run, all at once on their own
+//      threads (so one thread can create or split several ranks, as with
+//      NCCL);
 //   2. the recorded operations are split per communicator, in order of first
 //      use; each communicator's one-sided puts run first, then its
 //      collectives in call order, then all its sends and receives as one
@@ -53,9 +54,10 @@ void groupEnd();
 std::vector<const void*> groupHeld();
 /// Records an operation in the open group.
 void groupRecord(GroupOp op);
-/// Records a deferred communicator init (run at the outermost end) of the
-/// object `handle` names.
-void groupRecordInit(std::function<void()> init, const void* handle);
+/// Records a deferred communicator init (run at the outermost end, beside
+/// the group's other inits) of the object `handle` names; `also` (a split's
+/// parent) is held as well. Null objects are not held.
+void groupRecordInit(std::function<void()> init, const void* handle, const void* also = nullptr);
 /// True while an open group (of any thread) holds `object`: a Comm or
 /// HostStream one of its operations uses, or a handle whose init it
 /// deferred. Such an object must not be destroyed before the group ends

@@ -85,6 +85,43 @@ TEST(MpApiElastic, BadArgumentsAreRefusedAndLeaveTheCommunicatorWorking) {
   EXPECT_TRUE(allReduceExact(comms.c)) << "a refused call broke the communicator";
 }
 
+TEST(MpApiElastic, OneThreadSplitsEveryRankInAGroup) {
+  // NCCL's pattern for one thread driving several ranks: the splits run
+  // at the group's end, together (each waits for the others').
+  Comms comms(2);
+  ASSERT_TRUE(comms.ok());
+  groveComm_t kids[2] = {nullptr, nullptr};
+  ASSERT_EQ(groveGroupStart(), groveSuccess);
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(groveCommSplit(comms[r], 7, 1 - r, &kids[r], nullptr), groveSuccess)
+        << groveGetLastError(comms[r]);
+  int n = -1;
+  EXPECT_EQ(groveCommCount(kids[0], &n), groveInvalidUsage);
+  EXPECT_TRUE(lastErrorNames(kids[0], "once the group ends"));
+  EXPECT_EQ(groveCommDestroy(comms[0]), groveInvalidUsage) << "a parent held by the group";
+  ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(nullptr);
+  ASSERT_NE(kids[0], nullptr);
+  ASSERT_NE(kids[1], nullptr);
+  int r0 = -1, r1 = -1;
+  EXPECT_EQ(groveCommUserRank(kids[0], &r0), groveSuccess);
+  EXPECT_EQ(groveCommUserRank(kids[1], &r1), groveSuccess);
+  EXPECT_EQ(groveCommCount(kids[0], &n), groveSuccess);
+  EXPECT_EQ(n, 2);
+  EXPECT_EQ(r0, 1);  // ordered by key
+  EXPECT_EQ(r1, 0);
+  EXPECT_TRUE(allReduceExact({kids[1], kids[0]}));
+  for (groveComm_t k : kids) EXPECT_EQ(groveCommDestroy(k), groveSuccess);
+  // No color: nothing is made, and the group ends well.
+  ASSERT_EQ(groveGroupStart(), groveSuccess);
+  for (int r = 0; r < 2; ++r) {
+    kids[r] = reinterpret_cast<groveComm_t>(0x1);
+    EXPECT_EQ(groveCommSplit(comms[r], GROVE_SPLIT_NOCOLOR, 0, &kids[r], nullptr), groveSuccess);
+    EXPECT_EQ(kids[r], nullptr);
+  }
+  ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(nullptr);
+  EXPECT_TRUE(allReduceExact(comms.c));
+}
+
 TEST(MpApiElastic, ASplitWhoseChildFailsLeavesTheParentWorking) {
   // The members ask for different channel counts: the child's settings
   // check fails on both, and the parent still works.

@@ -339,6 +339,25 @@ int main(int argc, char** argv) {
       int r1 = -1;
       ncclCommUserRank(two[1], &r1);
       expect(r1 == 1, "init all ranks");
+      // One thread splits both ranks in a group, as NCCL's examples do.
+      ncclComm_t kids[2] = {nullptr, nullptr};
+      ok(ncclGroupStart(), "group start");
+      ok(ncclCommSplit(two[0], 0, 1, &kids[0], nullptr), "split in a group", two[0]);
+      ok(ncclCommSplit(two[1], 0, 0, &kids[1], nullptr), "split in a group", two[1]);
+      if (ok(ncclGroupEnd(), "group end of the splits") && kids[0] && kids[1]) {
+        int k0 = -1;
+        ncclCommUserRank(kids[0], &k0);
+        expect(k0 == 1, "a split in a group orders by key");
+        int32_t v[2] = {3, 4}, s[2] = {0, 0};
+        ok(ncclGroupStart(), "group start");
+        for (int i = 0; i < 2; ++i)
+          ok(ncclAllReduce(&v[i], &s[i], 1, ncclInt32, ncclSum, kids[i], nullptr),
+             "allreduce on a split child", kids[i]);
+        ok(ncclGroupEnd(), "group end");
+        expect(s[0] == 7 && s[1] == 7, "the children of a split in a group sum");
+        ncclCommDestroy(kids[0]);
+        ncclCommDestroy(kids[1]);
+      }
 #if NCCL_VERSION_CODE >= 23000
       sameProcessWindows(two);
 #endif
