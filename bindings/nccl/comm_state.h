@@ -79,6 +79,11 @@ ncclResult_t registerBuffer(const char* fn, groveComm_t comm, void* buff, size_t
 /// (or one of the other kind).
 ncclResult_t deregisterBuffer(const char* fn, groveComm_t comm, bool window, const void* handle);
 
+/// Keeps a deregistered (or forgotten) registration allocated, among the
+/// last 4,096: its address, which is its handle, is not handed out again,
+/// so a stale handle is refused instead of naming a later registration.
+void retireRegistration(std::unique_ptr<Registration> reg);
+
 /// A copy of window `win` of any communicator; false if no communicator has it.
 bool findWindow(ncclWindow_t win, Registration* out);
 

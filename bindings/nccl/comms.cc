@@ -56,8 +56,15 @@ void setCommHash(groveComm_t comm, uint64_t hash) {
 }
 
 void forgetComm(groveComm_t comm) {
-  std::lock_guard<std::mutex> lock(detail::stateMutex());
-  detail::states().erase(comm);
+  std::map<const void*, std::unique_ptr<Registration>> regs;
+  {
+    std::lock_guard<std::mutex> lock(detail::stateMutex());
+    auto it = detail::states().find(comm);
+    if (it == detail::states().end()) return;
+    regs = std::move(it->second.registrations);
+    detail::states().erase(it);
+  }
+  for (auto& [handle, reg] : regs) retireRegistration(std::move(reg));
 }
 
 ncclResult_t toGroveConfig(const ncclConfig_t* in, groveConfig_t* out, const char* fn) {

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -34,7 +36,17 @@ namespace {
 std::mutex hostMutex;
 std::set<void*> hostBlocks;  // ncclMemAlloc's host blocks (emulated device)
 
+std::mutex retiredMutex;
+std::deque<std::unique_ptr<Registration>> retired;  // oldest first
+constexpr size_t kRetiredKept = 4096;
+
 }  // namespace
+
+void retireRegistration(std::unique_ptr<Registration> reg) {
+  std::lock_guard<std::mutex> lock(retiredMutex);
+  retired.push_back(std::move(reg));
+  if (retired.size() > kRetiredKept) retired.pop_front();
+}
 
 ncclResult_t registerBuffer(const char* fn, groveComm_t comm, void* buff, size_t size, bool window,
                             Registration** out) {
@@ -54,12 +66,15 @@ ncclResult_t registerBuffer(const char* fn, groveComm_t comm, void* buff, size_t
 ncclResult_t deregisterBuffer(const char* fn, groveComm_t comm, bool window, const void* handle) {
   int n = 0;
   if (groveResult_t r = groveCommCount(comm, &n); r != groveSuccess) return toNccl(r);
-  const bool known = withState(comm, [&](CommState& s) {
+  std::unique_ptr<Registration> gone;
+  withState(comm, [&](CommState& s) {
     auto it = s.registrations.find(handle);
-    if (it == s.registrations.end() || it->second->window != window) return false;
+    if (it == s.registrations.end() || it->second->window != window) return;
+    gone = std::move(it->second);
     s.registrations.erase(it);
-    return true;
   });
+  const bool known = gone != nullptr;
+  if (known) retireRegistration(std::move(gone));
   if (!known)
     return refuse(ncclInvalidArgument, fn,
                   std::string(window ? "win is not a window" : "handle is not a registration") +

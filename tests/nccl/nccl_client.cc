@@ -208,6 +208,19 @@ void lifecycle(ncclComm_t comm) {
   ok(ncclCommRegister(comm, buf.data(), buf.size(), &handle), "register", comm);
   ok(ncclCommDeregister(comm, handle), "deregister", comm);
   expect(ncclCommDeregister(comm, handle) == ncclInvalidArgument, "a handle deregisters once");
+  // A later registration never gets a deregistered one's handle, so a stale
+  // handle cannot take it away.
+  std::vector<void*> seen{handle};
+  bool fresh = true;
+  for (int i = 0; i < 64; ++i) {
+    void* later = nullptr;
+    ok(ncclCommRegister(comm, buf.data(), buf.size(), &later), "register again", comm);
+    for (void* old : seen) fresh = fresh && later != old;
+    seen.push_back(later);
+    ok(ncclCommDeregister(comm, later), "deregister again", comm);
+  }
+  expect(fresh, "a new registration never gets an earlier one's handle");
+  expect(ncclCommDeregister(comm, handle) == ncclInvalidArgument, "a stale handle is refused");
   void* mem = nullptr;
   ok(ncclMemAlloc(&mem, 1 << 20), "mem alloc");
   ncclWindow_t win = nullptr;
