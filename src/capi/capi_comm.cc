@@ -194,7 +194,7 @@ GROVE_API groveResult_t groveCommInitAll(groveComm_t* comms, int ndev, const int
 // frees its handle and hands back its Comm; null for a NULL handle. Shared by
 // destroy and abort. A communicator that an open group still uses is refused:
 // its groveGroupEnd would run on freed memory.
-std::unique_ptr<core::Comm> retire(groveComm_t comm, const char* fn, bool cancelInit) {
+std::shared_ptr<core::Comm> retire(groveComm_t comm, const char* fn, bool cancelInit) {
   if (comm == nullptr) return nullptr;  // like free(NULL)
   grove::capi::checkKnownComm(comm);
   if (core::heldByOpenGroup(comm) ||
@@ -209,21 +209,21 @@ std::unique_ptr<core::Comm> retire(groveComm_t comm, const char* fn, bool cancel
     comm->initCancel.cancel("rank " + std::to_string(comm->rank) +
                             " called groveCommAbort during init");
   grove::capi::joinInitThread(comm);
-  std::unique_ptr<core::Comm> impl = std::move(comm->impl);
+  std::shared_ptr<core::Comm> impl = std::move(comm->impl);
   grove::capi::quarantineComm(comm);  // never freed while remembered: no later handle aliases it
   return impl;
 }
 
 GROVE_API groveResult_t groveCommDestroy(groveComm_t comm) {
   return apiCall("groveCommDestroy", nullptr, [&] {
-    if (std::unique_ptr<core::Comm> impl = retire(comm, "groveCommDestroy", false)) impl->close();
+    if (std::shared_ptr<core::Comm> impl = retire(comm, "groveCommDestroy", false)) impl->close();
   });
 }
 
 GROVE_API groveResult_t groveCommAbort(groveComm_t comm) {
   return apiCall("groveCommAbort", nullptr, [&] {
     int rank = comm != nullptr && grove::capi::knownComm(comm) ? comm->rank : -1;
-    if (std::unique_ptr<core::Comm> impl = retire(comm, "groveCommAbort", true))
+    if (std::shared_ptr<core::Comm> impl = retire(comm, "groveCommAbort", true))
       impl->abort("rank " + std::to_string(rank) + " called groveCommAbort");
   });
 }

@@ -36,7 +36,8 @@ enum class CommState { kInitializing, kReady, kFailed };
 struct groveComm {
   std::mutex mu;
   std::atomic<CommState> state{CommState::kInitializing};
-  std::unique_ptr<grove::core::Comm> impl;
+  /// Shared with the work queued on host streams, which may outlive the handle.
+  std::shared_ptr<grove::core::Comm> impl;
   int rank = -1;
   int nranks = 0;
   /// A split recorded in an open group: rank and nranks are known only

@@ -80,7 +80,10 @@ class InitCancel {
   std::string why_;
 };
 
-class Comm {
+/// A communicator handle owns its Comm through a shared_ptr: work queued on
+/// a host stream keeps the Comm it runs on alive (core/group.cc), so a
+/// destroy that gives up waiting for it never frees what it will touch.
+class Comm : public std::enable_shared_from_this<Comm> {
  public:
   /// Joins rank `rank` of an `nranks`-rank communicator; blocks until all
   /// joined, or until `cancel` (may be null) is cancelled.

@@ -156,7 +156,14 @@ bool heldByOpenGroup(const void* object) {
 
 void enqueueTicket(Comm& comm, HostStream& stream, uint64_t ticket, std::function<void()> work) {
   Comm* c = &comm;
-  stream.enqueue([c, ticket, work = std::move(work)] { c->sequencer().run(ticket, work); });
+  // The queued work holds the Comm (when a handle owns it): a destroy that
+  // stops waiting for it (its timeout passed while another communicator's
+  // work ran ahead on the stream) leaves the Comm closed, not freed; this
+  // work then fails at once on it, and frees it.
+  std::shared_ptr<Comm> keep = comm.weak_from_this().lock();
+  stream.enqueue([c, keep = std::move(keep), ticket, work = std::move(work)] {
+    c->sequencer().run(ticket, work);
+  });
 }
 
 void groupEnd() {

@@ -47,6 +47,7 @@ void HostStream::workerLoop() {
       code = groveInternalError;
       text = e.what();
     }
+    work = nullptr;  // what it held (a destroyed communicator's last reference) goes unlocked
     lock.lock();
     running_ = false;
     if (code != groveSuccess && error_ == groveSuccess) {

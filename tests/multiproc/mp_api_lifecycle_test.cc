@@ -335,6 +335,42 @@ TEST(MpApiLifecycle, CheckedCallsNameTheMismatch) {
 // communicator (nothing to release: memory 0) and inside a group refused;
 // the communicator works again after resume. The CUDA path (scratch
 // released, rings counted) runs in tests/nccl's client on the emulated device.
+namespace {
+// Two ranks of one communicator (threads of this process) whose calls time
+// out after `timeoutMs`.
+std::vector<groveComm_t> commsTimingOutAfter(int timeoutMs) {
+  groveUniqueId id;
+  EXPECT_EQ(groveGetUniqueId(&id), groveSuccess);
+  std::vector<groveComm_t> c(2, nullptr);
+  onRanks(2, [&](int r) {
+    groveConfig_t cfg = GROVE_CONFIG_INITIALIZER;
+    cfg.timeoutMs = timeoutMs;
+    EXPECT_EQ(groveCommInitRankConfig(&c[r], 2, id, r, &cfg), groveSuccess)
+        << groveGetLastError(nullptr);
+  });
+  return c;
+}
+}  // namespace
+
+TEST(MpApiLifecycle, ADestroyThatStopsWaitingLeavesItsQueuedWorkACommunicator) {
+  // On one host stream, communicator B's all-reduce waits (its peer never
+  // calls) for 6 s, and A's waits behind it. Destroying A gives up after
+  // A's timeout and 5 s more: A's work, still queued, then runs on A. It
+  // fails at once, on a closed A, not on freed memory (the sanitizer tier
+  // runs this test).
+  std::vector<groveComm_t> a = commsTimingOutAfter(300), b = commsTimingOutAfter(6000);
+  ASSERT_TRUE(a[0] && a[1] && b[0] && b[1]);
+  groveHostStream_t s = nullptr;
+  ASSERT_EQ(groveHostStreamCreate(&s), groveSuccess);
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  ASSERT_EQ(groveAllReduce(x, y, 4, groveFloat32, groveSum, b[0], s), groveSuccess);
+  ASSERT_EQ(groveAllReduce(x, y, 4, groveFloat32, groveSum, a[0], s), groveSuccess);
+  EXPECT_EQ(groveCommDestroy(a[0]), groveSuccess) << groveGetLastError(nullptr);
+  EXPECT_NE(groveHostStreamSynchronize(s), groveSuccess);  // B's call timed out
+  EXPECT_EQ(groveHostStreamDestroy(s), groveSuccess);
+  for (groveComm_t c : {a[1], b[0], b[1]}) EXPECT_EQ(groveCommAbort(c), groveSuccess);
+}
+
 TEST(MpApiLifecycle, SuspendRefusesCallsUntilResume) {
   groveComm_t c = nullptr;
   ASSERT_EQ(groveCommInitAll(&c, 1, nullptr), groveSuccess) << groveGetLastError(nullptr);
