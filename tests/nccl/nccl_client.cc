@@ -331,18 +331,7 @@ int main(int argc, char** argv) {
   int32_t x = 1;
   expect(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, comm, nullptr) == ncclInvalidUsage,
          "a finalized communicator takes no new work");
-  ncclComm_t none = nullptr;
-  expect(ncclCommSplit(comm, 0, rank, &none, nullptr) == ncclInvalidUsage && none == nullptr &&
-             std::strstr(ncclGetLastError(comm), "finalized") != nullptr,
-         "a finalized communicator refuses a split");
-  void* regHandle = nullptr;
-  expect(ncclCommRegister(comm, &x, sizeof x, &regHandle) == ncclInvalidUsage,
-         "a finalized communicator registers nothing");
-  float scale = 2.0f;
-  ncclRedOp_t premul;
-  expect(ncclRedOpCreatePreMulSum(&premul, &scale, ncclFloat32, ncclScalarHostImmediate, comm) ==
-             ncclInvalidUsage,
-         "a finalized communicator makes no PreMulSum op");
+  expectMakesNothing(comm, "finalized");
   ok(ncclCommDestroy(comm), "destroy");
 
   if (rank == 0) {  // two communicators of one process

@@ -60,6 +60,11 @@ double value(int r, size_t i);
 /// The reduction of every rank's value(r, i) by op.
 double reduceOf(ncclRedOp_t op, size_t i);
 
+/// A communicator that takes no work (`state`: "finalized", "suspended")
+/// makes nothing either: no split, registration or PreMulSum op, each
+/// refused with ncclInvalidUsage naming the state.
+void expectMakesNothing(ncclComm_t comm, const std::string& state);
+
 #if NCCL_VERSION_CODE >= 23000
 /// What NCCL 2.30 added (and 2.32 after it), on a working communicator
 /// (nccl_client_current.cc).

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 namespace nccl_client {
 
@@ -102,6 +103,23 @@ double reduceOf(ncclRedOp_t op, size_t i) {
     if (op == ncclMin) acc = acc < v ? acc : v;
   }
   return op == ncclAvg ? acc / nranks : acc;
+}
+
+void expectMakesNothing(ncclComm_t comm, const std::string& state) {
+  const std::string a = "a " + state + " communicator ";
+  ncclComm_t none = nullptr;
+  expect(ncclCommSplit(comm, 0, rank, &none, nullptr) == ncclInvalidUsage && none == nullptr &&
+             std::strstr(ncclGetLastError(comm), state.c_str()) != nullptr,
+         a + "refuses a split, saying why");
+  void* handle = nullptr;
+  std::vector<char> buf(64);
+  expect(ncclCommRegister(comm, buf.data(), buf.size(), &handle) == ncclInvalidUsage,
+         a + "registers nothing");
+  float scale = 2.0f;
+  ncclRedOp_t op;
+  expect(ncclRedOpCreatePreMulSum(&op, &scale, ncclFloat32, ncclScalarHostImmediate, comm) ==
+             ncclInvalidUsage,
+         a + "makes no PreMulSum op");
 }
 
 }  // namespace nccl_client
