@@ -398,6 +398,20 @@ void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* re
   });
 }
 
+void checkSelfPairs(const std::vector<P2PCall>& calls, int rank) {
+  std::vector<size_t> sends, recvs;  // bytes, in call order
+  for (const P2PCall& c : calls)
+    if (c.peer == rank) (c.isSend ? sends : recvs).push_back(c.bytes);
+  if (sends.size() != recvs.size())
+    throwInvalidUsage("a send to self needs a receive from self in the same group (this one has " +
+                      std::to_string(sends.size()) + " sends to self and " +
+                      std::to_string(recvs.size()) + " receives from self)");
+  for (size_t i = 0; i < sends.size(); ++i)
+    if (sends[i] != recvs[i])
+      throwInvalidUsage("send to self and receive from self differ in size (" +
+                        std::to_string(sends[i]) + " and " + std::to_string(recvs[i]) + " bytes)");
+}
+
 void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype, void* stream) {
   if (device_) {
     deviceGroup({}, calls, stream);
@@ -416,20 +430,12 @@ void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype
   const exec::CallTag tag = exec::p2pTagOf(rank_, type);
   checkUsable();
   // Sends to self pair with receives from self in call order: plain copies.
-  // They are checked here, before anything is sent: a refusal leaves the
-  // communicator as it was (inside guarded() it would end the job).
+  // groupEnd checked the pairs before the group's work started; checked again
+  // here, outside guarded(), a refusal still leaves the communicator as it was.
+  checkSelfPairs(calls, rank_);
   std::vector<const P2PCall*> selfSends, selfRecvs;
   for (const P2PCall& c : calls)
     if (c.peer == rank_) (c.isSend ? selfSends : selfRecvs).push_back(&c);
-  if (selfSends.size() != selfRecvs.size())
-    throwInvalidUsage("a send to self needs a receive from self in the same group (this one has " +
-                      std::to_string(selfSends.size()) + " sends to self and " +
-                      std::to_string(selfRecvs.size()) + " receives from self)");
-  for (size_t i = 0; i < selfSends.size(); ++i)
-    if (selfSends[i]->bytes != selfRecvs[i]->bytes)
-      throwInvalidUsage("send to self and receive from self differ in size (" +
-                        std::to_string(selfSends[i]->bytes) + " and " +
-                        std::to_string(selfRecvs[i]->bytes) + " bytes)");
   Tracked tracked(tracker_.get(), tag);
   guarded("send/recv", [&] {
     std::vector<plan::P2POp> ops;

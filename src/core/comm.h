@@ -62,6 +62,11 @@ struct P2PCall {
 /// The schedule's form of one send or receive, its buffer Buf::kExtra `extraIndex`.
 plan::P2POp p2pOpOf(const P2PCall& call, uint32_t extraIndex);
 
+/// Throws invalid usage unless `rank`'s sends to self pair, in call order and
+/// size, with its receives from self (the checks a group's end makes before
+/// any of its work starts).
+void checkSelfPairs(const std::vector<P2PCall>& calls, int rank);
+
 /// Lets another thread end a communicator's construction: a non-blocking
 /// init that groveCommAbort stops. While the constructor runs it ties its
 /// abort signal here, so cancel() makes every wait of the init (the

@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -65,25 +66,32 @@ void hold(const void* object) {
   ++holds().count[object];
 }
 
-// Runs the functions concurrently (the first on this thread) and rethrows the first error.
-void runConcurrently(std::vector<std::function<void()>>& work) {
-  std::vector<std::exception_ptr> errors(work.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 1; i < work.size(); ++i)
-    threads.emplace_back([&, i] {
-      try {
-        work[i]();
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    });
-  if (!work.empty()) {
+// Runs work(0) .. work(n - 1) concurrently (work(0) on this thread) and
+// rethrows the first error. Every one runs, also when a thread cannot be
+// started (that one then runs here, after work(0)): each may be a ticket
+// that later calls of its communicator wait for.
+void runConcurrently(size_t n, const std::function<void(size_t)>& work) {
+  std::vector<std::exception_ptr> errors(n);
+  auto runOne = [&](size_t i) {
     try {
-      work[0]();
+      work(i);
     } catch (...) {
-      errors[0] = std::current_exception();
+      errors[i] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  std::vector<size_t> here;  // indices no thread could be started for
+  threads.reserve(n);
+  here.reserve(n);
+  for (size_t i = 1; i < n; ++i) {
+    try {
+      threads.emplace_back(runOne, i);
+    } catch (const std::system_error&) {
+      here.push_back(i);
     }
   }
+  if (n > 0) runOne(0);
+  for (size_t i : here) runOne(i);
   for (auto& t : threads) t.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
@@ -176,7 +184,7 @@ void groupEnd() {
   s.ops.clear();
   s.inits.clear();
   s.held.clear();
-  runConcurrently(inits);
+  runConcurrently(inits.size(), [&](size_t i) { inits[i](); });
 
   // Split per communicator, in order of first use.
   std::vector<Comm*> comms;
@@ -193,19 +201,47 @@ void groupEnd() {
     }
     perComm[i].push_back(std::move(op));
   }
-  std::vector<std::function<void()>> blocking;
+  // Every share's sends to self must pair with its receives from self:
+  // checked before any share's work starts, so a refusal sends nothing and
+  // leaves every communicator as it was.
   for (size_t i = 0; i < comms.size(); ++i) {
-    HostStream* stream = perComm[i].front().stream;
-    std::function<void()> work = commWork(comms[i], std::move(perComm[i]));
-    if (stream != nullptr) {
-      submit(*comms[i], stream, std::move(work));
-    } else {
-      Comm* c = comms[i];
-      uint64_t ticket = c->sequencer().issue();
-      blocking.push_back([c, ticket, work = std::move(work)] { c->sequencer().run(ticket, work); });
-    }
+    std::vector<P2PCall> p2p;
+    for (const GroupOp& op : perComm[i])
+      if (op.isP2P && !op.oneSided) p2p.push_back(op.p2p);
+    checkSelfPairs(p2p, comms[i]->rank());
   }
-  runConcurrently(blocking);
+  std::vector<HostStream*> streams;
+  std::vector<std::function<void()>> works;
+  for (size_t i = 0; i < comms.size(); ++i) {
+    streams.push_back(perComm[i].front().stream);
+    works.push_back(commWork(comms[i], std::move(perComm[i])));
+  }
+  // The shares without a stream run here, each as its own ticket. Nothing
+  // may throw between taking a ticket and running it (the vector is
+  // reserved, the move cannot throw), and a share whose queuing fails (out
+  // of memory) ends the tickets taken before it as no-ops: a ticket never
+  // run would stop its communicator for good.
+  struct Blocking {
+    Comm* comm;
+    uint64_t ticket;
+    std::function<void()> work;
+  };
+  std::vector<Blocking> blocking;
+  blocking.reserve(comms.size());
+  try {
+    for (size_t i = 0; i < comms.size(); ++i) {
+      if (streams[i] != nullptr)
+        submit(*comms[i], streams[i], std::move(works[i]));
+      else
+        blocking.push_back({comms[i], comms[i]->sequencer().issue(), std::move(works[i])});
+    }
+  } catch (...) {
+    for (Blocking& b : blocking) b.comm->sequencer().run(b.ticket, [] {});
+    throw;
+  }
+  runConcurrently(blocking.size(), [&](size_t i) {
+    blocking[i].comm->sequencer().run(blocking[i].ticket, blocking[i].work);
+  });
 }
 
 }  // namespace grove::core

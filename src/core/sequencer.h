@@ -34,11 +34,20 @@ class Sequencer {
   /// Takes the next ticket and hands it to `queue` (which puts its work on
   /// a host stream) under one lock: two threads queuing on one stream
   /// queue their tickets in ticket order, or the stream's worker would
-  /// wait on a later ticket while the earlier one waited behind it.
+  /// wait on a later ticket while the earlier one waited behind it. When
+  /// `queue` throws (out of memory), the ticket is run here as a no-op
+  /// before the error goes on: a ticket never run would stop every later
+  /// call of the communicator.
   template <typename Queue>
   void issueAndQueue(Queue&& queue) {
     std::lock_guard<std::mutex> lock(queueMu_);
-    queue(issue());
+    const uint64_t ticket = issue();
+    try {
+      queue(ticket);
+    } catch (...) {
+      run(ticket, [] {});
+      throw;
+    }
   }
   /// Runs fn when every earlier ticket has finished.
   template <typename Fn>

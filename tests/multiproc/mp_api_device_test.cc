@@ -25,16 +25,18 @@ struct Emulation {
   ~Emulation() { unsetenv("GROVE_DEVICE_EMULATION"); }
 };
 
-// n CUDA communicators (deviceKind cuda), one per thread; destroyed at the end.
+// n CUDA communicators (deviceKind cuda, or as given), one per thread;
+// destroyed at the end.
 struct DeviceComms {
   std::vector<groveComm_t> c;
-  explicit DeviceComms(int n, int timeoutMs = 30000) : c(n, nullptr) {
+  explicit DeviceComms(int n, int timeoutMs = 30000, groveDeviceKind_t kind = groveDeviceCuda)
+      : c(n, nullptr) {
     groveUniqueId id;
     EXPECT_EQ(groveGetUniqueId(&id), groveSuccess);
     std::vector<groveResult_t> res(n, groveInternalError);
     onRanks(n, [&](int r) {
       groveConfig_t cfg = GROVE_CONFIG_INITIALIZER;
-      cfg.deviceKind = groveDeviceCuda;
+      cfg.deviceKind = kind;
       cfg.timeoutMs = timeoutMs;
       res[r] = groveCommInitRankConfig(&c[r], n, id, r, &cfg);
     });
@@ -107,6 +109,45 @@ TEST(MpApiDevice, GroupMixesCollectivesAndSendRecv) {
       ASSERT_EQ(fromPrev[i], 100 + (r + kRanks - 1) % kRanks);
     }
   });
+}
+
+// A group whose sends to self do not pair with its receives from self is
+// refused at its end before any of its work starts, on the device as on the
+// host: rank 0's all-reduce, recorded first, is never begun (it would wait
+// for rank 1 until the timeout), and the communicator still works.
+TEST(MpApiDevice, UnpairedSendToSelfRefusesTheWholeGroupFirst) {
+  Emulation on(true);
+  for (groveDeviceKind_t kind : {groveDeviceCuda, groveDeviceHost}) {
+    SCOPED_TRACE(kind == groveDeviceCuda ? "device" : "host");
+    DeviceComms comms(2, /*timeoutMs=*/4000, kind);
+    std::vector<float> a(256, 1.0f), b(256, 0.0f);
+    const double t0 = now();
+    ASSERT_EQ(groveGroupStart(), groveSuccess);
+    groveAllReduce(a.data(), b.data(), a.size(), groveFloat32, groveSum, comms[0], nullptr);
+    groveSend(a.data(), 8, groveFloat32, 0, comms[0], nullptr);
+    groveSend(a.data(), 8, groveFloat32, 0, comms[0], nullptr);
+    groveRecv(b.data(), 8, groveFloat32, 0, comms[0], nullptr);
+    EXPECT_EQ(groveGroupEnd(), groveInvalidUsage) << groveGetLastError(comms[0]);
+    EXPECT_LT(now() - t0, 2.0) << "the group's all-reduce ran before the refusal";
+    EXPECT_NE(std::string(groveGetLastError(nullptr)).find("2 sends to self and 1 receives"),
+              std::string::npos)
+        << groveGetLastError(nullptr);
+    groveResult_t async = groveInternalError;
+    EXPECT_EQ(groveCommGetAsyncError(comms[0], &async), groveSuccess);
+    EXPECT_EQ(async, groveSuccess) << groveGetLastError(comms[0]);
+    onRanks(2, [&](int r) {
+      std::vector<float> in(1000, r + 1.0f), out(1000, 0.0f), self(1000, -1.0f);
+      ASSERT_EQ(groveGroupStart(), groveSuccess);
+      groveAllReduce(in.data(), out.data(), in.size(), groveFloat32, groveSum, comms[r], nullptr);
+      groveSend(in.data(), in.size(), groveFloat32, r, comms[r], nullptr);
+      groveRecv(self.data(), self.size(), groveFloat32, r, comms[r], nullptr);
+      ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(comms[r]);
+      for (size_t i = 0; i < in.size(); ++i) {
+        ASSERT_EQ(out[i], 3.0f);
+        ASSERT_EQ(self[i], r + 1.0f);
+      }
+    });
+  }
 }
 
 // Rank 0 calls an all-reduce the others never join; aborting its

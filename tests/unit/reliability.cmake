@@ -5,3 +5,6 @@ grove_gtest(test_agreement SOURCES ${CMAKE_CURRENT_LIST_DIR}/agreement_test.cc
 # What a communicator made from another (split, shrink, grow) inherits.
 grove_gtest(test_options SOURCES ${CMAKE_CURRENT_LIST_DIR}/options_test.cc
             LIBS grove_core LABELS unit)
+# The order of a communicator's operations, and tickets never left unfinished.
+grove_gtest(test_sequencer SOURCES ${CMAKE_CURRENT_LIST_DIR}/sequencer_test.cc
+            LIBS grove_core LABELS unit)
