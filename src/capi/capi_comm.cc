@@ -222,9 +222,10 @@ GROVE_API groveResult_t groveCommDestroy(groveComm_t comm) {
 
 GROVE_API groveResult_t groveCommAbort(groveComm_t comm) {
   return apiCall("groveCommAbort", nullptr, [&] {
-    int rank = comm != nullptr && grove::capi::knownComm(comm) ? comm->rank : -1;
+    // The rank from the Comm, not the handle: a split deferred to a group's
+    // end may still be placing the handle on another thread.
     if (std::shared_ptr<core::Comm> impl = retire(comm, "groveCommAbort", true))
-      impl->abort("rank " + std::to_string(rank) + " called groveCommAbort");
+      impl->abort("rank " + std::to_string(impl->rank()) + " called groveCommAbort");
   });
 }
 
@@ -288,7 +289,15 @@ GROVE_API groveResult_t groveCommGetAsyncError(groveComm_t comm, groveResult_t* 
     switch (comm->state.load()) {
       case CommState::kInitializing: *asyncError = groveInProgress; return;
       case CommState::kFailed: *asyncError = comm->initError; return;
-      case CommState::kReady: *asyncError = comm->impl->errorState(nullptr); return;
+      case CommState::kReady: {
+        // The failure's text goes to groveGetLastError: a rank that made no
+        // call since a peer aborted learns which peer, and why, here.
+        std::string text;
+        *asyncError = comm->impl->errorState(&text);
+        if (*asyncError != groveSuccess)
+          grove::capi::setLastError(comm, "groveCommGetAsyncError: " + text);
+        return;
+      }
     }
   });
 }

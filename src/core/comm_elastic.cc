@@ -92,9 +92,8 @@ Comm::Reform Comm::prepareShrink(const std::vector<int>& excluded, bool abortMod
     sequencer_.drainFor(std::min(options_.timeoutSec, 5.0));
   } else {
     std::string text;
-    if (errorState(&text) != groveSuccess || abort_.raised())
-      throwInvalidUsage("communicator has failed (" + (text.empty() ? abort_.reason() : text) +
-                        "): shrink it with the abort flag");
+    if (errorState(&text) != groveSuccess)  // a raised abort included
+      throwInvalidUsage("communicator has failed (" + text + "): shrink it with the abort flag");
     if (const char* pending = drainWork())
       throwRemoteError("shrink: this rank's " + std::string(pending) +
                        " did not finish within the timeout");

@@ -351,11 +351,35 @@ TEST(MpApi, AbortFailsThePeersPendingCallQuickly) {
     EXPECT_LT(now() - t0, 5.0);
     groveResult_t async = groveSuccess;
     EXPECT_EQ(groveCommGetAsyncError(c[r], &async), groveSuccess);
-    EXPECT_NE(async, groveSuccess) << "rank " << r << ": async error not set after a peer's abort";
+    EXPECT_EQ(async, groveRemoteError) << "rank " << r << ": async error after a peer's abort";
+    EXPECT_NE(std::string(groveGetLastError(c[r])).find("rank 0 called groveCommAbort"),
+              std::string::npos)
+        << groveGetLastError(c[r]);
     EXPECT_EQ(groveCommAbort(c[r]), groveSuccess);
   }
   float y = 0;
   EXPECT_EQ(groveAllReduce(&y, &y, 1, groveFloat32, groveSum, c[0], nullptr), groveInvalidUsage);
+}
+
+// A peer's abort reaches a rank that makes no call: its async error turns
+// to groveRemoteError, with a text that names the rank that aborted.
+TEST(MpApi, AbortReachesAPeerThatMakesNoCall) {
+  mpapi::Comms c(2);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(groveCommAbort(c[0]), groveSuccess);
+  c.c[0] = nullptr;
+  groveResult_t async = groveSuccess;
+  const double deadline = now() + 10;
+  while (async == groveSuccess && now() < deadline) {
+    ASSERT_EQ(groveCommGetAsyncError(c[1], &async), groveSuccess);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(async, groveRemoteError);
+  EXPECT_NE(std::string(groveGetLastError(c[1])).find("rank 0 called groveCommAbort"),
+            std::string::npos)
+      << groveGetLastError(c[1]);
+  EXPECT_EQ(groveCommAbort(c[1]), groveSuccess);
+  c.c[1] = nullptr;
 }
 
 // Ranks made by groveCommInitRankConfig on threads with one config.
