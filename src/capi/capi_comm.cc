@@ -44,9 +44,16 @@ void makeFor(groveComm* h, const char* fn, bool rethrow, Make make) {
   }
 }
 
-// Creates the Comm behind h; records success or failure in h.
-void initHandle(groveComm* h, core::UniqueIdData id, core::CommOptions opts) {
+// A deferred init or split whose group's end could not start it.
+[[noreturn]] void refuseCancelled() {
+  grove::throwSystemError("the group's end could not start this communicator's creation", EAGAIN);
+}
+
+// Creates the Comm behind h (unless `cancelled`); records success or failure in h.
+void initHandle(groveComm* h, core::UniqueIdData id, core::CommOptions opts,
+                bool cancelled = false) {
   makeFor(h, "groveCommInitRank", false, [&] {
+    if (cancelled) refuseCancelled();
     return std::make_unique<core::Comm>(id, h->nranks, h->rank, opts, &h->initCancel);
   });
 }
@@ -65,8 +72,9 @@ groveComm* deferSplit(groveComm* parent, core::Comm& c, int color, int key,
   }
   core::Comm* cp = &c;
   core::groupRecordInit(
-      [cp, h, color, key, opts] {
+      [cp, h, color, key, opts](bool cancelled) {
         auto split = [&] {
+          if (cancelled) refuseCancelled();
           std::unique_ptr<core::Comm> child;
           core::submit(*cp, nullptr, [&] { child = cp->split(color, key, opts); });
           return child;
@@ -104,7 +112,7 @@ groveComm* grove::capi::initComm(int rank, int nranks, const core::UniqueIdData&
                                  const core::CommOptions& opts) {
   groveComm* h = grove::capi::newCommHandle(rank, nranks);
   if (core::groupActive()) {
-    core::groupRecordInit([h, id, opts] { initHandle(h, id, opts); }, h);
+    core::groupRecordInit([h, id, opts](bool cancelled) { initHandle(h, id, opts, cancelled); }, h);
     return h;
   }
   if (!opts.blocking) {
@@ -290,12 +298,14 @@ GROVE_API groveResult_t groveCommGetAsyncError(groveComm_t comm, groveResult_t* 
       case CommState::kInitializing: *asyncError = groveInProgress; return;
       case CommState::kFailed: *asyncError = comm->initError; return;
       case CommState::kReady: {
-        // The failure's text goes to groveGetLastError: a rank that made no
-        // call since a peer aborted learns which peer, and why, here.
+        // The failure's text goes to groveGetLastError(comm): a rank that
+        // made no call since a peer aborted learns which peer, and why.
         std::string text;
         *asyncError = comm->impl->errorState(&text);
-        if (*asyncError != groveSuccess)
-          grove::capi::setLastError(comm, "groveCommGetAsyncError: " + text);
+        if (*asyncError != groveSuccess) {  // the communicator's text, not the thread's
+          std::lock_guard<std::mutex> lock(comm->mu);
+          comm->lastError = "groveCommGetAsyncError: " + text;
+        }
         return;
       }
     }

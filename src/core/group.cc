@@ -1,14 +1,15 @@
 #include "core/group.h"
 
+#include <algorithm>
 #include <exception>
 #include <mutex>
-#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "base/error.h"
 #include "base/log.h"
+#include "core/concurrent_run.h"
 
 namespace grove::core {
 namespace {
@@ -39,7 +40,7 @@ struct ReleaseHolds {
 struct GroupState {
   int depth = 0;
   std::vector<GroupOp> ops;
-  std::vector<std::function<void()>> inits;
+  std::vector<GroupInit> inits;
   std::vector<const void*> held;  ///< what this thread's open group holds (with repeats)
   // A thread that ends inside a group: what it recorded never runs (no
   // ticket was taken for it), and its holds go, so the communicators it
@@ -64,37 +65,6 @@ void hold(const void* object) {
   state().held.push_back(object);
   std::lock_guard<std::mutex> lock(holds().mu);
   ++holds().count[object];
-}
-
-// Runs work(0) .. work(n - 1) concurrently (work(0) on this thread) and
-// rethrows the first error. Every one runs, also when a thread cannot be
-// started (that one then runs here, after work(0)): each may be a ticket
-// that later calls of its communicator wait for.
-void runConcurrently(size_t n, const std::function<void(size_t)>& work) {
-  std::vector<std::exception_ptr> errors(n);
-  auto runOne = [&](size_t i) {
-    try {
-      work(i);
-    } catch (...) {
-      errors[i] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> threads;
-  std::vector<size_t> here;  // indices no thread could be started for
-  threads.reserve(n);
-  here.reserve(n);
-  for (size_t i = 1; i < n; ++i) {
-    try {
-      threads.emplace_back(runOne, i);
-    } catch (const std::system_error&) {
-      here.push_back(i);
-    }
-  }
-  if (n > 0) runOne(0);
-  for (size_t i : here) runOne(i);
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
 }
 
 // Runs a share's one-sided puts (waits == false) or waits (true).
@@ -151,7 +121,7 @@ void groupRecord(GroupOp op) {
   state().ops.push_back(std::move(op));
 }
 
-void groupRecordInit(std::function<void()> init, const void* handle, const void* also) {
+void groupRecordInit(GroupInit init, const void* handle, const void* also) {
   hold(handle);
   hold(also);
   state().inits.push_back(std::move(init));
@@ -180,11 +150,12 @@ void groupEnd() {
   if (--s.depth > 0) return;
   ReleaseHolds release{std::move(s.held)};
   std::vector<GroupOp> ops = std::move(s.ops);
-  std::vector<std::function<void()>> inits = std::move(s.inits);
+  std::vector<GroupInit> inits = std::move(s.inits);
   s.ops.clear();
   s.inits.clear();
   s.held.clear();
-  runConcurrently(inits.size(), [&](size_t i) { inits[i](); });
+  Concurrent(inits.size())
+      .run([&](size_t i) { inits[i](false); }, [&](size_t i) { inits[i](true); });
 
   // Split per communicator, in order of first use.
   std::vector<Comm*> comms;
@@ -228,6 +199,7 @@ void groupEnd() {
   };
   std::vector<Blocking> blocking;
   blocking.reserve(comms.size());
+  Concurrent runner(static_cast<size_t>(std::count(streams.begin(), streams.end(), nullptr)));
   try {
     for (size_t i = 0; i < comms.size(); ++i) {
       if (streams[i] != nullptr)
@@ -239,9 +211,9 @@ void groupEnd() {
     for (Blocking& b : blocking) b.comm->sequencer().run(b.ticket, [] {});
     throw;
   }
-  runConcurrently(blocking.size(), [&](size_t i) {
-    blocking[i].comm->sequencer().run(blocking[i].ticket, blocking[i].work);
-  });
+  runner.run(
+      [&](size_t i) { blocking[i].comm->sequencer().run(blocking[i].ticket, blocking[i].work); },
+      [&](size_t i) { blocking[i].comm->sequencer().run(blocking[i].ticket, [] {}); });
 }
 
 }  // namespace grove::core

@@ -54,10 +54,14 @@ void groupEnd();
 std::vector<const void*> groupHeld();
 /// Records an operation in the open group.
 void groupRecord(GroupOp op);
+/// A deferred communicator init, run at the group's end with `cancelled`
+/// false; true when the end could not start it beside the others (no
+/// thread): it must then make nothing and record the failure in its handle.
+using GroupInit = std::function<void(bool cancelled)>;
 /// Records a deferred communicator init (run at the outermost end, beside
 /// the group's other inits) of the object `handle` names; `also` (a split's
 /// parent) is held as well. Null objects are not held.
-void groupRecordInit(std::function<void()> init, const void* handle, const void* also = nullptr);
+void groupRecordInit(GroupInit init, const void* handle, const void* also = nullptr);
 /// True while an open group (of any thread) holds `object`: a Comm or
 /// HostStream one of its operations uses, or a handle whose init it
 /// deferred. Such an object must not be destroyed before the group ends

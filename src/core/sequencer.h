@@ -37,14 +37,17 @@ class Sequencer {
   /// wait on a later ticket while the earlier one waited behind it. When
   /// `queue` throws (out of memory), the ticket is run here as a no-op
   /// before the error goes on: a ticket never run would stop every later
-  /// call of the communicator.
+  /// call of the communicator. It waits for the earlier tickets without the
+  /// lock (they may need it to be queued: a group's end that took a ticket
+  /// of another communicator and now queues on this one).
   template <typename Queue>
   void issueAndQueue(Queue&& queue) {
-    std::lock_guard<std::mutex> lock(queueMu_);
+    std::unique_lock<std::mutex> lock(queueMu_);
     const uint64_t ticket = issue();
     try {
       queue(ticket);
     } catch (...) {
+      lock.unlock();
       run(ticket, [] {});
       throw;
     }
