@@ -32,7 +32,8 @@ struct Registration {
   groveComm_t comm = nullptr;
   int rank = -1;
   bool window = false;
-  int oneSided = -1;  ///< a window's id in grove's one-sided access (-1: none, GPU memory)
+  int oneSided = -1;  ///< a window's handle in grove's one-sided access (-1: none, GPU memory)
+  int order = -1;     ///< with oneSided: the k-th such window of comm (the same k on every rank)
 };
 
 struct CommState {
@@ -41,6 +42,7 @@ struct CommState {
   uint64_t hash = 0;               ///< ncclCommQueryProperties's commHash: the same on every rank
   bool initAll = false;            ///< made by ncclCommInitAll: every rank is in this process
   uint64_t splits = 0;             ///< ncclCommSplit calls on this communicator so far
+  int oneSidedWindows = 0;         ///< windows registered with grove's one-sided access so far
   bool growIdOutstanding = false;  ///< ncclCommGetUniqueId gave an id no grow consumed yet
   int nextOp = ncclNumOps;
   std::map<int, PreMulSumOp> ops;
@@ -98,8 +100,8 @@ bool hostMemory(groveComm_t comm);
 ncclTeam_t lsaTeamOf(groveComm_t comm);
 
 /// The window of rank `rank` of the communicator `hash` in this process
-/// whose grove window id is `oneSided`; false if this process has none.
-bool findPeerWindow(uint64_t hash, int rank, int oneSided, Registration* out);
+/// whose order (Registration::order) is `order`; false if this process has none.
+bool findPeerWindow(uint64_t hash, int rank, int order, Registration* out);
 
 /// The communicator's hash, the same on every rank of it: made from the
 /// unique id at init, from the parent's and the color at split.

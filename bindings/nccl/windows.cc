@@ -16,8 +16,8 @@
 // grove's one-sided access (groveWindowRegister, grovePutSignal,
 // groveWaitSignal): a window of a communicator on host memory or the
 // emulated device is also registered with grove, collectively as NCCL's
-// are, and NCCL's peerWin (this rank's handle of the window) names grove's
-// window id, the same on every rank. NCCL's (ctx, sigIdx) pair is grove's
+// are, and NCCL's peerWin (this rank's handle of the window) carries
+// grove's handle of it (this rank's too). NCCL's (ctx, sigIdx) pair is grove's
 // signal slot ctx * kSigIdxLimit + sigIdx. Puts land without the target's
 // participation (grove's progress thread), in order per peer; a wait
 // consumes the signals it counted. On GPU memory the calls refuse with a
@@ -46,13 +46,13 @@ bool findWindow(ncclWindow_t win, Registration* out) {
   return false;
 }
 
-bool findPeerWindow(uint64_t hash, int rank, int oneSided, Registration* out) {
-  if (oneSided < 0) return false;
+bool findPeerWindow(uint64_t hash, int rank, int order, Registration* out) {
+  if (order < 0) return false;
   std::lock_guard<std::mutex> lock(detail::stateMutex());
   for (auto& [comm, state] : detail::states()) {
     if (state.hash != hash || !state.initAll) continue;
     for (auto& [handle, reg] : state.registrations)
-      if (reg->window && reg->rank == rank && reg->oneSided == oneSided) {
+      if (reg->window && reg->rank == rank && reg->order == order) {
         *out = *reg;
         return true;
       }
@@ -105,11 +105,11 @@ ncclResult_t windowPointer(const char* fn, ncclWindow_t window, size_t offset, i
   const int first = w.rank - lsa.rank;  // the team's ranks are first .. first + nRanks - 1
   if (peer < first || peer >= first + lsa.nRanks) return ncclSuccess;
   Registration target = w;
-  // The registration is collective, but the peer's thread notes grove's
-  // window id just after its own call returns: give it a moment.
+  // The registration is collective, but the peer's thread notes its
+  // window's order just after its own call returns: give it a moment.
   bool found = peer == w.rank;
   for (int tries = 0; !found && tries < 1000; ++tries) {
-    found = findPeerWindow(commHash(w.comm), peer, w.oneSided, &target);
+    found = findPeerWindow(commHash(w.comm), peer, w.order, &target);
     if (!found) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   if (!found)
@@ -150,14 +150,17 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
         r != ncclSuccess)
       return r;
     if (hostMemory(toGrove(comm))) {
-      // Collective, as NCCL's: grove's window id is the same on every rank.
+      // Collective, as NCCL's: grove's handle names the peers' windows of this call.
       int id = -1;
       if (groveResult_t g = groveWindowRegister(toGrove(comm), buff, size, &id);
           g != groveSuccess) {
         deregisterBuffer(fn, toGrove(comm), true, reg);
         return toNccl(g);
       }
-      withState(toGrove(comm), [&](CommState&) { reg->oneSided = id; });
+      withState(toGrove(comm), [&](CommState& st) {
+        reg->oneSided = id;
+        reg->order = st.oneSidedWindows++;
+      });
     }
     *win = reinterpret_cast<ncclWindow_t>(reg);
     return ncclSuccess;

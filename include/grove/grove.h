@@ -280,9 +280,11 @@ groveResult_t groveCommResume(groveComm_t comm);
 /// (host communicators and the emulated device; not GPU memory).
 ///
 /// Registers [buff, buff + bytes) as this rank's window on comm; *window is
-/// its id. Collective: every rank registers its k-th window in the same
-/// call (sizes may differ per rank), so the id is the same on every rank.
-/// Not inside a group.
+/// this rank's handle of it (unique in the process and never reused: a
+/// handle of another communicator, or of a deregistered window, is
+/// refused). Collective: every rank registers its k-th window in the same
+/// call (sizes may differ per rank), and a put with this rank's handle of
+/// the k-th window writes into the peer's k-th window. Not inside a group.
 groveResult_t groveWindowRegister(groveComm_t comm, void* buff, size_t bytes, int* window);
 /// Collective: waits until every put made into this rank's windows before
 /// the call has landed, then drops the window. Not inside a group.

@@ -8,8 +8,12 @@
 // stream, or recorded in a group, where puts run before and waits after
 // the group's other operations).
 #include <array>
+#include <climits>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "capi/handles.h"
@@ -32,6 +36,59 @@ void refuseInGroup(const char* what) {
     throw grove::Error(
         groveInvalidUsage,
         std::string(what) + " cannot be called inside a group (call groveGroupEnd first)");
+}
+
+// Window handles. The communicator numbers its windows in registration
+// order (the same number on every rank, which puts carry to the target);
+// the caller gets a handle of its own instead: unique in the process and
+// never reused, so another communicator's handle, or a deregistered
+// window's, is refused rather than naming a window it does not mean.
+class WindowHandles {
+ public:
+  int add(core::Comm& c, int id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (next_ == INT_MAX)
+      throw grove::Error(groveSystemError,
+                         "window handles exhausted (2^31 registrations in this process)");
+    for (auto it = windows_.begin(); it != windows_.end();)  // windows of destroyed communicators
+      it = it->second.comm.expired() ? windows_.erase(it) : std::next(it);
+    windows_.emplace(next_, Entry{c.weak_from_this(), id});
+    return next_++;
+  }
+  /// c's id of the window `handle` names; -1 if it names none of c's.
+  int idOf(const core::Comm& c, int handle) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = windows_.find(handle);
+    if (it == windows_.end() || it->second.comm.lock().get() != &c) return -1;
+    return it->second.id;
+  }
+  void drop(int handle) {
+    std::lock_guard<std::mutex> lock(mu_);
+    windows_.erase(handle);
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<core::Comm> comm;
+    int id;
+  };
+  mutable std::mutex mu_;
+  int next_ = 1;
+  std::unordered_map<int, Entry> windows_;
+};
+
+WindowHandles& windowHandles() {
+  static auto* h = new WindowHandles();  // never destroyed: calls may come during teardown
+  return *h;
+}
+
+// c's id of the window `handle` names, or a clear refusal.
+int windowIdOf(const core::Comm& c, int handle) {
+  const int id = windowHandles().idOf(c, handle);
+  if (id < 0)
+    grove::throwInvalidArgument("window " + std::to_string(handle) +
+                                " is not a registered window of this communicator");
+  return id;
 }
 
 // Runs a one-sided operation in issue order: recorded in the open group, on
@@ -64,8 +121,8 @@ GROVE_API groveResult_t groveWindowRegister(groveComm_t comm, void* buff, size_t
     refuseInGroup("groveWindowRegister");
     core::Comm& c = grove::capi::usableComm(comm);
     int id = -1;
-    c.sequencer().runNow([&] { id = c.windowRegister(buff, bytes); });
-    *window = id;
+    core::submit(c, nullptr, [&] { id = c.windowRegister(buff, bytes); });
+    *window = windowHandles().add(c, id);
   });
 }
 
@@ -73,7 +130,9 @@ GROVE_API groveResult_t groveWindowDeregister(groveComm_t comm, int window) {
   return apiCall("groveWindowDeregister", comm, [&] {
     refuseInGroup("groveWindowDeregister");
     core::Comm& c = grove::capi::usableComm(comm);
-    c.sequencer().runNow([&] { c.windowDeregister(window); });
+    const int id = windowIdOf(c, window);
+    core::submit(c, nullptr, [&] { c.windowDeregister(id); });
+    windowHandles().drop(window);
   });
 }
 
@@ -86,21 +145,23 @@ GROVE_API groveResult_t grovePutSignal(const void* src, size_t bytes, int peer, 
     checkSignal(signal);
     if (src == nullptr && bytes > 0) grove::throwInvalidArgument("src is NULL");
     uint64_t limit = 0;
+    int id = -1;
     if (window == -1 && bytes == 0) {  // a signal alone
       if (!c.windowBytes(-1, peer, &limit))
         throw grove::Error(groveInvalidUsage,
                            "a signal needs one-sided access: register a window first");
-    } else if (!c.windowBytes(window, peer, &limit))
+    } else if (id = windowIdOf(c, window); !c.windowBytes(id, peer, &limit)) {
       grove::throwInvalidArgument("window " + std::to_string(window) +
                                   " is not a registered window of this communicator");
+    }
     if (offset > limit || bytes > limit - offset)
       grove::throwInvalidArgument("a put of " + std::to_string(bytes) + " bytes at offset " +
                                   std::to_string(offset) + " does not fit rank " +
                                   std::to_string(peer) + "'s window " + std::to_string(window) +
                                   " (" + std::to_string(limit) + " bytes)");
     core::Comm* cm = &c;
-    submitOneSided(comm, stream, false, [cm, src, bytes, peer, window, offset, signal] {
-      cm->putSignal(peer, window, offset, src, bytes, signal);
+    submitOneSided(comm, stream, false, [cm, src, bytes, peer, id, offset, signal] {
+      cm->putSignal(peer, id, offset, src, bytes, signal);
     });
   });
 }

@@ -52,7 +52,9 @@ TEST(MpApiOneSided, PutsAndSignalsLandInPeersWindows) {
     for (size_t i = 0; i < static_cast<size_t>(64 * r); ++i) bad += win[r][i] != 0;
     EXPECT_EQ(bad, 0u) << "rank " << r;
   });
-  for (int r = 0; r < n; ++r) EXPECT_EQ(ids[r], 0);
+  for (int r = 0; r < n; ++r)  // each rank's own handle, never -1 (a signal alone)
+    for (int q = 0; q < r; ++q) EXPECT_NE(ids[r], ids[q]);
+  for (int r = 0; r < n; ++r) EXPECT_GT(ids[r], 0);
   onRanks(n, [&](int r) {
     EXPECT_EQ(groveWindowDeregister(comms[r], ids[r]), groveSuccess) << groveGetLastError(comms[r]);
   });
@@ -120,12 +122,10 @@ TEST(MpApiOneSided, GroupRunsWaitsAfterTheGroupsOtherWork) {
   Comms comms(2);
   ASSERT_TRUE(comms.ok());
   std::vector<int> win0(16, 0), win1(16, 0);
-  int id = -1;
+  int ids[2] = {-1, -1};  // each rank's handle
   onRanks(2, [&](int r) {
-    int mine = -1;
-    ASSERT_EQ(groveWindowRegister(comms[r], r == 0 ? win0.data() : win1.data(), 64, &mine),
+    ASSERT_EQ(groveWindowRegister(comms[r], r == 0 ? win0.data() : win1.data(), 64, &ids[r]),
               groveSuccess);
-    if (r == 0) id = mine;
   });
   onRanks(2, [&](int r) {
     int v = 42, got = 0;
@@ -139,10 +139,10 @@ TEST(MpApiOneSided, GroupRunsWaitsAfterTheGroupsOtherWork) {
     } else {
       ASSERT_EQ(groveRecv(&got, 1, groveInt32, 0, comms[1], nullptr), groveSuccess);
       got += 1;
-      ASSERT_EQ(grovePutSignal(&got, 4, 0, id, 8, 5, comms[1], nullptr), groveSuccess);
+      ASSERT_EQ(grovePutSignal(&got, 4, 0, ids[1], 8, 5, comms[1], nullptr), groveSuccess);
     }
   });
-  onRanks(2, [&](int r) { EXPECT_EQ(groveWindowDeregister(comms[r], id), groveSuccess); });
+  onRanks(2, [&](int r) { EXPECT_EQ(groveWindowDeregister(comms[r], ids[r]), groveSuccess); });
 }
 
 // Bad arguments are refused with a clear text and leave the communicator
@@ -154,16 +154,17 @@ TEST(MpApiOneSided, BadArgumentsAreRefusedAndLoseNothing) {
   EXPECT_EQ(grovePutSignal(&x, 4, 1, 0, 0, 0, comms[0], nullptr), groveInvalidArgument);
   EXPECT_TRUE(lastErrorNames(nullptr, "not a registered window"));
   std::vector<char> w0(100), w1(200);
-  int id = -1;
+  int id = -1, id1 = -1;  // rank 0's handle, rank 1's
   onRanks(2, [&](int r) {
-    int mine = -1;
-    ASSERT_EQ(
-        groveWindowRegister(comms[r], r == 0 ? w0.data() : w1.data(), r == 0 ? 100 : 200, &mine),
-        groveSuccess);
-    if (r == 0) id = mine;
+    ASSERT_EQ(groveWindowRegister(comms[r], r == 0 ? w0.data() : w1.data(), r == 0 ? 100 : 200,
+                                  r == 0 ? &id : &id1),
+              groveSuccess);
   });
-  EXPECT_EQ(grovePutSignal(&x, 4, 0, id, 97, 0, comms[1], nullptr), groveInvalidArgument);
+  EXPECT_EQ(grovePutSignal(&x, 4, 0, id1, 97, 0, comms[1], nullptr), groveInvalidArgument);
   EXPECT_TRUE(lastErrorNames(nullptr, "does not fit rank 0's window"));
+  // A handle is its rank's: rank 0's names no window of rank 1.
+  EXPECT_EQ(grovePutSignal(&x, 4, 0, id, 0, 0, comms[1], nullptr), groveInvalidArgument);
+  EXPECT_TRUE(lastErrorNames(nullptr, "not a registered window of this communicator"));
   EXPECT_EQ(grovePutSignal(&x, 4, 1, id, 196, 0, comms[0], nullptr), groveSuccess);  // 200 there
   EXPECT_EQ(grovePutSignal(&x, 4, 2, id, 0, 0, comms[0], nullptr), groveInvalidArgument);
   EXPECT_TRUE(lastErrorNames(nullptr, "peer 2 out of range"));
@@ -185,9 +186,40 @@ TEST(MpApiOneSided, BadArgumentsAreRefusedAndLoseNothing) {
   EXPECT_EQ(groveWaitSignal(&good, 1, comms[1], nullptr), groveSuccess);
   EXPECT_EQ(std::memcmp(w1.data() + 196, &x, 4), 0);
   EXPECT_TRUE(mpapi::allReduceWorks(comms));  // nothing refused poisoned the communicators
-  onRanks(2, [&](int r) { EXPECT_EQ(groveWindowDeregister(comms[r], id), groveSuccess); });
+  onRanks(2, [&](int r) {
+    EXPECT_EQ(groveWindowDeregister(comms[r], r == 0 ? id : id1), groveSuccess);
+  });
   EXPECT_EQ(grovePutSignal(&x, 4, 1, id, 0, 0, comms[0], nullptr), groveInvalidArgument);
   EXPECT_EQ(groveWindowDeregister(comms[0], id), groveInvalidArgument);
+}
+
+// A window handle names its communicator's window only: another
+// communicator's handle (whose window is that communicator's first too) is
+// refused, and nothing lands in either window.
+TEST(MpApiOneSided, AnotherCommunicatorsHandleIsRefused) {
+  Comms a(2), b(2);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<std::vector<int>> winA(2, std::vector<int>(8, 0)), winB = winA;
+  int idA[2] = {-1, -1}, idB[2] = {-1, -1};
+  onRanks(2, [&](int r) {
+    ASSERT_EQ(groveWindowRegister(a[r], winA[r].data(), 32, &idA[r]), groveSuccess);
+    ASSERT_EQ(groveWindowRegister(b[r], winB[r].data(), 32, &idB[r]), groveSuccess);
+  });
+  EXPECT_NE(idA[0], idB[0]);
+  int x = 77;
+  EXPECT_EQ(grovePutSignal(&x, 4, 1, idA[0], 0, 0, b[0], nullptr), groveInvalidArgument);
+  EXPECT_TRUE(lastErrorNames(nullptr, "not a registered window of this communicator"));
+  EXPECT_EQ(groveWindowDeregister(b[0], idA[0]), groveInvalidArgument);
+  // The right handle still works, on both.
+  ASSERT_EQ(grovePutSignal(&x, 4, 1, idB[0], 4, 0, b[0], nullptr), groveSuccess);
+  groveSignalWait_t w{0, 0, 1};
+  ASSERT_EQ(groveWaitSignal(&w, 1, b[1], nullptr), groveSuccess);
+  EXPECT_EQ(winB[1][1], 77);
+  EXPECT_EQ(winA[1], std::vector<int>(8, 0));
+  onRanks(2, [&](int r) {
+    EXPECT_EQ(groveWindowDeregister(a[r], idA[r]), groveSuccess);
+    EXPECT_EQ(groveWindowDeregister(b[r], idB[r]), groveSuccess);
+  });
 }
 
 // Over the net transport (libfabric; its tcp provider here) puts are the
