@@ -115,11 +115,12 @@ void submitOneSided(groveComm_t comm, groveStream_t stream, bool isWait,
 GROVE_API groveResult_t groveWindowRegister(groveComm_t comm, void* buff, size_t bytes,
                                             int* window) {
   return apiCall("groveWindowRegister", comm, [&] {
+    core::Comm& c = grove::capi::usableComm(comm);
+    c.countWindowCall();  // refused calls too: the registration compares the counts
     if (window == nullptr) grove::throwInvalidArgument("window is NULL");
     *window = -1;
     if (buff == nullptr && bytes > 0) grove::throwInvalidArgument("buff is NULL");
     refuseInGroup("groveWindowRegister");
-    core::Comm& c = grove::capi::usableComm(comm);
     int id = -1;
     core::submit(c, nullptr, [&] { id = c.windowRegister(buff, bytes); });
     *window = windowHandles().add(c, id);

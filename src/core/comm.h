@@ -172,6 +172,11 @@ class Comm : public std::enable_shared_from_this<Comm> {
   /// window [base, base + bytes); collective, in the same order on every
   /// rank. Returns its id (the same on every rank).
   int windowRegister(void* base, uint64_t bytes);
+  /// Counts a groveWindowRegister call, refused ones included (before its
+  /// checks): each registration compares its count across ranks, so one
+  /// that pairs with another rank's refused call fails instead of pairing
+  /// up windows that were not registered together.
+  void countWindowCall() { ++windowCalls_; }
   /// Collective: waits for every put in flight to this rank, then drops window `id`.
   void windowDeregister(int id);
   /// Rank `rank`'s bytes of window `id`; false if there is no such window.
@@ -261,8 +266,9 @@ class Comm : public std::enable_shared_from_this<Comm> {
   std::unique_ptr<plan::Selector> selector_;
   std::unique_ptr<plan::TopoPlans> plans_;  ///< rings / trees / hier plan of the topology (lazy)
   std::unique_ptr<plan::ProgramCache> cache_;
-  std::unique_ptr<Rma> rma_;            ///< one-sided access: made at the first window registration
-  std::unique_ptr<DevicePath> device_;  ///< CUDA communicators only
+  std::unique_ptr<Rma> rma_;  ///< one-sided access: made at the first window registration
+  std::atomic<int64_t> windowCalls_{0};             ///< countWindowCall()
+  std::unique_ptr<DevicePath> device_;              ///< CUDA communicators only
   std::vector<transport::DevicePeer> devicePeers_;  ///< CUDA communicators: every rank's
   EngineChoice engine_;                             ///< CUDA communicators: kernel or stream
   int cudaDevice_ = -1;

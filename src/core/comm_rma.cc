@@ -100,10 +100,11 @@ int Comm::windowRegister(void* base, uint64_t bytes) {
       transport::OneSided::Remote window;  // blank without one-sided peers
       transport::OneSided::Remote signals;
       int64_t exposed;  // 1: the window is exposed (or needs not be)
+      int64_t call;     // countWindowCall()'s count, refused calls included
     };
     // Every rank learns whether all could expose, so all fail together
     // instead of waiting for a window that never comes.
-    Entry mine{rma_->nextWindow(), bytes, {}, rma_->signalTarget(), 1};
+    Entry mine{rma_->nextWindow(), bytes, {}, rma_->signalTarget(), 1, windowCalls_.load()};
     std::string exposeError;
     try {
       mine.window = rma_->expose(base, bytes);
@@ -116,6 +117,16 @@ int Comm::windowRegister(void* base, uint64_t bytes) {
       throw Error(
           groveSystemError,
           "window registration: exposing the window for one-sided writes failed: " + exposeError);
+    for (int r = 0; r < nranks_; ++r)
+      if (all[r].call != mine.call) {
+        rma_->unexpose(base);
+        throw Error(groveInvalidUsage,
+                    "window registration: this is rank " + std::to_string(r) + "'s call " +
+                        std::to_string(all[r].call) + " of groveWindowRegister but rank " +
+                        std::to_string(rank_) + "'s call " + std::to_string(mine.call) +
+                        " (a call refused on one rank was not made on the others: every rank "
+                        "must make the same calls)");
+      }
     for (int r = 0; r < nranks_; ++r)
       if (all[r].exposed == 0) {
         rma_->unexpose(base);

@@ -193,6 +193,32 @@ TEST(MpApiOneSided, BadArgumentsAreRefusedAndLoseNothing) {
   EXPECT_EQ(groveWindowDeregister(comms[0], id), groveInvalidArgument);
 }
 
+// A registration refused on one rank (before any exchange) is not made on
+// the others: when that rank goes on to register its next window, the two
+// calls must not pair up (rank 0's second window with rank 1's first).
+// Both fail at once with a text that says so.
+TEST(MpApiOneSided, ACallRefusedOnOneRankDoesNotPairWithTheNext) {
+  Comms comms(2);
+  ASSERT_TRUE(comms.ok());
+  std::vector<char> first(64), second(64), theirs(64);
+  std::vector<groveResult_t> got(2, groveSuccess);
+  std::vector<std::string> text(2);
+  onRanks(2, [&](int r) {
+    int id = -1;
+    if (r == 0) {
+      EXPECT_EQ(groveWindowRegister(comms[0], first.data(), 64, nullptr), groveInvalidArgument);
+      got[0] = groveWindowRegister(comms[0], second.data(), 64, &id);
+    } else {
+      got[1] = groveWindowRegister(comms[1], theirs.data(), 64, &id);
+    }
+    text[r] = groveGetLastError(comms[r]);
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(got[r], groveInvalidUsage) << "rank " << r << ": " << text[r];
+    EXPECT_NE(text[r].find("every rank must make the same calls"), std::string::npos) << text[r];
+  }
+}
+
 // A window handle names its communicator's window only: another
 // communicator's handle (whose window is that communicator's first too) is
 // refused, and nothing lands in either window.
