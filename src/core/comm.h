@@ -154,6 +154,9 @@ class Comm : public std::enable_shared_from_this<Comm> {
   /// the bootstrap root, while it lives) on every other rank, with an error
   /// that names this rank; the communicator can then be shrunk or destroyed.
   void revoke();
+  /// revoke() with `why` as the error's text: a failure every rank must
+  /// see (a group's end that could not run its share).
+  void failEverywhere(const std::string& why);
 
   /// Memory this rank of the communicator holds for it (comm_memory.cc).
   struct Memory {
@@ -175,8 +178,11 @@ class Comm : public std::enable_shared_from_this<Comm> {
   /// Counts a groveWindowRegister call, refused ones included (before its
   /// checks): each registration compares its count across ranks, so one
   /// that pairs with another rank's refused call fails instead of pairing
-  /// up windows that were not registered together.
-  void countWindowCall() { ++windowCalls_; }
+  /// up windows that were not registered together. Not while suspended (a
+  /// rank's own state: its refusal there is not a call the others make).
+  void countWindowCall() {
+    if (!suspended_.load()) ++windowCalls_;
+  }
   /// Collective: waits for every put in flight to this rank, then drops window `id`.
   void windowDeregister(int id);
   /// Rank `rank`'s bytes of window `id`; false if there is no such window.

@@ -164,7 +164,10 @@ Comm::Reform Comm::prepareGrow(int nranks, const UniqueIdData* id) {
 }
 
 void Comm::revoke() {
-  const std::string why = "rank " + std::to_string(rank_) + " revoked the communicator";
+  failEverywhere("rank " + std::to_string(rank_) + " revoked the communicator");
+}
+
+void Comm::failEverywhere(const std::string& why) {
   if (bootstrap_) bootstrap_->abort(why);
   stopHere(why);
 }

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -11,8 +10,6 @@
 #include <thread>
 #include <vector>
 
-#include "base/error.h"
-
 namespace grove::core {
 
 // Runs n pieces of work at once, the first on the calling thread: the
@@ -20,7 +17,7 @@ namespace grove::core {
 // drive several ranks of one job), so they either all run at once or none
 // does. Every thread is started before any work begins, each held at a gate;
 // when one cannot be started, the gate cancels them all: cancel(i) runs for
-// every piece instead and a system error is thrown.
+// every piece instead (what it throws is dropped) and run() returns false.
 // What it needs is allocated at construction, so a caller that takes
 // tickets between construction and run() has nothing left that can throw
 // before each ticket runs or is cancelled.
@@ -33,13 +30,15 @@ class Concurrent {
     threads_.reserve(n);
   }
 
+  /// True if every piece ran (the first error of work(i) is rethrown);
+  /// false if they were all cancelled.
   template <typename Work, typename Cancel>
-  void run(const Work& work, const Cancel& cancel) {
+  bool run(const Work& work, const Cancel& cancel) {
     const size_t n = errors_.size();
     auto cancelOne = [&](size_t i) {
       try {
         cancel(i);
-      } catch (...) {  // the group's end fails with the system error below
+      } catch (...) {  // the caller fails the call: run() returns false
       }
     };
     auto piece = [&](size_t i) {
@@ -63,12 +62,10 @@ class Concurrent {
     if (n > 0) piece(0);
     for (size_t i = started; i < n; ++i) cancelOne(i);  // never started
     for (auto& t : threads_) t.join();
-    if (started < n)
-      throwSystemError("a group's end could not start a thread for each of its " +
-                           std::to_string(n) + " shares, so none ran",
-                       EAGAIN);
+    if (started < n) return false;
     for (auto& e : errors_)
       if (e) std::rethrow_exception(e);
+    return true;
   }
 
  private:

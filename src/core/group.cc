@@ -1,8 +1,11 @@
 #include "core/group.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <exception>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -107,6 +110,19 @@ std::function<void()> commWork(Comm* comm, std::vector<GroupOp> ops) {
   };
 }
 
+// Why a group's end that could not start its threads failed communicator c.
+std::string cancelledText(const Comm& c) {
+  return "rank " + std::to_string(c.rank()) +
+         ": a group's end could not start a thread for each of its shares, so its "
+         "communicators were failed (none of their shares ran)";
+}
+
+[[noreturn]] void throwCancelled(size_t n, const char* what) {
+  throwSystemError("a group's end could not start a thread for each of its " + std::to_string(n) +
+                       " " + what + ", so none ran",
+                   EAGAIN);
+}
+
 }  // namespace
 
 std::vector<const void*> groupHeld() { return state().held; }
@@ -154,8 +170,28 @@ void groupEnd() {
   s.ops.clear();
   s.inits.clear();
   s.held.clear();
-  Concurrent(inits.size())
-      .run([&](size_t i) { inits[i](false); }, [&](size_t i) { inits[i](true); });
+  auto cancelInit = [&](size_t i) {
+    try {
+      inits[i](true);  // fails its handle
+    } catch (...) {}
+  };
+  std::optional<Concurrent> initRunner;
+  try {
+    initRunner.emplace(inits.size());
+  } catch (...) {  // no memory: no handle may stay "initialising"
+    for (size_t i = 0; i < inits.size(); ++i) cancelInit(i);
+    throw;
+  }
+  if (!initRunner->run([&](size_t i) { inits[i](false); }, cancelInit)) {
+    // The group's other calls do not run either: their communicators fail
+    // (see the shares below).
+    std::vector<Comm*> failed;
+    for (const GroupOp& op : ops)
+      if (std::find(failed.begin(), failed.end(), op.comm) == failed.end())
+        failed.push_back(op.comm);
+    for (Comm* c : failed) c->failEverywhere(cancelledText(*c));
+    throwCancelled(inits.size(), "communicator creations");
+  }
 
   // Split per communicator, in order of first use.
   std::vector<Comm*> comms;
@@ -211,9 +247,20 @@ void groupEnd() {
     for (Blocking& b : blocking) b.comm->sequencer().run(b.ticket, [] {});
     throw;
   }
-  runner.run(
+  // Cancelled (a thread could not start): this rank's shares of the group
+  // did not run, while other processes' may have; every communicator of
+  // the group fails, here and on its other ranks, so that none waits for
+  // them and no later call pairs with what they sent.
+  const bool ran = runner.run(
       [&](size_t i) { blocking[i].comm->sequencer().run(blocking[i].ticket, blocking[i].work); },
-      [&](size_t i) { blocking[i].comm->sequencer().run(blocking[i].ticket, [] {}); });
+      [&](size_t i) {
+        Comm* c = blocking[i].comm;
+        c->sequencer().run(blocking[i].ticket, [&] { c->failEverywhere(cancelledText(*c)); });
+      });
+  if (ran) return;
+  for (size_t i = 0; i < comms.size(); ++i)
+    if (streams[i] != nullptr) comms[i]->failEverywhere(cancelledText(*comms[i]));
+  throwCancelled(blocking.size(), "shares");
 }
 
 }  // namespace grove::core
