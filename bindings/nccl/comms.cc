@@ -323,6 +323,10 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
     groveResult_t e = groveSuccess;
     const groveResult_t r = groveCommGetAsyncError(toGrove(comm), &e);
     *asyncError = toNccl(e);
+    // The failure's text (which peer aborted, and why) also for
+    // ncclGetLastError(NULL), the form NCCL's examples use.
+    if (r == groveSuccess && e != groveSuccess && e != groveInProgress)
+      noteLastError(groveGetLastError(toGrove(comm)));
     return toNccl(r);
   });
 }

@@ -25,6 +25,8 @@ bool warnings() {
 
 const std::string& lastShimError() { return shimError; }
 
+void noteLastError(const std::string& text) { shimError = text; }
+
 ncclResult_t refuse(ncclResult_t code, const char* fn, const std::string& why) {
   shimError = std::string(fn) + ": " + why;
   if (warnings()) std::fprintf(stderr, "grove nccl: WARN %s\n", shimError.c_str());

@@ -25,6 +25,8 @@ inline ncclResult_t toNccl(groveResult_t r) { return static_cast<ncclResult_t>(r
 /// Refuses a call from the shim itself: `fn: why` becomes this thread's
 /// last error (ncclGetLastError) and is logged as grove logs a refusal.
 ncclResult_t refuse(ncclResult_t code, const char* fn, const std::string& why);
+/// Makes `text` the thread's last error (what ncclGetLastError(NULL) shows) without a warning.
+void noteLastError(const std::string& text);
 
 /// Refuses a versioned struct (a config, properties) whose magic its
 /// initializer did not write: "`what` was not initialised with

@@ -133,22 +133,32 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
                                     int winFlags) {
   return call("ncclCommWindowRegister", [&] {
     const char* fn = "ncclCommWindowRegister";
-    if (win == nullptr) return refuse(ncclInvalidArgument, fn, "win is NULL");
-    *win = nullptr;
+    if (win != nullptr) *win = nullptr;
     if (ncclResult_t r = takesWork(fn, toGrove(comm)); r != ncclSuccess) return r;
+    // What is refused from here on is refused on this rank alone: grove
+    // counts it as a registration call all the same (one with a NULL handle
+    // pointer, which it counts, then refuses), so that this rank's next
+    // registration fails instead of pairing with the others' pending one.
+    auto refusedHere = [&](ncclResult_t r) {
+      if (hostMemory(toGrove(comm))) (void)groveWindowRegister(toGrove(comm), nullptr, 0, nullptr);
+      return r;
+    };
+    if (win == nullptr) return refusedHere(refuse(ncclInvalidArgument, fn, "win is NULL"));
     // Strict ordering, GIN-only and CFT-counted ask nothing of a library
     // without one-sided transfers, GIN or CFT.
     const int known = NCCL_WIN_COLL_SYMMETRIC | NCCL_WIN_STRICT_ORDERING | NCCL_WIN_GIN_ONLY |
                       NCCL_WIN_CFT_COUNTED;
     if ((winFlags & ~known) != 0)
-      return refuse(ncclInvalidArgument, fn, "unknown winFlags " + std::to_string(winFlags));
+      return refusedHere(
+          refuse(ncclInvalidArgument, fn, "unknown winFlags " + std::to_string(winFlags)));
     if ((winFlags & NCCL_WIN_COLL_SYMMETRIC) != 0 &&
         reinterpret_cast<uintptr_t>(buff) % NCCL_WIN_REQUIRED_ALIGNMENT != 0)
-      return refuse(ncclInvalidArgument, fn, "a symmetric window must be aligned to 4096 bytes");
+      return refusedHere(
+          refuse(ncclInvalidArgument, fn, "a symmetric window must be aligned to 4096 bytes"));
     Registration* reg = nullptr;
     if (ncclResult_t r = registerBuffer(fn, toGrove(comm), buff, size, true, &reg);
         r != ncclSuccess)
-      return r;
+      return refusedHere(r);
     if (hostMemory(toGrove(comm))) {
       // Collective, as NCCL's: grove's handle names the peers' windows of this call.
       int id = -1;

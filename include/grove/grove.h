@@ -284,7 +284,12 @@ groveResult_t groveCommResume(groveComm_t comm);
 /// handle of another communicator, or of a deregistered window, is
 /// refused). Collective: every rank registers its k-th window in the same
 /// call (sizes may differ per rank), and a put with this rank's handle of
-/// the k-th window writes into the peer's k-th window. Not inside a group.
+/// the k-th window writes into the peer's k-th window. Every rank must make
+/// the same calls: one refused on this rank alone (a NULL handle pointer,
+/// not a suspension) still counts, and a registration whose count differs
+/// across ranks fails the communicator on every rank (groveInvalidUsage)
+/// rather than pair windows registered in different calls. Not inside a
+/// group.
 groveResult_t groveWindowRegister(groveComm_t comm, void* buff, size_t bytes, int* window);
 /// Collective: waits until every put made into this rank's windows before
 /// the call has landed, then drops the window. Not inside a group.

@@ -45,15 +45,21 @@ void refuseInGroup(const char* what) {
 // window's, is refused rather than naming a window it does not mean.
 class WindowHandles {
  public:
-  int add(core::Comm& c, int id) {
+  /// A new handle of c's, naming no window until set(): made before the
+  /// registration, so that nothing can fail after it succeeded everywhere.
+  int reserve(core::Comm& c) {
     std::lock_guard<std::mutex> lock(mu_);
     if (next_ == INT_MAX)
       throw grove::Error(groveSystemError,
                          "window handles exhausted (2^31 registrations in this process)");
     for (auto it = windows_.begin(); it != windows_.end();)  // windows of destroyed communicators
       it = it->second.comm.expired() ? windows_.erase(it) : std::next(it);
-    windows_.emplace(next_, Entry{c.weak_from_this(), id});
+    windows_.emplace(next_, Entry{c.weak_from_this(), -1});
     return next_++;
+  }
+  void set(int handle, int id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    windows_.at(handle).id = id;  // reserved: present
   }
   /// c's id of the window `handle` names; -1 if it names none of c's.
   int idOf(const core::Comm& c, int handle) const {
@@ -121,9 +127,14 @@ GROVE_API groveResult_t groveWindowRegister(groveComm_t comm, void* buff, size_t
     *window = -1;
     if (buff == nullptr && bytes > 0) grove::throwInvalidArgument("buff is NULL");
     refuseInGroup("groveWindowRegister");
-    int id = -1;
-    core::submit(c, nullptr, [&] { id = c.windowRegister(buff, bytes); });
-    *window = windowHandles().add(c, id);
+    const int handle = windowHandles().reserve(c);
+    try {
+      core::submit(c, nullptr, [&] { windowHandles().set(handle, c.windowRegister(buff, bytes)); });
+    } catch (...) {
+      windowHandles().drop(handle);
+      throw;
+    }
+    *window = handle;
   });
 }
 

@@ -219,6 +219,25 @@ TEST(MpApiOneSided, ACallRefusedOnOneRankDoesNotPairWithTheNext) {
   }
 }
 
+// A suspended rank's refused registration is its own state, not a call the
+// others make: once it resumes, the ranks register together as usual.
+TEST(MpApiOneSided, ARefusalWhileSuspendedIsNotACall) {
+  Comms comms(2);
+  ASSERT_TRUE(comms.ok());
+  std::vector<char> w0(64), w1(64);
+  int ids[2] = {-1, -1};
+  ASSERT_EQ(groveCommSuspend(comms[0]), groveSuccess);
+  EXPECT_EQ(groveWindowRegister(comms[0], w0.data(), 64, &ids[0]), groveInvalidUsage);
+  EXPECT_TRUE(lastErrorNames(comms[0], "suspended"));
+  ASSERT_EQ(groveCommResume(comms[0]), groveSuccess);
+  onRanks(2, [&](int r) {
+    EXPECT_EQ(groveWindowRegister(comms[r], r == 0 ? w0.data() : w1.data(), 64, &ids[r]),
+              groveSuccess)
+        << groveGetLastError(comms[r]);
+  });
+  onRanks(2, [&](int r) { EXPECT_EQ(groveWindowDeregister(comms[r], ids[r]), groveSuccess); });
+}
+
 // A window handle names its communicator's window only: another
 // communicator's handle (whose window is that communicator's first too) is
 // refused, and nothing lands in either window.

@@ -293,6 +293,34 @@ void sameProcessWindows(ncclComm_t* two) {
   ok(ncclCommWindowDeregister(two[0], w0), "same-process window deregister (rank 0)", two[0]);
   dereg.join();
   ok(r1, "same-process window deregister (rank 1)", two[1]);
+
+  // A registration refused on rank 0 alone (a misaligned symmetric window)
+  // counts as a call all the same: rank 0's next registration meets rank
+  // 1's pending one and both fail at once, where rank 0's second window
+  // paired with rank 1's first.
+  std::vector<char> odd(8192);
+  expect(ncclCommWindowRegister(two[0], odd.data() + 1, 4096, &w0, NCCL_WIN_COLL_SYMMETRIC) ==
+             ncclInvalidArgument,
+         "a misaligned symmetric window is refused");
+  std::thread again([&] {
+    r1 = ncclCommWindowRegister(two[1], mem1.data(), mem1.size(), &w1, NCCL_WIN_DEFAULT);
+  });
+  r0 = ncclCommWindowRegister(two[0], mem0.data(), mem0.size(), &w0, NCCL_WIN_DEFAULT);
+  again.join();
+  expect(r0 == ncclInvalidUsage && r1 == ncclInvalidUsage,
+         "the registration after one refused on one rank alone fails on both");
+  // A thread that made no call reads the failure from ncclGetLastError(NULL)
+  // once ncclCommGetAsyncError reported it.
+  ncclResult_t async = ncclSuccess;
+  std::string text;
+  std::thread fresh([&] {
+    ncclCommGetAsyncError(two[1], &async);
+    const char* t = ncclGetLastError(nullptr);
+    text = t != nullptr ? t : "";
+  });
+  fresh.join();
+  expect(async != ncclSuccess && text.find("the same calls") != std::string::npos,
+         "ncclGetLastError(NULL) after ncclCommGetAsyncError names the failure");
 }
 
 }  // namespace nccl_client
