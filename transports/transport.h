@@ -132,7 +132,9 @@ constexpr int kMaxTransports = 6;
 /// put(); each put carries a small signal that the exposing rank takes,
 /// in order, once the bytes have landed. Sources and regions are registered
 /// through a cache keyed by address range, so the same buffer costs one
-/// registration however often it is used. Not thread-safe beyond the
+/// registration however often it is used; each exposed region and each put
+/// in flight holds its registration, so overlapping regions and sources
+/// never close what another still uses. Not thread-safe beyond the
 /// transport's own lock; every call is non-blocking.
 class OneSided {
  public:
@@ -148,8 +150,12 @@ class OneSided {
   static constexpr uint32_t kMaxSignal = (1u << 20) - 1;
 
   virtual ~OneSided() = default;
-  /// Registers [base, base + bytes) for remote writes (cached) and describes it.
+  /// Registers [base, base + bytes) for remote writes (cached) and describes
+  /// it; the registration stays while the region is exposed (unexpose).
   virtual Remote expose(void* base, size_t bytes) = 0;
+  /// Ends what expose() returned `r` for (peers must not write into it any
+  /// more); call release(base) too before the memory goes.
+  virtual void unexpose(const Remote& r) = 0;
   /// Writes [src, src + n) into `dst` at `offset`, then signals `signal`
   /// (<= kMaxSignal) to dst.rank. Returns an operation id, or 0 when the
   /// transport is busy (try again). Throws groveInvalidArgument when the
@@ -163,9 +169,10 @@ class OneSided {
   virtual bool takeSignal(uint32_t* signal) = 0;
   /// Progresses every put; true when none is still in flight.
   virtual bool flush() = 0;
-  /// Drops the cached registration that starts at `base` (call before
-  /// freeing memory that was exposed or put from: the cache cannot see a
-  /// free, and a registration outliving its pages would pin stale ones).
+  /// Takes the registrations that start at `base` out of the cache (call
+  /// before freeing memory that was exposed or put from: the cache cannot
+  /// see a free, and a registration outliving its pages would pin stale
+  /// ones); one still exposed or put from closes when that use ends.
   virtual void release(void* base) = 0;
   /// Registrations made and registration-cache hits (tests, logs).
   virtual size_t registrations() const = 0;

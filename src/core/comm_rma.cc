@@ -119,7 +119,7 @@ int Comm::windowRegister(void* base, uint64_t bytes) {
           "window registration: exposing the window for one-sided writes failed: " + exposeError);
     for (int r = 0; r < nranks_; ++r)
       if (all[r].call != mine.call) {
-        rma_->unexpose(base);
+        rma_->unexpose(base, mine.window);
         throw Error(groveInvalidUsage,
                     "window registration: this is rank " + std::to_string(r) + "'s call " +
                         std::to_string(all[r].call) + " of groveWindowRegister but rank " +
@@ -129,7 +129,7 @@ int Comm::windowRegister(void* base, uint64_t bytes) {
       }
     for (int r = 0; r < nranks_; ++r)
       if (all[r].exposed == 0) {
-        rma_->unexpose(base);
+        rma_->unexpose(base, mine.window);
         throw Error(groveRemoteError, "window registration: rank " + std::to_string(r) +
                                           " could not expose its window for one-sided writes");
       }
@@ -141,7 +141,7 @@ int Comm::windowRegister(void* base, uint64_t bytes) {
     std::vector<uint64_t> sizes;
     for (int r = 0; r < nranks_; ++r) {
       if (all[r].id != all[rank_].id) {
-        rma_->unexpose(base);
+        rma_->unexpose(base, mine.window);
         throw Error(groveInvalidUsage,
                     "window registration: rank " + std::to_string(r) + " registers its window " +
                         std::to_string(all[r].id) + " while rank " + std::to_string(rank_) +

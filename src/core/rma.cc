@@ -51,8 +51,12 @@ Rma::~Rma() {
   thread_.join();
   if (oneSided_ == nullptr) return;
   try {
+    oneSided_->unexpose(signalTarget_);
     oneSided_->release(&signalWord_);
-    for (const auto& [id, w] : windows_) oneSided_->release(w.base);
+    for (const auto& [id, w] : windows_) {
+      oneSided_->unexpose(ownRemote(w));
+      oneSided_->release(w.base);
+    }
   } catch (...) {
     // The transport may already have lost its peers; nothing to undo then.
   }
@@ -63,10 +67,16 @@ transport::OneSided::Remote Rma::expose(void* base, uint64_t bytes) {
   return oneSided_->expose(base, bytes);
 }
 
-void Rma::unexpose(void* base) {
+void Rma::unexpose(void* base, const transport::OneSided::Remote& exposed) {
   if (oneSided_ == nullptr || base == nullptr) return;
   std::lock_guard<std::mutex> lock(winMu_);
+  oneSided_->unexpose(exposed);
   releaseUnlessExposed(base);
+}
+
+transport::OneSided::Remote Rma::ownRemote(const Window& w) const {
+  return static_cast<size_t>(rank_) < w.remotes.size() ? w.remotes[rank_]
+                                                       : transport::OneSided::Remote{};
 }
 
 void Rma::releaseUnlessExposed(const void* base) {
@@ -107,10 +117,15 @@ void Rma::removeWindow(int id) {
   auto it = windows_.find(id);
   if (it == windows_.end()) return;
   uint8_t* base = it->second.base;
+  const transport::OneSided::Remote exposed = ownRemote(it->second);
   windows_.erase(it);
-  // The cache cannot see a free: drop the registration before the memory
-  // goes (unless another window starts at the same address).
-  if (oneSided_ != nullptr && base != nullptr) releaseUnlessExposed(base);
+  // Peers no longer write here; and the cache cannot see a free: take the
+  // registrations starting here out of it before the memory goes (unless
+  // another window starts at the same address).
+  if (oneSided_ != nullptr && base != nullptr) {
+    oneSided_->unexpose(exposed);
+    releaseUnlessExposed(base);
+  }
 }
 
 std::vector<uint64_t> Rma::sentCounts() const {

@@ -100,9 +100,9 @@ class Rma {
   /// What peers need to write one-sided into [base, base + bytes) here
   /// (exposed, cached; a blank Remote without one-sided peers).
   transport::OneSided::Remote expose(void* base, uint64_t bytes);
-  /// Undoes expose(base) when the window never came (a failed
-  /// registration), unless a registered window starts at `base` too.
-  void unexpose(void* base);
+  /// Undoes expose(base), which returned `exposed`, when the window never
+  /// came (a failed registration).
+  void unexpose(void* base, const transport::OneSided::Remote& exposed);
   /// This rank's 8-byte target of signals alone (blank without one-sided peers).
   transport::OneSided::Remote signalTarget() const { return signalTarget_; }
   /// Adds window nextWindow() at `base`; sizes[r] = rank r's window bytes,
@@ -166,9 +166,12 @@ class Rma {
   void putOneSided(int peer, int window, uint64_t offset, const void* src, uint64_t bytes,
                    int signal);
   bool takeSignals();
-  // Drops the one-sided registration starting at `base` unless a window or
-  // the signal target starts there (under winMu_).
+  // Takes the one-sided registrations starting at `base` out of the
+  // transport's cache unless a window or the signal target starts there
+  // (under winMu_).
   void releaseUnlessExposed(const void* base);
+  // What this rank exposed for window w (blank without one-sided peers).
+  transport::OneSided::Remote ownRemote(const Window& w) const;
   // Throws if peer `p` is gone (with its reason) or the communicator aborted.
   void checkPeer(int p) const;
 

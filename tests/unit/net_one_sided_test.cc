@@ -135,6 +135,97 @@ TEST(NetOneSided, OutOfRangePutsAndBadSignalsAreRefused) {
   gOther = nullptr;
 }
 
+// Overlapping uses of one buffer each keep the registration they got: a
+// larger region at the same address, a region inside another, a put source
+// larger than a region there, and a region taken out of the cache while
+// another still uses its registration. Before, the cache closed or
+// replaced a registration a peer still wrote with, and that peer's next
+// put failed as if this rank were gone.
+TEST(NetOneSided, OverlappingUsesKeepTheirRegistrations) {
+  Pair p;
+  if (!p.why.empty()) GTEST_SKIP() << p.why;
+  OneSided* a = p.t[0]->oneSided();
+  OneSided* b = p.t[1]->oneSided();
+  gOther = a;
+  std::vector<uint8_t> buf(64 << 10, 0);
+  uint8_t* base = buf.data();
+  uint32_t sig = 0;
+  // Puts `n` bytes of value v into r at offset `off` and checks they land.
+  auto putAndCheck = [&](const OneSided::Remote& r, uint8_t* at, size_t off, size_t n, uint8_t v,
+                         const char* what) {
+    std::vector<uint8_t> src(n, v);
+    uint64_t op = 0;
+    ASSERT_NO_THROW({
+      until([&] { return (op = b->put(src.data(), n, r, off, v)) != 0; }, p.signals[1]);
+      until([&] { return b->done(op); }, p.signals[1]);
+      until([&] { return a->takeSignal(&sig); }, p.signals[0]);
+    }) << what;
+    EXPECT_EQ(sig, v) << what;
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i) bad += at[off + i] != v;
+    EXPECT_EQ(bad, 0u) << what;
+    b->release(src.data());
+  };
+  const OneSided::Remote small = a->expose(base, 4096);
+  const OneSided::Remote large = a->expose(base, 8192);  // same address, larger
+  putAndCheck(small, base, 0, 4096, 1, "the smaller region after a larger one at its address");
+  putAndCheck(large, base, 4096, 4096, 2, "the larger region");
+  const OneSided::Remote inner = a->expose(base + 1024, 1024);  // inside both
+  // Done with the smaller region: ended and out of the cache, while the
+  // larger and the inner one still use theirs.
+  a->unexpose(small);
+  a->release(base);
+  putAndCheck(large, base, 0, 8192, 3, "the larger region after the smaller one ended");
+  putAndCheck(inner, base + 1024, 0, 1024, 4, "the inner region after the smaller one ended");
+  // A put from rank 0 whose source starts at the regions' address and is
+  // larger than them registers a range of its own, leaving theirs alone.
+  {
+    std::vector<uint8_t> dst(16 << 10, 0);
+    const OneSided::Remote there = b->expose(dst.data(), dst.size());
+    gOther = b;
+    std::fill(buf.begin(), buf.begin() + (16 << 10), uint8_t{5});
+    uint64_t op = 0;
+    until([&] { return (op = a->put(base, 16 << 10, there, 0, 5)) != 0; }, p.signals[0]);
+    until([&] { return a->done(op); }, p.signals[0]);
+    until([&] { return b->takeSignal(&sig); }, p.signals[1]);
+    EXPECT_EQ(dst[(16 << 10) - 1], 5);
+    b->unexpose(there);
+    b->release(dst.data());
+    gOther = a;
+  }
+  putAndCheck(large, base, 0, 8192, 6, "the larger region after a larger put from its address");
+  putAndCheck(inner, base + 1024, 0, 1024, 7, "the inner region after that put");
+  a->unexpose(large);
+  a->release(base);
+  putAndCheck(inner, base + 1024, 0, 1024, 8, "the inner region after the larger one ended");
+  a->unexpose(inner);
+  a->release(base + 1024);
+  gOther = nullptr;
+}
+
+// Each exposed region holds its registration until it ends, and the last
+// use of a registration out of the cache closes it: registering the same
+// range afresh afterwards costs a new registration.
+TEST(NetOneSided, ARegistrationClosesWithItsLastUse) {
+  Pair p;
+  if (!p.why.empty()) GTEST_SKIP() << p.why;
+  OneSided* a = p.t[0]->oneSided();
+  std::vector<uint8_t> buf(8192);
+  const size_t before = a->registrations();
+  const OneSided::Remote r1 = a->expose(buf.data(), buf.size());
+  const OneSided::Remote r2 = a->expose(buf.data(), buf.size());  // a hit: the same one
+  EXPECT_EQ(a->registrations(), before + 1);
+  EXPECT_EQ(r1.key, r2.key);
+  a->release(buf.data());  // out of the cache, still used twice
+  const OneSided::Remote r3 = a->expose(buf.data(), buf.size());
+  EXPECT_EQ(a->registrations(), before + 2);  // the dropped one serves no new use
+  EXPECT_NE(r3.key, r1.key);
+  a->unexpose(r1);
+  a->unexpose(r2);
+  a->unexpose(r3);
+  a->release(buf.data());
+}
+
 // The RDMA providers' path: the same code, chosen by GROVE_NET_PROVIDER.
 // This machine has no HCA, so libfabric offers no verbs (or efa) domain:
 // asking for one must be a clear error naming it, never a silent fallback.

@@ -30,6 +30,7 @@ struct Fabric {
   std::vector<std::deque<uint32_t>> signals;
   std::atomic<int> puts{0};
   std::atomic<int> releases{0};
+  std::atomic<int> unexposes{0};
 };
 
 class FakeOneSided final : public OneSided {
@@ -63,6 +64,7 @@ class FakeOneSided final : public OneSided {
     return true;
   }
   bool flush() override { return true; }
+  void unexpose(const Remote&) override { ++f_.unexposes; }
   void release(void*) override { ++f_.releases; }
   size_t registrations() const override { return 0; }
   size_t registrationHits() const override { return 0; }
@@ -134,8 +136,10 @@ TEST(RmaOneSided, PutsAndSignalsGoThroughTheTransport) {
     rma[r]->removeWindow(0);
   }
   EXPECT_EQ(fabric.releases.load(), 2 * n);  // each window's registration dropped
+  EXPECT_EQ(fabric.unexposes.load(), n);     // and its exposure ended
   rma.clear();
   EXPECT_EQ(fabric.releases.load(), 3 * n);  // and the signal targets'
+  EXPECT_EQ(fabric.unexposes.load(), 2 * n);
 }
 
 }  // namespace

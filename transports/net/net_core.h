@@ -254,6 +254,8 @@ class NetCore {
       case NicEvent::kWriteDone: {
         if (e.op->owner == nullptr) {  // a one-sided put
           e.op->bytes = 0;             // done
+          if (e.op->sourceNic != nullptr) e.op->sourceNic->unref(e.op->sourceKey);
+          e.op->sourceNic = nullptr;
           return;
         }
         auto* s = static_cast<SendLink*>(e.op->owner);

@@ -37,16 +37,27 @@ class NetOneSided final : public OneSided {
     const int local = dst.nic % static_cast<int>(core_.nics().size());
     Nic& nic = core_.nic(local);
     // A signal alone moves no byte: nothing to register (src may be null).
+    // The put holds its source's registration until the write completes.
+    auto op = std::make_unique<WriteOp>();
     const Region from = n == 0 ? Region{} : nic.registerMemory(const_cast<void*>(src), n);
+    if (n > 0) op->sourceNic = &nic, op->sourceKey = from.key;
     Region to;
     to.remoteBase = dst.addr;
     to.key = dst.key;
-    auto op = std::make_unique<WriteOp>();
     op->owner = nullptr;
     op->bytes = n == 0 ? 1 : n;  // nonzero while in flight
-    if (!nic.write(src, n, from, core_.addrOf(local, dst.rank, dst.nic), to, offset, signal,
-                   op.get()))
+    bool posted = false;
+    try {
+      posted = nic.write(src, n, from, core_.addrOf(local, dst.rank, dst.nic), to, offset, signal,
+                         op.get());
+    } catch (...) {
+      if (n > 0) nic.unref(from.key);
+      throw;
+    }
+    if (!posted) {
+      if (n > 0) nic.unref(from.key);
       return 0;
+    }
     const uint64_t id = core_.nextPut_++;
     core_.puts_[id] = std::move(op);
     return id;
@@ -75,9 +86,14 @@ class NetOneSided final : public OneSided {
       if (op->bytes != 0) return false;
     return true;
   }
+  void unexpose(const Remote& r) override {
+    std::lock_guard<std::mutex> lock(core_.mu);
+    if (r.bytes == 0 || r.nic < 0 || r.nic >= static_cast<int>(core_.nics().size())) return;
+    core_.nic(r.nic).unref(r.key);
+  }
   void release(void* base) override {
     std::lock_guard<std::mutex> lock(core_.mu);
-    for (const auto& n : core_.nics()) n->deregister(base);
+    for (const auto& n : core_.nics()) n->drop(base);
   }
   size_t registrations() const override { return sum(&Nic::registrations); }
   size_t registrationHits() const override { return sum(&Nic::registrationHits); }

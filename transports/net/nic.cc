@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -96,15 +97,15 @@ fi_addr_t Nic::insert(const uint8_t* addr, size_t len) {
 
 Region Nic::registerMemory(void* base, size_t bytes) {
   const auto at = reinterpret_cast<uintptr_t>(base);
-  // The cache: the last registration starting at or before `base` that contains the range.
-  auto it = regs_.upper_bound(at);
-  if (it != regs_.begin()) {
+  // The cache: a cached registration starting at or before `base` that
+  // contains the range (there are few: windows, staging, puts in flight).
+  for (auto it = regs_.upper_bound(at); it != regs_.begin();) {
     --it;
-    const Region& r = it->second.region;
-    if (at + bytes <= it->first + r.bytes) {
+    Reg& r = it->second;
+    if (r.cached && at + bytes <= it->first + r.region.bytes) {
       ++hits_;
-      Region sub = r;
-      return sub;
+      ++r.refs;
+      return r.region;
     }
   }
   Reg reg;
@@ -116,20 +117,38 @@ Region Nic::registerMemory(void* base, size_t bytes) {
   reg.region.desc = fi_mr_desc(reg.mr);
   reg.region.key = fi_mr_key(reg.mr);
   reg.region.remoteBase = virtAddr_ ? at : 0;
-  // A registration of a larger range from the same address replaces the
-  // smaller one: close that one, or it would stay pinned for good.
-  if (auto old = regs_.find(at); old != regs_.end() && old->second.mr != nullptr)
-    fi_close(&old->second.mr->fid);
-  regs_[at] = reg;
+  reg.refs = 1;
+  // A registration of the same address that is too small stays as it is:
+  // its users (a window's peers) write with its key until they let go.
+  regs_.emplace(at, reg);
   ++made_;
   return reg.region;
 }
 
-void Nic::deregister(void* base) {
-  auto it = regs_.find(reinterpret_cast<uintptr_t>(base));
-  if (it == regs_.end()) return;
+void Nic::closeIfUnused(std::multimap<uintptr_t, Reg>::iterator it) {
+  if (it->second.refs > 0 || it->second.cached) return;
   if (it->second.mr != nullptr) fi_close(&it->second.mr->fid);
   regs_.erase(it);
+}
+
+void Nic::unref(uint64_t key) {
+  // A live registration's key is unique in its domain.
+  for (auto it = regs_.begin(); it != regs_.end(); ++it)
+    if (it->second.region.key == key && it->second.refs > 0) {
+      --it->second.refs;
+      closeIfUnused(it);
+      return;
+    }
+}
+
+void Nic::drop(void* base) {
+  const auto at = reinterpret_cast<uintptr_t>(base);
+  for (auto [it, end] = regs_.equal_range(at); it != end;) {
+    auto next = std::next(it);
+    it->second.cached = false;
+    closeIfUnused(it);
+    it = next;
+  }
 }
 
 bool Nic::write(const void* src, size_t n, const Region& local, fi_addr_t dst, const Region& remote,

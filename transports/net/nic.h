@@ -12,7 +12,11 @@
 //     receive buffer posted ahead, for link set-up and flow-control credits;
 //   - nothing else: no two-sided data path.
 // Memory is registered through a cache keyed by address range, so a buffer
-// registered once is not registered again. Progress is manual: whoever
+// registered once is not registered again. Each use holds a reference on
+// the registration it got (a window for its life, a put until its write
+// completes): a registration closes only when nothing uses it any more, so
+// overlapping uses never close or replace what another still writes with
+// (a larger range at the same address is a registration of its own). Progress is manual: whoever
 // waits calls progress(), which reads the completion queue and hands every
 // event to the caller's handler. Not thread-safe: the transport serialises.
 #pragma once
@@ -60,10 +64,15 @@ struct Control {
 };
 
 /// Context of a posted write: providers with FI_CONTEXT use its first bytes.
+class Nic;
 struct WriteOp {
   fi_context2 fi{};
   void* owner = nullptr;  ///< who to tell on completion
   size_t bytes = 0;
+  /// A one-sided put's source registration, unreferenced on completion
+  /// (null: none held).
+  Nic* sourceNic = nullptr;
+  uint64_t sourceKey = 0;
 };
 
 /// What progress() reports.
@@ -92,10 +101,15 @@ class Nic {
   fi_addr_t insert(const uint8_t* addr, size_t len);
 
   /// Registers [base, base + bytes) for local writes from it and remote
-  /// writes into it; cached: the same or a contained range costs nothing.
+  /// writes into it, and takes a reference on that registration (unref);
+  /// cached: a range inside a cached registration costs nothing.
   Region registerMemory(void* base, size_t bytes);
-  /// Deregisters the cached registration starting at `base`, if any.
-  void deregister(void* base);
+  /// Drops a reference registerMemory took, named by its region's key; a
+  /// registration no longer cached (drop) closes with its last reference.
+  void unref(uint64_t key);
+  /// Takes the registrations starting at `base` out of the cache (the memory
+  /// is about to go): each closes now, or with its last reference.
+  void drop(void* base);
   /// Registrations made and cache hits (tests).
   size_t registrations() const { return made_; }
   size_t registrationHits() const { return hits_; }
@@ -136,8 +150,11 @@ class Nic {
   struct Reg {
     fid_mr* mr = nullptr;
     Region region;
+    int refs = 0;        ///< uses that hold it (registerMemory, unref)
+    bool cached = true;  ///< serves new uses; once not, closes with its last reference
   };
-  std::map<uintptr_t, Reg> regs_;  // by start address
+  void closeIfUnused(std::multimap<uintptr_t, Reg>::iterator it);
+  std::multimap<uintptr_t, Reg> regs_;  // by start address
   size_t hits_ = 0;
   size_t made_ = 0;
   // Posted control receives and sends (their contexts and buffers).
