@@ -370,8 +370,10 @@ groveResult_t groveScatter(const void* sendbuff, void* recvbuff, size_t recvcoun
 groveResult_t groveAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                             groveDataType_t datatype, groveComm_t comm, groveStream_t stream);
 
-/// Sends count elements to peer; matched by a groveRecv on peer. Sends and
-/// receives between one pair of ranks match in call order.
+/// Sends count elements to peer; matched by a groveRecv on peer of the same
+/// size. Sends and receives between one pair of ranks match in call order,
+/// one by one (a host communicator refuses a receive whose size differs
+/// from its send's, in a group of several too).
 groveResult_t groveSend(const void* sendbuff, size_t count, groveDataType_t datatype, int peer,
                         groveComm_t comm, groveStream_t stream);
 

@@ -88,10 +88,12 @@ WindowHandles& windowHandles() {
   return *h;
 }
 
-// c's id of the window `handle` names, or a clear refusal.
-int windowIdOf(const core::Comm& c, int handle) {
+// c's id of the window `handle` names, and rank `peer`'s bytes of it when
+// `bytes` is given; or a clear refusal (a window deregistered by another
+// thread meanwhile included).
+int windowIdOf(const core::Comm& c, int handle, int peer = -1, uint64_t* bytes = nullptr) {
   const int id = windowHandles().idOf(c, handle);
-  if (id < 0)
+  if (id < 0 || (bytes != nullptr && !c.windowBytes(id, peer, bytes)))
     grove::throwInvalidArgument("window " + std::to_string(handle) +
                                 " is not a registered window of this communicator");
   return id;
@@ -162,9 +164,8 @@ GROVE_API groveResult_t grovePutSignal(const void* src, size_t bytes, int peer, 
       if (!c.windowBytes(-1, peer, &limit))
         throw grove::Error(groveInvalidUsage,
                            "a signal needs one-sided access: register a window first");
-    } else if (id = windowIdOf(c, window); !c.windowBytes(id, peer, &limit)) {
-      grove::throwInvalidArgument("window " + std::to_string(window) +
-                                  " is not a registered window of this communicator");
+    } else {
+      id = windowIdOf(c, window, peer, &limit);
     }
     if (offset > limit || bytes > limit - offset)
       grove::throwInvalidArgument("a put of " + std::to_string(bytes) + " bytes at offset " +

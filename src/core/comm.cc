@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "algorithms/builders/builders.h"
 #include "algorithms/cost/cost_model.h"
@@ -294,36 +295,49 @@ void Comm::checkUsable() const {
 }
 
 // Runs fn; on failure records the error, tells the other ranks, and rethrows.
+// Every failure does: one that is not a grove error (out of memory in the
+// middle of a call) leaves this rank's streams out of step with its peers'
+// as much as any other.
 template <typename Fn>
 void Comm::guarded(const char* what, Fn&& fn) {
   checkUsable();
   try {
     fn();
   } catch (const Error& e) {
-    bool remote = abort_.raised();
-    if (!remote && e.code() == groveRemoteError) remote = abort_.waitRaised(kCauseGraceSec);
-    // The job's notice names the cause; what this rank saw, if it differs, follows it.
-    std::string seen = e.what();
-    // A wait that ran out (or a link that broke) with no notice from the job:
-    // ask every rank where it is before the job ends (core/hang_doctor.h).
-    if (!remote && e.code() == groveRemoteError) seen += doctorSuffix(&remote);
-    std::string text = std::string(what) + " failed on rank " + std::to_string(rank_) + ": ";
-    if (remote && seen.compare(0, abort_.reason().size(), abort_.reason()) != 0)
-      text += abort_.reason() + " (seen here as: " + seen + ")";
-    else
-      text += seen;
-    {
-      std::lock_guard<std::mutex> lock(errorMu_);
-      if (error_ == groveSuccess) {
-        error_ = e.code() == groveInvalidArgument ? groveInternalError : e.code();
-        errorText_ = text;
-      }
-    }
-    abort_.raise(text);
-    if (!remote && bootstrap_) bootstrap_->abort(text);
-    GROVE_WARN(log::kColl, "%s", text.c_str());
-    throw Error(e.code(), text);
+    failCall(what, e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    failCall(what, groveSystemError, "out of memory");
+  } catch (const std::exception& e) {
+    failCall(what, groveInternalError, std::string("internal error: ") + e.what());
+  } catch (...) {
+    failCall(what, groveInternalError, "unknown internal error");
   }
+}
+
+void Comm::failCall(const char* what, groveResult_t code, const std::string& seenHere) {
+  bool remote = abort_.raised();
+  if (!remote && code == groveRemoteError) remote = abort_.waitRaised(kCauseGraceSec);
+  // The job's notice names the cause; what this rank saw, if it differs, follows it.
+  std::string seen = seenHere;
+  // A wait that ran out (or a link that broke) with no notice from the job:
+  // ask every rank where it is before the job ends (core/hang_doctor.h).
+  if (!remote && code == groveRemoteError) seen += doctorSuffix(&remote);
+  std::string text = std::string(what) + " failed on rank " + std::to_string(rank_) + ": ";
+  if (remote && seen.compare(0, abort_.reason().size(), abort_.reason()) != 0)
+    text += abort_.reason() + " (seen here as: " + seen + ")";
+  else
+    text += seen;
+  {
+    std::lock_guard<std::mutex> lock(errorMu_);
+    if (error_ == groveSuccess) {
+      error_ = code == groveInvalidArgument ? groveInternalError : code;
+      errorText_ = text;
+    }
+  }
+  abort_.raise(text);
+  if (!remote && bootstrap_) bootstrap_->abort(text);
+  GROVE_WARN(log::kColl, "%s", text.c_str());
+  throw Error(code, text);
 }
 
 plan::P2POp p2pOpOf(const P2PCall& call, uint32_t extraIndex) {

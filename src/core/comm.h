@@ -203,6 +203,9 @@ class Comm : public std::enable_shared_from_this<Comm> {
  private:
   template <typename Fn>
   void guarded(const char* what, Fn&& fn);
+  /// guarded()'s failure: records the error, tells the other ranks and
+  /// throws it with the call's name (`seen`: what this rank saw).
+  [[noreturn]] void failCall(const char* what, groveResult_t code, const std::string& seen);
   /// Tracks one call for the hang doctor from construction to destruction.
   struct Tracked {
     Tracked(CallTracker* t, const exec::CallTag& call);

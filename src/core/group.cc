@@ -111,10 +111,10 @@ std::function<void()> commWork(Comm* comm, std::vector<GroupOp> ops) {
 }
 
 // Why a group's end that could not start its threads failed communicator c.
-std::string cancelledText(const Comm& c) {
-  return "rank " + std::to_string(c.rank()) +
-         ": a group's end could not start a thread for each of its shares, so its "
-         "communicators were failed (none of their shares ran)";
+std::string cancelledText(const Comm& c,
+                          const char* why = "could not start a thread for each of its shares") {
+  return "rank " + std::to_string(c.rank()) + ": a group's end " + why +
+         ", so its communicators were failed (not all of their shares ran)";
 }
 
 [[noreturn]] void throwCancelled(size_t n, const char* what) {
@@ -227,7 +227,9 @@ void groupEnd() {
   // may throw between taking a ticket and running it (the vector is
   // reserved, the move cannot throw), and a share whose queuing fails (out
   // of memory) ends the tickets taken before it as no-ops: a ticket never
-  // run would stop its communicator for good.
+  // run would stop its communicator for good. This rank's shares then did
+  // not all run while other processes' may have: as when a thread cannot
+  // start (below), every communicator of the group fails everywhere.
   struct Blocking {
     Comm* comm;
     uint64_t ticket;
@@ -245,6 +247,7 @@ void groupEnd() {
     }
   } catch (...) {
     for (Blocking& b : blocking) b.comm->sequencer().run(b.ticket, [] {});
+    for (Comm* c : comms) c->failEverywhere(cancelledText(*c, "could not queue all of its shares"));
     throw;
   }
   // Cancelled (a thread could not start): this rank's shares of the group

@@ -67,6 +67,13 @@ CallTag p2pTagOf(int rank, uint8_t dtype) {
   return t;
 }
 
+CallTag linkTag(const CallTag& tag, uint64_t linkBytes, uint64_t shape) {
+  CallTag t = tag;
+  t.linkBytes = linkBytes;
+  if (static_cast<Coll>(t.coll) == Coll::kSendRecv) t.count = shape;
+  return t;
+}
+
 EagerTag eagerTagOf(const plan::CollArgs& args) {
   EagerTag t;
   t.coll = static_cast<uint8_t>(args.coll);
@@ -108,13 +115,19 @@ void checkCallTag(const CallTag& got, const CallTag& mine) {
                       "are out of step (do the ranks use the same GROVE_CHECK?)");
   const std::string peer = "rank " + std::to_string(got.rank);
   if (!sameCall(got, mine)) throwInvalidUsage(callMismatchText(got, mine));
-  if (got.linkBytes == mine.linkBytes) return;
-  if (static_cast<Coll>(mine.coll) == Coll::kSendRecv)
+  const bool p2p = static_cast<Coll>(mine.coll) == Coll::kSendRecv;
+  if (got.linkBytes == mine.linkBytes && (!p2p || got.count == mine.count)) return;
+  if (p2p && got.linkBytes == mine.linkBytes)
+    throwInvalidUsage("send/recv size mismatch: " + peer + "'s sends to " + me + " and " + me +
+                      "'s receives from " + peer + " are " + std::to_string(got.linkBytes) +
+                      " bytes in all, but not of the same sizes in the same order: each "
+                      "receive must be as large as the send it pairs with (several sends to "
+                      "one peer in a group pair with its receives in call order)");
+  if (p2p)
     throwInvalidUsage("send/recv size mismatch: " + peer + " sends " +
                       std::to_string(got.linkBytes) + " bytes to " + me + ", which receives " +
                       std::to_string(mine.linkBytes) + " bytes from " + peer +
-                      ": a receive must be as large as its send (with several sends to one "
-                      "peer in a group, the totals must match)");
+                      ": a receive must be as large as its send");
   throwInvalidUsage("schedule mismatch in " + describeCall(mine) + ": " + peer + " sends " +
                     std::to_string(got.linkBytes) + " bytes to " + me + ", which expects " +
                     std::to_string(mine.linkBytes) +

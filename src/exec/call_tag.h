@@ -12,7 +12,10 @@
 // the data type, when each side's batch uses one type, and bytes) and the
 // link's byte count, which catches what the fields do
 // not -- a receive shorter or longer than its send, ranks whose settings
-// gave them different schedules. A mismatch throws groveInvalidUsage naming
+// gave them different schedules. A send/recv batch's tag also carries the
+// sizes of its steps on the link, in order (hashed, in `count`): several
+// sends to one peer in a group must meet receives of the same sizes, one
+// by one, not only in total. A mismatch throws groveInvalidUsage naming
 // both ranks' calls; the communicator passes it to every rank. The tag is
 // 32 bytes, so the 16-byte wire rule still holds after it; it costs one
 // extra commit per link per call. Eager collectives carry the 16-byte
@@ -35,8 +38,10 @@ struct CallTag {
   uint8_t op = 0;      ///< groveRedOp_t
   uint8_t pad = 0;
   int32_t root = 0;
-  int32_t rank = 0;        ///< the sender
-  uint64_t count = 0;      ///< elements, as the caller gave them (0 for send/recv)
+  int32_t rank = 0;  ///< the sender
+  /// Elements, as the caller gave them; for a send/recv batch, the sizes of
+  /// its steps on this link in order, hashed (mixShape).
+  uint64_t count = 0;
   uint64_t linkBytes = 0;  ///< bytes of this call on this link, after the tag
 };
 static_assert(sizeof(CallTag) == 32, "the tag keeps streams 16-byte aligned");
@@ -61,6 +66,17 @@ constexpr uint8_t kMixedTypes = 0xff;
 /// The tag of a send/recv batch as sent by `rank`: `dtype` is the data
 /// type every send and receive of the batch uses (kMixedTypes if they differ).
 CallTag p2pTagOf(int rank, uint8_t dtype = kMixedTypes);
+/// `shape` (the sizes of a call's steps on one link so far) with a step
+/// of `bytes` after them.
+inline uint64_t mixShape(uint64_t shape, uint64_t bytes) {
+  uint64_t z = shape * 0x9e3779b97f4a7c15ull + bytes;  // splitmix64's finish
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+/// `tag` as sent on one link: the call's bytes there and, for a send/recv
+/// batch, the shape of its steps there.
+CallTag linkTag(const CallTag& tag, uint64_t linkBytes, uint64_t shape);
 /// The eager tag of `args`.
 EagerTag eagerTagOf(const plan::CollArgs& args);
 

@@ -188,15 +188,14 @@ void Runner::resolve() {
   countLinkBytes();
 }
 
-// The bytes the program moves over each link (what its call tags announce).
+// The bytes the program moves over each link (what its call tags
+// announce), and the sizes of its steps there in order, hashed.
 void Runner::countLinkBytes() {
   auto add = [](auto& totals, auto* link, uint64_t bytes) {
-    for (auto& t : totals)
-      if (t.first == link) {
-        t.second += bytes;
-        return;
-      }
-    totals.emplace_back(link, bytes);
+    auto it = std::find_if(totals.begin(), totals.end(), [&](auto& t) { return t.link == link; });
+    if (it == totals.end()) it = totals.insert(totals.end(), {link, 0, 0x6772766c});
+    it->bytes += bytes;
+    it->shape = mixShape(it->shape, bytes);
   };
   for (const Resolved& r : steps_) {
     for (SendLink* out : sendsOf(r)) add(sendTotals_, out, r.bytes);
@@ -206,15 +205,17 @@ void Runner::countLinkBytes() {
 
 // Every link of a tagged call starts with its tag.
 void Runner::armTags() {
-  for (auto& [link, bytes] : sendTotals_) {
-    link->tagPending = true;
-    link->tagDone = 0;
-    link->tagBytes = bytes;
+  for (const auto& t : sendTotals_) {
+    t.link->tagPending = true;
+    t.link->tagDone = 0;
+    t.link->tagBytes = t.bytes;
+    t.link->tagShape = t.shape;
   }
-  for (auto& [link, bytes] : recvTotals_) {
-    link->tagPending = true;
-    link->tagDone = 0;
-    link->tagBytes = bytes;
+  for (const auto& t : recvTotals_) {
+    t.link->tagPending = true;
+    t.link->tagDone = 0;
+    t.link->tagBytes = t.bytes;
+    t.link->tagShape = t.shape;
   }
 }
 

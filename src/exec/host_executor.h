@@ -31,6 +31,7 @@ struct SendLink {
   bool tagPending = false;
   uint32_t tagDone = 0;   ///< tag bytes committed so far
   uint64_t tagBytes = 0;  ///< the call's bytes on this link
+  uint64_t tagShape = 0;  ///< and the sizes of its steps there (CallTag::shape)
 };
 /// A receiving half plus this side's stream position.
 struct RecvLink {
@@ -39,6 +40,7 @@ struct RecvLink {
   bool tagPending = false;
   uint32_t tagDone = 0;   ///< tag bytes received so far (into tagIn)
   uint64_t tagBytes = 0;  ///< the call's bytes expected on this link
+  uint64_t tagShape = 0;  ///< and the sizes of its steps there (CallTag::shape)
   CallTag tagIn;
 };
 

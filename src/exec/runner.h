@@ -82,6 +82,16 @@ struct LaneState {
 };
 
 /// The runner's work lists; one set per thread, cleared (not freed) per call.
+/// What a program moves over one link: its bytes, and the sizes of its
+/// steps there in order, hashed (a send/recv batch's tag carries it, so
+/// that sends and receives pair op by op, not only in total).
+template <typename Link>
+struct LinkLoad {
+  Link* link = nullptr;
+  uint64_t bytes = 0;
+  uint64_t shape = 0;
+};
+
 struct WorkLists {
   std::vector<Resolved> steps;
   std::vector<size_t> phaseBegin;
@@ -90,9 +100,9 @@ struct WorkLists {
   std::vector<SendLink*> phaseSends;
   std::vector<SendLink*> allSends;
   std::vector<pollfd> pollFds;
-  std::vector<std::pair<const void*, size_t>> linkUsers;   // checkPhaseLinks' (link, lane) pairs
-  std::vector<std::pair<SendLink*, uint64_t>> sendTotals;  // bytes of the program per send link
-  std::vector<std::pair<RecvLink*, uint64_t>> recvTotals;  // and per receive link
+  std::vector<std::pair<const void*, size_t>> linkUsers;  // checkPhaseLinks' (link, lane) pairs
+  std::vector<LinkLoad<SendLink>> sendTotals;             // what the program moves per send link
+  std::vector<LinkLoad<RecvLink>> recvTotals;             // and per receive link
 };
 
 /// This thread's work lists, cleared.
@@ -111,8 +121,8 @@ struct LoweredProgram::Impl {
   std::vector<size_t> phaseBegin;
   std::vector<std::pair<size_t, size_t>> laneRanges;
   std::vector<SendLink*> allSends;
-  std::vector<std::pair<SendLink*, uint64_t>> sendTotals;
-  std::vector<std::pair<RecvLink*, uint64_t>> recvTotals;
+  std::vector<detail::LinkLoad<SendLink>> sendTotals;
+  std::vector<detail::LinkLoad<RecvLink>> recvTotals;
 };
 
 }  // namespace grove::exec
@@ -179,8 +189,8 @@ class Runner {
   std::vector<SendLink*>& phaseSends_ = work_.phaseSends;  // send links of the current phase
   std::vector<SendLink*>& allSends_ = work_.allSends;      // every send link used
   std::vector<pollfd>& pollFds_ = work_.pollFds;           // what a wait sleeps on (sockets)
-  std::vector<std::pair<SendLink*, uint64_t>>& sendTotals_ = work_.sendTotals;
-  std::vector<std::pair<RecvLink*, uint64_t>>& recvTotals_ = work_.recvTotals;
+  std::vector<LinkLoad<SendLink>>& sendTotals_ = work_.sendTotals;
+  std::vector<LinkLoad<RecvLink>>& recvTotals_ = work_.recvTotals;
 };
 
 }  // namespace grove::exec::detail

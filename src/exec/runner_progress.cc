@@ -36,8 +36,7 @@ uint64_t Runner::alignRecv(RecvLink& link) {
 
 // Commits what fits of the link's call tag; true when bytes moved.
 bool Runner::sendTag(SendLink& link) {
-  CallTag t = *tag_;
-  t.linkBytes = link.tagBytes;
+  const CallTag t = linkTag(*tag_, link.tagBytes, link.tagShape);
   void* p = nullptr;
   size_t space = link.half->reserve(&p);
   size_t n = std::min<size_t>(space, sizeof(CallTag) - link.tagDone);
@@ -64,9 +63,7 @@ bool Runner::recvTag(RecvLink& link) {
   if (link.tagDone == sizeof(CallTag)) {
     link.tagPending = false;
     link.position += sizeof(CallTag);
-    CallTag mine = *tag_;
-    mine.linkBytes = link.tagBytes;
-    checkCallTag(link.tagIn, mine);
+    checkCallTag(link.tagIn, linkTag(*tag_, link.tagBytes, link.tagShape));
   }
   return true;
 }

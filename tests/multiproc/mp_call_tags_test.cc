@@ -1,6 +1,6 @@
 // GROVE_CHECK=tags (the default): ranks that call different collectives,
 // counts, types, ops or roots, or a receive that differs in size from its
-// send, get a clear error naming both calls instead of wrong data, over
+// send (one by one, in a group of several to one peer), get a clear error naming both calls instead of wrong data, over
 // shared memory (eager and program paths) and sockets; matching calls run.
 // Ranks are threads of this process (groveCommInitAll).
 #include <gtest/gtest.h>
@@ -54,6 +54,22 @@ const Case kCases[] = {
      [](groveComm_t c, int r, float* b, size_t n) {
        return r == 0 ? groveSend(b, n, groveFloat32, 1, c, nullptr)
                      : groveRecv(b, n, groveInt32, 0, c, nullptr);
+     }},
+    {"two sends in a group met by receives of the same total in the other order",
+     "not of the same sizes in the same order",
+     [](groveComm_t c, int r, float* b, size_t n) {
+       // 3/4 then 1/4 of the buffer against 1/4 then 3/4: each a multiple of
+       // 16 bytes, so the totals and the stream's alignment both agree.
+       const size_t big = n / 4 * 3, small = n / 4;
+       groveGroupStart();
+       if (r == 0) {
+         groveSend(b, big, groveFloat32, 1, c, nullptr);
+         groveSend(b + big, small, groveFloat32, 1, c, nullptr);
+       } else {
+         groveRecv(b, small, groveFloat32, 0, c, nullptr);
+         groveRecv(b + small, big, groveFloat32, 0, c, nullptr);
+       }
+       return groveGroupEnd();
      }},
     {"receive longer than its send", "which receives",
      [](groveComm_t c, int r, float* b, size_t n) {
@@ -206,9 +222,11 @@ TEST_P(CallTags, MatchingCallsRunWithTags) {
       ASSERT_EQ(b[n], 2.f);
       ASSERT_EQ(groveGroupStart(), groveSuccess);
       const int peer = 1 - r;
+      // Two sends to one peer pair with two receives of their sizes, in order.
       groveSend(a.data(), n / 2, groveFloat32, peer, c, nullptr);
       groveSend(a.data() + n / 2, n / 2, groveFloat32, peer, c, nullptr);
-      groveRecv(b.data(), n, groveFloat32, peer, c, nullptr);
+      groveRecv(b.data(), n / 2, groveFloat32, peer, c, nullptr);
+      groveRecv(b.data() + n / 2, n / 2, groveFloat32, peer, c, nullptr);
       // A group of several types is not compared by type, only by bytes.
       int32_t mine = r, theirs = -1;
       groveSend(&mine, 1, groveInt32, peer, c, nullptr);
