@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "comm_state.h"
 #include "premul_sum.h"
@@ -40,7 +42,12 @@ ncclResult_t prepare(const char* fn, groveComm_t comm, const void* send, size_t 
                   "can be broadcast, gathered, scattered and sent");
   *out = {send, static_cast<groveDataType_t>(type), static_cast<groveRedOp_t>(op)};
   if (op < ncclNumOps) return ncclSuccess;  // grove checks type, op and buffers itself
-  groveResult_t idle = groveSuccess;        // the handle's check, and whether its work is done
+  if (groupDepth > 0)
+    return refuse(ncclInvalidUsage, fn,
+                  "a PreMulSum op inside a group is not supported by grove's NCCL library: it "
+                  "scales the input when the call is made, before the group's earlier calls "
+                  "have run (make the call outside the group)");
+  groveResult_t idle = groveSuccess;  // the handle's check, and whether its work is done
   if (groveResult_t r = groveCommGetAsyncError(comm, &idle); r != groveSuccess) return toNccl(r);
   size_t ranks = 1;  // a reduce-scatter's input is count per rank
   if (perRank) {
@@ -59,9 +66,9 @@ ncclResult_t prepare(const char* fn, groveComm_t comm, const void* send, size_t 
       return refuse(ncclInvalidArgument, fn,
                     "PreMulSum op " + std::to_string(op) + " was made for data type " +
                         std::to_string(p.type) + ", not " + std::to_string(type));
-    // Scratch of earlier calls is done once the communicator is idle and no
-    // group of this thread may still read it.
-    if (groupDepth == 0 && idle == groveSuccess) s.scratch.clear();
+    // Scratch of earlier calls is done once the communicator is idle (its
+    // launches are synchronous, and no group holds a PreMulSum call).
+    if (idle == groveSuccess) s.scratch.clear();
     // The scaled copy is count (times nranks) elements: refused where
     // grove would refuse the call's bytes, before the size can wrap.
     constexpr size_t kMostBytes = size_t{1} << 60;
@@ -81,6 +88,22 @@ ncclResult_t prepare(const char* fn, groveComm_t comm, const void* send, size_t 
 }
 
 groveStream_t toGrove(cudaStream_t s) { return reinterpret_cast<groveStream_t>(s); }
+
+// call() for a call an open group records: a refusal of the library's own
+// (or grove's) inside a group fails the whole group at its end, as NCCL's
+// group error does, so that none of its calls runs half-paired.
+template <typename Fn>
+ncclResult_t queued(const char* fn, ncclComm_t comm, Fn&& body) {
+  const ncclResult_t r = call(fn, std::forward<Fn>(body));
+  if (r != ncclSuccess && r != ncclInProgress && groupDepth > 0) {
+    const auto code = static_cast<int>(r) < static_cast<int>(groveNumResults)
+                          ? static_cast<groveResult_t>(r)
+                          : groveInvalidUsage;
+    const std::string why = lastShimError().empty() ? groveGetLastError(nullptr) : lastShimError();
+    (void)groveGroupFail(grove::nccl::toGrove(comm), code, why.c_str());
+  }
+  return r;
+}
 
 }  // namespace
 }  // namespace grove::nccl
@@ -137,7 +160,7 @@ ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
-  return call("ncclAllReduce", [&] {
+  return queued("ncclAllReduce", comm, [&] {
     Reduction r;
     if (ncclResult_t e =
             prepare("ncclAllReduce", toGrove(comm), sendbuff, count, false, datatype, op, &r))
@@ -149,7 +172,7 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
 
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  return call("ncclReduce", [&] {
+  return queued("ncclReduce", comm, [&] {
     Reduction r;
     if (ncclResult_t e =
             prepare("ncclReduce", toGrove(comm), sendbuff, count, false, datatype, op, &r))
@@ -162,7 +185,7 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, nccl
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                cudaStream_t stream) {
-  return call("ncclReduceScatter", [&] {
+  return queued("ncclReduceScatter", comm, [&] {
     Reduction r;
     if (ncclResult_t e = prepare("ncclReduceScatter", toGrove(comm), sendbuff, recvcount, true,
                                  datatype, op, &r))
@@ -175,7 +198,7 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, int root, ncclComm_t comm,
                            cudaStream_t stream) {
-  return call("ncclBroadcast", [&] {
+  return queued("ncclBroadcast", comm, [&] {
     if (ncclResult_t e = takesWork("ncclBroadcast", toGrove(comm))) return e;
     return toNccl(groveBroadcast(sendbuff, recvbuff, count, moveType(datatype), root, toGrove(comm),
                                  toGrove(stream)));
@@ -189,7 +212,7 @@ ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int ro
 
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return call("ncclAllGather", [&] {
+  return queued("ncclAllGather", comm, [&] {
     if (ncclResult_t e = takesWork("ncclAllGather", toGrove(comm))) return e;
     return toNccl(groveAllGather(sendbuff, recvbuff, sendcount, moveType(datatype), toGrove(comm),
                                  toGrove(stream)));
@@ -198,7 +221,7 @@ ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
 
 ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return call("ncclAlltoAll", [&] {
+  return queued("ncclAlltoAll", comm, [&] {
     if (ncclResult_t e = takesWork("ncclAlltoAll", toGrove(comm))) return e;
     return toNccl(groveAlltoAll(sendbuff, recvbuff, count, moveType(datatype), toGrove(comm),
                                 toGrove(stream)));
@@ -207,7 +230,7 @@ ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
 
 ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                         int root, ncclComm_t comm, cudaStream_t stream) {
-  return call("ncclGather", [&] {
+  return queued("ncclGather", comm, [&] {
     if (ncclResult_t e = takesWork("ncclGather", toGrove(comm))) return e;
     return toNccl(groveGather(sendbuff, recvbuff, count, moveType(datatype), root, toGrove(comm),
                               toGrove(stream)));
@@ -216,7 +239,7 @@ ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, nccl
 
 ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  return call("ncclScatter", [&] {
+  return queued("ncclScatter", comm, [&] {
     if (ncclResult_t e = takesWork("ncclScatter", toGrove(comm))) return e;
     return toNccl(groveScatter(sendbuff, recvbuff, count, moveType(datatype), root, toGrove(comm),
                                toGrove(stream)));
@@ -225,7 +248,7 @@ ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
 
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-  return call("ncclSend", [&] {
+  return queued("ncclSend", comm, [&] {
     if (ncclResult_t e = takesWork("ncclSend", toGrove(comm))) return e;
     return toNccl(
         groveSend(sendbuff, count, moveType(datatype), peer, toGrove(comm), toGrove(stream)));
@@ -234,7 +257,7 @@ ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatyp
 
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-  return call("ncclRecv", [&] {
+  return queued("ncclRecv", comm, [&] {
     if (ncclResult_t e = takesWork("ncclRecv", toGrove(comm))) return e;
     return toNccl(
         groveRecv(recvbuff, count, moveType(datatype), peer, toGrove(comm), toGrove(stream)));

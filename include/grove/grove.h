@@ -385,8 +385,20 @@ groveResult_t groveRecv(void* recvbuff, size_t count, groveDataType_t datatype, 
 /// together (sends and receives then progress concurrently). Groups nest.
 groveResult_t groveGroupStart(void);
 
-/// Ends a group and runs what it queued.
+/// Ends a group and runs what it queued. If a call was refused while the
+/// group was open (a bad argument, a suspended communicator, ...), none of
+/// the group's calls runs and the end fails with the first refusal (NCCL's
+/// group error); communicators created in the group fail, the others stay
+/// usable. Every rank must then leave out the same group, as after a call
+/// refused outside a group.
 groveResult_t groveGroupEnd(void);
+
+/// For libraries built on grove that refuse a call of their own inside an
+/// open group (grove's NCCL library): the group then fails at its end as if
+/// grove had refused the call (`result`, `reason`; `comm`, if not NULL, the
+/// refused call's communicator, gets the text as its last error). Nothing
+/// happens outside a group.
+groveResult_t groveGroupFail(groveComm_t comm, groveResult_t result, const char* reason);
 
 /// Creates an asynchronous in-order host stream with its own worker thread.
 groveResult_t groveHostStreamCreate(groveHostStream_t* stream);

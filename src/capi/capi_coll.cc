@@ -14,6 +14,7 @@
 
 using grove::capi::apiCall;
 using grove::capi::checkRank;
+using grove::capi::recordingCall;
 namespace core = grove::core;
 namespace plan = grove::plan;
 
@@ -114,7 +115,7 @@ plan::CollArgs argsOf(plan::Coll coll, const Call& c, size_t count, groveDataTyp
 GROVE_API groveResult_t groveAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                        groveDataType_t datatype, groveRedOp_t op, groveComm_t comm,
                                        groveStream_t stream) {
-  return apiCall("groveAllReduce", comm, [&] {
+  return recordingCall("groveAllReduce", comm, [&] {
     Call c = begin(comm, stream);
     checkType(datatype);
     checkOp(op);
@@ -131,7 +132,7 @@ GROVE_API groveResult_t groveAllReduce(const void* sendbuff, void* recvbuff, siz
 GROVE_API groveResult_t groveBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                        groveDataType_t datatype, int root, groveComm_t comm,
                                        groveStream_t stream) {
-  return apiCall("groveBroadcast", comm, [&] {
+  return recordingCall("groveBroadcast", comm, [&] {
     Call c = begin(comm, stream);
     checkType(datatype);
     checkRank(root, c.comm->nranks(), "root");
@@ -149,7 +150,7 @@ GROVE_API groveResult_t groveBroadcast(const void* sendbuff, void* recvbuff, siz
 GROVE_API groveResult_t groveReduce(const void* sendbuff, void* recvbuff, size_t count,
                                     groveDataType_t datatype, groveRedOp_t op, int root,
                                     groveComm_t comm, groveStream_t stream) {
-  return apiCall("groveReduce", comm, [&] {
+  return recordingCall("groveReduce", comm, [&] {
     Call c = begin(comm, stream);
     checkType(datatype);
     checkOp(op);
@@ -168,7 +169,7 @@ GROVE_API groveResult_t groveReduce(const void* sendbuff, void* recvbuff, size_t
 GROVE_API groveResult_t groveAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                        groveDataType_t datatype, groveComm_t comm,
                                        groveStream_t stream) {
-  return apiCall("groveAllGather", comm, [&] {
+  return recordingCall("groveAllGather", comm, [&] {
     Call c = begin(comm, stream);
     checkType(datatype);
     uint64_t bytes = checkedBytes(sendcount, datatype, 1);
@@ -186,7 +187,7 @@ GROVE_API groveResult_t groveAllGather(const void* sendbuff, void* recvbuff, siz
 GROVE_API groveResult_t groveReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                            groveDataType_t datatype, groveRedOp_t op,
                                            groveComm_t comm, groveStream_t stream) {
-  return apiCall("groveReduceScatter", comm, [&] {
+  return recordingCall("groveReduceScatter", comm, [&] {
     Call c = begin(comm, stream);
     checkType(datatype);
     checkOp(op);
@@ -205,7 +206,7 @@ GROVE_API groveResult_t groveReduceScatter(const void* sendbuff, void* recvbuff,
 GROVE_API groveResult_t groveGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                     groveDataType_t datatype, int root, groveComm_t comm,
                                     groveStream_t stream) {
-  return apiCall("groveGather", comm, [&] {
+  return recordingCall("groveGather", comm, [&] {
     Call c = begin(comm, stream);
     checkType(datatype);
     checkRank(root, c.comm->nranks(), "root");
@@ -225,7 +226,7 @@ GROVE_API groveResult_t groveGather(const void* sendbuff, void* recvbuff, size_t
 GROVE_API groveResult_t groveScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                      groveDataType_t datatype, int root, groveComm_t comm,
                                      groveStream_t stream) {
-  return apiCall("groveScatter", comm, [&] {
+  return recordingCall("groveScatter", comm, [&] {
     Call c = begin(comm, stream);
     checkType(datatype);
     checkRank(root, c.comm->nranks(), "root");
@@ -245,7 +246,7 @@ GROVE_API groveResult_t groveScatter(const void* sendbuff, void* recvbuff, size_
 GROVE_API groveResult_t groveAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                                       groveDataType_t datatype, groveComm_t comm,
                                       groveStream_t stream) {
-  return apiCall("groveAlltoAll", comm, [&] {
+  return recordingCall("groveAlltoAll", comm, [&] {
     Call c = begin(comm, stream);
     checkType(datatype);
     uint64_t total = checkedBytes(count, datatype, c.comm->nranks());
@@ -266,7 +267,7 @@ namespace {
 groveResult_t pointToPoint(const char* fn, bool isSend, const void* buf, size_t count,
                            groveDataType_t datatype, int peer, groveComm_t comm,
                            groveStream_t stream) {
-  return apiCall(fn, comm, [&] {
+  return recordingCall(fn, comm, [&] {
     Call c = begin(comm, stream);
     checkType(datatype);
     checkRank(peer, c.comm->nranks(), "peer");
@@ -312,6 +313,16 @@ GROVE_API groveResult_t groveRecv(void* recvbuff, size_t count, groveDataType_t 
 
 GROVE_API groveResult_t groveGroupStart(void) {
   return apiCall("groveGroupStart", nullptr, [] { core::groupStart(); });
+}
+
+GROVE_API groveResult_t groveGroupFail(groveComm_t comm, groveResult_t result, const char* reason) {
+  return apiCall("groveGroupFail", nullptr, [&] {
+    if (result <= groveSuccess || result >= groveNumResults || result == groveInProgress)
+      grove::throwInvalidArgument("result " + std::to_string(result) + " is not a failure");
+    if (reason == nullptr) grove::throwInvalidArgument("reason is NULL");
+    if (comm != nullptr) grove::capi::checkKnownComm(comm);
+    core::groupRefused(result, reason, grove::capi::commIfReady(comm));
+  });
 }
 
 GROVE_API groveResult_t groveGroupEnd(void) {

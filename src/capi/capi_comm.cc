@@ -9,6 +9,7 @@
 
 using grove::Error;
 using grove::capi::apiCall;
+using grove::capi::recordingCall;
 namespace core = grove::core;
 
 namespace {
@@ -46,7 +47,10 @@ void makeFor(groveComm* h, const char* fn, bool rethrow, Make make) {
 
 // A deferred init or split whose group's end could not start it.
 [[noreturn]] void refuseCancelled() {
-  grove::throwSystemError("the group's end could not start this communicator's creation", EAGAIN);
+  grove::throwSystemError(
+      "the group's end did not start this communicator's creation (a thread could not be started "
+      "for it, or a call of the group was refused)",
+      EAGAIN);
 }
 
 // Creates the Comm behind h (unless `cancelled`); records success or failure in h.
@@ -91,7 +95,7 @@ groveComm* deferSplit(groveComm* parent, core::Comm& c, int color, int key,
 
 groveResult_t initRank(groveComm_t* comm, int nranks, const groveUniqueId& commId, int rank,
                        groveConfig_t* config, const char* fn) {
-  return apiCall(fn, nullptr, [&] {
+  return recordingCall(fn, nullptr, [&] {
     if (comm == nullptr) grove::throwInvalidArgument("comm (the output pointer) is NULL");
     *comm = nullptr;
     if (nranks < 1)
@@ -239,7 +243,7 @@ GROVE_API groveResult_t groveCommAbort(groveComm_t comm) {
 
 GROVE_API groveResult_t groveCommSplit(groveComm_t comm, int color, int key, groveComm_t* newcomm,
                                        groveConfig_t* config) {
-  return apiCall("groveCommSplit", comm, [&] {
+  return recordingCall("groveCommSplit", comm, [&] {
     if (newcomm == nullptr) grove::throwInvalidArgument("newcomm is NULL");
     *newcomm = nullptr;
     core::Comm& c = grove::capi::usableComm(comm);

@@ -21,6 +21,7 @@
 
 using grove::capi::apiCall;
 using grove::capi::checkRank;
+using grove::capi::recordingCall;
 namespace core = grove::core;
 
 namespace {
@@ -153,7 +154,7 @@ GROVE_API groveResult_t groveWindowDeregister(groveComm_t comm, int window) {
 GROVE_API groveResult_t grovePutSignal(const void* src, size_t bytes, int peer, int window,
                                        size_t offset, int signal, groveComm_t comm,
                                        groveStream_t stream) {
-  return apiCall("grovePutSignal", comm, [&] {
+  return recordingCall("grovePutSignal", comm, [&] {
     core::Comm& c = grove::capi::usableComm(comm);
     checkRank(peer, c.nranks(), "peer");
     checkSignal(signal);
@@ -181,7 +182,7 @@ GROVE_API groveResult_t grovePutSignal(const void* src, size_t bytes, int peer, 
 
 GROVE_API groveResult_t groveWaitSignal(const groveSignalWait_t* waits, int nwaits,
                                         groveComm_t comm, groveStream_t stream) {
-  return apiCall("groveWaitSignal", comm, [&] {
+  return recordingCall("groveWaitSignal", comm, [&] {
     core::Comm& c = grove::capi::usableComm(comm);
     if (nwaits < 0) grove::throwInvalidArgument("nwaits " + std::to_string(nwaits) + " < 0");
     if (waits == nullptr && nwaits > 0) grove::throwInvalidArgument("waits is NULL");

@@ -174,6 +174,14 @@ void setLastErrorOfHeld(const std::vector<const void*>& held) {
   }
 }
 
+core::Comm* commIfReady(groveComm* h) {
+  if (h == nullptr || !knownComm(h)) return nullptr;
+  std::lock_guard<std::mutex> lock(h->mu);  // impl is set under it
+  return h->state.load() == CommState::kReady ? h->impl.get() : nullptr;
+}
+
+const std::string& threadLastError() { return tlsLastError; }
+
 void checkRank(int value, int nranks, const char* what) {
   if (value < 0 || value >= nranks)
     throwInvalidArgument(std::string(what) + " " + std::to_string(value) + " out of range [0," +

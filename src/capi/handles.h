@@ -20,10 +20,12 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
 #include "core/comm.h"
+#include "core/group.h"
 #include "core/host_stream.h"
 #include "grove/grove.h"
 
@@ -130,6 +132,22 @@ groveResult_t apiCall(const char* fn, groveComm* comm, Fn&& body) {
     setLastError(comm, std::string(fn) + ": unknown internal error");
     return groveInternalError;
   }
+}
+
+/// The Comm behind h if h is a live, initialised handle; else null.
+core::Comm* commIfReady(groveComm* h);
+/// This thread's last error text (groveGetLastError(NULL)).
+const std::string& threadLastError();
+
+/// apiCall() for an entry point whose call an open group records (a
+/// collective, a send or receive, a put or wait, an init or split): its
+/// refusal while a group is open fails the whole group (core::groupRefused).
+template <typename Fn>
+groveResult_t recordingCall(const char* fn, groveComm* comm, Fn&& body) {
+  const groveResult_t r = apiCall(fn, comm, std::forward<Fn>(body));
+  if (r != groveSuccess && r != groveInProgress && core::groupActive())
+    core::groupRefused(r, threadLastError(), commIfReady(comm));
+  return r;
 }
 
 }  // namespace grove::capi

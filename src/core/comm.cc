@@ -340,6 +340,12 @@ void Comm::failCall(const char* what, groveResult_t code, const std::string& see
   throw Error(code, text);
 }
 
+void Comm::checkCall(const plan::CollArgs& args) {
+  if (options_.checkCalls)
+    guarded(plan::collName(args.coll),
+            [&] { checkCollectiveCall(args, ++checkSeq_, nranks_, bootstrapAllGather()); });
+}
+
 plan::P2POp p2pOpOf(const P2PCall& call, uint32_t extraIndex) {
   plan::P2POp op;
   op.isSend = call.isSend;
@@ -371,13 +377,11 @@ void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* re
   // ranks' collective numbers must stay alike (core/call_board.h).
   checkUsable();
   Tracked tracked(tracker_.get(), tag);
-  if (options_.checkCalls)
-    guarded(plan::collName(args.coll),
-            [&] { checkCollectiveCall(args, ++checkSeq_, nranks_, bootstrapAllGather()); });
   if (device_) {
-    deviceGroup({DeviceCollective{args, sendbuff, recvbuff}}, {}, stream);
+    deviceGroup({DeviceCollective{args, sendbuff, recvbuff}}, {}, stream);  // checks the call
     return;
   }
+  checkCall(args);
   if (selector_->eager(args)) {
     guarded(plan::collName(args.coll), [&] {
       GROVE_INFO(log::kColl, "%s count %zu %s %s root %d in-place %d algo eager transport shm",

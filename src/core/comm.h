@@ -228,6 +228,9 @@ class Comm : public std::enable_shared_from_this<Comm> {
   std::string hostDoctor();
   /// An all-gather over the bootstrap (the agreement and call checks).
   std::function<std::vector<uint8_t>(const void*, size_t)> bootstrapAllGather();
+  /// GROVE_CHECK=calls: compares the collective's signature across the
+  /// ranks before it runs (nothing otherwise); a mismatch fails it everywhere.
+  void checkCall(const plan::CollArgs& args);
   /// guarded() for code outside comm.cc.
   void runGuarded(const char* what, const std::function<void()>& fn);
   void checkUsable() const;

@@ -117,6 +117,8 @@ void Comm::addDeviceP2P(const std::vector<P2PCall>& calls, groveDataType_t dtype
 
 void Comm::deviceGroup(const std::vector<DeviceCollective>& colls, const std::vector<P2PCall>& p2p,
                        void* stream) {
+  // GROVE_CHECK=calls: each collective of the launch, alone or a group's.
+  for (const DeviceCollective& c : colls) checkCall(c.args);
   runGuarded(colls.empty() ? "send/recv" : plan::collName(colls.front().args.coll), [&] {
     const uint64_t t0 = monotonicNs();
     std::vector<DeviceOp> ops;

@@ -44,7 +44,10 @@ struct GroupState {
   int depth = 0;
   std::vector<GroupOp> ops;
   std::vector<GroupInit> inits;
-  std::vector<const void*> held;  ///< what this thread's open group holds (with repeats)
+  groveResult_t refused = groveSuccess;  ///< the first call refused in the open group
+  std::string refusedText;
+  std::vector<Comm*> refusedComms;  ///< the communicators of refused calls (held)
+  std::vector<const void*> held;    ///< what this thread's open group holds (with repeats)
   // A thread that ends inside a group: what it recorded never runs (no
   // ticket was taken for it), and its holds go, so the communicators it
   // used can still be destroyed.
@@ -143,6 +146,20 @@ void groupRecordInit(GroupInit init, const void* handle, const void* also) {
   state().inits.push_back(std::move(init));
 }
 
+void groupRefused(groveResult_t code, const std::string& text, Comm* comm) {
+  GroupState& s = state();
+  if (s.depth == 0) return;
+  if (s.refused == groveSuccess) {
+    s.refused = code;
+    s.refusedText = text;
+  }
+  if (comm != nullptr &&
+      std::find(s.refusedComms.begin(), s.refusedComms.end(), comm) == s.refusedComms.end()) {
+    hold(comm);
+    s.refusedComms.push_back(comm);
+  }
+}
+
 bool heldByOpenGroup(const void* object) {
   std::lock_guard<std::mutex> lock(holds().mu);
   return holds().count.count(object) != 0;
@@ -167,14 +184,35 @@ void groupEnd() {
   ReleaseHolds release{std::move(s.held)};
   std::vector<GroupOp> ops = std::move(s.ops);
   std::vector<GroupInit> inits = std::move(s.inits);
+  const groveResult_t refused = s.refused;
+  const std::string refusedText = std::move(s.refusedText);
   s.ops.clear();
   s.inits.clear();
   s.held.clear();
+  s.refused = groveSuccess;
+  s.refusedText.clear();
+  s.refusedComms.clear();  // held: released with the rest
   auto cancelInit = [&](size_t i) {
     try {
       inits[i](true);  // fails its handle
     } catch (...) {}
   };
+  // The group's communicators, each once, failed on every rank.
+  auto failAll = [&](const std::function<std::string(const Comm&)>& why) {
+    std::vector<Comm*> failed;
+    for (const GroupOp& op : ops)
+      if (std::find(failed.begin(), failed.end(), op.comm) == failed.end())
+        failed.push_back(op.comm);
+    for (Comm* c : failed) c->failEverywhere(why(*c));
+  };
+  if (refused != groveSuccess) {
+    // A call of the group was refused: none runs, and the deferred inits
+    // fail their handles (NCCL's group error). The communicators stay as
+    // they were, as after a refused call outside a group.
+    for (size_t i = 0; i < inits.size(); ++i) cancelInit(i);
+    throw Error(refused, "a call of this group was refused, so none of the group's calls ran: " +
+                             refusedText);
+  }
   std::optional<Concurrent> initRunner;
   try {
     initRunner.emplace(inits.size());
@@ -185,11 +223,7 @@ void groupEnd() {
   if (!initRunner->run([&](size_t i) { inits[i](false); }, cancelInit)) {
     // The group's other calls do not run either: their communicators fail
     // (see the shares below).
-    std::vector<Comm*> failed;
-    for (const GroupOp& op : ops)
-      if (std::find(failed.begin(), failed.end(), op.comm) == failed.end())
-        failed.push_back(op.comm);
-    for (Comm* c : failed) c->failEverywhere(cancelledText(*c));
+    failAll([](const Comm& c) { return cancelledText(c); });
     throwCancelled(inits.size(), "communicator creations");
   }
 

@@ -12,11 +12,13 @@
 //   3. communicators run concurrently: on their host streams if given, else
 //      on helper threads (one thread may drive several ranks of one job).
 //      A CUDA communicator's share becomes one device launch on its stream.
-// The first error is rethrown from groupEnd. What a group recorded is held
+// The first error is rethrown from groupEnd. A call refused while the group
+// was open (groupRefused) fails the whole group before anything runs. What a group recorded is held
 // (heldByOpenGroup) from the record to the end of its groupEnd.
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "core/comm.h"
@@ -54,6 +56,13 @@ void groupEnd();
 std::vector<const void*> groupHeld();
 /// Records an operation in the open group.
 void groupRecord(GroupOp op);
+/// A call that would have been recorded in the open group was refused
+/// (`comm`: its communicator, if it has one; held until the end, so that
+/// its last error gets the group's). As with NCCL, the group's end then runs
+/// none of the group's calls and fails with the first such refusal; the
+/// deferred inits fail their handles, and the communicators stay as they
+/// were (as after a refused call outside a group).
+void groupRefused(groveResult_t code, const std::string& text, Comm* comm);
 /// A deferred communicator init, run at the group's end with `cancelled`
 /// false; true when the end could not start it beside the others (no
 /// thread): it must then make nothing and record the failure in its handle.

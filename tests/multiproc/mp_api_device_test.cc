@@ -61,6 +61,36 @@ TEST(MpApiDevice, EmulatedCommHasNoCudaDevice) {
   }
 }
 
+// GROVE_CHECK=calls covers the collectives of a group on a CUDA
+// communicator too (one launch): ranks whose grouped all-reduces differ in
+// count fail at once, naming the mismatch, before any byte moves (before,
+// a group's launch skipped the check).
+TEST(MpApiDevice, CheckedCallsCoverAGroupsCollectives) {
+  Emulation on(true);
+  setenv("GROVE_CHECK", "calls", 1);
+  {
+    DeviceComms comms(2, 20000);
+    std::vector<groveResult_t> got(2, groveSuccess);
+    std::vector<std::string> text(2);
+    const double start = now();
+    onRanks(2, [&](int r) {
+      std::vector<float> buf(1024, 1.f);
+      groveGroupStart();
+      groveAllReduce(buf.data(), buf.data(), 1024, groveFloat32, groveSum, comms[r], nullptr);
+      groveAllReduce(buf.data(), buf.data(), r == 0 ? 1024 : 512, groveFloat32, groveSum, comms[r],
+                     nullptr);
+      got[r] = groveGroupEnd();
+      text[r] = groveGetLastError(nullptr);
+    });
+    EXPECT_LT(now() - start, 10.0) << "a rank waited for the timeout";
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_NE(got[r], groveSuccess) << "rank " << r;
+      EXPECT_NE(text[r].find("do not match"), std::string::npos) << text[r];
+    }
+  }
+  unsetenv("GROVE_CHECK");
+}
+
 // Three collectives recorded in one group (one device launch); every
 // result must be exact.
 TEST(MpApiDevice, GroupOfCollectives) {

@@ -173,6 +173,67 @@ TEST(MpApiLifecycle, AFailedGroupEndLeavesItsTextOnTheCommunicators) {
   }
 }
 
+// A call refused inside a group fails the whole group, as NCCL's group
+// error does: none of the group's calls runs, the end returns the refusal,
+// and the communicator stays usable (every rank left out the same group).
+// Before, the end ran the group's other calls and returned success.
+TEST(MpApiLifecycle, ACallRefusedInAGroupFailsTheWholeGroup) {
+  Comms comms(2);
+  ASSERT_TRUE(comms.ok());
+  std::vector<groveResult_t> end(2, groveSuccess), next(2, groveSuccess);
+  std::vector<std::string> text(2);
+  std::vector<float> second(2, 0.f), after(2, 0.f);
+  onRanks(2, [&](int r) {
+    std::vector<float> a(64, 1.f + r), b(64, 10.f + r);
+    ASSERT_EQ(groveGroupStart(), groveSuccess);
+    EXPECT_EQ(groveAllReduce(a.data(), nullptr, 64, groveFloat32, groveSum, comms[r], nullptr),
+              groveInvalidArgument);
+    EXPECT_EQ(groveAllReduce(b.data(), b.data(), 64, groveFloat32, groveSum, comms[r], nullptr),
+              groveSuccess);
+    end[r] = groveGroupEnd();
+    text[r] = groveGetLastError(comms[r]);
+    second[r] = b[0];
+    next[r] = groveAllReduce(b.data(), b.data(), 64, groveFloat32, groveSum, comms[r], nullptr);
+    after[r] = b[0];
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(end[r], groveInvalidArgument) << text[r];
+    EXPECT_NE(text[r].find("none of the group's calls ran"), std::string::npos) << text[r];
+    EXPECT_NE(text[r].find("recvbuff is NULL"), std::string::npos) << text[r];
+    EXPECT_EQ(second[r], 10.f + r) << "rank " << r << " ran a call of a refused group";
+    EXPECT_EQ(next[r], groveSuccess) << "rank " << r << ": the communicator did not stay usable";
+    EXPECT_EQ(after[r], 21.f);
+  }
+}
+
+// A library's own refusal inside a group (groveGroupFail, as grove's NCCL
+// library reports a PreMulSum op in a group) does the same; outside a
+// group it does nothing, and a bad result code is refused.
+TEST(MpApiLifecycle, GroupFailFailsTheOpenGroup) {
+  Comms comms(1);
+  ASSERT_TRUE(comms.ok());
+  EXPECT_EQ(groveGroupFail(comms[0], groveSuccess, "no"), groveInvalidArgument);
+  EXPECT_EQ(groveGroupFail(comms[0], groveInvalidUsage, nullptr), groveInvalidArgument);
+  EXPECT_EQ(groveGroupFail(comms[0], groveInvalidUsage, "outside a group"), groveSuccess);
+  std::vector<float> a(16, 2.f), out(16, 0.f);
+  ASSERT_EQ(groveAllReduce(a.data(), out.data(), 16, groveFloat32, groveSum, comms[0], nullptr),
+            groveSuccess);
+  EXPECT_EQ(out[0], 2.f);
+  out.assign(16, 0.f);
+  ASSERT_EQ(groveGroupStart(), groveSuccess);
+  ASSERT_EQ(groveAllReduce(a.data(), out.data(), 16, groveFloat32, groveSum, comms[0], nullptr),
+            groveSuccess);
+  EXPECT_EQ(groveGroupFail(comms[0], groveInvalidUsage, "the library refused a call"),
+            groveSuccess);
+  EXPECT_EQ(groveGroupEnd(), groveInvalidUsage);
+  EXPECT_TRUE(lastErrorNames(nullptr, "the library refused a call"));
+  EXPECT_TRUE(lastErrorNames(comms[0], "the library refused a call"));
+  EXPECT_EQ(out[0], 0.f) << "a call of the failed group ran";
+  ASSERT_EQ(groveAllReduce(a.data(), out.data(), 16, groveFloat32, groveSum, comms[0], nullptr),
+            groveSuccess);
+  EXPECT_EQ(out[0], 2.f);
+}
+
 // Values that used to be accepted and meant something else (no timeout at
 // all, a wrapped channel count, logging at the default level).
 TEST(MpApiLifecycle, BadEnvironmentValuesAreRefusedAtInit) {

@@ -18,6 +18,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -188,6 +189,20 @@ void preMulSums(ncclComm_t comm, size_t count) {
         expect(ncclReduceScatter(in.data(), out.data(), SIZE_MAX / 4 / nranks + 1, t, op, comm,
                                  nullptr) == ncclInvalidArgument,
                what + ": a reduce-scatter whose input overflows is refused");
+        // In a group the input would be scaled before the group's earlier
+        // calls ran: refused, and with it the whole group (NCCL's group
+        // error), whose other call then does not run either.
+        std::vector<char> other(out.size(), 0);
+        ok(ncclGroupStart(), "group start");
+        ncclAllReduce(in.data(), other.data(), count, t, ncclSum, comm, nullptr);
+        expect(
+            ncclAllReduce(in.data(), out.data(), count, t, op, comm, nullptr) == ncclInvalidUsage,
+            what + ": a PreMulSum op in a group is refused");
+        expect(ncclGroupEnd() == ncclInvalidUsage &&
+                   std::strstr(ncclGetLastError(nullptr), "group") != nullptr,
+               what + ": the group of a refused call fails at its end");
+        expect(std::all_of(other.begin(), other.end(), [](char c) { return c == 0; }),
+               what + ": no call of the failed group ran");
       }
       ok(ncclRedOpDestroy(op, comm), "redop destroy", comm);
       expect(ncclRedOpDestroy(op, comm) == ncclInvalidArgument,
