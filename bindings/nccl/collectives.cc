@@ -42,12 +42,7 @@ ncclResult_t prepare(const char* fn, groveComm_t comm, const void* send, size_t 
                   "can be broadcast, gathered, scattered and sent");
   *out = {send, static_cast<groveDataType_t>(type), static_cast<groveRedOp_t>(op)};
   if (op < ncclNumOps) return ncclSuccess;  // grove checks type, op and buffers itself
-  if (groupDepth > 0)
-    return refuse(ncclInvalidUsage, fn,
-                  "a PreMulSum op inside a group is not supported by grove's NCCL library: it "
-                  "scales the input when the call is made, before the group's earlier calls "
-                  "have run (make the call outside the group)");
-  groveResult_t idle = groveSuccess;  // the handle's check, and whether its work is done
+  groveResult_t idle = groveSuccess;        // the handle's check, and whether its work is done
   if (groveResult_t r = groveCommGetAsyncError(comm, &idle); r != groveSuccess) return toNccl(r);
   size_t ranks = 1;  // a reduce-scatter's input is count per rank
   if (perRank) {
@@ -61,6 +56,11 @@ ncclResult_t prepare(const char* fn, groveComm_t comm, const void* send, size_t 
       return refuse(ncclInvalidArgument, fn,
                     "op " + std::to_string(op) +
                         " is neither a built-in op nor a PreMulSum op of this communicator");
+    if (groupDepth > 0)
+      return refuse(ncclInvalidUsage, fn,
+                    "a PreMulSum op inside a group is not supported by grove's NCCL library: it "
+                    "scales the input when the call is made, before the group's earlier calls "
+                    "have run (make the call outside the group)");
     const PreMulSumOp& p = it->second;
     if (p.type != type)
       return refuse(ncclInvalidArgument, fn,
@@ -88,22 +88,6 @@ ncclResult_t prepare(const char* fn, groveComm_t comm, const void* send, size_t 
 }
 
 groveStream_t toGrove(cudaStream_t s) { return reinterpret_cast<groveStream_t>(s); }
-
-// call() for a call an open group records: a refusal of the library's own
-// (or grove's) inside a group fails the whole group at its end, as NCCL's
-// group error does, so that none of its calls runs half-paired.
-template <typename Fn>
-ncclResult_t queued(const char* fn, ncclComm_t comm, Fn&& body) {
-  const ncclResult_t r = call(fn, std::forward<Fn>(body));
-  if (r != ncclSuccess && r != ncclInProgress && groupDepth > 0) {
-    const auto code = static_cast<int>(r) < static_cast<int>(groveNumResults)
-                          ? static_cast<groveResult_t>(r)
-                          : groveInvalidUsage;
-    const std::string why = lastShimError().empty() ? groveGetLastError(nullptr) : lastShimError();
-    (void)groveGroupFail(grove::nccl::toGrove(comm), code, why.c_str());
-  }
-  return r;
-}
 
 }  // namespace
 }  // namespace grove::nccl

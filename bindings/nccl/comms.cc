@@ -129,13 +129,13 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
-  return call("ncclCommInitRank",
-              [&] { return initRank(comm, nranks, commId, rank, nullptr, "ncclCommInitRank"); });
+  return queued("ncclCommInitRank", nullptr,
+                [&] { return initRank(comm, nranks, commId, rank, nullptr, "ncclCommInitRank"); });
 }
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t* config) {
-  return call("ncclCommInitRankConfig", [&] {
+  return queued("ncclCommInitRankConfig", nullptr, [&] {
     return initRank(comm, nranks, commId, rank, config, "ncclCommInitRankConfig");
   });
 }
@@ -144,7 +144,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
 // root, so every rank joins through the first id (made by rank 0).
 ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
                                       ncclUniqueId* commIds, ncclConfig_t* config) {
-  return call("ncclCommInitRankScalable", [&] {
+  return queued("ncclCommInitRankScalable", nullptr, [&] {
     const char* fn = "ncclCommInitRankScalable";
     if (commIds == nullptr || nId < 1)
       return refuse(ncclInvalidArgument, fn,
@@ -176,7 +176,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
 
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                            ncclConfig_t* config) {
-  return call("ncclCommSplit", [&] {
+  return queued("ncclCommSplit", comm, [&] {
     const char* fn = "ncclCommSplit";
     if (newcomm == nullptr) return refuse(ncclInvalidArgument, fn, "newcomm is NULL");
     *newcomm = nullptr;

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nccl_abi.h"
@@ -41,6 +42,23 @@ ncclResult_t call(const char* fn, const std::function<ncclResult_t()>& body);
 
 /// The shim's own last error of this thread ("" when grove's is the one).
 const std::string& lastShimError();
+
+/// call() for a call an open group records (collectives, sends and
+/// receives, puts, signals and waits, inits and splits; `comm`: its
+/// communicator, or null): a refusal of the library's own, or grove's,
+/// inside a group fails the whole group at its end, as NCCL's group error
+/// does (groveGroupFail does nothing outside a group).
+template <typename Fn>
+ncclResult_t queued(const char* fn, ncclComm_t comm, Fn&& body) {
+  const ncclResult_t r = call(fn, std::forward<Fn>(body));
+  if (r == ncclSuccess || r == ncclInProgress) return r;
+  const auto code = static_cast<int>(r) < static_cast<int>(groveNumResults)
+                        ? static_cast<groveResult_t>(r)
+                        : groveInvalidUsage;
+  const std::string why = lastShimError().empty() ? groveGetLastError(nullptr) : lastShimError();
+  (void)groveGroupFail(toGrove(comm), code, why.c_str());
+  return r;
+}
 
 /// Sets GROVE_* variables from the NCCL_* names that users set (env.cc).
 /// Called when the library loads and again by the calls that make

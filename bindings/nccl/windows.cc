@@ -254,7 +254,7 @@ ncclResult_t ncclGetPeerDeviceLeInfo(ncclWindow_t, size_t, int, ncclCftLeId*, si
 ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
                            ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
                            unsigned int flags, ncclComm_t comm, cudaStream_t stream) {
-  return call("ncclPutSignal", [&] {
+  return queued("ncclPutSignal", comm, [&] {
     const char* fn = "ncclPutSignal";
     if (ncclResult_t r = takesWork(fn, toGrove(comm)); r != ncclSuccess) return r;
     if (flags != 0) return refuse(ncclInvalidArgument, fn, "flags must be 0");
@@ -276,7 +276,7 @@ ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t d
 
 ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
                         cudaStream_t stream) {
-  return call("ncclSignal", [&] {
+  return queued("ncclSignal", comm, [&] {
     const char* fn = "ncclSignal";
     if (ncclResult_t r = takesWork(fn, toGrove(comm)); r != ncclSuccess) return r;
     if (flags != 0) return refuse(ncclInvalidArgument, fn, "flags must be 0");
@@ -290,7 +290,7 @@ ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclC
 
 ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
                             cudaStream_t stream) {
-  return call("ncclWaitSignal", [&] {
+  return queued("ncclWaitSignal", comm, [&] {
     const char* fn = "ncclWaitSignal";
     if (ncclResult_t r = takesWork(fn, toGrove(comm)); r != ncclSuccess) return r;
     if (nDesc < 0 || (nDesc > 0 && signalDescs == nullptr))

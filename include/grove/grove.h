@@ -396,8 +396,9 @@ groveResult_t groveGroupEnd(void);
 /// For libraries built on grove that refuse a call of their own inside an
 /// open group (grove's NCCL library): the group then fails at its end as if
 /// grove had refused the call (`result`, `reason`; `comm`, if not NULL, the
-/// refused call's communicator, gets the text as its last error). Nothing
-/// happens outside a group.
+/// refused call's communicator, gets the text as its last error; an unknown
+/// one is ignored). Outside a group it does nothing; a `result` that is not
+/// a failure or a NULL `reason` is refused.
 groveResult_t groveGroupFail(groveComm_t comm, groveResult_t result, const char* reason);
 
 /// Creates an asynchronous in-order host stream with its own worker thread.

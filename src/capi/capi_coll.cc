@@ -320,7 +320,7 @@ GROVE_API groveResult_t groveGroupFail(groveComm_t comm, groveResult_t result, c
     if (result <= groveSuccess || result >= groveNumResults || result == groveInProgress)
       grove::throwInvalidArgument("result " + std::to_string(result) + " is not a failure");
     if (reason == nullptr) grove::throwInvalidArgument("reason is NULL");
-    if (comm != nullptr) grove::capi::checkKnownComm(comm);
+    // An unknown or destroyed comm (what the library refused) still fails the group.
     core::groupRefused(result, reason, grove::capi::commIfReady(comm));
   });
 }

@@ -112,7 +112,15 @@ int Comm::windowRegister(void* base, uint64_t bytes) {
       exposeError = e.what();
       mine.exposed = 0;
     }
-    const auto all = gatherEach(*bootstrap_, mine, nranks_);
+    // From here every way out but success ends the exposure (it holds the
+    // transport's registration).
+    std::vector<Entry> all;
+    try {
+      all = gatherEach(*bootstrap_, mine, nranks_);
+    } catch (...) {
+      rma_->unexpose(base, mine.window);
+      throw;
+    }
     if (!exposeError.empty())
       throw Error(
           groveSystemError,
@@ -151,7 +159,12 @@ int Comm::windowRegister(void* base, uint64_t bytes) {
       sizes.push_back(all[r].bytes);
     }
     id = rma_->nextWindow();
-    rma_->addWindow(base, std::move(sizes), std::move(remotes), std::move(signalTargets));
+    try {
+      rma_->addWindow(base, std::move(sizes), std::move(remotes), std::move(signalTargets));
+    } catch (...) {
+      rma_->unexpose(base, mine.window);
+      throw;
+    }
   });
   return id;
 }

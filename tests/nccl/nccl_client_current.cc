@@ -50,6 +50,15 @@ void oneSided(ncclComm_t comm) {
   expect(ncclPutSignal(src.data(), 1, ncclInt32, next, w, 0, 256, 0, 0, comm, nullptr) ==
              ncclInvalidArgument,
          "a sigIdx out of range is refused");
+  // A put the library refuses inside a group (unknown flags) fails the
+  // whole group: its all-reduce does not run either.
+  std::vector<float> in(64, 1.f), out(64, 0.f);
+  ok(ncclGroupStart(), "group start");
+  ncclAllReduce(in.data(), out.data(), in.size(), ncclFloat32, ncclSum, comm, nullptr);
+  expect(ncclPutSignal(src.data(), 1, ncclInt32, next, w, 0, 1, 0, 1, comm, nullptr) != ncclSuccess,
+         "a put with unknown flags is refused in a group");
+  expect(ncclGroupEnd() != ncclSuccess, "the group of a refused put fails at its end");
+  expect(out[0] == 0.f, "no call of the failed group ran");
   ok(ncclCommWindowDeregister(comm, w), "one-sided window deregister", comm);
 }
 
