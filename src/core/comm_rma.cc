@@ -112,57 +112,45 @@ int Comm::windowRegister(void* base, uint64_t bytes) {
       exposeError = e.what();
       mine.exposed = 0;
     }
-    // From here every way out but success ends the exposure (it holds the
-    // transport's registration).
-    std::vector<Entry> all;
+    // Every way out but success ends the exposure (it holds the transport's
+    // registration); an exposure that failed here has nothing to end.
     try {
-      all = gatherEach(*bootstrap_, mine, nranks_);
-    } catch (...) {
-      rma_->unexpose(base, mine.window);
-      throw;
-    }
-    if (!exposeError.empty())
-      throw Error(
-          groveSystemError,
-          "window registration: exposing the window for one-sided writes failed: " + exposeError);
-    for (int r = 0; r < nranks_; ++r)
-      if (all[r].call != mine.call) {
-        rma_->unexpose(base, mine.window);
-        throw Error(groveInvalidUsage,
-                    "window registration: this is rank " + std::to_string(r) + "'s call " +
-                        std::to_string(all[r].call) + " of groveWindowRegister but rank " +
-                        std::to_string(rank_) + "'s call " + std::to_string(mine.call) +
-                        " (a call refused on one rank was not made on the others: every rank "
-                        "must make the same calls)");
+      const auto all = gatherEach(*bootstrap_, mine, nranks_);
+      if (!exposeError.empty())
+        throw Error(
+            groveSystemError,
+            "window registration: exposing the window for one-sided writes failed: " + exposeError);
+      for (int r = 0; r < nranks_; ++r)
+        if (all[r].call != mine.call)
+          throw Error(groveInvalidUsage,
+                      "window registration: this is rank " + std::to_string(r) + "'s call " +
+                          std::to_string(all[r].call) + " of groveWindowRegister but rank " +
+                          std::to_string(rank_) + "'s call " + std::to_string(mine.call) +
+                          " (a call refused on one rank was not made on the others: every rank "
+                          "must make the same calls)");
+      for (int r = 0; r < nranks_; ++r)
+        if (all[r].exposed == 0)
+          throw Error(groveRemoteError, "window registration: rank " + std::to_string(r) +
+                                            " could not expose its window for one-sided writes");
+      std::vector<transport::OneSided::Remote> remotes, signalTargets;
+      for (int r = 0; r < nranks_; ++r) {
+        remotes.push_back(all[r].window);
+        signalTargets.push_back(all[r].signals);
       }
-    for (int r = 0; r < nranks_; ++r)
-      if (all[r].exposed == 0) {
-        rma_->unexpose(base, mine.window);
-        throw Error(groveRemoteError, "window registration: rank " + std::to_string(r) +
-                                          " could not expose its window for one-sided writes");
+      std::vector<uint64_t> sizes;
+      for (int r = 0; r < nranks_; ++r) {
+        if (all[r].id != all[rank_].id)
+          throw Error(groveInvalidUsage,
+                      "window registration: rank " + std::to_string(r) + " registers its window " +
+                          std::to_string(all[r].id) + " while rank " + std::to_string(rank_) +
+                          " registers its window " + std::to_string(all[rank_].id) +
+                          " (every rank must register and deregister windows together)");
+        sizes.push_back(all[r].bytes);
       }
-    std::vector<transport::OneSided::Remote> remotes, signalTargets;
-    for (int r = 0; r < nranks_; ++r) {
-      remotes.push_back(all[r].window);
-      signalTargets.push_back(all[r].signals);
-    }
-    std::vector<uint64_t> sizes;
-    for (int r = 0; r < nranks_; ++r) {
-      if (all[r].id != all[rank_].id) {
-        rma_->unexpose(base, mine.window);
-        throw Error(groveInvalidUsage,
-                    "window registration: rank " + std::to_string(r) + " registers its window " +
-                        std::to_string(all[r].id) + " while rank " + std::to_string(rank_) +
-                        " registers its window " + std::to_string(all[rank_].id) +
-                        " (every rank must register and deregister windows together)");
-      }
-      sizes.push_back(all[r].bytes);
-    }
-    id = rma_->nextWindow();
-    try {
+      id = rma_->nextWindow();
       rma_->addWindow(base, std::move(sizes), std::move(remotes), std::move(signalTargets));
     } catch (...) {
-      rma_->unexpose(base, mine.window);
+      if (exposeError.empty()) rma_->unexpose(base, mine.window);
       throw;
     }
   });
