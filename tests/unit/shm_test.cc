@@ -248,6 +248,7 @@ struct FakeHeader {
   uint64_t capacity = 4096;
   int32_t creatorPid = 0;
   int32_t src = 0, dst = 1, channel = 0;
+  uint64_t run = 0;
 };
 
 /// Writes a file at `path`: `bytes` long, with a header as given.
@@ -265,6 +266,7 @@ void writeFakeSegment(const std::string& path, size_t bytes, const FakeHeader& p
   h->src = proto.src;
   h->dst = proto.dst;
   h->channel = proto.channel;
+  h->run = proto.run;
   h->ready.store(ready ? 1 : 0);
   size_t n = std::min(bytes, img.size());  // a short file gets a cut header
   ASSERT_EQ(pwrite(fd, img.data(), n, 0), static_cast<ssize_t>(n));
@@ -304,6 +306,38 @@ TEST_F(ShmTest, StaleSegmentsOfACrashedJobAreReplaced) {
   }
   onRanks(2, [&](int r) {
     // The sender starts first and must wait past the stale files, not take them.
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    RankLinks& rl = ranks[r];
+    rl.transport->establish(rl.sendKeys, rl.recvKeys, rl.sends, rl.recvs);
+  });
+  exchange(ranks, 1 << 20, wc_);
+  ranks.clear();
+  EXPECT_EQ(leftovers(dir_, job), 0);
+}
+
+TEST_F(ShmTest, AnEarlierRunsSegmentIsStaleEvenFromTheSamePid) {
+  // Pids repeat across pid namespaces: a crashed run of the same
+  // communicator id can leave a segment whose creator had the pid the
+  // receiver has now. Only the run tag (from the run's fresh link key)
+  // tells it apart; the sender must wait for the receiver's own.
+  std::string job = uniqueJob("rerun");
+  std::string path = dir_ + "/" + ShmTransport::segmentName(job, 0, 1, 0);
+  FakeHeader earlier = goodHeader(0, 1, 0, 4096, getpid());
+  earlier.run = ShmTransport::runTagOf(0x1111);
+  writeFakeSegment(path, shm::kShmDataOffset + 4096, earlier, true);
+  EXPECT_NE(ShmTransport::runTagOf(0x2222), earlier.run);
+  EXPECT_EQ(ShmTransport::runTagOf(0), 0u);
+  std::vector<RankLinks> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    Context c = makeContext(r, 2, job, 4096, wc_);
+    c.secret = 0x2222;  // this run's link key, the same on both ranks
+    ranks[r].transport = std::make_unique<ShmTransport>(std::move(c));
+    if (r == 0)
+      ranks[r].sendKeys = {{1, 0}};
+    else
+      ranks[r].recvKeys = {{0, 0}};
+  }
+  onRanks(2, [&](int r) {
     if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     RankLinks& rl = ranks[r];
     rl.transport->establish(rl.sendKeys, rl.recvKeys, rl.sends, rl.recvs);

@@ -32,7 +32,7 @@ namespace grove::transport::shm {
 /// "GRVSHM01" in memory order: the first bytes of every grove shm segment.
 constexpr uint64_t kShmMagic = 0x31304d4853565247ull;
 /// Layout version; a mismatch means mixed grove builds on one host.
-constexpr uint32_t kShmVersion = 2;
+constexpr uint32_t kShmVersion = 3;
 /// Where the data area starts (page aligned, so data never shares a line with control).
 constexpr size_t kShmDataOffset = 4096;
 /// The channel field of a slot link's header (byte-ring channels are >= 0).
@@ -53,6 +53,10 @@ struct ShmHeader {
   int32_t channel = 0;      ///< channel of the link; kSlotChannel for a slot link
   uint32_t slots = 0;       ///< slot links: number of slots (0: a byte ring)
   uint32_t slotStride = 0;  ///< slot links: bytes from one slot to the next (multiple of 64)
+  /// The creator's run tag (ShmTransport::runTagOf): an earlier run's
+  /// segment of the same link, left by a process that had the same pid
+  /// (pids repeat across pid namespaces), carries another.
+  uint64_t run = 0;
   alignas(64) std::atomic<uint32_t> ready{0};  ///< 1 once the header is valid (release)
   std::atomic<uint32_t> attached{0};           ///< 1 once the sender has mapped it
   std::atomic<int32_t> attacherPid{0};         ///< the sender's pid

@@ -11,6 +11,7 @@
 #include "base/entropy.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/siphash.h"
 #include "transports/shm/shm_link.h"
 #include "transports/shm/shm_slots.h"
 
@@ -53,6 +54,13 @@ ShmTransport::ShmTransport(Context ctx) : ctx_(std::move(ctx)) {
   dir_ = config::getString("GROVE_SHM_DIR");
   if (dir_.empty()) dir_ = "/dev/shm";
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
+  runTag_ = runTagOf(ctx_.secret);
+}
+
+uint64_t ShmTransport::runTagOf(uint64_t secret) {
+  if (secret == 0) return 0;
+  static constexpr char kWhat[] = "grove shm run";
+  return sipHash24(SipKey{secret, 0x73686d2d72756e00ull}, kWhat, sizeof kWhat - 1);
 }
 
 size_t ShmTransport::slotStride(size_t maxBytes) const { return shm::slotStrideFor(maxBytes); }
@@ -189,6 +197,7 @@ ShmSegment ShmTransport::createSegment(const SegmentSpec& spec) {
   h->channel = spec.channel;
   h->slots = spec.slots;
   h->slotStride = spec.slotStride;
+  h->run = runTag_;
   h->ready.store(1, std::memory_order_release);
   GROVE_TRACE(log::kShm, "created %s (%zu bytes)", path.c_str(), spec.capacity);
   return seg;
@@ -248,6 +257,9 @@ bool ShmTransport::tryAttach(PendingSend& p) {
     return retryLater("was made by pid " + std::to_string(h->creatorPid) + ", not by rank " +
                       std::to_string(p.spec.dst) + " (pid " + std::to_string(expectPid) +
                       "): stale");
+  if (h->run != runTag_)
+    return retryLater("was made by pid " + std::to_string(h->creatorPid) +
+                      " in another run of this communicator id: stale");
   if (!p.seg.linked()) return retryLater("was removed (replaced by a newer one?)");
   // Made by the right process: from here on, anything odd is an error, not a wait.
   std::string where = "shm segment " + p.path + " of rank " + std::to_string(p.spec.dst);

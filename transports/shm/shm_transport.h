@@ -69,6 +69,10 @@ class ShmTransport final : public Transport {
   std::string segmentPath(int src, int dst, int channel) const;
   /// Directory the segments live in (GROVE_SHM_DIR).
   const std::string& dir() const { return dir_; }
+  /// The tag this run writes into its segments' headers and expects in its
+  /// peers': derived from the run's link key (Context::secret, fresh per
+  /// run), which it does not reveal; 0 for a key of 0.
+  static uint64_t runTagOf(uint64_t secret);
   /// Bytes of each ring's data area (bufferBytes rounded up to 64).
   size_t capacity() const { return capacity_; }
 
@@ -84,6 +88,7 @@ class ShmTransport final : public Transport {
   Context ctx_;
   std::string dir_;
   size_t capacity_ = 0;
+  uint64_t runTag_ = 0;  ///< runTagOf(ctx_.secret)
 };
 
 }  // namespace grove::transport
