@@ -367,14 +367,17 @@ void* Comm::scratch(size_t bytes) {
   return scratchStore_.data();
 }
 
-Comm::Tracked::Tracked(CallTracker* t, const exec::CallTag& call) : t(t) { t->begin(call); }
+Comm::Tracked::Tracked(CallTracker* t, exec::CallTag& call) : t(t) {
+  call.seq = static_cast<uint8_t>(t->begin(call));
+}
 Comm::Tracked::~Tracked() { t->end(); }
 
 void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* recvbuff,
                       void* stream) {
-  const exec::CallTag tag = exec::callTagOf(args, rank_);
+  exec::CallTag tag = exec::callTagOf(args, rank_);
   // A call refused here (a suspended communicator) is not counted: the
-  // ranks' collective numbers must stay alike (core/call_board.h).
+  // ranks' collective numbers must stay alike (core/call_board.h; the tags
+  // carry them, exec/call_tag.h).
   checkUsable();
   Tracked tracked(tracker_.get(), tag);
   if (device_) {
@@ -388,7 +391,7 @@ void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* re
                  plan::collName(args.coll), static_cast<size_t>(args.count), dtypeName(args.dtype),
                  opName(args.op), args.root, args.inPlace ? 1 : 0);
       connections_->eager(selector_->eagerMaxBytes(), options_.tagCalls)
-          .run(args, sendbuff, recvbuff, wait_);
+          .run(args, sendbuff, recvbuff, wait_, tag.seq);
       checkRootOnBoard(args);
     });
     return;
@@ -445,7 +448,7 @@ void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype
       break;
     }
   }
-  const exec::CallTag tag = exec::p2pTagOf(rank_, type);
+  exec::CallTag tag = exec::p2pTagOf(rank_, type);
   checkUsable();
   // Sends to self pair with receives from self in call order: plain copies.
   // groupEnd checked the pairs before the group's work started; checked again

@@ -208,7 +208,8 @@ class Comm : public std::enable_shared_from_this<Comm> {
   [[noreturn]] void failCall(const char* what, groveResult_t code, const std::string& seen);
   /// Tracks one call for the hang doctor from construction to destruction.
   struct Tracked {
-    Tracked(CallTracker* t, const exec::CallTag& call);
+    /// Begins `call` on t and numbers it (CallTag::seq).
+    Tracked(CallTracker* t, exec::CallTag& call);
     ~Tracked();
     CallTracker* t;
   };

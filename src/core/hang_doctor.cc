@@ -44,7 +44,7 @@ void CallTracker::attach(CallBoard* board) {
   blocked_ = board != nullptr ? board->blockedOn() : &blockedOn_;
 }
 
-void CallTracker::begin(const exec::CallTag& call) {
+uint64_t CallTracker::begin(const exec::CallTag& call) {
   std::lock_guard<std::mutex> lock(mu_);
   const bool p2p = call.coll == static_cast<uint8_t>(plan::Coll::kSendRecv);
   pos_.state = p2p ? kInSendRecv : kInCollective;
@@ -57,6 +57,7 @@ void CallTracker::begin(const exec::CallTag& call) {
   sinceNs_ = monotonicNs();
   blocked_->store(0, std::memory_order_relaxed);
   if (board_ != nullptr) board_->publish(pos_, sinceNs_, !p2p);
+  return pos_.collectives;
 }
 
 void CallTracker::end() {

@@ -53,8 +53,10 @@ class CallTracker {
   /// Also writes every change to `board` (core/call_board.h), whose page then
   /// holds the word blockedOn() returns. Call before any call begins.
   void attach(CallBoard* board);
-  /// A collective (or, for kSendRecv, a send/recv batch) starts.
-  void begin(const exec::CallTag& call);
+  /// A collective (or, for kSendRecv, a send/recv batch) starts. Returns
+  /// the collectives begun, this one included (the call's number,
+  /// CallTag::seq).
+  uint64_t begin(const exec::CallTag& call);
   /// The current call ended (either way).
   void end();
   /// Where the executors note what they wait on (WaitContext::blockedOn).

@@ -25,6 +25,7 @@ CallTag fromEager(const EagerTag& e, int rank) {
   t.coll = e.coll;
   t.dtype = e.dtype;
   t.op = e.op;
+  t.seq = e.seq;
   t.root = e.root;
   t.rank = rank;
   t.count = e.count;
@@ -34,6 +35,26 @@ CallTag fromEager(const EagerTag& e, int rank) {
 const char* kRule =
     ": every rank must call the same collectives in the same order, with the same count, data "
     "type, op and root";
+
+// "allreduce(...), its collective #3", "send/recv after its collective #3".
+std::string numbered(const CallTag& tag) {
+  const bool p2p = static_cast<Coll>(tag.coll) == Coll::kSendRecv;
+  return describeCall(tag) + (p2p ? " after its collective #" : ", its collective #") +
+         std::to_string(tag.seq);
+}
+
+// Throws when `got` comes from another of its sender's collectives than
+// `mine` (calls that sameCall found alike).
+void checkSameNumber(const CallTag& got, const CallTag& mine) {
+  if (got.seq == mine.seq) return;
+  throwInvalidUsage("call out of step: rank " + std::to_string(got.rank) + " sent these bytes in " +
+                    numbered(got) + ", while rank " + std::to_string(mine.rank) +
+                    " takes them in " + numbered(mine) +
+                    " (numbered modulo 256): an earlier call left bytes on this link that no "
+                    "call of the receiver took (did the ranks name different roots of a "
+                    "broadcast, scatter, reduce or gather?), or the ranks ran different numbers "
+                    "of collectives");
+}
 
 }  // namespace
 
@@ -74,11 +95,12 @@ CallTag linkTag(const CallTag& tag, uint64_t linkBytes, uint64_t shape) {
   return t;
 }
 
-EagerTag eagerTagOf(const plan::CollArgs& args) {
+EagerTag eagerTagOf(const plan::CollArgs& args, uint8_t seq) {
   EagerTag t;
   t.coll = static_cast<uint8_t>(args.coll);
   t.dtype = static_cast<uint8_t>(args.dtype);
   t.op = static_cast<uint8_t>(args.op);
+  t.seq = seq;
   t.root = args.root;
   t.count = args.count;
   return t;
@@ -115,6 +137,7 @@ void checkCallTag(const CallTag& got, const CallTag& mine) {
                       "are out of step (do the ranks use the same GROVE_CHECK?)");
   const std::string peer = "rank " + std::to_string(got.rank);
   if (!sameCall(got, mine)) throwInvalidUsage(callMismatchText(got, mine));
+  checkSameNumber(got, mine);
   const bool p2p = static_cast<Coll>(mine.coll) == Coll::kSendRecv;
   if (got.linkBytes == mine.linkBytes && (!p2p || got.count == mine.count)) return;
   if (p2p && got.linkBytes == mine.linkBytes)
@@ -137,6 +160,7 @@ void checkCallTag(const CallTag& got, const CallTag& mine) {
 void checkEagerTag(const EagerTag& got, const EagerTag& mine, int peer, int rank) {
   const CallTag g = fromEager(got, peer), m = fromEager(mine, rank);
   if (!sameCall(g, m)) throwInvalidUsage(callMismatchText(g, m));
+  checkSameNumber(g, m);
 }
 
 }  // namespace grove::exec

@@ -4,23 +4,29 @@
 //
 // How it works. With tags on (GROVE_CHECK=tags, the default, or calls), the
 // host executor starts every call on each link it sends on with a 32-byte
-// CallTag: the collective, count, data type, op, root, the sender's rank and
-// the number of bytes this call puts on that link. Before the first byte
-// of a call is taken off a link, the receiver reads the tag and compares it
-// with its own call: the fields that matter for the collective (op only for
-// reductions, root only for rooted collectives; sends and receives compare
-// the data type, when each side's batch uses one type, and bytes) and the
-// link's byte count, which catches what the fields do
-// not -- a receive shorter or longer than its send, ranks whose settings
-// gave them different schedules. A send/recv batch's tag also carries the
-// sizes of its steps on the link, in order (hashed, in `count`): several
-// sends to one peer in a group must meet receives of the same sizes, one
-// by one, not only in total. A mismatch throws groveInvalidUsage naming
-// both ranks' calls; the communicator passes it to every rank. The tag is
-// 32 bytes, so the 16-byte wire rule still holds after it; it costs one
-// extra commit per link per call. Eager collectives carry the 16-byte
-// EagerTag after each message's block instead (the link is per peer and the
-// block's size is the message's).
+// CallTag: the collective, count, data type, op, root, the sender's rank,
+// its collective number and the number of bytes this call puts on that
+// link. Before the first byte of a call is taken off a link, the receiver
+// reads the tag and compares it with its own call: the fields that matter
+// for the collective (op only for reductions, root only for rooted
+// collectives; sends and receives compare the data type, when each side's
+// batch uses one type, and bytes) and the link's byte count, which catches
+// what the fields do not -- a receive shorter or longer than its send,
+// ranks whose settings gave them different schedules. A send/recv batch's
+// tag also carries the sizes of its steps on the link, in order (hashed, in
+// `count`): several sends to one peer in a group must meet receives of the
+// same sizes, one by one, not only in total. The collective number (its
+// low byte) catches bytes an earlier call left on a link that no call of
+// the receiver took: ranks that named different roots of a broadcast all
+// only send and return, and the next broadcast of the same shape would
+// take the stale bytes as its own (the call board sees such calls only
+// among the ranks of one host). Calls refused before they run are not
+// numbered, so a call refused on one rank still loses nothing. A mismatch
+// throws groveInvalidUsage naming both ranks' calls; the communicator
+// passes it to every rank. The tag is 32 bytes, so the 16-byte wire rule
+// still holds after it; it costs one extra commit per link per call. Eager
+// collectives carry the 16-byte EagerTag after each message's block
+// instead (the link is per peer and the block's size is the message's).
 #pragma once
 
 #include <cstdint>
@@ -36,7 +42,10 @@ struct CallTag {
   uint8_t coll = 0;    ///< plan::Coll
   uint8_t dtype = 0;   ///< groveDataType_t
   uint8_t op = 0;      ///< groveRedOp_t
-  uint8_t pad = 0;
+  /// The sender's collective number (collectives that ran on its
+  /// communicator, this one included; a send/recv batch: those before it),
+  /// its low byte.
+  uint8_t seq = 0;
   int32_t root = 0;
   int32_t rank = 0;  ///< the sender
   /// Elements, as the caller gave them; for a send/recv batch, the sizes of
@@ -51,7 +60,7 @@ struct EagerTag {
   uint8_t coll = 0;
   uint8_t dtype = 0;
   uint8_t op = 0;
-  uint8_t pad = 0;
+  uint8_t seq = 0;  ///< as CallTag::seq
   int32_t root = 0;
   uint64_t count = 0;
 };
@@ -59,7 +68,8 @@ static_assert(sizeof(EagerTag) == 16, "eager tags are 16 bytes");
 
 constexpr uint32_t kCallTagMagic = 0x47544147;  // "GTAG"
 
-/// The tag of `args` as sent by `rank` (linkBytes 0: filled per link).
+/// The tag of `args` as sent by `rank` (linkBytes 0: filled per link; seq
+/// 0: set once the call is numbered).
 CallTag callTagOf(const plan::CollArgs& args, int rank);
 /// The dtype of a send/recv batch whose calls use several data types: not compared.
 constexpr uint8_t kMixedTypes = 0xff;
@@ -77,8 +87,8 @@ inline uint64_t mixShape(uint64_t shape, uint64_t bytes) {
 /// `tag` as sent on one link: the call's bytes there and, for a send/recv
 /// batch, the shape of its steps there.
 CallTag linkTag(const CallTag& tag, uint64_t linkBytes, uint64_t shape);
-/// The eager tag of `args`.
-EagerTag eagerTagOf(const plan::CollArgs& args);
+/// The eager tag of `args`, the `seq`-th collective.
+EagerTag eagerTagOf(const plan::CollArgs& args, uint8_t seq);
 
 /// True if the calls agree on what matters for their collective (count, type,
 /// op for reductions, root for rooted ones; any two send/recv batches).
@@ -93,7 +103,8 @@ std::string callMismatchText(const CallTag& theirs, const CallTag& mine);
 
 /// Throws groveInvalidUsage when `got`, read from the link from its sender,
 /// does not match `mine` (this rank's call; its linkBytes = the bytes this
-/// call takes off that link).
+/// call takes off that link), or comes from another of the sender's
+/// collectives than mine's number.
 void checkCallTag(const CallTag& got, const CallTag& mine);
 /// The same for an eager message from `peer`.
 void checkEagerTag(const EagerTag& got, const EagerTag& mine, int peer, int rank);

@@ -138,7 +138,7 @@ void EagerCollectives::reduceInRankOrder(const plan::CollArgs& args, void* out, 
 }
 
 void EagerCollectives::run(const plan::CollArgs& args, const void* input, void* output,
-                           const WaitContext& wait) {
+                           const WaitContext& wait, uint8_t seq) {
   const size_t bytes = blockBytes(args);
   if (bytes > maxBytes_) throwInternalError("eager collective of a block larger than a slot");
   if (bytes == 0) return;  // every rank has the same count: nothing to exchange
@@ -150,7 +150,7 @@ void EagerCollectives::run(const plan::CollArgs& args, const void* input, void* 
   };
   const int root = args.root;
   Waiter waiter(wait, "waiting for an eager collective's messages");
-  tag_ = eagerTagOf(args);
+  tag_ = eagerTagOf(args, seq);
   expect_.clear();
   arrived_.clear();
   switch (args.coll) {

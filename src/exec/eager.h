@@ -71,7 +71,9 @@ class EagerCollectives {
   /// Buffers as the C API takes them. Throws grove::Error: groveRemoteError
   /// when a peer is gone, the wait times out or the communicator is aborted;
   /// groveInvalidUsage when a peer's message does not match the call.
-  void run(const plan::CollArgs& args, const void* input, void* output, const WaitContext& wait);
+  /// `seq`: the call's collective number (CallTag::seq), in its tags.
+  void run(const plan::CollArgs& args, const void* input, void* output, const WaitContext& wait,
+           uint8_t seq);
 
  private:
   void post(int peer, const void* src, size_t bytes, Waiter& waiter);

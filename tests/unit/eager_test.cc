@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -220,7 +221,7 @@ void checkCollective(std::vector<std::unique_ptr<EagerCollectives>>& ranks, plan
           result = inBuf.data();
       }
     }
-    ranks[r]->run(mine, input, output, wc);
+    ranks[r]->run(mine, input, output, wc, 0);
     const std::vector<uint8_t> want = expected(a, r, in);
     const size_t outBytes = bytes * outBlocks(a.coll, n);
     if (want.empty()) {
@@ -345,7 +346,7 @@ TEST_F(EagerTest, RootsRunAheadThroughEverySlotManyTimes) {
       a.rank = r;
       a.nranks = 3;
       int32_t in[2] = {i, -i}, out[2] = {0, 0};
-      ranks[r]->run(a, in, out, wc_);
+      ranks[r]->run(a, in, out, wc_, static_cast<uint8_t>(i));  // numbers wrap past 255
       ASSERT_EQ(out[0], i) << "call " << i << " rank " << r;
       ASSERT_EQ(out[1], -i);
     }
@@ -353,9 +354,11 @@ TEST_F(EagerTest, RootsRunAheadThroughEverySlotManyTimes) {
 }
 
 /// Runs a 2-rank eager call with rank r's arguments from `argsOf`; returns each rank's error.
+/// (`seqOf(r)`: rank r's collective number.)
 template <typename ArgsOf>
-std::vector<std::string> mismatchErrors(std::vector<std::unique_ptr<EagerCollectives>>& ranks,
-                                        const WaitContext& wc, ArgsOf argsOf) {
+std::vector<std::string> mismatchErrors(
+    std::vector<std::unique_ptr<EagerCollectives>>& ranks, const WaitContext& wc, ArgsOf argsOf,
+    const std::function<uint8_t(int)>& seqOf = [](int) { return uint8_t{0}; }) {
   std::vector<std::string> errors(2);
   harness::runThreads(2, [&](int r) {
     plan::CollArgs a = argsOf(r);
@@ -363,7 +366,7 @@ std::vector<std::string> mismatchErrors(std::vector<std::unique_ptr<EagerCollect
     a.nranks = 2;
     float in[16] = {}, out[16] = {};
     try {
-      ranks[r]->run(a, in, out, wc);
+      ranks[r]->run(a, in, out, wc, seqOf(r));
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), groveInvalidUsage);
       errors[r] = e.what();
@@ -384,6 +387,27 @@ TEST_F(EagerTest, AMismatchedCountIsAClearError) {
   auto tagged = eagerRanks(2, 64, 4, wc_);
   for (const std::string& e : mismatchErrors(tagged, wc_, count))
     EXPECT_NE(e.find("call mismatch: rank "), std::string::npos) << e;
+}
+
+// The same call from another of the sender's collectives: bytes an earlier
+// call left behind (ranks that named different roots both only sent), not
+// this call's.
+TEST_F(EagerTest, TagsCatchTheSameCallOfAnotherNumber) {
+  auto ranks = eagerRanks(2, 64, 4, wc_);
+  auto same = [](int) {
+    plan::CollArgs a;
+    a.count = 4;
+    return a;
+  };
+  std::vector<std::string> errors =
+      mismatchErrors(ranks, wc_, same, [](int r) { return static_cast<uint8_t>(r == 0 ? 7 : 8); });
+  for (int r = 0; r < 2; ++r)
+    EXPECT_NE(errors[r].find("call out of step: rank " + std::to_string(1 - r) +
+                             " sent these bytes in allreduce(count 4, float, sum), its "
+                             "collective #" +
+                             std::to_string(r == 0 ? 8 : 7)),
+              std::string::npos)
+        << errors[r];
 }
 
 // Same block size, another meaning: only the tags tell.
