@@ -283,6 +283,27 @@ FakeHeader goodHeader(int src, int dst, int ch, size_t cap, int pid) {
   return h;
 }
 
+/// Links rank 0 -> 1 on `channels` channels of `job` (link key `secret`),
+/// the sender first: it must wait past the stale files in its way, not take
+/// them, until the receiver replaces them; then streams through them.
+void sendPastStaleSegments(const std::string& job, int channels, uint64_t secret,
+                           const WaitContext& wc) {
+  std::vector<RankLinks> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    Context c = makeContext(r, 2, job, 4096, wc);
+    c.secret = secret;
+    ranks[r].transport = std::make_unique<ShmTransport>(std::move(c));
+    for (int ch = 0; ch < channels; ++ch)
+      (r == 0 ? ranks[r].sendKeys : ranks[r].recvKeys).push_back({1 - r, ch});
+  }
+  onRanks(2, [&](int r) {
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    RankLinks& rl = ranks[r];
+    rl.transport->establish(rl.sendKeys, rl.recvKeys, rl.sends, rl.recvs);
+  });
+  exchange(ranks, 1 << 20, wc);
+}
+
 TEST_F(ShmTest, StaleSegmentsOfACrashedJobAreReplaced) {
   std::string job = uniqueJob("stale");
   std::string p0 = dir_ + "/" + ShmTransport::segmentName(job, 0, 1, 0);
@@ -296,22 +317,7 @@ TEST_F(ShmTest, StaleSegmentsOfACrashedJobAreReplaced) {
     fclose(f);
   }
   ASSERT_EQ(leftovers(dir_, job), 2);
-  std::vector<RankLinks> ranks(2);
-  for (int r = 0; r < 2; ++r) {
-    ranks[r].transport = std::make_unique<ShmTransport>(makeContext(r, 2, job, 4096, wc_));
-    if (r == 0)
-      ranks[r].sendKeys = {{1, 0}, {1, 1}};
-    else
-      ranks[r].recvKeys = {{0, 0}, {0, 1}};
-  }
-  onRanks(2, [&](int r) {
-    // The sender starts first and must wait past the stale files, not take them.
-    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    RankLinks& rl = ranks[r];
-    rl.transport->establish(rl.sendKeys, rl.recvKeys, rl.sends, rl.recvs);
-  });
-  exchange(ranks, 1 << 20, wc_);
-  ranks.clear();
+  sendPastStaleSegments(job, 2, 0, wc_);
   EXPECT_EQ(leftovers(dir_, job), 0);
 }
 
@@ -327,23 +333,7 @@ TEST_F(ShmTest, AnEarlierRunsSegmentIsStaleEvenFromTheSamePid) {
   writeFakeSegment(path, shm::kShmDataOffset + 4096, earlier, true);
   EXPECT_NE(ShmTransport::runTagOf(0x2222), earlier.run);
   EXPECT_EQ(ShmTransport::runTagOf(0), 0u);
-  std::vector<RankLinks> ranks(2);
-  for (int r = 0; r < 2; ++r) {
-    Context c = makeContext(r, 2, job, 4096, wc_);
-    c.secret = 0x2222;  // this run's link key, the same on both ranks
-    ranks[r].transport = std::make_unique<ShmTransport>(std::move(c));
-    if (r == 0)
-      ranks[r].sendKeys = {{1, 0}};
-    else
-      ranks[r].recvKeys = {{0, 0}};
-  }
-  onRanks(2, [&](int r) {
-    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    RankLinks& rl = ranks[r];
-    rl.transport->establish(rl.sendKeys, rl.recvKeys, rl.sends, rl.recvs);
-  });
-  exchange(ranks, 1 << 20, wc_);
-  ranks.clear();
+  sendPastStaleSegments(job, 1, 0x2222, wc_);  // this run's link key, the same on both ranks
   EXPECT_EQ(leftovers(dir_, job), 0);
 }
 
