@@ -49,5 +49,46 @@ TEST(Loopback, RingsMeetCloseAndFree) {
   EXPECT_THROW(t0.establish({{5, 0}}, {}, s0, r0), Error);
 }
 
+// A communicator that failed while a link was half open leaves its ring in
+// the registry; a new run of the same communicator id (the same job id, a
+// fresh link key) meets on a ring of its own, not on the leftover (before,
+// its sender was refused as "established twice", and its receiver would
+// have read the failed run's bytes).
+TEST(Loopback, ALeftoverRingIsNotTheNextRunsOfTheSameJob) {
+  const std::string job = harness::newJobId();
+  auto context = [&](int rank, uint64_t run) {
+    transport::Context c;
+    c.rank = rank;
+    c.nranks = 2;
+    c.jobId = job;
+    c.secret = run;
+    c.bufferBytes = 64;
+    return c;
+  };
+  std::vector<std::unique_ptr<transport::SendHalf>> s;
+  std::vector<std::unique_ptr<transport::RecvHalf>> r;
+  {
+    transport::LoopbackTransport failed(context(0, 1));
+    failed.establish({{1, 0}}, {}, s, r);
+    void* p;
+    ASSERT_GE(s[0]->reserve(&p), 1u);
+    std::memset(p, 'x', 1);
+    s[0]->commit(1);
+    s.clear();  // the run fails before rank 1 comes
+  }
+  transport::LoopbackTransport t0(context(0, 2)), t1(context(1, 2));
+  std::vector<std::unique_ptr<transport::SendHalf>> s0, s1;
+  std::vector<std::unique_ptr<transport::RecvHalf>> r0, r1;
+  ASSERT_NO_THROW(t0.establish({{1, 0}}, {}, s0, r0));
+  ASSERT_NO_THROW(t1.establish({}, {{0, 0}}, s1, r1));
+  void* p;
+  ASSERT_GE(s0[0]->reserve(&p), 1u);
+  std::memset(p, 'y', 1);
+  s0[0]->commit(1);
+  const void* q;
+  ASSERT_EQ(r1[0]->peek(&q), 1u);
+  EXPECT_EQ(*static_cast<const char*>(q), 'y');
+}
+
 }  // namespace
 }  // namespace grove

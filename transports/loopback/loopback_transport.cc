@@ -33,11 +33,18 @@ struct SharedRing {
   int src = 0, dst = 0, channel = 0;
 };
 
+// A ring is one run's (Context::secret, fresh per run): a communicator
+// that failed while a link was half open leaves its ring here, and a new
+// run of the same communicator id (the same jobId) must not meet on it.
+// Such a ring stays until the process ends (a sender may have written into
+// it before its receiver came, so nothing takes it away early).
 struct RegistryKey {
   std::string jobId;
+  uint64_t run;
   int src, dst, channel;
   bool operator<(const RegistryKey& o) const {
-    return std::tie(jobId, src, dst, channel) < std::tie(o.jobId, o.src, o.dst, o.channel);
+    return std::tie(jobId, run, src, dst, channel) <
+           std::tie(o.jobId, o.run, o.src, o.dst, o.channel);
   }
 };
 
@@ -154,11 +161,11 @@ void LoopbackTransport::establish(const std::vector<LinkKey>& sends,
   outSends.clear();
   outRecvs.clear();
   for (const LinkKey& k : sends) {
-    RegistryKey key{ctx_.jobId, ctx_.rank, k.peer, k.channel};
+    RegistryKey key{ctx_.jobId, ctx_.secret, ctx_.rank, k.peer, k.channel};
     outSends.push_back(std::make_unique<LoopbackSendHalf>(takeRing(key, true, cap)));
   }
   for (const LinkKey& k : recvs) {
-    RegistryKey key{ctx_.jobId, k.peer, ctx_.rank, k.channel};
+    RegistryKey key{ctx_.jobId, ctx_.secret, k.peer, ctx_.rank, k.channel};
     outRecvs.push_back(std::make_unique<LoopbackRecvHalf>(takeRing(key, false, cap)));
   }
 }
