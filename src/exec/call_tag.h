@@ -15,7 +15,7 @@
 // ranks whose settings gave them different schedules. A send/recv batch's
 // tag also carries the sizes of its steps on the link, in order (hashed, in
 // `count`): several sends to one peer in a group must meet receives of the
-// same sizes, one by one, not only in total. The collective number (its
+// same sizes, one by one, not only in total. A collective's number (its
 // low byte) catches bytes an earlier call left on a link that no call of
 // the receiver took: ranks that named different roots of a broadcast all
 // only send and return, and the next broadcast of the same shape would
@@ -43,8 +43,9 @@ struct CallTag {
   uint8_t dtype = 0;   ///< groveDataType_t
   uint8_t op = 0;      ///< groveRedOp_t
   /// The sender's collective number (collectives that ran on its
-  /// communicator, this one included; a send/recv batch: those before it),
-  /// its low byte.
+  /// communicator, this one included), its low byte; compared for
+  /// collectives only (a send/recv batch carries the number of those
+  /// before it, for the logs).
   uint8_t seq = 0;
   int32_t root = 0;
   int32_t rank = 0;  ///< the sender

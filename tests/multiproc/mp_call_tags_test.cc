@@ -243,6 +243,42 @@ TEST_P(CallTags, MatchingCallsRunWithTags) {
   });
 }
 
+// A send made before a collective meets a receive that a group of the peer
+// runs after the same collective (a group runs its collectives first): the
+// two send/recv batches sit on either side of the collective, so their
+// collective numbers differ, and they still pair (small messages over open
+// links, which buffer them while the receiver is in the collective).
+TEST_P(CallTags, ASendBeforeACollectiveMeetsAGroupsReceiveAfterIt) {
+  const size_t n = std::min<size_t>(GetParam().count, 256);
+  Comms comms(2);
+  ASSERT_TRUE(comms.ok());
+  onRanks(2, [&](int r) {
+    groveComm_t c = comms[r];
+    std::vector<float> a(n, static_cast<float>(r + 1)), b(n, 0.f), sum(n, 0.f);
+    // Open the links first (shm links open when both ends first use them).
+    ASSERT_EQ(groveGroupStart(), groveSuccess);
+    groveSend(a.data(), n, groveFloat32, 1 - r, c, nullptr);
+    groveRecv(b.data(), n, groveFloat32, 1 - r, c, nullptr);
+    ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(c);
+    ASSERT_EQ(groveAllReduce(a.data(), sum.data(), n, groveFloat32, groveSum, c, nullptr),
+              groveSuccess);
+    if (r == 0) {
+      ASSERT_EQ(groveSend(a.data(), n, groveFloat32, 1, c, nullptr), groveSuccess)
+          << groveGetLastError(c);
+      ASSERT_EQ(groveAllReduce(a.data(), sum.data(), n, groveFloat32, groveSum, c, nullptr),
+                groveSuccess)
+          << groveGetLastError(c);
+    } else {
+      ASSERT_EQ(groveGroupStart(), groveSuccess);
+      groveRecv(b.data(), n, groveFloat32, 0, c, nullptr);
+      groveAllReduce(a.data(), sum.data(), n, groveFloat32, groveSum, c, nullptr);
+      ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(c);
+      EXPECT_EQ(b[n - 1], 1.f);
+    }
+    EXPECT_EQ(sum[0], 3.f);
+  });
+}
+
 // Rank r of BytesAnEarlierCallLeftAreRefused, in a process of its own:
 // exit 0 as the test wants it, 77 without the privilege to make a host,
 // else the number of the check that failed.

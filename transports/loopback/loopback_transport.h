@@ -2,12 +2,13 @@
 // threads of one process.
 //
 // How it works: a process-wide registry (one mutex) maps each directed link
-// (jobId, src rank, dst rank, channel) to a heap ring: a RingControl plus a
-// 64-byte-aligned data area, wrapped by ByteRing on each side. Whichever
-// side establishes first creates the ring with its Context::bufferBytes
-// (rounded up to a multiple of 64); the other side finds it. Once both sides
-// have taken their half the registry forgets the ring, and the halves' shared
-// pointers free it when both are destroyed. establish() never blocks.
+// (jobId, the run's link key, src rank, dst rank, channel) to a heap ring: a
+// RingControl plus a 64-byte-aligned data area, wrapped by ByteRing on each
+// side. Whichever side establishes first creates the ring with its
+// Context::bufferBytes (rounded up to a multiple of 64); the other side
+// finds it. Once both sides have taken their half the registry forgets the
+// ring, and the halves' shared pointers free it when both are destroyed.
+// establish() never blocks.
 //
 // A destroyed half marks the ring closed: a receiver whose sender is gone
 // throws grove::Error(groveRemoteError) once it has read everything that was
@@ -22,10 +23,10 @@
 namespace grove::transport {
 
 /// In-process transport: every peer is another thread of this process
-/// using a LoopbackTransport with the same Context::jobId.
+/// using a LoopbackTransport with the same Context::jobId and secret.
 class LoopbackTransport : public Transport {
  public:
-  /// Uses ctx.rank, ctx.nranks, ctx.jobId and ctx.bufferBytes.
+  /// Uses ctx.rank, ctx.nranks, ctx.jobId, ctx.secret and ctx.bufferBytes.
   explicit LoopbackTransport(Context ctx);
   /// "loopback".
   const char* name() const override { return "loopback"; }

@@ -257,9 +257,6 @@ bool ShmTransport::tryAttach(PendingSend& p) {
     return retryLater("was made by pid " + std::to_string(h->creatorPid) + ", not by rank " +
                       std::to_string(p.spec.dst) + " (pid " + std::to_string(expectPid) +
                       "): stale");
-  if (h->run != runTag_)
-    return retryLater("was made by pid " + std::to_string(h->creatorPid) +
-                      " in another run of this communicator id: stale");
   if (!p.seg.linked()) return retryLater("was removed (replaced by a newer one?)");
   // Made by the right process: from here on, anything odd is an error, not a wait.
   std::string where = "shm segment " + p.path + " of rank " + std::to_string(p.spec.dst);
@@ -267,6 +264,11 @@ bool ShmTransport::tryAttach(PendingSend& p) {
     throw Error(groveSystemError, where + " has layout version " + std::to_string(h->version) +
                                       ", this build uses " + std::to_string(kShmVersion) +
                                       " (mixed grove builds on one host?)");
+  // The right pid and build, but another run's (a process of that pid in
+  // another pid namespace, an earlier run of this communicator id): wait.
+  if (h->run != runTag_)
+    return retryLater("was made by pid " + std::to_string(h->creatorPid) +
+                      " in another run of this communicator id: stale");
   if (h->src != p.spec.src || h->dst != p.spec.dst || h->channel != p.spec.channel ||
       h->slots != p.spec.slots || h->slotStride != p.spec.slotStride)
     throw Error(groveSystemError,
