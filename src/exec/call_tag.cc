@@ -42,11 +42,11 @@ std::string numbered(const CallTag& tag) {
 }
 
 // Throws when `got` comes from another of its sender's collectives than
-// `mine` (calls that sameCall found alike).
-// Send/recv batches are not compared: a group may run its collectives
-// before its sends and receives, so a receive can meet, in its place, a send
-// that the peer made before a collective (NCCL runs both), and stale bytes
-// between two batches are caught by their sizes.
+// `mine` (calls that sameCall found alike). Send/recv batches are not
+// compared: a group may run its collectives before its sends and receives,
+// so a receive can meet, in its place, a send that the peer made before a
+// collective (NCCL runs both), and stale bytes between two batches are
+// caught by their sizes.
 void checkSameNumber(const CallTag& got, const CallTag& mine) {
   if (got.seq == mine.seq || static_cast<Coll>(mine.coll) == Coll::kSendRecv) return;
   throwInvalidUsage("call out of step: rank " + std::to_string(got.rank) + " sent these bytes in " +

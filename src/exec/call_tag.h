@@ -45,7 +45,7 @@ struct CallTag {
   /// The sender's collective number (collectives that ran on its
   /// communicator, this one included), its low byte; compared for
   /// collectives only (a send/recv batch carries the number of those
-  /// before it, for the logs).
+  /// before it, which no receiver compares: checkCallTag).
   uint8_t seq = 0;
   int32_t root = 0;
   int32_t rank = 0;  ///< the sender
