@@ -22,11 +22,20 @@
 // Local steps (copy, reduce) go in pieces of 256 KiB for the same fairness;
 // a copy whose source and destination overlap is one memmove.
 //
-// Fan-out. A step with several destinations commits every piece to each of
-// their send halves: the piece is as large as the smallest free space among
-// them, produced once into the first and copied to the others, so all
-// destinations advance together by the least progress. Fan-out steps always
-// take the buffered path.
+// Fan-out. A step with several destinations whose bytes stay in a buffer
+// -- a send's source, a forward's destination (it receives, or reduces,
+// into dst before it sends) -- sends each destination from there at that
+// link's own pace: what has arrived is made into dst as soon as it comes,
+// and every destination is sent what it has not had yet, so one slow link
+// holds back neither the other destinations nor the input, as the cost
+// model's simulation assumes; a rank that reads one destination's bytes
+// only after another destination has had all of its own no longer hangs.
+// Over sockets both sides are direct (kernel to dst, dst to kernel), with
+// no staging copy. The step ends when the last destination has had every byte. A fan-out
+// that reduces into its send buffer only (RecvReduceSend) has no such
+// buffer: each piece is as large as the smallest free space among the
+// destinations, produced once into the first and copied to the others, so
+// they advance together.
 //
 // Fan-in. A reducing receive with several sources peeks every source link:
 // the piece is as large as the least any of them holds, and it is reduced in

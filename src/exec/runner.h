@@ -73,12 +73,39 @@ inline RecvList recvsOf(const Resolved& r) {
   return l;
 }
 
+/// Whether r fans out from a buffer that holds its bytes once made (a
+/// send's source, a forward's destination, which it writes before it
+/// sends): then each destination takes them at its own pace (moveFanOut).
+inline bool fansOutFromBuffer(const Resolved& r) {
+  return r.nMore != 0 && (r.kind == StepKind::kSend || r.kind == StepKind::kRecvCopySend ||
+                          r.kind == StepKind::kRecvReduceCopySend);
+}
+
 /// Where a lane is.
 struct LaneState {
   const Resolved* cur;
   const Resolved* end;
   uint64_t done;          // bytes of *cur done (for a forwarding step: forwarded)
-  uint64_t received = 0;  // forwarding step on the direct path: bytes received into dst
+  uint64_t received = 0;  // forwarding step on the direct path or fanning out: bytes made in dst
+  bool begun = false;     // *cur's streams are aligned and tagged: its bytes may move
+  /// A step that fans out from a buffer: bytes sent to each destination
+  /// (sendsOf order); `done` is the least of them.
+  uint64_t sent[1 + plan::kMaxMoreSendPeers] = {};
+
+  /// Bytes moved in *cur so far, every destination counted (a visit's share).
+  uint64_t moved() const {
+    uint64_t n = done + received;
+    for (uint64_t s : sent) n += s;
+    return n;
+  }
+  /// On to the next step of the lane.
+  void next() {
+    ++cur;
+    done = 0;
+    received = 0;
+    begun = false;
+    for (uint64_t& s : sent) s = 0;
+  }
 };
 
 /// The runner's work lists; one set per thread, cleared (not freed) per call.
@@ -154,6 +181,7 @@ class Runner {
   bool visitLane(LaneState& lane);
   bool movePiece(const Resolved& r, LaneState& lane);
   ptrdiff_t moveDirect(const Resolved& r, LaneState& lane);
+  bool moveFanOut(const Resolved& r, LaneState& lane);
   uint64_t localPiece(const Resolved& r, uint64_t done);
   void reducePiece(const Resolved& r, uint64_t done, uint8_t* out, const void* const* ins,
                    size_t count);

@@ -160,6 +160,73 @@ ptrdiff_t Runner::moveDirect(const Resolved& r, LaneState& lane) {
   }
 }
 
+// A step that fans out from a buffer (fansOutFromBuffer): what has arrived
+// is made into dst first (received, or reduced with src; a send's source
+// is whole from the start), then each destination is sent what it has not
+// had of it, as far as its link takes now. A destination whose link is
+// slow does not hold back the others, nor the input (dst keeps the bytes):
+// the step ends when the last destination has had them all.
+bool Runner::moveFanOut(const Resolved& r, LaneState& lane) {
+  bool moved = false;
+  const bool sendOnly = r.kind == StepKind::kSend;
+  if (!sendOnly && lane.received < r.bytes) {
+    uint64_t n = r.bytes - lane.received;
+    ptrdiff_t direct = -1;
+    if (r.kind == StepKind::kRecvCopySend && r.nMoreIn == 0)
+      direct = r.in->half->recvDirect(r.dst + lane.received, n);
+    if (direct >= 0) {
+      r.in->position += static_cast<uint64_t>(direct);
+      lane.received += static_cast<uint64_t>(direct);
+      moved = direct > 0;
+    } else {
+      const void* inPtrs[1 + plan::kMaxMoreRecvPeers] = {};
+      const RecvList ins = recvsOf(r);
+      for (uint32_t k = 0; k < ins.n; ++k)
+        n = std::min<uint64_t>(n, ins.links[k]->half->peek(&inPtrs[k]));
+      n -= n % r.gran;
+      if (n > 0) {
+        if (r.kind == StepKind::kRecvCopySend)
+          std::memcpy(r.dst + lane.received, inPtrs[0], n);
+        else
+          reducePiece(r, lane.received, nullptr, inPtrs, n / esz_);
+        for (RecvLink* i : ins) {
+          i->half->consume(n);
+          i->position += n;
+        }
+        lane.received += n;
+        moved = true;
+      }
+    }
+  }
+  const uint8_t* from = sendOnly ? r.src : r.dst;
+  const uint64_t made = sendOnly ? r.bytes : lane.received;
+  const SendList outs = sendsOf(r);
+  uint64_t least = made;
+  for (uint32_t k = 0; k < outs.n; ++k) {
+    SendLink& link = *outs.links[k];
+    uint64_t& sent = lane.sent[k];
+    if (sent < made) {
+      ptrdiff_t w = link.half->sendDirect(from + sent, made - sent);
+      if (w < 0) {  // the half buffers: copy what fits
+        void* p = nullptr;
+        w = static_cast<ptrdiff_t>(std::min<uint64_t>(link.half->reserve(&p), made - sent));
+        if (w > 0) {
+          std::memcpy(p, from + sent, static_cast<size_t>(w));
+          link.half->commit(static_cast<size_t>(w));
+        }
+      }
+      if (w > 0) {
+        link.position += static_cast<uint64_t>(w);
+        sent += static_cast<uint64_t>(w);
+        moved = true;
+      }
+    }
+    least = std::min(least, sent);
+  }
+  lane.done = least;
+  return moved;
+}
+
 bool Runner::movePiece(const Resolved& r, LaneState& lane) {
   uint64_t& done = lane.done;
   if (r.in == nullptr && r.out == nullptr) {
@@ -167,7 +234,7 @@ bool Runner::movePiece(const Resolved& r, LaneState& lane) {
     return true;
   }
   bool padded = false;
-  if (done == 0 && lane.received == 0) {
+  if (!lane.begun) {
     bool aligned = true;
     for (SendLink* out : sendsOf(r)) {
       padded = (alignSend(*out) != 0) || padded;
@@ -190,7 +257,9 @@ bool Runner::movePiece(const Resolved& r, LaneState& lane) {
       }
       if (!tagged) return padded;
     }
+    lane.begun = true;
   }
+  if (fansOutFromBuffer(r)) return moveFanOut(r, lane) || padded;
   if (ptrdiff_t direct = moveDirect(r, lane); direct >= 0) return direct > 0 || padded;
   uint64_t n = r.bytes - done;
   const void* inPtrs[1 + plan::kMaxMoreRecvPeers] = {};
@@ -246,15 +315,11 @@ bool Runner::visitLane(LaneState& lane) {
   uint64_t budget = kVisitBytes;
   while (lane.cur != lane.end) {
     const Resolved& r = *lane.cur;
-    uint64_t before = lane.done;
+    const uint64_t before = lane.moved();
     if (!movePiece(r, lane)) break;
     moved = true;
-    budget -= std::min(budget, lane.done - before);
-    if (lane.done >= r.bytes) {
-      ++lane.cur;
-      lane.done = 0;
-      lane.received = 0;
-    }
+    budget -= std::min(budget, lane.moved() - before);
+    if (lane.done >= r.bytes) lane.next();
     if (budget == 0) break;  // give the other lanes a turn
   }
   return moved;
@@ -307,18 +372,41 @@ void Runner::waitForPeers() {
   for (const LaneState& lane : lanes_) {
     if (lane.cur == lane.end) continue;
     const Resolved& r = *lane.cur;
-    // A pure send is blocked on the kernel's send buffer; a pure receive (or
-    // a forward with nothing pending) on incoming bytes.
-    // (A fan-out forward takes the buffered path: it waits like the fused kinds.)
-    bool directForward = r.kind == StepKind::kRecvCopySend && r.nMore == 0;
-    bool forwarding = directForward && lane.received > lane.done;
-    bool pureSend = r.kind == StepKind::kSend || forwarding;
-    bool awaitingInput = r.kind == StepKind::kRecv || (directForward && !forwarding);
     if (!noted) {  // the first blocked lane's peers, for the hang doctor
       waiter_.context().noteBlockedOn(r.in != nullptr ? r.step->recvPeer : -1,
                                       r.out != nullptr ? r.step->sendPeer : -1);
       noted = true;
     }
+    if (fansOutFromBuffer(r)) {
+      // Input it has not had yet; destinations with bytes made for them
+      // (or still staged) that their link did not take.
+      for (RecvLink* in : recvsOf(r)) {
+        const void* p;
+        int fd = in->half->pollFd();
+        if (fd < 0)
+          coverAll = false;
+        else if (lane.received < r.bytes && in->half->peek(&p) == 0)
+          pollFds_.push_back(pollfd{fd, POLLIN, 0});
+      }
+      const uint64_t made = r.kind == StepKind::kSend ? r.bytes : lane.received;
+      const SendList outs = sendsOf(r);
+      for (uint32_t k = 0; k < outs.n; ++k) {
+        int fd = outs.links[k]->half->pollFd();
+        if (fd < 0)
+          coverAll = false;
+        else if (lane.sent[k] < made || !outs.links[k]->half->flush())
+          pollFds_.push_back(pollfd{fd, POLLOUT, 0});
+      }
+      continue;
+    }
+    // A pure send is blocked on the kernel's send buffer; a pure receive (or
+    // a forward with nothing pending) on incoming bytes. (A fan-out forward
+    // that reduces into its send buffer only takes the buffered path: it
+    // waits like the fused kinds.)
+    bool directForward = r.kind == StepKind::kRecvCopySend && r.nMore == 0;
+    bool forwarding = directForward && lane.received > lane.done;
+    bool pureSend = r.kind == StepKind::kSend || forwarding;
+    bool awaitingInput = r.kind == StepKind::kRecv || (directForward && !forwarding);
     for (RecvLink* in : recvsOf(r)) {
       const void* p;
       int fd = in->half->pollFd();

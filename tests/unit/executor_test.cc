@@ -235,6 +235,49 @@ TEST(Executor, FanOutBroadcastStreamsToEveryDestination) {
   }
 }
 
+// A fan-out's destinations go at their own pace: rank 2 takes rank 0's
+// bytes only after rank 1 has had all of its own (a token from 1 says so),
+// so if the destinations advanced together, 0 would stop once 2's small
+// ring is full, 1 would never have everything, and the program would hang.
+// The same through a forward (rank 1 of the second program forwards what 0
+// sends it to 2 and 3, and 3 waits for 2).
+TEST(Executor, FanOutDestinationsGoAtTheirOwnPace) {
+  const size_t n = (1 << 20) + 5, token = 16;
+  auto data = pattern(n, 3);
+  std::vector<uint8_t> mark(token, 9);
+  {
+    std::vector<std::vector<uint8_t>> outs(3, std::vector<uint8_t>(n + token));
+    std::vector<Program> progs = {
+        program({{{fanOut(send(1, in(), n), {2})}}}),
+        program({{{recv(0, out(), n)}}, {{send(2, in(), token)}}}),
+        program({{{recv(1, out(n), token)}}, {{recv(0, out(), n)}}}),
+    };
+    std::vector<Buffers> bufs(3);
+    bufs[0].input = data.data();
+    bufs[1].input = mark.data();
+    for (int r = 1; r < 3; ++r) bufs[r].output = outs[r].data();
+    runProgramsOnThreads(progs, bufs, ReduceSpec{groveUint8, groveSum, 3}, 4 << 10, 10.0);
+    for (int r = 1; r < 3; ++r)
+      EXPECT_TRUE(std::equal(data.begin(), data.end(), outs[r].begin())) << "rank " << r;
+  }
+  {
+    std::vector<std::vector<uint8_t>> outs(4, std::vector<uint8_t>(n + token));
+    std::vector<Program> progs = {
+        program({{{send(1, in(), n)}}}),
+        program({{{fanOut(fused(StepKind::kRecvCopySend, 0, 2, {}, out(), n), {3})}}}),
+        program({{{recv(1, out(), n)}}, {{send(3, in(), token)}}}),
+        program({{{recv(2, out(n), token)}}, {{recv(1, out(), n)}}}),
+    };
+    std::vector<Buffers> bufs(4);
+    bufs[0].input = data.data();
+    bufs[2].input = mark.data();
+    for (int r = 1; r < 4; ++r) bufs[r].output = outs[r].data();
+    runProgramsOnThreads(progs, bufs, ReduceSpec{groveUint8, groveSum, 4}, 4 << 10, 10.0);
+    for (int r = 1; r < 4; ++r)
+      EXPECT_TRUE(std::equal(data.begin(), data.end(), outs[r].begin())) << "rank " << r;
+  }
+}
+
 // Fused kinds fan out too: 1 reduces and sends to {2, 3} (keeping a copy),
 // 2 reduces and sends to {0, 3} without keeping one.
 TEST(Executor, FanOutOfFusedReductions) {
