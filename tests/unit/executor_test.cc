@@ -245,36 +245,32 @@ TEST(Executor, FanOutDestinationsGoAtTheirOwnPace) {
   const size_t n = (1 << 20) + 5, token = 16;
   auto data = pattern(n, 3);
   std::vector<uint8_t> mark(token, 9);
-  {
-    std::vector<std::vector<uint8_t>> outs(3, std::vector<uint8_t>(n + token));
-    std::vector<Program> progs = {
-        program({{{fanOut(send(1, in(), n), {2})}}}),
+  struct Case {
+    std::vector<Program> progs;
+    int marker;  // the rank that sends the token
+  };
+  const std::vector<Case> cases = {
+      {{program({{{fanOut(send(1, in(), n), {2})}}}),
         program({{{recv(0, out(), n)}}, {{send(2, in(), token)}}}),
-        program({{{recv(1, out(n), token)}}, {{recv(0, out(), n)}}}),
-    };
-    std::vector<Buffers> bufs(3);
-    bufs[0].input = data.data();
-    bufs[1].input = mark.data();
-    for (int r = 1; r < 3; ++r) bufs[r].output = outs[r].data();
-    runProgramsOnThreads(progs, bufs, ReduceSpec{groveUint8, groveSum, 3}, 4 << 10, 10.0);
-    for (int r = 1; r < 3; ++r)
-      EXPECT_TRUE(std::equal(data.begin(), data.end(), outs[r].begin())) << "rank " << r;
-  }
-  {
-    std::vector<std::vector<uint8_t>> outs(4, std::vector<uint8_t>(n + token));
-    std::vector<Program> progs = {
-        program({{{send(1, in(), n)}}}),
+        program({{{recv(1, out(n), token)}}, {{recv(0, out(), n)}}})},
+       1},
+      {{program({{{send(1, in(), n)}}}),
         program({{{fanOut(fused(StepKind::kRecvCopySend, 0, 2, {}, out(), n), {3})}}}),
         program({{{recv(1, out(), n)}}, {{send(3, in(), token)}}}),
-        program({{{recv(2, out(n), token)}}, {{recv(1, out(), n)}}}),
-    };
-    std::vector<Buffers> bufs(4);
+        program({{{recv(2, out(n), token)}}, {{recv(1, out(), n)}}})},
+       2},
+  };
+  for (const Case& c : cases) {
+    const int nranks = static_cast<int>(c.progs.size());
+    std::vector<std::vector<uint8_t>> outs(nranks, std::vector<uint8_t>(n + token));
+    std::vector<Buffers> bufs(nranks);
     bufs[0].input = data.data();
-    bufs[2].input = mark.data();
-    for (int r = 1; r < 4; ++r) bufs[r].output = outs[r].data();
-    runProgramsOnThreads(progs, bufs, ReduceSpec{groveUint8, groveSum, 4}, 4 << 10, 10.0);
-    for (int r = 1; r < 4; ++r)
-      EXPECT_TRUE(std::equal(data.begin(), data.end(), outs[r].begin())) << "rank " << r;
+    bufs[c.marker].input = mark.data();
+    for (int r = 1; r < nranks; ++r) bufs[r].output = outs[r].data();
+    runProgramsOnThreads(c.progs, bufs, ReduceSpec{groveUint8, groveSum, nranks}, 4 << 10, 10.0);
+    for (int r = 1; r < nranks; ++r)
+      EXPECT_TRUE(std::equal(data.begin(), data.end(), outs[r].begin()))
+          << nranks << " ranks, rank " << r;
   }
 }
 
