@@ -92,9 +92,11 @@ struct LaneState {
   /// (sendsOf order); `done` is the least of them.
   uint64_t sent[1 + plan::kMaxMoreSendPeers] = {};
 
-  /// Bytes moved in *cur so far, every destination counted (a visit's share).
-  uint64_t moved() const {
-    uint64_t n = done + received;
+  /// Bytes of *cur (= r) moved so far, a visit's share: done, or for a
+  /// fan-out from a buffer what was made and what each destination had.
+  uint64_t moved(const Resolved& r) const {
+    if (!fansOutFromBuffer(r)) return done;
+    uint64_t n = received;
     for (uint64_t s : sent) n += s;
     return n;
   }

@@ -315,10 +315,10 @@ bool Runner::visitLane(LaneState& lane) {
   uint64_t budget = kVisitBytes;
   while (lane.cur != lane.end) {
     const Resolved& r = *lane.cur;
-    const uint64_t before = lane.moved();
+    const uint64_t before = lane.moved(r);
     if (!movePiece(r, lane)) break;
     moved = true;
-    budget -= std::min(budget, lane.moved() - before);
+    budget -= std::min(budget, lane.moved(r) - before);
     if (lane.done >= r.bytes) lane.next();
     if (budget == 0) break;  // give the other lanes a turn
   }
