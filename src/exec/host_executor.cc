@@ -28,10 +28,13 @@
 // link's own pace: what has arrived is made into dst as soon as it comes,
 // and every destination is sent what it has not had yet, so one slow link
 // holds back neither the other destinations nor the input, as the cost
-// model's simulation assumes; a rank that reads one destination's bytes
-// only after another destination has had all of its own no longer hangs.
-// Over sockets both sides are direct (kernel to dst, dst to kernel), with
-// no staging copy. The step ends when the last destination has had every byte. A fan-out
+// model's simulation assumes, and a rank that reads one destination's
+// bytes only after another destination has had all of its own does not
+// hang (the device interpreter keeps its destinations in step, and the
+// deadlock check, ir/deadlock_sim.cc, assumes so for every program).
+// Over sockets its sends go straight from that buffer to the kernel, and
+// a single-source copy receives straight into dst: no staging copy. The
+// step ends when the last destination has had every byte. A fan-out
 // that reduces into its send buffer only (RecvReduceSend) has no such
 // buffer: each piece is as large as the smallest free space among the
 // destinations, produced once into the first and copied to the others, so

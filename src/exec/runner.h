@@ -93,11 +93,12 @@ struct LaneState {
   uint64_t sent[1 + plan::kMaxMoreSendPeers] = {};
 
   /// Bytes of *cur (= r) moved so far, a visit's share: done, or for a
-  /// fan-out from a buffer what was made and what each destination had.
+  /// fan-out from a buffer the most any destination has had (as a forward
+  /// counts what it forwarded, not what it received too).
   uint64_t moved(const Resolved& r) const {
     if (!fansOutFromBuffer(r)) return done;
-    uint64_t n = received;
-    for (uint64_t s : sent) n += s;
+    uint64_t n = 0;
+    for (uint64_t s : sent) n = s > n ? s : n;
     return n;
   }
   /// On to the next step of the lane.

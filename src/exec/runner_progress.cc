@@ -111,7 +111,7 @@ void Runner::reducePiece(const Resolved& r, uint64_t done, uint8_t* out, const v
 // bytes moved, or -1 when the halves cannot (shared memory, bytes already
 // staged): the caller then uses the buffered path.
 ptrdiff_t Runner::moveDirect(const Resolved& r, LaneState& lane) {
-  if (r.nMore != 0) return -1;    // fan-out: the buffered path commits to every destination
+  if (r.nMore != 0) return -1;    // fan-out: moveFanOut, or in step on the buffered path
   if (r.nMoreIn != 0) return -1;  // fan-in: the buffered path reduces every source
   switch (r.kind) {
     case StepKind::kSend: {
@@ -183,7 +183,10 @@ bool Runner::moveFanOut(const Resolved& r, LaneState& lane) {
       const RecvList ins = recvsOf(r);
       for (uint32_t k = 0; k < ins.n; ++k)
         n = std::min<uint64_t>(n, ins.links[k]->half->peek(&inPtrs[k]));
-      n -= n % r.gran;
+      // A copy takes any bytes (what came straight into dst may end inside
+      // an element); a reduction takes whole elements, and its bytes only
+      // ever come this way.
+      if (r.kind != StepKind::kRecvCopySend) n -= n % r.gran;
       if (n > 0) {
         if (r.kind == StepKind::kRecvCopySend)
           std::memcpy(r.dst + lane.received, inPtrs[0], n);

@@ -1,5 +1,6 @@
 // Symbolic execution of all ranks' programs (byte counts only) to find
-// deadlocks; see validate.h. The model follows the host executor:
+// deadlocks; see validate.h. The model follows the executors where they
+// are strictest (the device interpreter's fan-out):
 //
 //   - a rank runs its phases in order; a phase ends when all its lanes end;
 //   - in each pass, every lane of the current phase moves what it can;
@@ -8,7 +9,9 @@
 //   - every step starts at a 16-byte-aligned position of each stream it
 //     touches (the padding occupies link space until the receiver skips it);
 //   - a fan-out step writes the same bytes to each of its outgoing links, so
-//     it moves no more than the fullest of them has room for;
+//     it moves no more than the fullest of them has room for (the host
+//     executor lets each destination go at its own pace where the bytes
+//     stay in a buffer, so what passes here runs there too);
 //   - a fan-in step consumes the same bytes from each of its incoming links,
 //     so it moves no more than the emptiest of them holds;
 //   - local steps (copy, reduce) and empty steps finish at once.

@@ -13,8 +13,11 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
+#include "base/socket.h"
 #include "exec/host_executor.h"
 #include "kernels/cpu/reduce.h"
+#include "transports/socket/socket_transport.h"
+#include "unit/harness/run_threads.h"
 #include "unit/harness/thread_ranks.h"
 
 namespace grove {
@@ -271,6 +274,87 @@ TEST(Executor, FanOutDestinationsGoAtTheirOwnPace) {
     for (int r = 1; r < nranks; ++r)
       EXPECT_TRUE(std::equal(data.begin(), data.end(), outs[r].begin()))
           << nranks << " ranks, rank " << r;
+  }
+}
+
+/// Runs programs[r] on rank r's thread over TCP on 127.0.0.1 (the socket
+/// transport, whose halves send and receive directly): the paths the
+/// loopback rings never take.
+void runProgramsOverSockets(const std::vector<Program>& progs, const std::vector<Buffers>& bufs,
+                            const ReduceSpec& spec) {
+  const int n = static_cast<int>(progs.size());
+  std::vector<std::unique_ptr<transport::SocketListener>> listeners;
+  std::vector<transport::PeerInfo> peers(n);
+  std::vector<transport::Address> addresses;
+  for (int r = 0; r < n; ++r) {
+    listeners.push_back(
+        std::make_unique<transport::SocketListener>(net::resolveAddress("127.0.0.1:0")));
+    peers[r].rank = r;
+    addresses.push_back(transport::packSocketAddress(listeners[r]->address()));
+  }
+  AbortSignal signal;
+  const WaitContext wait = WaitContext::of(signal, 5.0);
+  std::vector<std::unique_ptr<transport::SocketTransport>> transports;
+  for (int r = 0; r < n; ++r) {
+    transport::Context ctx;
+    ctx.rank = r;
+    ctx.nranks = n;
+    ctx.secret = 0x5eed5eed5eedull;
+    ctx.peers = peers;
+    ctx.addresses = addresses;
+    ctx.bufferBytes = 64 << 10;
+    ctx.wait = wait;
+    transports.push_back(
+        std::make_unique<transport::SocketTransport>(ctx, std::move(listeners[r])));
+  }
+  std::vector<exec::MapLinkTable> tables(n);  // links close once every rank is done
+  harness::runThreads(n, [&](int r) {
+    std::vector<transport::LinkKey> sendKeys, recvKeys;
+    exec::collectLinks(progs[r], sendKeys, recvKeys);
+    std::vector<std::unique_ptr<transport::SendHalf>> sends;
+    std::vector<std::unique_ptr<transport::RecvHalf>> recvs;
+    transports[r]->establish(sendKeys, recvKeys, sends, recvs);
+    for (size_t i = 0; i < sendKeys.size(); ++i)
+      tables[r].addSend(sendKeys[i], std::move(sends[i]));
+    for (size_t i = 0; i < recvKeys.size(); ++i)
+      tables[r].addRecv(recvKeys[i], std::move(recvs[i]));
+    try {
+      exec::runProgram(progs[r], bufs[r], spec, tables[r], wait);
+    } catch (const Error& e) {
+      signal.raise(e.what());
+      throw;
+    }
+  });
+}
+
+// The own-pace forward over sockets, of floats: rank 1 receives straight
+// into dst, in pieces TCP cuts anywhere inside an element, and waits while
+// rank 3 does not read yet (so the wait's peek takes arriving bytes into
+// the link's buffer): each piece goes on from wherever the last one ended,
+// to the last byte. Rounding them to whole elements there left the step's
+// last bytes behind, and it timed out in about one run in three (the wait
+// must catch bytes arriving): five runs.
+TEST(Executor, FanOutForwardOverSocketsTakesPiecesCutInsideElements) {
+  const size_t n = (24 << 20) + 4, token = 16;
+  auto data = pattern(n, 5);
+  std::vector<uint8_t> mark(token, 9);
+  const std::vector<Program> progs = {
+      program({{{send(1, in(), n)}}}),
+      program({{{fanOut(fused(StepKind::kRecvCopySend, 0, 2, {}, out(), n), {3})}}}),
+      program({{{recv(1, out(), n)}}, {{send(3, in(), token)}}}),
+      program({{{recv(2, out(n), token)}}, {{recv(1, out(), n)}}}),
+  };
+  std::vector<std::vector<uint8_t>> outs(4, std::vector<uint8_t>(n + token));
+  std::vector<Buffers> bufs(4);
+  bufs[0].input = data.data();
+  bufs[2].input = mark.data();
+  for (int r = 1; r < 4; ++r) bufs[r].output = outs[r].data();
+  for (int run = 0; run < 5; ++run) {
+    for (auto& o : outs) std::fill(o.begin(), o.end(), 0);
+    runProgramsOverSockets(progs, bufs, ReduceSpec{groveFloat32, groveSum, 4});
+    for (int r = 1; r < 4; ++r)
+      ASSERT_TRUE(std::equal(data.begin(), data.end(), outs[r].begin()))
+          << "run " << run << ", rank " << r;
   }
 }
 
