@@ -93,11 +93,11 @@ struct LaneState {
   uint64_t sent[1 + plan::kMaxMoreSendPeers] = {};
 
   /// Bytes of *cur (= r) moved so far, a visit's share: done, or for a
-  /// fan-out from a buffer the most any destination has had (as a forward
-  /// counts what it forwarded, not what it received too).
+  /// fan-out from a buffer the most it made or any destination has had
+  /// (as a forward counts what it forwarded, not what it received too).
   uint64_t moved(const Resolved& r) const {
     if (!fansOutFromBuffer(r)) return done;
-    uint64_t n = 0;
+    uint64_t n = received;  // made into dst, whether sent yet or not
     for (uint64_t s : sent) n = s > n ? s : n;
     return n;
   }
@@ -196,6 +196,7 @@ class Runner {
   bool recvTag(RecvLink& link);
   void flushAll();
   void waitForPeers();
+  bool fanOutWaits(const LaneState& lane, bool& noted, bool& coverAll);
   void finalFlush();
   [[noreturn]] void rethrowWithContext(const Error& e, const char* where);
 

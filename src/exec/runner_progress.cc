@@ -363,6 +363,53 @@ void Runner::runPhase(size_t begin, size_t end) {
   }
 }
 
+// What a lane whose step fans out from a buffer (moveFanOut) waits for:
+// input it has not had, where some source holds less than a piece (any
+// byte for a copy, an element for a reduction); destinations that have
+// bytes made for them, or staged, that their link did not take (before the
+// step's first byte only those with staged padding or tags). False when it
+// can move now: every source holds a piece (a peek here may have taken
+// arriving bytes into a link's buffer, which no descriptor announces).
+bool Runner::fanOutWaits(const LaneState& lane, bool& noted, bool& coverAll) {
+  const Resolved& r = *lane.cur;
+  const bool sendOnly = r.kind == StepKind::kSend;
+  const uint64_t need = r.kind == StepKind::kRecvCopySend ? 1 : r.gran;
+  bool inputWaits = false;
+  if (!sendOnly && (lane.received < r.bytes || !lane.begun)) {
+    bool allHold = true;
+    for (RecvLink* in : recvsOf(r)) {
+      const void* p;
+      if (in->half->peek(&p) >= (lane.begun ? need : 1)) continue;
+      allHold = false;
+      int fd = in->half->pollFd();
+      if (fd < 0)
+        coverAll = false;
+      else
+        pollFds_.push_back(pollfd{fd, POLLIN, 0});
+    }
+    if (allHold && lane.begun) return false;
+    inputWaits = !allHold;
+  }
+  const uint64_t made = sendOnly ? r.bytes : lane.received;
+  const SendList outs = sendsOf(r);
+  int blockedOut = -1;
+  for (uint32_t k = 0; k < outs.n; ++k) {
+    transport::SendHalf& half = *outs.links[k]->half;
+    if (half.flush() && !(lane.begun && lane.sent[k] < made)) continue;
+    if (blockedOut < 0) blockedOut = k == 0 ? r.step->sendPeer : r.step->moreSendPeers[k - 1];
+    int fd = half.pollFd();
+    if (fd < 0)
+      coverAll = false;
+    else
+      pollFds_.push_back(pollfd{fd, POLLOUT, 0});
+  }
+  if (!noted) {  // the first blocked lane's peers, for the hang doctor
+    waiter_.context().noteBlockedOn(inputWaits ? r.step->recvPeer : -1, blockedOut);
+    noted = true;
+  }
+  return true;
+}
+
 // Waits for the links the blocked lanes need. Socket links give file
 // descriptors to sleep on: a receive that has nothing buffered waits for
 // POLLIN, a send with bytes still staged waits for POLLOUT. If every blocked
@@ -375,32 +422,14 @@ void Runner::waitForPeers() {
   for (const LaneState& lane : lanes_) {
     if (lane.cur == lane.end) continue;
     const Resolved& r = *lane.cur;
+    if (fansOutFromBuffer(r)) {
+      if (!fanOutWaits(lane, noted, coverAll)) return;  // it can move now
+      continue;
+    }
     if (!noted) {  // the first blocked lane's peers, for the hang doctor
       waiter_.context().noteBlockedOn(r.in != nullptr ? r.step->recvPeer : -1,
                                       r.out != nullptr ? r.step->sendPeer : -1);
       noted = true;
-    }
-    if (fansOutFromBuffer(r)) {
-      // Input it has not had yet; destinations with bytes made for them
-      // (or still staged) that their link did not take.
-      for (RecvLink* in : recvsOf(r)) {
-        const void* p;
-        int fd = in->half->pollFd();
-        if (fd < 0)
-          coverAll = false;
-        else if (lane.received < r.bytes && in->half->peek(&p) == 0)
-          pollFds_.push_back(pollfd{fd, POLLIN, 0});
-      }
-      const uint64_t made = r.kind == StepKind::kSend ? r.bytes : lane.received;
-      const SendList outs = sendsOf(r);
-      for (uint32_t k = 0; k < outs.n; ++k) {
-        int fd = outs.links[k]->half->pollFd();
-        if (fd < 0)
-          coverAll = false;
-        else if (lane.sent[k] < made || !outs.links[k]->half->flush())
-          pollFds_.push_back(pollfd{fd, POLLOUT, 0});
-      }
-      continue;
     }
     // A pure send is blocked on the kernel's send buffer; a pure receive (or
     // a forward with nothing pending) on incoming bytes. (A fan-out forward

@@ -309,18 +309,18 @@ void runProgramsOverSockets(const std::vector<Program>& progs, const std::vector
   }
   std::vector<exec::MapLinkTable> tables(n);  // links close once every rank is done
   harness::runThreads(n, [&](int r) {
-    std::vector<transport::LinkKey> sendKeys, recvKeys;
-    exec::collectLinks(progs[r], sendKeys, recvKeys);
-    std::vector<std::unique_ptr<transport::SendHalf>> sends;
-    std::vector<std::unique_ptr<transport::RecvHalf>> recvs;
-    transports[r]->establish(sendKeys, recvKeys, sends, recvs);
-    for (size_t i = 0; i < sendKeys.size(); ++i)
-      tables[r].addSend(sendKeys[i], std::move(sends[i]));
-    for (size_t i = 0; i < recvKeys.size(); ++i)
-      tables[r].addRecv(recvKeys[i], std::move(recvs[i]));
-    try {
+    try {  // a failing rank stops the others at once
+      std::vector<transport::LinkKey> sendKeys, recvKeys;
+      exec::collectLinks(progs[r], sendKeys, recvKeys);
+      std::vector<std::unique_ptr<transport::SendHalf>> sends;
+      std::vector<std::unique_ptr<transport::RecvHalf>> recvs;
+      transports[r]->establish(sendKeys, recvKeys, sends, recvs);
+      for (size_t i = 0; i < sendKeys.size(); ++i)
+        tables[r].addSend(sendKeys[i], std::move(sends[i]));
+      for (size_t i = 0; i < recvKeys.size(); ++i)
+        tables[r].addRecv(recvKeys[i], std::move(recvs[i]));
       exec::runProgram(progs[r], bufs[r], spec, tables[r], wait);
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       signal.raise(e.what());
       throw;
     }
