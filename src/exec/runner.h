@@ -197,6 +197,7 @@ class Runner {
   void flushAll();
   void waitForPeers();
   bool fanOutWaits(const LaneState& lane, bool& noted, bool& coverAll);
+  void watch(int fd, short events, bool& coverAll);
   void finalFlush();
   [[noreturn]] void rethrowWithContext(const Error& e, const char* where);
 

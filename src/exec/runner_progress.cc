@@ -363,6 +363,15 @@ void Runner::runPhase(size_t begin, size_t end) {
   }
 }
 
+// A wait sleeps on `fd` for `events`; a link without one (-1: shared
+// memory) means the wait cannot block in poll().
+void Runner::watch(int fd, short events, bool& coverAll) {
+  if (fd < 0)
+    coverAll = false;
+  else
+    pollFds_.push_back(pollfd{fd, events, 0});
+}
+
 // What a lane whose step fans out from a buffer (moveFanOut) waits for:
 // input it has not had, where some source holds less than a piece (any
 // byte for a copy, an element for a reduction); destinations that have
@@ -381,11 +390,7 @@ bool Runner::fanOutWaits(const LaneState& lane, bool& noted, bool& coverAll) {
       const void* p;
       if (in->half->peek(&p) >= (lane.begun ? need : 1)) continue;
       allHold = false;
-      int fd = in->half->pollFd();
-      if (fd < 0)
-        coverAll = false;
-      else
-        pollFds_.push_back(pollfd{fd, POLLIN, 0});
+      watch(in->half->pollFd(), POLLIN, coverAll);
     }
     if (allHold && lane.begun) return false;
     inputWaits = !allHold;
@@ -397,11 +402,7 @@ bool Runner::fanOutWaits(const LaneState& lane, bool& noted, bool& coverAll) {
     transport::SendHalf& half = *outs.links[k]->half;
     if (half.flush() && !(lane.begun && lane.sent[k] < made)) continue;
     if (blockedOut < 0) blockedOut = k == 0 ? r.step->sendPeer : r.step->moreSendPeers[k - 1];
-    int fd = half.pollFd();
-    if (fd < 0)
-      coverAll = false;
-    else
-      pollFds_.push_back(pollfd{fd, POLLOUT, 0});
+    watch(half.pollFd(), POLLOUT, coverAll);
   }
   if (!noted) {  // the first blocked lane's peers, for the hang doctor
     waiter_.context().noteBlockedOn(inputWaits ? r.step->recvPeer : -1, blockedOut);
@@ -466,11 +467,7 @@ void Runner::finalFlush() {
     for (SendLink* s : allSends_) {
       if (s->half->flush()) continue;
       flushed = false;
-      int fd = s->half->pollFd();
-      if (fd < 0)
-        coverAll = false;
-      else
-        pollFds_.push_back(pollfd{fd, POLLOUT, 0});
+      watch(s->half->pollFd(), POLLOUT, coverAll);
     }
     if (flushed) return;
     waiter_.wait(pollFds_.data(), pollFds_.size(), coverAll);
