@@ -8,6 +8,7 @@ target_link_libraries(grove_test_harness PUBLIC grove_exec grove_transport_loopb
 grove_gtest(test_kernels SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernels_test.cc
             LIBS grove_kernels grove_base LABELS unit)
 grove_gtest(test_executor SOURCES ${CMAKE_CURRENT_LIST_DIR}/executor_test.cc
+                            ${CMAKE_CURRENT_LIST_DIR}/executor_fanout_test.cc
                             ${CMAKE_CURRENT_LIST_DIR}/loopback_test.cc
             LIBS grove_test_harness grove_transport_socket LABELS unit TIMEOUT 180)
 grove_gtest(test_executor_fanin SOURCES ${CMAKE_CURRENT_LIST_DIR}/executor_fanin_test.cc

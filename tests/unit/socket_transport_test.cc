@@ -13,40 +13,14 @@
 #include "base/socket.h"
 #include "transports/socket/socket_transport.h"
 #include "unit/harness/run_threads.h"
+#include "unit/harness/socket_job.h"
 
 namespace grove::transport {
 namespace {
 
-constexpr uint64_t kSecret = 0xfeedbeefcafe1234ull;
+constexpr uint64_t kSecret = harness::kSocketJobSecret;
 
-/// nranks thread-ranks, each with a loopback listener and a SocketTransport.
-struct Job {
-  explicit Job(int n, size_t bufferBytes = 64 << 10, double timeout = 20) : signals(n) {
-    std::vector<std::unique_ptr<SocketListener>> listeners;
-    for (int r = 0; r < n; ++r)
-      listeners.push_back(std::make_unique<SocketListener>(net::resolveAddress("127.0.0.1:0")));
-    peers.resize(n);
-    for (int r = 0; r < n; ++r) {
-      peers[r].rank = r;
-      addrs.push_back(packSocketAddress(listeners[r]->address()));
-    }
-    for (int r = 0; r < n; ++r) {
-      Context ctx;
-      ctx.rank = r;
-      ctx.nranks = n;
-      ctx.secret = kSecret;
-      ctx.peers = peers;
-      ctx.addresses = addrs;
-      ctx.bufferBytes = bufferBytes;
-      ctx.wait = WaitContext::of(signals[r], timeout);
-      transports.push_back(std::make_unique<SocketTransport>(ctx, std::move(listeners[r])));
-    }
-  }
-  std::vector<PeerInfo> peers;
-  std::vector<Address> addrs;
-  std::vector<AbortSignal> signals;
-  std::vector<std::unique_ptr<SocketTransport>> transports;
-};
+using Job = harness::SocketJob;
 
 void runRanks(int n, const std::function<void(int)>& fn) { harness::runThreads(n, fn); }
 
