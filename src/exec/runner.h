@@ -185,6 +185,7 @@ class Runner {
   bool movePiece(const Resolved& r, LaneState& lane);
   ptrdiff_t moveDirect(const Resolved& r, LaneState& lane);
   bool moveFanOut(const Resolved& r, LaneState& lane);
+  uint64_t sendFrom(SendLink& link, const uint8_t* from, uint64_t n);
   uint64_t localPiece(const Resolved& r, uint64_t done);
   void reducePiece(const Resolved& r, uint64_t done, uint8_t* out, const void* const* ins,
                    size_t count);

@@ -102,6 +102,23 @@ void Runner::reducePiece(const Resolved& r, uint64_t done, uint8_t* out, const v
   }
 }
 
+// Sends up to n bytes of `from` on `link`: straight to the kernel where its
+// half can (sockets), else copied into what its buffer has free. Returns
+// the bytes taken (0: the link is full now).
+uint64_t Runner::sendFrom(SendLink& link, const uint8_t* from, uint64_t n) {
+  ptrdiff_t w = link.half->sendDirect(from, n);
+  if (w < 0) {
+    void* p = nullptr;
+    w = static_cast<ptrdiff_t>(std::min<uint64_t>(link.half->reserve(&p), n));
+    if (w > 0) {
+      std::memcpy(p, from, static_cast<size_t>(w));
+      link.half->commit(static_cast<size_t>(w));
+    }
+  }
+  link.position += static_cast<uint64_t>(w);
+  return static_cast<uint64_t>(w);
+}
+
 // Moves one piece of step r and advances `done` by the data bytes moved.
 // Returns true if anything moved (pad bytes included).
 // Direct path for pure data movement over halves that can bypass their
@@ -144,17 +161,9 @@ ptrdiff_t Runner::moveDirect(const Resolved& r, LaneState& lane) {
       }
       uint64_t pending = lane.received - lane.done;
       if (pending == 0) return moved;
-      ptrdiff_t s = r.out->half->sendDirect(r.dst + lane.done, pending);
-      if (s < 0) {  // the out half buffers: copy what fits
-        void* out = nullptr;
-        size_t space = r.out->half->reserve(&out);
-        s = static_cast<ptrdiff_t>(std::min<uint64_t>(space, pending));
-        std::memcpy(out, r.dst + lane.done, static_cast<size_t>(s));
-        r.out->half->commit(static_cast<size_t>(s));
-      }
-      r.out->position += static_cast<uint64_t>(s);
-      lane.done += static_cast<uint64_t>(s);
-      return moved + s;
+      const uint64_t s = sendFrom(*r.out, r.dst + lane.done, pending);
+      lane.done += s;
+      return moved + static_cast<ptrdiff_t>(s);
     }
     default: return -1;
   }
@@ -209,20 +218,9 @@ bool Runner::moveFanOut(const Resolved& r, LaneState& lane) {
     SendLink& link = *outs.links[k];
     uint64_t& sent = lane.sent[k];
     if (sent < made) {
-      ptrdiff_t w = link.half->sendDirect(from + sent, made - sent);
-      if (w < 0) {  // the half buffers: copy what fits
-        void* p = nullptr;
-        w = static_cast<ptrdiff_t>(std::min<uint64_t>(link.half->reserve(&p), made - sent));
-        if (w > 0) {
-          std::memcpy(p, from + sent, static_cast<size_t>(w));
-          link.half->commit(static_cast<size_t>(w));
-        }
-      }
-      if (w > 0) {
-        link.position += static_cast<uint64_t>(w);
-        sent += static_cast<uint64_t>(w);
-        moved = true;
-      }
+      const uint64_t w = sendFrom(link, from + sent, made - sent);
+      sent += w;
+      moved = moved || w > 0;
     }
     least = std::min(least, sent);
   }
