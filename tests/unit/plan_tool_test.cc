@@ -60,6 +60,26 @@ TEST(PlanTool, TextReportOnDgx1V100) {
   std::printf("dgx1_v100, 8 GPUs: %s\n", r.out.substr(at, r.out.find('\n', at) - at).c_str());
 }
 
+// An emulated fabric's links run at a few MB/s: the report shows their
+// rates with three significant digits, not as 0.0 GB/s.
+TEST(PlanTool, RatesBelowOneGBpsKeepTheirDigits) {
+  const std::string path =
+      testing::TempDir() + "grove_plan_slow." + std::to_string(getpid()) + ".json";
+  std::ofstream(path) << R"({"grove_topology": 1, "machines": [{"host": "slow", "nodes": [
+      {"name": "gpu0", "kind": "gpu", "index": 0}, {"name": "gpu1", "kind": "gpu", "index": 1},
+      {"name": "gpu2", "kind": "gpu", "index": 2}],
+    "links": [{"a": "gpu0", "b": "gpu1", "kind": "nvlink", "bw": 0.005},
+              {"a": "gpu1", "b": "gpu2", "kind": "nvlink", "bw": 0.005},
+              {"a": "gpu2", "b": "gpu0", "kind": "nvlink", "bw": 0.0025}]}]})";
+  const ToolRun r = plan("--file " + path + " --transport socket --size 4M");
+  std::remove(path.c_str());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find(" 0.0 GB/s"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(" 0.00 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0.005  "), std::string::npos) << r.out;  // a link's capacity
+  EXPECT_NE(r.out.find("0.0025 "), std::string::npos) << r.out;
+}
+
 TEST(PlanTool, JsonHasThePlansAndPredictions) {
   const ToolRun r = plan("--file " + fixture("dgx1_v100.json") +
                          " --gpus 0,3,4,7 --coll broadcast --root 1 --size 64M --json");

@@ -23,6 +23,11 @@ std::string pad(std::string s, size_t width) {
   return s;
 }
 
+std::string padLeft(std::string s, size_t width) {
+  if (s.size() < width) s.insert(0, width - s.size(), ' ');
+  return s;
+}
+
 std::string linkName(const plan::PlanGraph& g, int l) {
   const plan::PlanLink& k = g.links()[l];
   return g.vertexName(k.from) + " -> " + g.vertexName(k.to);
@@ -66,7 +71,7 @@ std::string bySizeText(const PlanReport& r) {
       const bool chosen =
           eager ? a == static_cast<int>(plan::Algo::kDirect) : static_cast<int>(row.winner) == a;
       out += pad(
-          t < 0 ? "-" : fmt("%.2f", static_cast<double>(row.bytes) / t / 1e9) + (chosen ? "*" : ""),
+          t < 0 ? "-" : rateText(static_cast<double>(row.bytes) / t / 1e9, 2) + (chosen ? "*" : ""),
           11);
     }
     out += "\n";
@@ -82,10 +87,11 @@ const AlgoPrediction* selected(const PlanReport& r) {
 
 std::string ringsText(const char* title, const plan::RingPlan& rp) {
   std::string out = std::string(title) + ": " + std::to_string(rp.rings.size()) + " ring(s), " +
-                    fmt("%.1f", rp.rate) + " GB/s over " +
+                    rateText(rp.rate) + " GB/s over " +
                     (rp.linkClass.empty() ? "-" : rp.linkClass) + fmt(", %.2f ms\n", rp.planMs);
   for (size_t i = 0; i < rp.rings.size(); ++i) {
-    out += "  ring " + std::to_string(i) + fmt("  %6.1f GB/s  ", rp.rings[i].rate);
+    out +=
+        "  ring " + std::to_string(i) + "  " + padLeft(rateText(rp.rings[i].rate), 6) + " GB/s  ";
     for (int v : rp.rings[i].order) out += std::to_string(v) + " ";
     out += "\n";
   }
@@ -97,9 +103,10 @@ std::string treeLines(const std::vector<plan::Tree>& trees, double total) {
   std::string out;
   for (size_t i = 0; i < trees.size(); ++i) {
     const plan::Tree& t = trees[i];
-    out += "  tree " + std::to_string(i) + "  root " + std::to_string(t.root) +
-           fmt("  %6.1f GB/s", t.rate) + fmt(" (weight %.3f, ", total > 0 ? t.rate / total : 0) +
-           std::to_string(t.channels) + " channels)  edges";
+    out += "  tree " + std::to_string(i) + "  root " + std::to_string(t.root) + "  " +
+           padLeft(rateText(t.rate), 6) + " GB/s" +
+           fmt(" (weight %.3f, ", total > 0 ? t.rate / total : 0) + std::to_string(t.channels) +
+           " channels)  edges";
     for (size_t v = 0; v < t.parent.size(); ++v)
       if (t.parent[v] >= 0) out += " " + std::to_string(t.parent[v]) + "->" + std::to_string(v);
     if (!t.upParent.empty()) {  // a tree pair: the reduce tree differs
@@ -125,9 +132,9 @@ std::string treesText(const PlanReport& r) {
     std::string out =
         std::string(coll == plan::Coll::kAllGather ? "all-gather" : "reduce-scatter") +
         " forest: " + std::to_string(tp.trees.size()) + " tree(s) rooted at every rank, " +
-        fmt("%.1f GB/s algbw", tp.rate) + fmt(" (as packed %.1f)", tp.packedRate) +
-        fmt(" of bound %.1f GB/s", tp.bound) +
-        (tp.optimum > 0 ? fmt(" (LP optimum %.1f, ", tp.optimum)
+        rateText(tp.rate) + " GB/s algbw (as packed " + rateText(tp.packedRate) + ") of bound " +
+        rateText(tp.bound) + " GB/s" +
+        (tp.optimum > 0 ? " (LP optimum " + rateText(tp.optimum) + ", "
                         : std::string(" (LP optimum not proved, ")) +
         std::to_string(tp.pricingRounds) + " pricing rounds, " + std::to_string(tp.mwuTrees) +
         " columns)" + (tp.split ? ", split: NVLink trees, then trees over the other links" : "") +
@@ -136,8 +143,8 @@ std::string treesText(const PlanReport& r) {
   }
   std::string out = std::string(coll == plan::Coll::kAllReduce ? "all-reduce" : "rooted") +
                     " trees: " + std::to_string(tp.trees.size()) + " tree(s), " +
-                    fmt("%.1f GB/s", tp.rate) + fmt(" of bound %.1f GB/s", tp.bound) +
-                    (tp.optimum > 0 ? fmt(" (LP optimum %.1f, ", tp.optimum)
+                    rateText(tp.rate) + " GB/s of bound " + rateText(tp.bound) + " GB/s" +
+                    (tp.optimum > 0 ? " (LP optimum " + rateText(tp.optimum) + ", "
                                     : std::string(" (LP optimum not proved, ")) +
                     std::to_string(tp.pricingRounds) + " pricing rounds), " +
                     (tp.judged > 0 ? "number chosen by the cost model of " +
@@ -148,7 +155,7 @@ std::string treesText(const PlanReport& r) {
   out += treeLines(tp.trees, tp.rate);
   for (const plan::SizedTrees& s : tp.larger)
     out += "  from " + bytesText(s.fromBytes) + ": " + std::to_string(s.trees.size()) +
-           " tree(s), " + fmt("%.1f GB/s", s.rate) + "\n" + treeLines(s.trees, s.rate);
+           " tree(s), " + rateText(s.rate) + " GB/s\n" + treeLines(s.trees, s.rate);
   return out;
 }
 
@@ -156,7 +163,7 @@ std::string hierText(const PlanReport& r) {
   if (!r.hasHier) return "";
   std::string out = "hierarchical: " + std::to_string(r.hier.machines.size()) + " machine(s), " +
                     std::to_string(r.hier.leaders.size()) + " channel(s), " +
-                    fmt("%.1f GB/s\n", r.hier.rate);
+                    rateText(r.hier.rate) + " GB/s\n";
   for (size_t c = 0; c < r.hier.leaders.size(); ++c) {
     out += "  channel " + std::to_string(c) + " leaders";
     for (int l : r.hier.leaders[c]) out += " " + std::to_string(l);
@@ -179,7 +186,7 @@ std::string linksText(const PlanReport& r, const plan::PlanGraph& g) {
     const plan::PlanLink& k = g.links()[l];
     const double sim = sel != nullptr ? sb / (k.cap * 1e9 * sel->seconds) : 0;
     out += "  " + pad(linkName(g, l), 40) + pad(topo::kindName(k.kind), 8) +
-           pad(fmt("%.1f", k.cap), 9) + pad(fmt("%.0f%%", 100 * rl / k.cap), 8) +
+           pad(rateText(k.cap), 9) + pad(fmt("%.0f%%", 100 * rl / k.cap), 8) +
            pad(fmt("%.0f%%", 100 * tl / k.cap), 8) + fmt("%.0f%%", 100 * sim) + "\n";
   }
   return out;
@@ -293,18 +300,19 @@ std::string reportText(const PlanReport& r, const plan::PlanGraph& g) {
       out += "  " + pad(name, 18) + "cannot run: " + p.why + "\n";
       continue;
     }
-    out += "  " + pad(name, 18) + pad(fmt("%.2f", p.algbw), 12) + pad(fmt("%.2f", p.busbw), 12) +
+    out += "  " + pad(name, 18) + pad(rateText(p.algbw, 2), 12) + pad(rateText(p.busbw, 2), 12) +
            fmt("%.3f", p.seconds * 1e3) + "\n";
   }
   if (r.boundAlgbw > 0) {
-    out += "  " + pad("upper bound", 18) + pad(fmt("%.2f", r.boundAlgbw), 12) +
-           fmt("%.2f", r.boundBusbw) + "\n";
+    out += "  " + pad("upper bound", 18) + pad(rateText(r.boundAlgbw, 2), 12) +
+           rateText(r.boundBusbw, 2) + "\n";
     out += "  proof: " + r.boundProof + "\n";
   }
   for (const auto& [name, b, dir] : {std::make_tuple("all-gather", &r.allGather, "into"),
                                      std::make_tuple("reduce-scatter", &r.reduceScatter, "out of")})
-    out += std::string("  ") + name + fmt(" optimum %.2f GB/s algbw: ", b->rate) +
-           fmt("%.2f GB/s ", b->crossing) + dir + " ranks " + rankSet(b->inside) + "\n";
+    out += std::string("  ") + name + " optimum " + rateText(b->rate, 2) +
+           " GB/s algbw: " + rateText(b->crossing, 2) + " GB/s " + dir + " ranks " +
+           rankSet(b->inside) + "\n";
   return out + bySizeText(r);
 }
 

@@ -139,9 +139,9 @@ std::string allReduceProof(const plan::PlanGraph& g, const PlanReport& r) {
     return "the all-reduce tree LP's optimum, proved by its dual (column generation)";
   std::string parts;
   for (const std::vector<int>& part : p.parts) parts += (parts.empty() ? "" : " ") + rankSet(part);
-  std::snprintf(buf, sizeof buf, ": %.2f GB/s between parts / 2(%zu-1)", p.crossing,
-                p.parts.size());
-  return "the all-reduce tree LP's optimum; partition " + parts + buf;
+  std::snprintf(buf, sizeof buf, " GB/s between parts / 2(%zu-1)", p.parts.size());
+  return "the all-reduce tree LP's optimum; partition " + parts + ": " + rateText(p.crossing, 2) +
+         buf;
 }
 
 }  // namespace
@@ -237,10 +237,9 @@ PlanReport makeReport(const topo::CommTopology& topology, plan::TopoPlans& plans
   } else if (forest) {
     const plan::CutBound& cut = gather ? r.allGather : r.reduceScatter;
     r.boundAlgbw = cut.rate;
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "the cut: %.2f GB/s %s ranks ", cut.crossing,
-                  gather ? "into" : "out of");
-    r.boundProof = buf + rankSet(cut.inside) + " for the blocks of the " +
+    r.boundProof = "the cut: " + rateText(cut.crossing, 2) + " GB/s " +
+                   (gather ? "into" : "out of") + " ranks " + rankSet(cut.inside) +
+                   " for the blocks of the " +
                    std::to_string(r.nranks - static_cast<int>(cut.inside.size())) +
                    " rank(s) outside (ForestColl)";
   } else {
@@ -350,6 +349,15 @@ uint64_t parseBytes(const std::string& text) {
   if (!(v * mult >= 4) || v * mult > 64.0 * (1ull << 30))
     throwInvalidArgument("size '" + text + "' out of range (4 B .. 64 GiB)");
   return static_cast<uint64_t>(v * mult);
+}
+
+std::string rateText(double gbps, int decimals) {
+  char buf[64];
+  if (gbps > 0 && gbps < 1)
+    std::snprintf(buf, sizeof buf, "%.3g", gbps);
+  else
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, gbps);
+  return buf;
 }
 
 std::string bytesText(uint64_t b) {

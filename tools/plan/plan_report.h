@@ -117,5 +117,9 @@ std::string rankSet(const std::vector<int>& ranks);
 uint64_t parseBytes(const std::string& text);
 /// "256 MiB"-style text of a byte count.
 std::string bytesText(uint64_t bytes);
+/// A rate in GB/s with `decimals` decimals, but three significant digits
+/// below 1 GB/s, so the few MB/s of an emulated fabric's links do not read
+/// as 0.0.
+std::string rateText(double gbps, int decimals = 1);
 
 }  // namespace grove::tools

@@ -161,10 +161,9 @@ std::string reportSvg(const PlanReport& r, const topo::CommTopology& topology) {
   }
   std::string legend = std::string(plan::collName(r.request.coll)) + " trees: ";
   for (int t = 0; t < nt; ++t) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%s#%d root %d %.1f GB/s", t ? ", " : "", t,
-                  r.trees.trees[t].root, r.trees.trees[t].rate);
-    legend += buf;
+    legend += std::string(t ? ", " : "") + "#" + std::to_string(t) + " root " +
+              std::to_string(r.trees.trees[t].root) + " " + rateText(r.trees.trees[t].rate) +
+              " GB/s";
   }
   out += "<text x=\"" + num(kMargin) + "\" y=\"" + num(height + 20) + "\">" + escape(legend) +
          "</text>\n</svg>\n";
