@@ -6,7 +6,10 @@ namespace and bootstraps over the management bridge, with
 GROVE_TRANSPORT=socket (all namespaces share one host, so grove would
 otherwise pick shared memory and bypass the fabric), GROVE_TOPO_FILE = the
 fabric's topology file and GROVE_TOPO_RANKS = its rank nodes; the socket
-transport then moves data over the link addresses of that file.
+transport then moves data over the link addresses of that file. Both grove
+and Open MPI streams get the send buffer `sendBuffer(plan)` (below: the
+transports' defaults queue a fraction of a second of a slow emulated link
+ahead of every other stream on it).
 
 `runMpi` starts mpirun in the root namespace with one "host" per rank, named
 by the rank's management address, so mpirun treats every rank as remote. Its
@@ -46,12 +49,43 @@ def launcherPath(builddir=None):
     return path
 
 
-def groveEnv(plan):
-    """The environment every grove rank of this fabric gets."""
+# The send buffer of every TCP stream on the fabric (grove's
+# GROVE_SOCKET_SNDBUF, Open MPI's btl_tcp_sndbuf; the kernel doubles it): a
+# stream keeps about that much queued in its link's tbf, which is FIFO, so a
+# stream that joins a link waits behind what the others queued there. The
+# socket transport's default (512 KiB, for real networks, where it is
+# microseconds of a link) is 0.1-0.3 s of a dgx1v link at scale 0.2 (3-10
+# MB/s): its tbf queues held up to 4.3 MB while 16 MiB broadcasts ran, and
+# every pipeline hop waited behind them. So the buffer follows the rates:
+# kQueueSeconds of the slowest link at a rank, within kSendBufferMin and
+# the transport's default. Measured (16 MiB broadcast on dgx1v, against the
+# cost model's time): 512 KiB 0.84-0.90, 256 KiB 0.92-0.93, 128 KiB
+# 0.96-0.97, 64 KiB 0.87-0.91; 32 and 16 KiB twice as slow (less than two
+# of the links' 64 KB packets in flight). On ring4 (37.5 MB/s) 128 KiB took
+# the ring all-gather at 4 MiB from 0.96 to 0.70: there 512 KiB is 27 ms.
+kQueueSeconds = 0.04
+kSendBufferMin = 128 << 10
+kSendBufferMax = 512 << 10
+
+
+def sendBuffer(plan):
+    """The send buffer (bytes) of the fabric's streams."""
+    ranks = set(plan["ranks"])
+    slowest = min(l["mbps"] for l in plan["links"] if l["a"] in ranks or l["b"] in ranks)
+    return int(min(kSendBufferMax, max(kSendBufferMin, slowest * 1e6 * kQueueSeconds)))
+
+
+def groveEnv(plan, outer=None):
+    """The environment every grove rank of this fabric gets; the send buffer
+    only where `outer` (default os.environ) does not name one."""
+    outer = os.environ if outer is None else outer
     d = fabric_net.stateDir(plan["id"])
-    return {"GROVE_TRANSPORT": "socket",
-            "GROVE_TOPO_FILE": os.path.join(d, "topology.json"),
-            "GROVE_TOPO_RANKS": ",".join(plan["ranks"])}
+    env = {"GROVE_TRANSPORT": "socket",
+           "GROVE_TOPO_FILE": os.path.join(d, "topology.json"),
+           "GROVE_TOPO_RANKS": ",".join(plan["ranks"])}
+    if "GROVE_SOCKET_SNDBUF" not in outer:
+        env["GROVE_SOCKET_SNDBUF"] = str(sendBuffer(plan))
+    return env
 
 
 def splitEnv(items):
@@ -119,6 +153,7 @@ def mpiArgs(plan, extraEnv=None):
             "--mca", "oob_tcp_if_include", plan["mgmt"]["subnet"],
             "--mca", "btl", "tcp,self",
             "--mca", "btl_tcp_if_include", fabric_plan.fabricSubnet(plan["id"]),
+            "--mca", "btl_tcp_sndbuf", str(sendBuffer(plan)),
             "--mca", "pml", "ob1",
             "--mca", "routed", "direct",
             "--mca", "plm_rsh_no_tree_spawn", "1"]

@@ -158,6 +158,22 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(args[args.index("btl_tcp_if_include") + 1], "10.107.0.0/16")
         self.assertIn("X=1", args)
         self.assertIn("10.157.0.12) ns=gf7-gpu5;", agent)
+        self.assertEqual(args[args.index("btl_tcp_sndbuf") + 1], str(fabric_run.sendBuffer(p)))
+
+    def testSendBuffersFollowTheSlowestLinkAtARank(self):
+        # dgx1v at 0.2: PCIe 3.15 MB/s, 40 ms of it is below the floor;
+        # dgx1v-0347 at 0.45: PCIe 7.09 MB/s; k4: NVLink 25 MB/s, above the cap.
+        self.assertEqual(fabric_run.sendBuffer(plan("dgx1v")), 128 << 10)
+        self.assertEqual(fabric_run.sendBuffer(plan("dgx1v-0347")), int(15.76 * 0.45 * 1e6 * 0.04))
+        self.assertEqual(fabric_run.sendBuffer(plan("k4")), 512 << 10)
+
+    def testStreamsGetTheFabricsSendBufferUnlessTheCallerNamesOne(self):
+        p = plan("dgx1v")
+        env = fabric_run.groveEnv(p, outer={})
+        self.assertEqual(env["GROVE_SOCKET_SNDBUF"], str(128 << 10))
+        self.assertEqual(env["GROVE_TRANSPORT"], "socket")
+        env = fabric_run.groveEnv(p, outer={"GROVE_SOCKET_SNDBUF": "512K"})
+        self.assertNotIn("GROVE_SOCKET_SNDBUF", env)
 
 
 class CliTest(unittest.TestCase):
