@@ -123,13 +123,10 @@ std::string rankSet(const std::vector<int>& ranks) {
 namespace {
 
 std::string allReduceProof(const plan::PlanGraph& g, const PlanReport& r) {
-  char buf[160];
   const double rsag = 1.0 / (1.0 / r.allGather.rate + 1.0 / r.reduceScatter.rate);
-  if (rsag >= r.boundAlgbw * (1 - 1e-9)) {
-    std::snprintf(buf, sizeof buf, "reduce-scatter + all-gather at 1/(1/%.2f + 1/%.2f)",
-                  r.reduceScatter.rate, r.allGather.rate);
-    return buf;
-  }
+  if (rsag >= r.boundAlgbw * (1 - 1e-9))
+    return "reduce-scatter + all-gather at 1/(1/" + rateText(r.reduceScatter.rate, 2) + " + 1/" +
+           rateText(r.allGather.rate, 2) + ")";
   if (std::abs(r.trees.optimum - r.boundAlgbw) > 1e-6 * r.boundAlgbw)
     return "the per-rank, summed and per-machine flow bounds (tighter than the trees' dual bound "
            "column "
@@ -139,9 +136,8 @@ std::string allReduceProof(const plan::PlanGraph& g, const PlanReport& r) {
     return "the all-reduce tree LP's optimum, proved by its dual (column generation)";
   std::string parts;
   for (const std::vector<int>& part : p.parts) parts += (parts.empty() ? "" : " ") + rankSet(part);
-  std::snprintf(buf, sizeof buf, " GB/s between parts / 2(%zu-1)", p.parts.size());
   return "the all-reduce tree LP's optimum; partition " + parts + ": " + rateText(p.crossing, 2) +
-         buf;
+         " GB/s between parts / 2(" + std::to_string(p.parts.size()) + "-1)";
 }
 
 }  // namespace
