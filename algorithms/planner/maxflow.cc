@@ -86,6 +86,20 @@ class Dinic {
     return flow;
   }
 
+  /// Remembers the network as it stands (edges and their capacities), so
+  /// that restore() can take it back after arcs are added and a run.
+  void keep() {
+    keptEdges_ = edges_;
+    keptDegree_.clear();
+    for (const std::vector<int>& a : adj_) keptDegree_.push_back(a.size());
+  }
+  /// The network as keep() found it: the same edges in the same order, each
+  /// with its capacity, so a run on it finds what a fresh network would.
+  void restore() {
+    edges_ = keptEdges_;
+    for (size_t u = 0; u < adj_.size(); ++u) adj_[u].resize(keptDegree_[u]);
+  }
+
   /// After run(s, t): whether vertex v is on the source side of a minimum cut.
   bool sourceSide(int v) const { return level_[static_cast<size_t>(v)] >= 0; }
 
@@ -139,6 +153,8 @@ class Dinic {
   std::vector<int> level_;
   std::vector<size_t> it_;
   bool reverse_ = false;
+  std::vector<Edge> keptEdges_;     ///< keep(): the edges
+  std::vector<size_t> keptDegree_;  ///< keep(): by vertex, its arcs
 };
 
 void checkRank(const PlanGraph& g, int r, const char* what) {
@@ -241,11 +257,15 @@ CutBound shardCutBound(const PlanGraph& g, const std::vector<double>& cap, bool 
       out.crossing = f;
     }
   }
+  // One network for every round and rank: its links, then each max flow's
+  // terminal arcs, taken off again after it.
+  Dinic flow(flowVertices(g), !gather);
+  addGraph(flow, g, cap, machines.size() > 1, true, none);
+  flow.keep();
   for (int round = 0; round < 64 && x > 0; ++round) {
     double next = x;
     for (int v = 0; v < n; ++v) {
-      Dinic flow(flowVertices(g), !gather);
-      addGraph(flow, g, cap, machines.size() > 1, true, none);
+      flow.restore();
       // v's own shard is there already: it enters at v's receiving side,
       // not over v's port (which several ranks on one node share).
       for (int r = 0; r < n; ++r) flow.addArc(s, r == v ? recvAt(r) : sendAt(r), x);

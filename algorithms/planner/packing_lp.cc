@@ -29,6 +29,13 @@ namespace grove::plan::detail {
 namespace {
 constexpr double kTol = 1e-9;
 constexpr double kPivot = 1e-7;  // smallest pivot element taken
+
+/// row -= f * pivot over the pivot row's nonzero columns `nz` (the others
+/// would subtract 0): the pivot's inner loop. The tableaus are sparse (a
+/// tree crosses few of the links), and most of a pivot row stays 0.
+void subtractScaled(double* row, const double* pivot, const std::vector<int>& nz, double f) {
+  for (int k : nz) row[k] -= f * pivot[k];
+}
 }  // namespace
 
 std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>& a,
@@ -43,6 +50,7 @@ std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>
   double scale = 1;
   for (double v : b) scale = std::max(scale, v);
   const double feasTol = 1e-10 * scale;
+  std::vector<int> nz;  // the pivot row's nonzero columns
   for (int pivot = 0; pivot < maxPivots; ++pivot) {
     const bool bland = pivot > 10 * static_cast<int>(m + n);
     size_t e = n;
@@ -65,19 +73,23 @@ std::vector<double> solvePackingLp(int rows, int cols, const std::vector<double>
     }
     if (leave == m) break;  // unbounded: cannot happen with caps on used links
     const double p = t[leave * n + e];
-    for (size_t k = 0; k < n; ++k) t[leave * n + k] /= p;
-    t[leave * n + e] = 1.0 / p;
+    double* const pivotRow = t.data() + leave * n;
+    for (size_t k = 0; k < n; ++k) pivotRow[k] /= p;
+    pivotRow[e] = 1.0 / p;
     rhs[leave] /= p;
+    nz.clear();
+    for (size_t k = 0; k < n; ++k)
+      if (pivotRow[k] != 0) nz.push_back(static_cast<int>(k));
     for (size_t i = 0; i < m; ++i) {
       const double f = t[i * n + e];
       if (i == leave || f == 0) continue;
-      for (size_t k = 0; k < n; ++k) t[i * n + k] -= f * t[leave * n + k];
-      t[i * n + e] = -f * t[leave * n + e];
+      subtractScaled(t.data() + i * n, pivotRow, nz, f);
+      t[i * n + e] = -f * pivotRow[e];
       rhs[i] = std::max(0.0, rhs[i] - f * rhs[leave]);
     }
     const double ce = c[e];
-    for (size_t k = 0; k < n; ++k) c[k] -= ce * t[leave * n + k];
-    c[e] = -ce * t[leave * n + e];
+    subtractScaled(c.data(), pivotRow, nz, ce);
+    c[e] = -ce * pivotRow[e];
     std::swap(basic[leave], nonbasic[e]);
   }
   std::vector<double> x(n, 0.0);

@@ -284,13 +284,18 @@ RouteTable cheapestRoutes(const PlanGraph& g, const std::vector<double>& price,
   return t;
 }
 
-std::vector<int> widestRouteCapped(const PlanGraph& g, int a, int b, const std::vector<double>& cap,
-                                   int toVertex) {
+namespace {
+
+// Widest routes from rank a (bottleneck, then fewest links) over links with
+// cap > 0: fills `bw` and the arriving link by vertex. Other ranks' vertices
+// are reached but never left (mayLeave); with `target` >= 0 the search stops
+// once that vertex is final, which leaves its label as a full search would.
+void widestFrom(const PlanGraph& g, int a, const std::vector<double>& cap, bool allowNet,
+                int target, std::vector<double>& bw, std::vector<int>& via) {
   const int nv = g.numVertices();
-  const int target = toVertex >= 0 ? toVertex : g.rankVertex(b);
-  const bool allowNet = toVertex < 0 && g.machineOf(a) != g.machineOf(b);
-  std::vector<double> bw(static_cast<size_t>(nv), -1);
-  std::vector<int> hops(static_cast<size_t>(nv), 0), via(static_cast<size_t>(nv), -1);
+  bw.assign(static_cast<size_t>(nv), -1);
+  via.assign(static_cast<size_t>(nv), -1);
+  std::vector<int> hops(static_cast<size_t>(nv), 0);
   std::vector<bool> done(static_cast<size_t>(nv), false);
   using Item = std::tuple<double, int, int>;  // bottleneck, -hops, vertex
   std::priority_queue<Item> queue;
@@ -307,7 +312,7 @@ std::vector<int> widestRouteCapped(const PlanGraph& g, int a, int b, const std::
       const PlanLink& l = g.links()[static_cast<size_t>(li)];
       const double c = cap[static_cast<size_t>(li)];
       if (!(c > 0) || !mayLeave(g, a, u, l, allowNet)) continue;
-      if (l.to != target && g.rankOfVertex(l.to) >= 0) continue;
+      if (target >= 0 && l.to != target && g.rankOfVertex(l.to) >= 0) continue;
       double nb = std::min(bw[static_cast<size_t>(u)], c);
       int nh = hops[static_cast<size_t>(u)] + 1;
       size_t t = static_cast<size_t>(l.to);
@@ -318,8 +323,40 @@ std::vector<int> widestRouteCapped(const PlanGraph& g, int a, int b, const std::
       queue.emplace(nb, -nh, l.to);
     }
   }
+}
+
+}  // namespace
+
+std::vector<int> widestRouteCapped(const PlanGraph& g, int a, int b, const std::vector<double>& cap,
+                                   int toVertex) {
+  const int target = toVertex >= 0 ? toVertex : g.rankVertex(b);
+  const bool allowNet = toVertex < 0 && g.machineOf(a) != g.machineOf(b);
+  std::vector<double> bw;
+  std::vector<int> via;
+  widestFrom(g, a, cap, allowNet, target, bw, via);
   if (bw[static_cast<size_t>(target)] < 0) return {};
-  return unwind(g, via, s, target);
+  return unwind(g, via, g.rankVertex(a), target);
+}
+
+std::vector<std::vector<int>> widestRoutesFrom(const PlanGraph& g, int a,
+                                               const std::vector<double>& cap) {
+  const int n = g.nranks();
+  std::vector<std::vector<int>> routes(static_cast<size_t>(n));
+  std::vector<double> bw;
+  std::vector<int> via;
+  for (bool net : {false, true}) {  // net: the ranks of other machines
+    bool any = false;
+    for (int b = 0; b < n; ++b) any = any || (g.machineOf(b) != g.machineOf(a)) == net;
+    if (!any) continue;
+    widestFrom(g, a, cap, net, -1, bw, via);
+    for (int b = 0; b < n; ++b) {
+      const int v = g.rankVertex(b);
+      if (b == a || (g.machineOf(b) != g.machineOf(a)) != net || bw[static_cast<size_t>(v)] < 0)
+        continue;
+      routes[static_cast<size_t>(b)] = unwind(g, via, g.rankVertex(a), v);
+    }
+  }
+  return routes;
 }
 
 PlanGraph subsetOfRanks(const PlanGraph& g, const std::vector<int>& ranks) {

@@ -35,6 +35,10 @@ RouteTable cheapestRoutes(const PlanGraph& g, const std::vector<double>& price,
 /// `toVertex` >= 0 ends the route at that vertex instead of rank b.
 std::vector<int> widestRouteCapped(const PlanGraph& g, int a, int b, const std::vector<double>& cap,
                                    int toVertex = -1);
+/// widestRouteCapped from rank a to every rank, by rank (empty: a itself, or
+/// no route): one search per kind of destination, not one per rank.
+std::vector<std::vector<int>> widestRoutesFrom(const PlanGraph& g, int a,
+                                               const std::vector<double>& cap);
 
 /// Max flow from the ranks `sources` to the ranks `sinks` over links with
 /// cap > 0, with the relay rules of routes; `ranksForward` lets every other

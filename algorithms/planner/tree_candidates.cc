@@ -51,15 +51,17 @@ WidestTable widestTable(const PlanGraph& g, const std::vector<double>& cap) {
   t.n = g.nranks();
   t.routes.resize(static_cast<size_t>(t.n) * t.n);
   t.width.assign(static_cast<size_t>(t.n) * t.n, 0.0);
-  for (int a = 0; a < t.n; ++a)
+  for (int a = 0; a < t.n; ++a) {
+    std::vector<std::vector<int>> from = widestRoutesFrom(g, a, cap);
     for (int b = 0; b < t.n; ++b) {
       if (a == b) continue;
-      std::vector<int> r = widestRouteCapped(g, a, b, cap);
+      std::vector<int> r = std::move(from[static_cast<size_t>(b)]);
       double w = std::numeric_limits<double>::infinity();
       for (int l : r) w = std::min(w, cap[static_cast<size_t>(l)]);
       t.width[static_cast<size_t>(a) * t.n + b] = r.empty() ? 0.0 : w;
       t.routes[static_cast<size_t>(a) * t.n + b] = std::move(r);
     }
+  }
   return t;
 }
 

@@ -127,6 +127,37 @@ TEST(PlannerMaxFlow, NicsAndNetworkRules) {
   EXPECT_LE(h.rate, allReduceBound(p) * (1 + 1e-9));
 }
 
+// The candidates' table of widest routes comes from one search per rank
+// and kind of destination (widestRoutesFrom); each route must be the one a
+// search for that pair alone finds (widestRouteCapped), on one machine and
+// across machines, over the whole graph and over one link class.
+TEST(PlannerRoutes, WidestFromOneRankIsWidestToEach) {
+  const std::string dir = GROVE_TOPO_FIXTURES;
+  for (const char* file : {"dgx1_v100.json", "pcie_8gpu_2socket.json", "cluster_2x4nic.json",
+                           "superpod_8x_h100.json"}) {
+    const Graph t = topo::loadTopologyFile(dir + "/" + file);
+    const int gpus = static_cast<int>(t.nodesOfKind(NodeKind::kGpu).size());
+    PlanGraph g = PlanGraph::fromTopology(topo::placeRanks(t, gpus, 0, DeviceKind::kCuda));
+    std::vector<std::vector<double>> caps = {g.capacities()};
+    for (const std::vector<double>& c : detail::classCapacities(g, g.capacities()))
+      caps.push_back(c);
+    size_t routes = 0;
+    for (const std::vector<double>& cap : caps)
+      for (int a = 0; a < g.nranks(); ++a) {
+        const std::vector<std::vector<int>> from = detail::widestRoutesFrom(g, a, cap);
+        ASSERT_EQ(from.size(), static_cast<size_t>(g.nranks())) << file;
+        EXPECT_TRUE(from[static_cast<size_t>(a)].empty()) << file;
+        for (int b = 0; b < g.nranks(); ++b) {
+          if (b == a) continue;
+          EXPECT_EQ(from[static_cast<size_t>(b)], detail::widestRouteCapped(g, a, b, cap))
+              << file << ": " << a << " -> " << b;
+          routes += !from[static_cast<size_t>(b)].empty();
+        }
+      }
+    EXPECT_GE(routes, static_cast<size_t>(g.nranks() * (g.nranks() - 1))) << file;
+  }
+}
+
 TEST(PlannerOracles, ArborescenceAndLp) {
   const double inf = std::numeric_limits<double>::infinity();
   // 0 -> 1 costs 10 but 0 -> 2 -> 1 costs 2: the cycle 1 <-> 2 must be broken.
