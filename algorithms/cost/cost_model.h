@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -57,14 +58,23 @@ double predictSeconds(TopoPlans& plans, Algo algo, const CollArgs& args, const P
 FlowSimResult predict(TopoPlans& plans, Algo algo, const CollArgs& args, const PlanParams& params,
                       const SimParams& p, SimMemo* memo = nullptr);
 
+/// The simulator settings of the quick tree judges installTreeJudges()
+/// installs: `p`, with events taken together where each is late by at most
+/// 2 % of its own transfer's time (SimParams::mergeShare). A tree set's
+/// time moves by up to about half a percent, a simulation takes about 4x
+/// fewer events, and near ties go to full simulations.
+SimParams judgeSimParams(const SimParams& p);
+
 /// The cost model's TreeJudge (TopoPlans::setTreeJudge): builds the tree
 /// all-reduce or broadcast over the candidate trees for a `bytes` call with
 /// the selector's parameters at that size and simulates it over `g` (which
 /// must outlive the judge). This is how the number of trees trades rate
 /// (more trees reach closer to the optimum) against each tree's pipeline
-/// fill and per-step costs (fewer, heavier trees).
+/// fill and per-step costs (fewer, heavier trees). With a memo (over `g`),
+/// programs simulated before are not simulated again (a set's fair shares
+/// and its LP weights often make the same programs).
 TreeJudge treeJudge(const PlanGraph& g, const Selector& sel, const SimParams& p,
-                    uint64_t bytes = 32ull << 20);
+                    uint64_t bytes = 32ull << 20, std::shared_ptr<SimMemo> memo = nullptr);
 /// The cost model's ForestJudge (PackOptions::forestJudge): the forest
 /// all-gather or reduce-scatter of a `bytes` call with the selector's
 /// parameters at that size, simulated over `g` (which must outlive it).
@@ -81,7 +91,9 @@ std::string treeJudgeKey(const Selector& sel, const SimParams& p, uint64_t bytes
 /// one at `bytes` (a data-parallel gradient bucket) for every call below
 /// about 1.4 x bytes, and one at 2 x bytes for the calls from there up (a
 /// large call can afford the fill of more trees), with the key naming both;
-/// and the forest judge at `bytes` (TopoPlans::setForestJudge).
+/// and the forest judge at `bytes` (TopoPlans::setForestJudge). The tree
+/// judges simulate with judgeSimParams(p), their near ties settled with `p`
+/// (PackOptions::exactJudge); the forest judge simulates with `p`.
 void installTreeJudges(TopoPlans& plans, const Selector& sel, const SimParams& p, uint64_t bytes);
 
 /// Predicted seconds of a `bytes`-sized call from a function that predicts

@@ -54,7 +54,10 @@
 // input, a local step ending. Time jumps there, every transfer advances by rate
 // * dt, and released or finished transfers end their steps, which start the
 // next steps at the time the release happened (events closer than a nanosecond
-// merge, so a transfer may end up to 1 ns late). If nothing is flowing or
+// merge, so a transfer may end up to 1 ns late; with SimParams::mergeShare
+// time jumps past the next event to the latest event that leaves every
+// transfer late by at most that share of its own duration, and every event
+// in between is taken there). If nothing is flowing or
 // pending while a rank is unfinished, the programs stall.
 #include "algorithms/cost/flow_sim.h"
 
@@ -107,6 +110,14 @@ class FlowSim {
     std::vector<double> linkBps;
     for (double c : net.capGBps) linkBps.push_back(c * 1e9);
     fair_ = FairFill(std::move(linkBps), g_.paths);
+    if (p_.mergeShare > 0) {
+      fastest_.assign(g_.xfers.size(), 0);
+      for (size_t x = 0; x < g_.xfers.size(); ++x) {
+        double bps = kInf;
+        for (int l : g_.paths[g_.pathOf[x]]) bps = std::min(bps, net.capGBps[l] * 1e9);
+        fastest_[x] = g_.xfers[x].bytes / bps;
+      }
+    }
   }
 
   FlowSimResult run() {
@@ -374,23 +385,54 @@ class FlowSim {
     lagsStale_ = true;
   }
 
+  /// How far time jumps to the next event: the earliest one, or with
+  /// SimParams::mergeShare the latest of the events no later than every
+  /// transfer's own next event plus that share of its duration (at its rate;
+  /// one not flowing yet, at its path's speed; a local step's end waits for
+  /// none), so that each event it takes is late by at most that share of
+  /// its own transfer's time.
   double nextEventDt() const {
     double dt = pending_.empty() ? kInf : pending_.top().first - now_;
+    double bound = kInf;  // the latest time an event may be taken at
+    const double share = p_.mergeShare;
+    if (share > 0) {
+      eventDt_.clear();
+      for (const auto& [at, x] : pending_.items()) {  // a start: as late as its fastest time allows
+        eventDt_.push_back(at - now_);
+        bound = std::min(bound, at - now_ + share * fastest_[x]);
+      }
+    }
     size_t c = 0;  // caught_[c]: the next forward's input (computeRates)
     for (int x : flow_) {
       const Transfer& t = g_.xfers[x];
-      if (t.rate > 0) dt = std::min(dt, (t.bytes - t.sent) / t.rate);
+      double next = kInf;
+      if (t.rate > 0) next = std::min(next, (t.bytes - t.sent) / t.rate);
       if (t.rate > 0 && !t.released &&
           inputsArrived(t))  // (a forward's release waits for its inputs' ends)
-        dt = std::min(dt, std::max(0.0, (t.bytes - t.sent) / t.rate - t.flight));
+        next = std::min(next, std::max(0.0, (t.bytes - t.sent) / t.rate - t.flight));
       for (int i = t.upBegin; i < t.upEnd; ++i) {
         if (caught_[c++]) continue;
         const Transfer& u = g_.xfers[g_.ups[i]];
         const double gap = u.sent - t.sent - lags_[i];
-        if (!u.done && t.rate > u.rate) dt = std::min(dt, std::max(gap, 0.0) / (t.rate - u.rate));
+        if (!u.done && t.rate > u.rate)
+          next = std::min(next, std::max(gap, 0.0) / (t.rate - u.rate));
+      }
+      dt = std::min(dt, next);
+      if (share > 0 && next < kInf) {
+        eventDt_.push_back(next);
+        bound = std::min(bound, next + share * t.bytes / t.rate);
       }
     }
-    for (int id : timedLocal_) dt = std::min(dt, g_.steps[id].localEnd - now_);
+    for (int id : timedLocal_) {
+      dt = std::min(dt, g_.steps[id].localEnd - now_);
+      bound = std::min(bound, g_.steps[id].localEnd - now_);
+    }
+    if (share > 0 && dt < kInf) {
+      double last = dt;
+      for (double e : eventDt_)
+        if (e <= bound) last = std::max(last, e);
+      dt = last;
+    }
     return std::max(dt, kMinDt);
   }
 
@@ -456,14 +498,19 @@ class FlowSim {
   std::vector<double> phaseEnd_;               ///< by rank: latest end of a lane of its phase
   std::vector<std::pair<int, double>> ready_;  ///< steps to start, with their start time
   /// Scheduled transfers not flowing yet, earliest first: (first byte's time, id).
-  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>>
-      pending_;
-  std::vector<int> flow_;    ///< the transfers flowing (started, not done)
-  bool flowChanged_ = true;  ///< flow_ changed since the last filling
-  bool lagsStale_ = true;    ///< the rates changed since lags_ were worked out
+  struct Pending : std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>,
+                                       std::greater<>> {
+    const std::vector<std::pair<double, int>>& items() const { return c; }  ///< in no order
+  };
+  Pending pending_;
+  std::vector<double> fastest_;  ///< mergeShare: by transfer, its time alone at its path's speed
+  std::vector<int> flow_;        ///< the transfers flowing (started, not done)
+  bool flowChanged_ = true;      ///< flow_ changed since the last filling
+  bool lagsStale_ = true;        ///< the rates changed since lags_ were worked out
   std::vector<int> timedLocal_;
-  std::vector<char> caught_;      ///< computeRates(): by flow, by input: caught up
-  std::vector<char> lastCaught_;  ///< and at the last filling
+  std::vector<char> caught_;             ///< computeRates(): by flow, by input: caught up
+  mutable std::vector<double> eventDt_;  ///< nextEventDt(): each flowing transfer's next event
+  std::vector<char> lastCaught_;         ///< and at the last filling
   FairFill fair_;
   std::vector<int> fillPath_, fillCount_;
   std::vector<std::pair<int, int>> fillFollow_;  ///< fill(): (forward, input) by place in flow_
@@ -476,8 +523,8 @@ class FlowSim {
 FlowSimResult simulate(const FlowNet& net, const std::vector<Program>& programs,
                        const SimParams& p) {
   if (programs.empty()) throwInvalidArgument("simulate: no programs");
-  if (!(p.stepOverheadUs >= 0) || !(p.localGBps >= 0))
-    throwInvalidArgument("simulate: step overhead and local speed must be >= 0");
+  if (!(p.stepOverheadUs >= 0) || !(p.localGBps >= 0) || !(p.mergeShare >= 0))
+    throwInvalidArgument("simulate: step overhead, local speed and merge window must be >= 0");
   return FlowSim(net, programs, p).run();
 }
 

@@ -76,6 +76,7 @@ std::pair<uint64_t, uint64_t> keyOf(const std::vector<Program>& programs, const 
   Writer w;
   w.put(p.stepOverheadUs);
   w.put(p.localGBps);
+  w.put(p.mergeShare);
   w.put(static_cast<uint64_t>(programs.size()));
   for (const Program& prog : programs) w.put(prog);
   const std::string& t = w.text();

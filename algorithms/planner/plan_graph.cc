@@ -166,13 +166,27 @@ std::vector<double> PlanGraph::capacities() const {
 
 namespace {
 
-// May a route from rank `src` leave vertex u over link `l`?
-bool mayLeave(const PlanGraph& g, int src, int u, const PlanLink& l, bool allowNet) {
-  if (l.kind == topo::LinkKind::kNet && !allowNet) return false;
-  if (u == g.rankVertex(src) || u == g.rankNode(src)) return true;
-  if (g.rankOfVertex(u) >= 0) return false;
-  return g.mayRelay(u) || g.rankOfVertex(l.to) >= 0;
-}
+// Which links a route from rank `src` may leave vertex u by: none from
+// another rank's vertex; from src's own vertex or node, any; elsewhere only
+// where u relays, or into a rank (its last hop); a network link only when
+// `allowNet`. What depends on u alone is worked out once per vertex.
+class Exits {
+ public:
+  Exits(const PlanGraph& g, int src, int u, bool allowNet)
+      : g_(g), allowNet_(allowNet), own_(u == g.rankVertex(src) || u == g.rankNode(src)) {
+    closed_ = !own_ && g.rankOfVertex(u) >= 0;
+    relays_ = own_ || (!closed_ && g.mayRelay(u));
+  }
+  bool closed() const { return closed_; }  ///< no link leaves u
+  bool allows(const PlanLink& l) const {
+    if (l.kind == topo::LinkKind::kNet && !allowNet_) return false;
+    return relays_ || g_.rankOfVertex(l.to) >= 0;
+  }
+
+ private:
+  const PlanGraph& g_;
+  bool allowNet_, own_, closed_ = false, relays_ = false;
+};
 
 // Dijkstra on additive prices from rank src; fills dist and the arriving link by vertex.
 void dijkstra(const PlanGraph& g, int src, const std::vector<double>& price,
@@ -182,7 +196,10 @@ void dijkstra(const PlanGraph& g, int src, const std::vector<double>& price,
   dist.assign(static_cast<size_t>(nv), kInf);
   via.assign(static_cast<size_t>(nv), -1);
   using Item = std::pair<double, int>;
-  std::priority_queue<Item, std::vector<Item>, std::greater<>> queue;
+  std::vector<Item> heap;
+  heap.reserve(static_cast<size_t>(nv));
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> queue(std::greater<>{},
+                                                                     std::move(heap));
   int s = g.rankVertex(src);
   dist[static_cast<size_t>(s)] = 0;
   queue.emplace(0.0, s);
@@ -190,9 +207,11 @@ void dijkstra(const PlanGraph& g, int src, const std::vector<double>& price,
     auto [d, u] = queue.top();
     queue.pop();
     if (d > dist[static_cast<size_t>(u)]) continue;
+    const Exits exits(g, src, u, allowNet);
+    if (exits.closed()) continue;
     for (int li : g.outLinks(u)) {
       const PlanLink& l = g.links()[static_cast<size_t>(li)];
-      if (!(cap[static_cast<size_t>(li)] > 0) || !mayLeave(g, src, u, l, allowNet)) continue;
+      if (!(cap[static_cast<size_t>(li)] > 0) || !exits.allows(l)) continue;
       double nd = d + price[static_cast<size_t>(li)];
       if (nd < dist[static_cast<size_t>(l.to)]) {
         dist[static_cast<size_t>(l.to)] = nd;
@@ -257,26 +276,34 @@ double PlanGraph::latencyUs(const std::vector<int>& route) const {
 
 namespace detail {
 
+std::vector<int> RouteTable::route(int a, int b) const {
+  const size_t k = static_cast<size_t>(a) * n + b;
+  if (!routes.empty()) return routes[k];
+  if (a == b || !(cost[k] < kInf)) return {};
+  const int pass = graph->machineOf(a) != graph->machineOf(b) ? 1 : 0;
+  return unwind(*graph, via[2 * static_cast<size_t>(a) + pass], graph->rankVertex(a),
+                graph->rankVertex(b));
+}
+
 RouteTable cheapestRoutes(const PlanGraph& g, const std::vector<double>& price,
                           const std::vector<double>& cap) {
   RouteTable t;
   const int n = g.nranks();
   t.n = n;
+  t.graph = &g;
   t.cost.assign(static_cast<size_t>(n) * n, kInf);
-  t.routes.assign(static_cast<size_t>(n) * n, {});
+  t.via.resize(2 * static_cast<size_t>(n));
   std::vector<double> dist;
-  std::vector<int> via;
   for (int a = 0; a < n; ++a) {
     bool others = false;
     for (int b = 0; b < n; ++b) others = others || g.machineOf(b) != g.machineOf(a);
     for (int pass = 0; pass < (others ? 2 : 1); ++pass) {
       const bool net = pass == 1;  // pass 1: ranks of other machines, network allowed
+      std::vector<int>& via = t.via[2 * static_cast<size_t>(a) + pass];
       dijkstra(g, a, price, cap, net, dist, via);
       for (int b = 0; b < n; ++b) {
         if (b == a || (g.machineOf(b) != g.machineOf(a)) != net) continue;
-        size_t k = static_cast<size_t>(a) * n + b;
-        t.cost[k] = dist[static_cast<size_t>(g.rankVertex(b))];
-        if (t.cost[k] < kInf) t.routes[k] = unwind(g, via, g.rankVertex(a), g.rankVertex(b));
+        t.cost[static_cast<size_t>(a) * n + b] = dist[static_cast<size_t>(g.rankVertex(b))];
       }
     }
     t.cost[static_cast<size_t>(a) * n + a] = 0;
@@ -288,7 +315,7 @@ namespace {
 
 // Widest routes from rank a (bottleneck, then fewest links) over links with
 // cap > 0: fills `bw` and the arriving link by vertex. Other ranks' vertices
-// are reached but never left (mayLeave); with `target` >= 0 the search stops
+// are reached but never left (Exits); with `target` >= 0 the search stops
 // once that vertex is final, which leaves its label as a full search would.
 void widestFrom(const PlanGraph& g, int a, const std::vector<double>& cap, bool allowNet,
                 int target, std::vector<double>& bw, std::vector<int>& via) {
@@ -308,10 +335,12 @@ void widestFrom(const PlanGraph& g, int a, const std::vector<double>& cap, bool 
     if (done[static_cast<size_t>(u)]) continue;
     done[static_cast<size_t>(u)] = true;
     if (u == target) break;
+    const Exits exits(g, a, u, allowNet);
+    if (exits.closed()) continue;
     for (int li : g.outLinks(u)) {
       const PlanLink& l = g.links()[static_cast<size_t>(li)];
       const double c = cap[static_cast<size_t>(li)];
-      if (!(c > 0) || !mayLeave(g, a, u, l, allowNet)) continue;
+      if (!(c > 0) || !exits.allows(l)) continue;
       if (target >= 0 && l.to != target && g.rankOfVertex(l.to) >= 0) continue;
       double nb = std::min(bw[static_cast<size_t>(u)], c);
       int nh = hops[static_cast<size_t>(u)] + 1;

@@ -19,12 +19,16 @@ namespace grove::plan::detail {
 /// Cheapest routes between every ordered pair of ranks under link prices.
 struct RouteTable {
   int n = 0;
-  std::vector<double> cost;              ///< n*n: price of the route a->b (inf when none)
-  std::vector<std::vector<int>> routes;  ///< n*n: links of the route a->b
+  std::vector<double> cost;  ///< n*n: price of the route a->b (inf when none)
   double at(int a, int b) const { return cost[static_cast<size_t>(a) * n + b]; }
-  const std::vector<int>& route(int a, int b) const {
-    return routes[static_cast<size_t>(a) * n + b];
-  }
+  /// The links of the route a->b (empty when none, or a == b).
+  std::vector<int> route(int a, int b) const;
+
+  // Where route() finds them: listed (`routes`, n*n), or else unwound from
+  // the searches' arriving links (a packing reads a few of the n*n routes).
+  std::vector<std::vector<int>> routes;
+  const PlanGraph* graph = nullptr;
+  std::vector<std::vector<int>> via;  ///< [2a + pass]: by vertex, the link it was reached by
 };
 
 /// Routes from every rank to every rank, cheapest under `price`, over links

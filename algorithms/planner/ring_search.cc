@@ -317,10 +317,10 @@ RingPlan greedyRings(const PlanGraph& g, const std::vector<double>& capIntra,
       for (int b = 0; b < n; ++b) {
         const RouteTable& t = g.machineOf(a) == g.machineOf(b) ? inside : across;
         const size_t i = static_cast<size_t>(a) * n + b;
-        table.routes[i] = t.routes[i];
-        if (a != b && !t.routes[i].empty()) {  // narrow hops cost far more: near a widest tour
+        table.routes[i] = t.route(a, b);
+        if (a != b && !table.routes[i].empty()) {  // narrow hops cost far more: near a widest tour
           double w = kInf;
-          for (int li : t.routes[i]) w = std::min(w, residual[static_cast<size_t>(li)]);
+          for (int li : table.routes[i]) w = std::min(w, residual[static_cast<size_t>(li)]);
           table.cost[i] = w > 1e-9 ? std::pow(widest / w, 4) : kInf;
         }
       }

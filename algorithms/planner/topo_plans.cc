@@ -30,11 +30,16 @@ constexpr const char* kHier = "hier";
 TopoPlans::TopoPlans(PlanGraph graph, PackOptions options)
     : graph_(std::move(graph)), options_(options) {}
 
-void TopoPlans::setTreeJudge(TreeJudge judge, std::string key, std::vector<SizeJudge> larger) {
+void TopoPlans::setTreeJudge(TreeJudge judge, std::string key, std::vector<SizeJudge> larger,
+                             TreeJudge exact) {
   // The plans judge some sets more than once (the packer, the split, the
   // choice between them): each judge remembers its verdicts.
   options_.judge = detail::rememberingJudge(std::move(judge));
-  for (SizeJudge& band : larger) band.judge = detail::rememberingJudge(std::move(band.judge));
+  options_.exactJudge = detail::rememberingJudge(std::move(exact));
+  for (SizeJudge& band : larger) {
+    band.judge = detail::rememberingJudge(std::move(band.judge));
+    band.exact = detail::rememberingJudge(std::move(band.exact));
+  }
   options_.largerJudges = std::move(larger);
   judgeKey_ = std::move(key);
 }

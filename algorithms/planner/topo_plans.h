@@ -247,10 +247,14 @@ using ForestJudge = std::function<double(const std::vector<Tree>& trees, bool ga
 struct SizeJudge {
   uint64_t fromBytes = 0;
   TreeJudge judge;
+  TreeJudge exact = {};  ///< optional: as PackOptions::exactJudge, at this size
 };
 /// The judge runs up to this many ranks (each candidate is a simulation of
 /// every rank's program); beyond, the packer's rule stands.
 constexpr int kMaxJudgeRanks = 16;
+/// Sets within this share of a quick judge's fastest are judged again by
+/// the exact one (PackOptions::exactJudge).
+constexpr double kAmbiguous = 0.01;
 
 /// Knobs of tree packing.
 struct PackOptions {
@@ -268,6 +272,11 @@ struct PackOptions {
   /// fastest as a set of its own (a large call can afford more trees'
   /// fill than a bucket-sized one). Only with `judge`.
   std::vector<SizeJudge> largerJudges;
+  /// Optional, with a quick `judge` (one that simulates coarser, within
+  /// about half a percent): when several sets come within kAmbiguous of
+  /// the quick judge's fastest, this one judges them again and its verdict
+  /// stands, so a near tie goes as a full simulation has it.
+  TreeJudge exactJudge;
   /// Where no judge decides, split the data by the trees' fair shares (the
   /// rates their streams get when they meet on links, fair_share.cc);
   /// false: by the packing LP's weights. With a judge, both are judged.
@@ -388,8 +397,10 @@ class TopoPlans {
   /// movable. `larger` judges larger calls (PackOptions::largerJudges).
   /// `key` names everything the judges' verdicts depend on (their sizes,
   /// parameters, link costs: treeJudgeKey in cost_model.h); a judge
-  /// without a key keeps the plans out of the store.
-  void setTreeJudge(TreeJudge judge, std::string key = "", std::vector<SizeJudge> larger = {});
+  /// without a key keeps the plans out of the store. `exact`, when `judge`
+  /// is a quick one, settles its near ties (PackOptions::exactJudge).
+  void setTreeJudge(TreeJudge judge, std::string key = "", std::vector<SizeJudge> larger = {},
+                    TreeJudge exact = {});
   /// Sets PackOptions::forestJudge (before the forests are planned; its
   /// identity belongs in setTreeJudge's key).
   void setForestJudge(ForestJudge judge) { options_.forestJudge = std::move(judge); }

@@ -424,6 +424,39 @@ TEST(FlowSim, RingAllReduceNearItsBandwidthFormula) {
       n, steps, res.transfers, res.events, ms, res.seconds * 1e3, ideal * 1e3);
 }
 
+// SimParams::mergeShare takes events together where none is late by more
+// than that share of its own transfer's time: on a ring of unequal links,
+// whose chunks end out of step, fewer events and about the same time.
+TEST(FlowSim, MergedEventsStayWithinTheirShare) {
+  const int n = 8;
+  TestNet t;
+  for (int r = 0; r < n; ++r) t.routes[{r, (r + 1) % n}] = {t.addLink(20 - 1.5 * r, 0.5)};
+  const FlowNet net = t.finish();
+  CollArgs a;
+  a.coll = Coll::kAllReduce;
+  a.count = 8 << 20;  // 32 MiB
+  a.nranks = n;
+  PlanParams params;
+  params.chunkBytes = 256 << 10;
+  params.nChannels = 2;
+  const auto progs = buildAll(buildRingAllReduce, a, params);
+  SimParams exact;
+  const FlowSimResult full = simulate(net, progs, exact);
+  for (double share : {0.01, 0.02, 0.05}) {
+    SimParams merged = exact;
+    merged.mergeShare = share;
+    const FlowSimResult quick = simulate(net, progs, merged);
+    std::printf("mergeShare %.2f: %d events (exact %d), %.4f ms (exact %.4f ms)\n", share,
+                quick.events, full.events, quick.seconds * 1e3, full.seconds * 1e3);
+    EXPECT_LT(quick.events, full.events) << share;
+    EXPECT_NEAR(quick.seconds, full.seconds, share * full.seconds) << share;
+    EXPECT_EQ(quick.linkBytes, full.linkBytes) << share;
+  }
+  SimParams bad;
+  bad.mergeShare = -0.1;
+  EXPECT_THROW(simulate(net, progs, bad), Error);
+}
+
 TEST(FlowSim, BadProgramsFailClearly) {
   const FlowNet net = fullMesh(2, 10, 1);
   const SimParams p;

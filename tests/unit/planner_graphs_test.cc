@@ -130,7 +130,8 @@ TEST(PlannerMaxFlow, NicsAndNetworkRules) {
 // The candidates' table of widest routes comes from one search per rank
 // and kind of destination (widestRoutesFrom); each route must be the one a
 // search for that pair alone finds (widestRouteCapped), on one machine and
-// across machines, over the whole graph and over one link class.
+// across machines, over the whole graph and over one link class. Likewise
+// the cheapest routes' table (cheapestRoutes).
 TEST(PlannerRoutes, WidestFromOneRankIsWidestToEach) {
   const std::string dir = GROVE_TOPO_FIXTURES;
   for (const char* file : {"dgx1_v100.json", "pcie_8gpu_2socket.json", "cluster_2x4nic.json",
@@ -155,6 +156,15 @@ TEST(PlannerRoutes, WidestFromOneRankIsWidestToEach) {
         }
       }
     EXPECT_GE(routes, static_cast<size_t>(g.nranks() * (g.nranks() - 1))) << file;
+    // The cheapest-route table unwinds its routes when asked: each is the
+    // one a search for that pair alone finds.
+    std::vector<double> price(g.links().size());
+    for (size_t l = 0; l < price.size(); ++l) price[l] = 1.0 / (1.0 + g.links()[l].cap);
+    const detail::RouteTable table = detail::cheapestRoutes(g, price, g.capacities());
+    for (int a = 0; a < g.nranks(); ++a)
+      for (int b = 0; b < g.nranks(); ++b)
+        EXPECT_EQ(table.route(a, b), a == b ? std::vector<int>{} : g.cheapestRoute(a, b, price))
+            << file << ": " << a << " -> " << b;
   }
 }
 

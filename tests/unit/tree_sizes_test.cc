@@ -249,3 +249,56 @@ TEST(TreeSizes, WithoutLargerJudgesOneSetServesEverySize) {
 
 }  // namespace
 }  // namespace grove::plan
+
+namespace grove::plan {
+namespace {
+
+TEST(TreeSizes, AQuickJudgesNearTiesGoToTheExactJudge) {
+  // The quick judge finds 3 trees 0.5 % ahead of 2 (within kAmbiguous) and
+  // 1 tree far behind; the exact one, asked only about the two near the
+  // fastest, finds 2 trees faster, and its verdict stands.
+  const std::vector<Tree> one = treesOf(1), two = treesOf(2), three = treesOf(3);
+  auto exactAsked = std::make_shared<Asked<size_t>>();
+  auto largerAsked = std::make_shared<Asked<size_t>>();
+  PackOptions o;
+  o.judge = [](const std::vector<Tree>& trees, bool, int) {
+    return trees.size() == 3 ? 1.0 : trees.size() == 2 ? 1.005 : 1.5;
+  };
+  o.exactJudge = [exactAsked](const std::vector<Tree>& trees, bool, int) {
+    exactAsked->add(trees.size());
+    return trees.size() == 3 ? 1.02 : 1.01;
+  };
+  // The larger judge's near tie (3 trees ahead by 0.1 %) goes the other way.
+  o.largerJudges = {SizeJudge{
+      48ull << 20,
+      [](const std::vector<Tree>& trees, bool, int) { return trees.size() == 3 ? 2.0 : 2.002; },
+      [largerAsked](const std::vector<Tree>& trees, bool, int) {
+        largerAsked->add(trees.size());
+        return trees.size() == 3 ? 2.1 : 2.05;
+      }}};
+  detail::Verdict v = detail::judgeSets(o, {{&three, true}, {&two, true}, {&one, true}}, true, 0);
+  EXPECT_EQ(v.chosen, 1u);
+  EXPECT_EQ(v.seconds, 1.01);  // the exact time
+  std::vector<size_t> asked = exactAsked->seen();
+  std::sort(asked.begin(), asked.end());
+  EXPECT_EQ(asked, (std::vector<size_t>{2, 3}));
+  ASSERT_EQ(v.larger.size(), 1u);
+  EXPECT_EQ(v.larger[0], 1u);
+  asked = largerAsked->seen();
+  std::sort(asked.begin(), asked.end());
+  EXPECT_EQ(asked, (std::vector<size_t>{2, 3}));
+  // Apart by more than kAmbiguous, the quick judge's verdict stands and
+  // the exact one is not asked.
+  exactAsked->clear();
+  o.judge = [](const std::vector<Tree>& trees, bool, int) {
+    return trees.size() == 3 ? 1.0 : 1.0 + 2 * kAmbiguous;
+  };
+  o.largerJudges.clear();
+  v = detail::judgeSets(o, {{&three, true}, {&two, true}}, true, 0);
+  EXPECT_EQ(v.chosen, 0u);
+  EXPECT_EQ(v.seconds, 1.0);
+  EXPECT_TRUE(exactAsked->seen().empty());
+}
+
+}  // namespace
+}  // namespace grove::plan
