@@ -394,19 +394,35 @@ TEST(FlowSim, LaneStepsRunInOrderAndLocalStepsCost) {
   EXPECT_NEAR(res.seconds, b / (8 * kGB) + 2 * b / (4 * kGB), 1e-12);
 }
 
+/// A ring all-reduce of `count` floats on n ranks over a unidirectional
+/// ring net (r -> r+1 has cap(r) GB/s and 0.5 us; other pairs are
+/// unreachable).
+struct RingCase {
+  FlowNet net;
+  CollArgs args;
+  std::vector<Program> progs;
+};
+RingCase ringAllReduce(int n, double (*cap)(int r), uint64_t count, const PlanParams& params) {
+  TestNet t;
+  for (int r = 0; r < n; ++r) t.routes[{r, (r + 1) % n}] = {t.addLink(cap(r), 0.5)};
+  RingCase c;
+  c.net = t.finish();
+  c.args.coll = Coll::kAllReduce;
+  c.args.count = count;
+  c.args.nranks = n;
+  c.progs = buildAll(buildRingAllReduce, c.args, params);
+  return c;
+}
+
 TEST(FlowSim, RingAllReduceNearItsBandwidthFormula) {
   const int n = 8;
-  // A unidirectional ring net: r -> r+1 has 20 GB/s; other pairs are unreachable.
-  TestNet t;
-  for (int r = 0; r < n; ++r) t.routes[{r, (r + 1) % n}] = {t.addLink(20, 0.5)};
-  const FlowNet net = t.finish();
-  CollArgs a;
-  a.coll = Coll::kAllReduce;
-  a.count = 16 << 20;  // 64 MiB
-  a.nranks = n;
   PlanParams params;
   params.chunkBytes = 512 << 10;
-  const auto progs = buildAll(buildRingAllReduce, a, params);
+  const RingCase ring = ringAllReduce(
+      n, [](int) { return 20.0; }, 16 << 20, params);  // 64 MiB
+  const FlowNet& net = ring.net;
+  const CollArgs& a = ring.args;
+  const std::vector<Program>& progs = ring.progs;
   size_t steps = 0;
   for (const Phase& ph : progs[0].phases)
     for (const Lane& l : ph.lanes) steps += l.steps.size();
@@ -428,18 +444,13 @@ TEST(FlowSim, RingAllReduceNearItsBandwidthFormula) {
 // than that share of its own transfer's time: on a ring of unequal links,
 // whose chunks end out of step, fewer events and about the same time.
 TEST(FlowSim, MergedEventsStayWithinTheirShare) {
-  const int n = 8;
-  TestNet t;
-  for (int r = 0; r < n; ++r) t.routes[{r, (r + 1) % n}] = {t.addLink(20 - 1.5 * r, 0.5)};
-  const FlowNet net = t.finish();
-  CollArgs a;
-  a.coll = Coll::kAllReduce;
-  a.count = 8 << 20;  // 32 MiB
-  a.nranks = n;
   PlanParams params;
   params.chunkBytes = 256 << 10;
   params.nChannels = 2;
-  const auto progs = buildAll(buildRingAllReduce, a, params);
+  const RingCase ring = ringAllReduce(
+      8, [](int r) { return 20 - 1.5 * r; }, 8 << 20, params);
+  const FlowNet& net = ring.net;
+  const std::vector<Program>& progs = ring.progs;
   SimParams exact;
   const FlowSimResult full = simulate(net, progs, exact);
   for (double share : {0.01, 0.02, 0.05}) {
