@@ -285,6 +285,28 @@ std::vector<int> RouteTable::route(int a, int b) const {
                 graph->rankVertex(b));
 }
 
+namespace {
+
+// Routes from rank a go in two passes, each one search: pass 0 reaches the
+// ranks of a's own machine without network links, pass 1 (only where other
+// machines exist) those of the other machines with them. `search(net, pass)`
+// runs the pass's search; `found(b, pass)` then takes each of its ranks.
+template <class Search, class Found>
+void bySearch(const PlanGraph& g, int a, Search search, Found found) {
+  const int n = g.nranks();
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool net = pass == 1;
+    bool any = false;
+    for (int b = 0; b < n; ++b) any = any || (g.machineOf(b) != g.machineOf(a)) == net;
+    if (!any) continue;
+    search(net, pass);
+    for (int b = 0; b < n; ++b)
+      if (b != a && (g.machineOf(b) != g.machineOf(a)) == net) found(b, pass);
+  }
+}
+
+}  // namespace
+
 RouteTable cheapestRoutes(const PlanGraph& g, const std::vector<double>& price,
                           const std::vector<double>& cap) {
   RouteTable t;
@@ -295,17 +317,12 @@ RouteTable cheapestRoutes(const PlanGraph& g, const std::vector<double>& price,
   t.via.resize(2 * static_cast<size_t>(n));
   std::vector<double> dist;
   for (int a = 0; a < n; ++a) {
-    bool others = false;
-    for (int b = 0; b < n; ++b) others = others || g.machineOf(b) != g.machineOf(a);
-    for (int pass = 0; pass < (others ? 2 : 1); ++pass) {
-      const bool net = pass == 1;  // pass 1: ranks of other machines, network allowed
-      std::vector<int>& via = t.via[2 * static_cast<size_t>(a) + pass];
-      dijkstra(g, a, price, cap, net, dist, via);
-      for (int b = 0; b < n; ++b) {
-        if (b == a || (g.machineOf(b) != g.machineOf(a)) != net) continue;
-        t.cost[static_cast<size_t>(a) * n + b] = dist[static_cast<size_t>(g.rankVertex(b))];
-      }
-    }
+    const auto search = [&](bool net, int pass) {
+      dijkstra(g, a, price, cap, net, dist, t.via[2 * static_cast<size_t>(a) + pass]);
+    };
+    bySearch(g, a, search, [&](int b, int) {
+      t.cost[static_cast<size_t>(a) * n + b] = dist[static_cast<size_t>(g.rankVertex(b))];
+    });
     t.cost[static_cast<size_t>(a) * n + a] = 0;
   }
   return t;
@@ -369,22 +386,15 @@ std::vector<int> widestRouteCapped(const PlanGraph& g, int a, int b, const std::
 
 std::vector<std::vector<int>> widestRoutesFrom(const PlanGraph& g, int a,
                                                const std::vector<double>& cap) {
-  const int n = g.nranks();
-  std::vector<std::vector<int>> routes(static_cast<size_t>(n));
+  std::vector<std::vector<int>> routes(static_cast<size_t>(g.nranks()));
   std::vector<double> bw;
   std::vector<int> via;
-  for (bool net : {false, true}) {  // net: the ranks of other machines
-    bool any = false;
-    for (int b = 0; b < n; ++b) any = any || (g.machineOf(b) != g.machineOf(a)) == net;
-    if (!any) continue;
-    widestFrom(g, a, cap, net, -1, bw, via);
-    for (int b = 0; b < n; ++b) {
-      const int v = g.rankVertex(b);
-      if (b == a || (g.machineOf(b) != g.machineOf(a)) != net || bw[static_cast<size_t>(v)] < 0)
-        continue;
+  const auto search = [&](bool net, int) { widestFrom(g, a, cap, net, -1, bw, via); };
+  bySearch(g, a, search, [&](int b, int) {
+    const int v = g.rankVertex(b);
+    if (bw[static_cast<size_t>(v)] >= 0)
       routes[static_cast<size_t>(b)] = unwind(g, via, g.rankVertex(a), v);
-    }
-  }
+  });
   return routes;
 }
 
