@@ -1,6 +1,7 @@
 // Process helpers for the multi-process tests: start a program with extra
 // environment variables and its output in a file, wait with a deadline,
-// kill, read files, find a free port. Header-only, POSIX only.
+// kill, read files, find a free port. Header-only, POSIX only; for gtest
+// programs (the temporary directories are removed when every test passed).
 #pragma once
 
 #include <arpa/inet.h>
@@ -19,11 +20,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace mptest {
 
@@ -38,13 +42,44 @@ inline std::string readFile(const std::string& path) {
   return ss.str();
 }
 
-/// A fresh directory under $TMPDIR (or /tmp) for one test's files.
+/// The directories makeTempDir made in this program. When the program's
+/// tests are over they are removed if every test passed, and kept (their
+/// paths printed) for the rank logs in them if one failed.
+class TempDirs : public ::testing::Environment {
+ public:
+  void add(const std::string& path) { paths_.push_back(path); }
+  void TearDown() override {
+    const bool passed = ::testing::UnitTest::GetInstance()->Passed();
+    for (const std::string& p : paths_) {
+      if (!passed) {
+        fprintf(stderr, "kept for the failure: %s\n", p.c_str());
+        continue;
+      }
+      std::error_code ec;
+      std::filesystem::remove_all(p, ec);
+    }
+    paths_.clear();
+  }
+
+ private:
+  std::vector<std::string> paths_;
+};
+
+inline TempDirs* const tempDirs =
+    static_cast<TempDirs*>(::testing::AddGlobalTestEnvironment(new TempDirs));
+
+/// A fresh directory under $TMPDIR (or /tmp) for one test's files, removed
+/// with the others when every test passed (TempDirs).
 inline std::string makeTempDir(const std::string& tag) {
   const char* base = getenv("TMPDIR");
   std::string tmpl = std::string(base && *base ? base : "/tmp") + "/grove_mp_" + tag + "_XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
-  if (mkdtemp(buf.data()) == nullptr) return "/tmp";
+  if (mkdtemp(buf.data()) == nullptr) {
+    fprintf(stderr, "makeTempDir: cannot make %s: %s\n", tmpl.c_str(), strerror(errno));
+    abort();
+  }
+  tempDirs->add(buf.data());
   return buf.data();
 }
 

@@ -22,6 +22,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def start_suite(backend, world, tmp):
     """Starts one run of the suite in folder `tmp`; finish_suite reads it."""
     env = dict(os.environ, GROVE_SUITE_BACKEND=backend, WORLD_SIZE=str(world), OMP_NUM_THREADS="1")
+    # torch's test harness leaves a store file per test in the temporary
+    # folder (NamedTemporaryFile(delete=False)): keep them in the run's own
+    env["TMPDIR"] = tmp
     # the run's working folder is a fresh one: make the import path absolute
     env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in sys.path if p)
     out = open(os.path.join(tmp, "out.txt"), "w+")
