@@ -29,13 +29,14 @@
 // exactly; for rooted trees `up` is the reverse of `down` where the reverse
 // links exist.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <set>
-#include <sstream>
 
+#include "algorithms/planner/concurrent.h"
 #include "algorithms/planner/planner_internal.h"
 #include "base/error.h"
 
@@ -114,20 +115,28 @@ std::vector<int> reverseRoute(const PlanGraph& g, const std::vector<int>& route,
 
 }  // namespace
 
+void appendKey(std::string& key, int v, char sep) {
+  char buf[16];
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), v);
+  key.append(buf, r.ptr);
+  key.push_back(sep);
+}
+
 std::string keyOf(const Tree& t) {
-  std::ostringstream os;
-  for (int p : t.upParent) os << p << ',';
-  os << '#';
+  std::string key;
+  key.reserve(16 * t.parent.size());
+  for (int p : t.upParent) appendKey(key, p, ',');
+  key.push_back('#');
   for (size_t v = 0; v < t.parent.size(); ++v) {
-    os << t.parent[v] << ':';
+    appendKey(key, t.parent[v], ':');
     if (!t.down.empty())
-      for (int li : t.down[v]) os << li << ',';
-    os << '|';
+      for (int li : t.down[v]) appendKey(key, li, ',');
+    key.push_back('|');
     if (!t.up.empty())
-      for (int li : t.up[v]) os << li << ',';
-    os << ';';
+      for (int li : t.up[v]) appendKey(key, li, ',');
+    key.push_back(';');
   }
-  return os.str();
+  return key;
 }
 
 bool cheapestTree(const PlanGraph& g, const RouteTable& table, int root, bool allReduce, int round,
@@ -472,51 +481,66 @@ TreePlan packCapped(const PlanGraph& g, int root, bool allReduce, const PackOpti
   TreePlan plan;
   plan.bound = bound;
   if (g.nranks() < 2) return plan;
-  std::vector<TreeCand> found = mwuTrees(g, root, allReduce, o, cap, bound, &plan.rounds);
-  plan.mwuTrees = static_cast<int>(found.size());
+  // The MWU runs (over the whole graph, and over each link class alone)
+  // are independent, and so are the two LP vertices below: each group runs
+  // on the planning threads at once, its results taken in a fixed order.
+  const std::vector<std::vector<double>> classCaps = classCapacities(g, cap);
+  const bool classMwu = g.nranks() <= 16;
+  std::vector<std::vector<TreeCand>> mwu(1 + (classMwu ? classCaps.size() : 0));
+  std::vector<int> mwuRounds(mwu.size(), 0);
+  size_t mwuFound = 0;  // trees the whole graph's run found
+  forEachConcurrently(mwu.size(), planThreads(), [&](size_t i) {
+    mwu[i] = i == 0 ? mwuTrees(g, root, allReduce, o, cap, bound, &mwuRounds[i])
+                    : mwuTrees(g, root, allReduce, o, classCaps[i - 1], 0, &mwuRounds[i]);
+    if (i == 0) mwuFound = mwu[i].size();
+    std::sort(mwu[i].begin(), mwu[i].end(),
+              [](const TreeCand& a, const TreeCand& b) { return a.weight > b.weight; });
+    mwu[i].resize(std::min(mwu[i].size(), size_t{i == 0 ? 64u : 32u}));
+  });
+  plan.rounds = mwuRounds[0];
+  std::vector<TreeCand> found = std::move(mwu[0]);
+  plan.mwuTrees = static_cast<int>(mwuFound);
   // The LP over at most 64 MWU candidates (the heaviest), plus chains over the
   // whole graph and over each link class, plus (small jobs) MWU trees of each
   // class alone: the candidates the heterogeneous split would use.
-  std::sort(found.begin(), found.end(),
-            [](const TreeCand& a, const TreeCand& b) { return a.weight > b.weight; });
-  if (found.size() > 64) found.resize(64);
   auto addTree = [&](Tree t) { found.push_back(candidateOf(std::move(t), allReduce)); };
   for (Tree& t : chainCandidates(g, root, allReduce, cap)) addTree(std::move(t));
   const size_t wholeGraphEnd = found.size();  // where the fan trees go (below)
-  for (const std::vector<double>& classCap : classCapacities(g, cap)) {
-    for (Tree& t : chainCandidates(g, root, allReduce, classCap)) addTree(std::move(t));
-    if (g.nranks() > 16) continue;
-    int rounds = 0;
-    std::vector<TreeCand> more = mwuTrees(g, root, allReduce, o, classCap, 0, &rounds);
-    std::sort(more.begin(), more.end(),
-              [](const TreeCand& a, const TreeCand& b) { return a.weight > b.weight; });
-    if (more.size() > 32) more.resize(32);
-    plan.rounds += rounds;
-    for (TreeCand& c : more) found.push_back(std::move(c));
+  for (size_t c = 0; c < classCaps.size(); ++c) {
+    for (Tree& t : chainCandidates(g, root, allReduce, classCaps[c])) addTree(std::move(t));
+    if (!classMwu) continue;
+    plan.rounds += mwuRounds[1 + c];
+    for (TreeCand& t : mwu[1 + c]) found.push_back(std::move(t));
   }
   // The packing's own LP vertex; and where the judge weighs all-reduce
   // trees, a second one, its column generation seeded with fan trees too
   // (fanCandidates): the LP has many optimal vertices, and which trees a
   // reduction of one keeps decides how fast they run.
   const bool judging = o.judge && g.nranks() <= kMaxJudgeRanks;
-  Family base = packFamily(g, root, allReduce, o, cap, found,
-                           judging ? smallerGoals(o) : std::vector<ReduceGoal>{});
-  plan.optimum = base.opt.upper;
-  plan.pricingRounds = base.opt.iterations;
-  std::vector<Family> more;
+  std::vector<TreeCand> fanned;
+  std::vector<ReduceGoal> few;
   if (judging && allReduce && o.fanTrees > 0) {
-    std::vector<TreeCand> fanned(found.begin(), found.begin() + wholeGraphEnd);
+    fanned.assign(found.begin(), found.begin() + wholeGraphEnd);
     for (Tree& t : fanCandidates(g, root, allReduce, cap, o.fanTrees))
       fanned.push_back(candidateOf(std::move(t), allReduce));
     fanned.insert(fanned.end(), found.begin() + wholeGraphEnd, found.end());
     // Of its smaller reductions, those of at most 8 trees: the larger
     // ones cost the most to simulate and did not win on the survey.
-    std::vector<ReduceGoal> few;
     for (const ReduceGoal& goal : smallerGoals(o))
       if (goal.maxKeep <= 8) few.push_back(goal);
-    if (fanned.size() > found.size())
-      more.push_back(packFamily(g, root, allReduce, o, cap, std::move(fanned), std::move(few)));
+    if (fanned.size() <= found.size()) fanned.clear();
   }
+  Family base;
+  std::vector<Family> more(fanned.empty() ? 0 : 1);
+  forEachConcurrently(1 + more.size(), planThreads(), [&](size_t i) {
+    if (i == 0)
+      base = packFamily(g, root, allReduce, o, cap, found,
+                        judging ? smallerGoals(o) : std::vector<ReduceGoal>{});
+    else
+      more[0] = packFamily(g, root, allReduce, o, cap, std::move(fanned), std::move(few));
+  });
+  plan.optimum = base.opt.upper;
+  plan.pricingRounds = base.opt.iterations;
   {
     double packed = 0;
     for (int k : base.kept) packed += base.cands[static_cast<size_t>(k)].weight;
