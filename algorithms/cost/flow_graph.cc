@@ -76,10 +76,12 @@ class Builder {
     std::map<Key, int> routeIds;
     for (const auto& [key, ends] : byLink) {
       const auto [src, dst, ch] = key;
-      const std::string where = "connection " + std::to_string(src) + "->" + std::to_string(dst) +
-                                " channel " + std::to_string(ch);
+      const auto where = [&] {  // (only an error's text: most connections are fine)
+        return "connection " + std::to_string(src) + "->" + std::to_string(dst) + " channel " +
+               std::to_string(ch);
+      };
       if (ends.first.size() != ends.second.size())
-        throwInvalidArgument("simulate: " + where + " has " + std::to_string(ends.first.size()) +
+        throwInvalidArgument("simulate: " + where() + " has " + std::to_string(ends.first.size()) +
                              " sending steps but " + std::to_string(ends.second.size()) +
                              " receiving steps");
       const std::vector<int>* planned = plannedRoute(src, dst, ch);
@@ -90,7 +92,7 @@ class Builder {
         SimStep& snd = g_.steps[ends.first[k]];
         SimStep& rcv = g_.steps[ends.second[k]];
         if (snd.step->bytes != rcv.step->bytes)
-          throwInvalidArgument("simulate: " + where + " transfer " + std::to_string(k) + ": " +
+          throwInvalidArgument("simulate: " + where() + " transfer " + std::to_string(k) + ": " +
                                std::to_string(snd.step->bytes) + " B sent but " +
                                std::to_string(rcv.step->bytes) + " B received");
         Transfer t;

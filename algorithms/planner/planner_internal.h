@@ -226,6 +226,8 @@ std::map<int, int> useOf(const Tree& t, bool allReduce);
 std::map<int, int> useOf(const Tree& t, bool down, bool up);
 /// A key that tells distinct trees (shape and routes) apart.
 std::string keyOf(const Tree& t);
+/// Appends v in decimal, then `sep` (the keys' text, without a stream).
+void appendKey(std::string& key, int v, char sep);
 
 /// Each tree's rate when its channels[t] streams share every bounded link
 /// they cross equally with the other streams there (max-min fair, by

@@ -28,7 +28,6 @@
 #include <limits>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "algorithms/planner/planner_internal.h"
 #include "base/error.h"
@@ -184,13 +183,13 @@ std::string keyOf(const Ring& r) {
   const size_t n = r.order.size();
   const size_t s =
       static_cast<size_t>(std::min_element(r.order.begin(), r.order.end()) - r.order.begin());
-  std::ostringstream os;
+  std::string key;
   for (size_t i = 0; i < n; ++i) {
-    os << r.order[(s + i) % n] << ':';
-    for (int li : r.routes[(s + i) % n]) os << li << ',';
-    os << ';';
+    appendKey(key, r.order[(s + i) % n], ':');
+    for (int li : r.routes[(s + i) % n]) appendKey(key, li, ',');
+    key.push_back(';');
   }
-  return os.str();
+  return key;
 }
 
 // Class of what the rings run over (hops inside machines by link kind, "+net" across machines).
