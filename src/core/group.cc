@@ -146,6 +146,9 @@ void groupRecordInit(GroupInit init, const void* handle, const void* also) {
   state().inits.push_back(std::move(init));
 }
 
+// Idempotent: grove's NCCL library reports a refusal of a grove call again
+// (grove recorded it, then the library's queued() calls groveGroupFail);
+// the first refusal's code and text stay, and a communicator is held once.
 void groupRefused(groveResult_t code, const std::string& text, Comm* comm) {
   GroupState& s = state();
   if (s.depth == 0) return;

@@ -234,6 +234,33 @@ TEST(MpApiLifecycle, GroupFailFailsTheOpenGroup) {
   EXPECT_EQ(out[0], 2.f);
 }
 
+// A refusal grove recorded that a library reports again (grove's NCCL
+// library does for every refusal of a grove call) fails the group once,
+// with the first refusal's text; the communicator stays usable.
+TEST(MpApiLifecycle, ARefusalReportedTwiceFailsTheGroupOnce) {
+  Comms comms(1);
+  ASSERT_TRUE(comms.ok());
+  std::vector<float> a(16, 2.f), out(16, 0.f);
+  ASSERT_EQ(groveGroupStart(), groveSuccess);
+  ASSERT_EQ(groveAllReduce(a.data(), out.data(), 16, groveFloat32, groveSum, comms[0], nullptr),
+            groveSuccess);
+  ASSERT_EQ(groveAllReduce(a.data(), nullptr, 16, groveFloat32, groveSum, comms[0], nullptr),
+            groveInvalidArgument);
+  const std::string first = groveGetLastError(nullptr);
+  EXPECT_EQ(groveGroupFail(comms[0], groveInvalidArgument, first.c_str()), groveSuccess);
+  EXPECT_EQ(groveGroupFail(comms[0], groveInvalidUsage, "a later refusal"), groveSuccess);
+  EXPECT_EQ(groveGroupEnd(), groveInvalidArgument);
+  const std::string text = groveGetLastError(comms[0]);
+  const std::string why = "recvbuff";
+  ASSERT_NE(text.find(why), std::string::npos) << text;
+  EXPECT_EQ(text.find(why), text.rfind(why)) << "the refusal told twice: " << text;
+  EXPECT_EQ(text.find("a later refusal"), std::string::npos) << text;
+  EXPECT_EQ(out[0], 0.f) << "a call of the failed group ran";
+  ASSERT_EQ(groveAllReduce(a.data(), out.data(), 16, groveFloat32, groveSum, comms[0], nullptr),
+            groveSuccess);
+  EXPECT_EQ(out[0], 2.f);
+}
+
 // Values that used to be accepted and meant something else (no timeout at
 // all, a wrapped channel count, logging at the default level).
 TEST(MpApiLifecycle, BadEnvironmentValuesAreRefusedAtInit) {
