@@ -273,17 +273,28 @@ void Rma::putOneSided(int peer, int window, uint64_t offset, const void* src, ui
     while (!oneSided_->done(op)) w.wait();
   } catch (const Error& e) {
     if (e.code() == groveRemoteError) markGone(peer, e.what());
+    // A failed put too: the caller may free the source now.
+    dropSource(src, bytes);
     throw;
   }
-  // The transport registered the source on its way out; the caller may free
-  // it once this returns, and a cached registration would outlive its
-  // pages: drop it (a source inside an exposed window used that one).
-  if (bytes > 0) {
-    std::lock_guard<std::mutex> lock(winMu_);
-    releaseUnlessExposed(src);
-  }
+  dropSource(src, bytes);
   sent_[peer].fetch_add(1);
   oneSidedPuts_.fetch_add(1);
+}
+
+// The transport registered a put's source on its way out; the caller may
+// free it once the put returns (done or failed), and a cached registration
+// would outlive its pages (a pinning NIC would read the old pages for the
+// next buffer at that address): drop it (a source inside an exposed window
+// used that one). A write still in flight keeps it until it completes.
+void Rma::dropSource(const void* src, uint64_t bytes) noexcept {
+  if (bytes == 0) return;
+  try {
+    std::lock_guard<std::mutex> lock(winMu_);
+    releaseUnlessExposed(src);
+  } catch (const std::exception& e) {
+    GROVE_WARN(log::kP2p, "one-sided put: could not drop its source's registration: %s", e.what());
+  }
 }
 
 // Signals of one-sided puts into this rank's windows; true if any came.

@@ -170,6 +170,9 @@ class Rma {
   // transport's cache unless a window or the signal target starts there
   // (under winMu_).
   void releaseUnlessExposed(const void* base);
+  // A put's source registration out of the cache once the put returned,
+  // done or failed (takes winMu_; never throws).
+  void dropSource(const void* src, uint64_t bytes) noexcept;
   // What this rank exposed for window w (blank without one-sided peers).
   transport::OneSided::Remote ownRemote(const Window& w) const;
   // Throws if peer `p` is gone (with its reason) or the communicator aborted.

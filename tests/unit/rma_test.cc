@@ -31,6 +31,7 @@ struct Fabric {
   std::atomic<int> puts{0};
   std::atomic<int> releases{0};
   std::atomic<int> unexposes{0};
+  std::atomic<bool> failWrites{false};  ///< done() reports every write failed
 };
 
 class FakeOneSided final : public OneSided {
@@ -54,7 +55,10 @@ class FakeOneSided final : public OneSided {
     ++f_.puts;
     return ++next_;
   }
-  bool done(uint64_t) override { return true; }
+  bool done(uint64_t) override {
+    if (f_.failWrites) throw Error(groveRemoteError, "fake write failed: the peer is gone");
+    return true;
+  }
   bool takeSignal(uint32_t* signal) override {
     std::lock_guard<std::mutex> lock(f_.mu);
     auto& q = f_.signals[static_cast<size_t>(rank_)];
@@ -140,6 +144,42 @@ TEST(RmaOneSided, PutsAndSignalsGoThroughTheTransport) {
   rma.clear();
   EXPECT_EQ(fabric.releases.load(), 3 * n);  // and the signal targets'
   EXPECT_EQ(fabric.unexposes.load(), 2 * n);
+}
+
+// A put whose write fails drops its source's registration as a done one
+// does: the caller may free the source once the put returned, and a cached
+// registration would outlive its pages (the next buffer at that address
+// would be read from the old ones on a NIC that pins them).
+TEST(RmaOneSided, AFailedPutDropsItsSourceRegistration) {
+  constexpr int n = 2;
+  constexpr size_t kBytes = 4096;
+  Fabric fabric(n);
+  AbortSignal abort;
+  const WaitContext wait = WaitContext::of(abort, 10);
+  std::vector<std::unique_ptr<FakeOneSided>> os;
+  std::vector<std::unique_ptr<Rma>> rma;
+  for (int r = 0; r < n; ++r) {
+    os.push_back(std::make_unique<FakeOneSided>(fabric, r));
+    rma.push_back(std::make_unique<Rma>(r, n, std::vector<transport::SendHalf*>(n, nullptr),
+                                        std::vector<transport::RecvHalf*>(n, nullptr), wait,
+                                        os.back().get(), std::vector<bool>(n, true)));
+  }
+  std::vector<std::vector<uint8_t>> win(n, std::vector<uint8_t>(kBytes, 0));
+  std::vector<OneSided::Remote> remotes, signals;
+  for (int r = 0; r < n; ++r) {
+    remotes.push_back(rma[r]->expose(win[r].data(), kBytes));
+    signals.push_back(rma[r]->signalTarget());
+  }
+  for (int r = 0; r < n; ++r)
+    rma[r]->addWindow(win[r].data(), std::vector<uint64_t>(n, kBytes), remotes, signals);
+  std::vector<uint8_t> src(64, 7);
+  fabric.failWrites = true;
+  const int before = fabric.releases.load();
+  EXPECT_THROW(rma[0]->put(1, 0, 0, src.data(), src.size(), 0), Error);
+  EXPECT_EQ(fabric.releases.load(), before + 1);
+  // A signal alone registered nothing, and drops nothing when it fails.
+  EXPECT_THROW(rma[0]->put(1, Rma::kNoWindow, 0, nullptr, 0, 2), Error);
+  EXPECT_EQ(fabric.releases.load(), before + 1);
 }
 
 }  // namespace

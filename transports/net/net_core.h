@@ -252,12 +252,13 @@ class NetCore {
         return;
       }
       case NicEvent::kWriteDone: {
-        if (e.op->owner == nullptr) {  // a one-sided put
-          e.op->bytes = 0;             // done
+        if (e.op->owner == nullptr) {      // a one-sided put
+          if (!e.failed) e.op->bytes = 0;  // done (a failed one stays undone: done() throws)
           if (e.op->sourceNic != nullptr) e.op->sourceNic->unref(e.op->sourceKey);
           e.op->sourceNic = nullptr;
           return;
         }
+        if (e.failed) return;  // a link's write: its link fails with the transport
         auto* s = static_cast<SendLink*>(e.op->owner);
         --s->inFlight;
         s->freeOps.push_back(e.op);

@@ -200,6 +200,15 @@ int Nic::progress(const std::function<void(const NicEvent&)>& on) {
     if (n == -FI_EAVAIL) {
       fi_cq_err_entry err{};
       fi_cq_readerr(cq_, &err, 0);
+      // A write that failed is over too: its owner drops what it holds (a
+      // put's source registration) before the failure is thrown.
+      if ((err.flags & FI_WRITE) && err.op_context != nullptr) {
+        NicEvent ev{};
+        ev.kind = NicEvent::kWriteDone;
+        ev.op = reinterpret_cast<WriteOp*>(err.op_context);
+        ev.failed = true;
+        on(ev);
+      }
       const char* text = fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0);
       throw Error(groveRemoteError, "net transport: an operation on " + name_ +
                                         " failed: " + fabricError("completion", err.err) + " (" +

@@ -81,6 +81,7 @@ struct NicEvent {
   WriteOp* op = nullptr;  ///< kWriteDone
   uint32_t signal = 0;    ///< kSignal: the immediate
   Control control;        ///< kControl
+  bool failed = false;    ///< kWriteDone: the write completed in error (progress throws next)
 };
 
 class Nic {
