@@ -85,32 +85,43 @@ void onRanks(int n, const std::function<void(int)>& fn) {
   for (auto& x : t) x.join();
 }
 
+// n ranks over the stand-in, each with one window of `bytes` registered
+// as the core does it: expose, exchange, add.
+struct Ranks {
+  Ranks(Fabric& fabric, int n, size_t bytes, const WaitContext& wait)
+      : win(static_cast<size_t>(n), std::vector<uint8_t>(bytes, 0)) {
+    for (int r = 0; r < n; ++r) {
+      os.push_back(std::make_unique<FakeOneSided>(fabric, r));
+      rma.push_back(std::make_unique<Rma>(r, n, std::vector<transport::SendHalf*>(n, nullptr),
+                                          std::vector<transport::RecvHalf*>(n, nullptr), wait,
+                                          os.back().get(), std::vector<bool>(n, true)));
+    }
+    for (int r = 0; r < n; ++r) {
+      remotes.push_back(rma[r]->expose(win[r].data(), bytes));
+      signals.push_back(rma[r]->signalTarget());
+    }
+    for (int r = 0; r < n; ++r)
+      rma[r]->addWindow(win[r].data(), std::vector<uint64_t>(n, bytes), remotes, signals);
+  }
+  std::vector<std::vector<uint8_t>> win;  // (outlive the ranks, and so do their stand-ins)
+  std::vector<std::unique_ptr<FakeOneSided>> os;
+  std::vector<std::unique_ptr<Rma>> rma;
+  std::vector<OneSided::Remote> remotes, signals;
+};
+
 TEST(RmaOneSided, PutsAndSignalsGoThroughTheTransport) {
   constexpr int n = 3;
   constexpr size_t kBytes = 100000;
   Fabric fabric(n);
   AbortSignal abort;
   const WaitContext wait = WaitContext::of(abort, 10);
-  std::vector<std::unique_ptr<FakeOneSided>> os;
-  std::vector<std::unique_ptr<Rma>> rma;
+  Ranks ranks(fabric, n, kBytes, wait);
+  auto& rma = ranks.rma;
+  auto& win = ranks.win;
   for (int r = 0; r < n; ++r) {
-    os.push_back(std::make_unique<FakeOneSided>(fabric, r));
-    std::vector<bool> peers(n, true);
-    rma.push_back(std::make_unique<Rma>(r, n, std::vector<transport::SendHalf*>(n, nullptr),
-                                        std::vector<transport::RecvHalf*>(n, nullptr), wait,
-                                        os.back().get(), peers));
+    EXPECT_EQ(ranks.remotes[r].bytes, kBytes);
+    EXPECT_NE(ranks.signals[r].addr, 0u);
   }
-  // Registration as the core does it: expose, exchange, add.
-  std::vector<std::vector<uint8_t>> win(n, std::vector<uint8_t>(kBytes, 0));
-  std::vector<OneSided::Remote> remotes, signals;
-  for (int r = 0; r < n; ++r) {
-    remotes.push_back(rma[r]->expose(win[r].data(), kBytes));
-    signals.push_back(rma[r]->signalTarget());
-    EXPECT_EQ(remotes.back().bytes, kBytes);
-    EXPECT_NE(signals.back().addr, 0u);
-  }
-  for (int r = 0; r < n; ++r)
-    rma[r]->addWindow(win[r].data(), std::vector<uint64_t>(n, kBytes), remotes, signals);
   onRanks(n, [&](int r) {
     std::vector<uint8_t> src(kBytes - 16);
     for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(r * 7 + i);
@@ -156,22 +167,8 @@ TEST(RmaOneSided, AFailedPutDropsItsSourceRegistration) {
   Fabric fabric(n);
   AbortSignal abort;
   const WaitContext wait = WaitContext::of(abort, 10);
-  std::vector<std::unique_ptr<FakeOneSided>> os;
-  std::vector<std::unique_ptr<Rma>> rma;
-  for (int r = 0; r < n; ++r) {
-    os.push_back(std::make_unique<FakeOneSided>(fabric, r));
-    rma.push_back(std::make_unique<Rma>(r, n, std::vector<transport::SendHalf*>(n, nullptr),
-                                        std::vector<transport::RecvHalf*>(n, nullptr), wait,
-                                        os.back().get(), std::vector<bool>(n, true)));
-  }
-  std::vector<std::vector<uint8_t>> win(n, std::vector<uint8_t>(kBytes, 0));
-  std::vector<OneSided::Remote> remotes, signals;
-  for (int r = 0; r < n; ++r) {
-    remotes.push_back(rma[r]->expose(win[r].data(), kBytes));
-    signals.push_back(rma[r]->signalTarget());
-  }
-  for (int r = 0; r < n; ++r)
-    rma[r]->addWindow(win[r].data(), std::vector<uint64_t>(n, kBytes), remotes, signals);
+  Ranks ranks(fabric, n, kBytes, wait);
+  auto& rma = ranks.rma;
   std::vector<uint8_t> src(64, 7);
   fabric.failWrites = true;
   const int before = fabric.releases.load();
