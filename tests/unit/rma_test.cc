@@ -85,11 +85,13 @@ void onRanks(int n, const std::function<void(int)>& fn) {
   for (auto& x : t) x.join();
 }
 
-// n ranks over the stand-in, each with one window of `bytes` registered
-// as the core does it: expose, exchange, add.
+// n ranks over the stand-in (a 10 s timeout), each with one window of
+// `bytes` registered as the core does it: expose, exchange, add.
 struct Ranks {
-  Ranks(Fabric& fabric, int n, size_t bytes, const WaitContext& wait)
-      : win(static_cast<size_t>(n), std::vector<uint8_t>(bytes, 0)) {
+  Ranks(int n, size_t bytes)
+      : fabric(n),
+        wait(WaitContext::of(abort, 10)),
+        win(static_cast<size_t>(n), std::vector<uint8_t>(bytes, 0)) {
     for (int r = 0; r < n; ++r) {
       os.push_back(std::make_unique<FakeOneSided>(fabric, r));
       rma.push_back(std::make_unique<Rma>(r, n, std::vector<transport::SendHalf*>(n, nullptr),
@@ -103,6 +105,9 @@ struct Ranks {
     for (int r = 0; r < n; ++r)
       rma[r]->addWindow(win[r].data(), std::vector<uint64_t>(n, bytes), remotes, signals);
   }
+  Fabric fabric;
+  AbortSignal abort;
+  WaitContext wait;
   std::vector<std::vector<uint8_t>> win;  // (outlive the ranks, and so do their stand-ins)
   std::vector<std::unique_ptr<FakeOneSided>> os;
   std::vector<std::unique_ptr<Rma>> rma;
@@ -112,10 +117,8 @@ struct Ranks {
 TEST(RmaOneSided, PutsAndSignalsGoThroughTheTransport) {
   constexpr int n = 3;
   constexpr size_t kBytes = 100000;
-  Fabric fabric(n);
-  AbortSignal abort;
-  const WaitContext wait = WaitContext::of(abort, 10);
-  Ranks ranks(fabric, n, kBytes, wait);
+  Ranks ranks(n, kBytes);
+  Fabric& fabric = ranks.fabric;
   auto& rma = ranks.rma;
   auto& win = ranks.win;
   for (int r = 0; r < n; ++r) {
@@ -162,20 +165,16 @@ TEST(RmaOneSided, PutsAndSignalsGoThroughTheTransport) {
 // registration would outlive its pages (the next buffer at that address
 // would be read from the old ones on a NIC that pins them).
 TEST(RmaOneSided, AFailedPutDropsItsSourceRegistration) {
-  constexpr int n = 2;
-  constexpr size_t kBytes = 4096;
-  Fabric fabric(n);
-  AbortSignal abort;
-  const WaitContext wait = WaitContext::of(abort, 10);
-  Ranks ranks(fabric, n, kBytes, wait);
-  auto& rma = ranks.rma;
+  Ranks ranks(2, 4096);
+  Fabric& fabric = ranks.fabric;
+  Rma& rank0 = *ranks.rma[0];
   std::vector<uint8_t> src(64, 7);
   fabric.failWrites = true;
   const int before = fabric.releases.load();
-  EXPECT_THROW(rma[0]->put(1, 0, 0, src.data(), src.size(), 0), Error);
+  EXPECT_THROW(rank0.put(1, 0, 0, src.data(), src.size(), 0), Error);
   EXPECT_EQ(fabric.releases.load(), before + 1);
   // A signal alone registered nothing, and drops nothing when it fails.
-  EXPECT_THROW(rma[0]->put(1, Rma::kNoWindow, 0, nullptr, 0, 2), Error);
+  EXPECT_THROW(rank0.put(1, Rma::kNoWindow, 0, nullptr, 0, 2), Error);
   EXPECT_EQ(fabric.releases.load(), before + 1);
 }
 
