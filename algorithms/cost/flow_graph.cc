@@ -76,9 +76,10 @@ class Builder {
     std::map<Key, int> routeIds;
     for (const auto& [key, ends] : byLink) {
       const auto [src, dst, ch] = key;
-      const auto where = [&] {  // (only an error's text: most connections are fine)
-        return "connection " + std::to_string(src) + "->" + std::to_string(dst) + " channel " +
-               std::to_string(ch);
+      // (only an error's text: most connections are fine)
+      const auto where = [s = src, d = dst, c = ch] {
+        return "connection " + std::to_string(s) + "->" + std::to_string(d) + " channel " +
+               std::to_string(c);
       };
       if (ends.first.size() != ends.second.size())
         throwInvalidArgument("simulate: " + where() + " has " + std::to_string(ends.first.size()) +
