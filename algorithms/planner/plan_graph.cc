@@ -290,7 +290,7 @@ namespace {
 // Routes from rank a go in two passes, each one search: pass 0 reaches the
 // ranks of a's own machine without network links, pass 1 (only where other
 // machines exist) those of the other machines with them. `search(net, pass)`
-// runs the pass's search; `found(b, pass)` then takes each of its ranks.
+// runs the pass's search; `found(b)` then takes each of its ranks.
 template <class Search, class Found>
 void bySearch(const PlanGraph& g, int a, Search search, Found found) {
   const int n = g.nranks();
@@ -301,7 +301,7 @@ void bySearch(const PlanGraph& g, int a, Search search, Found found) {
     if (!any) continue;
     search(net, pass);
     for (int b = 0; b < n; ++b)
-      if (b != a && (g.machineOf(b) != g.machineOf(a)) == net) found(b, pass);
+      if (b != a && (g.machineOf(b) != g.machineOf(a)) == net) found(b);
   }
 }
 
@@ -320,7 +320,7 @@ RouteTable cheapestRoutes(const PlanGraph& g, const std::vector<double>& price,
     const auto search = [&](bool net, int pass) {
       dijkstra(g, a, price, cap, net, dist, t.via[2 * static_cast<size_t>(a) + pass]);
     };
-    bySearch(g, a, search, [&](int b, int) {
+    bySearch(g, a, search, [&](int b) {
       t.cost[static_cast<size_t>(a) * n + b] = dist[static_cast<size_t>(g.rankVertex(b))];
     });
     t.cost[static_cast<size_t>(a) * n + a] = 0;
@@ -390,7 +390,7 @@ std::vector<std::vector<int>> widestRoutesFrom(const PlanGraph& g, int a,
   std::vector<double> bw;
   std::vector<int> via;
   const auto search = [&](bool net, int) { widestFrom(g, a, cap, net, -1, bw, via); };
-  bySearch(g, a, search, [&](int b, int) {
+  bySearch(g, a, search, [&](int b) {
     const int v = g.rankVertex(b);
     if (bw[static_cast<size_t>(v)] >= 0)
       routes[static_cast<size_t>(b)] = unwind(g, via, g.rankVertex(a), v);
