@@ -99,9 +99,13 @@ class CallBoard {
   std::vector<int> peers_;
 };
 
-/// The check a blocked wait runs (base/wait.h): throws groveInvalidUsage
-/// when a peer on this host is known to run another call as this rank's
-/// current collective.
+/// Throws groveInvalidUsage (naming both calls) when a peer on this host
+/// ran another call than `mine` as its collective number `n` (a peer that
+/// has not begun it, or is kBoardHistory further on, is not known).
+void checkPeersOnBoard(const CallBoard& board, uint64_t n, const exec::CallTag& mine);
+
+/// The check a blocked wait runs (base/wait.h): checkPeersOnBoard for this
+/// rank's current collective.
 class CallBoardProbe : public WaitProbe {
  public:
   CallBoardProbe(const CallBoard* board, CallTracker* tracker) : board_(board), tracker_(tracker) {}

@@ -379,11 +379,11 @@ void Comm::collective(const plan::CollArgs& args, const void* sendbuff, void* re
   // ranks' collective numbers must stay alike (core/call_board.h; the tags
   // carry them, exec/call_tag.h).
   checkUsable();
-  Tracked tracked(tracker_.get(), tag);
-  if (device_) {
-    deviceGroup({DeviceCollective{args, sendbuff, recvbuff}}, {}, stream);  // checks the call
+  if (device_) {  // checks and tracks the call
+    deviceGroup({DeviceCollective{args, sendbuff, recvbuff}}, {}, stream);
     return;
   }
+  Tracked tracked(tracker_.get(), tag);
   checkCall(args);
   if (selector_->eager(args)) {
     guarded(plan::collName(args.coll), [&] {

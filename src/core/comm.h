@@ -213,6 +213,11 @@ class Comm : public std::enable_shared_from_this<Comm> {
     ~Tracked();
     CallTracker* t;
   };
+  /// A device launch's calls begin on the tracker (a group's collectives
+  /// numbered one by one), each collective checked against this host's call
+  /// board (throws groveInvalidUsage when a peer ran another call as that
+  /// number); the caller ends them.
+  void beginDeviceCalls(const std::vector<DeviceCollective>& colls, bool p2p);
   /// Sets up the call board (core/call_board.h) once every rank's page exists.
   void openCallBoard(const transport::PeerInfo& self);
   /// A rank that only sends in a rooted collective (the root of a broadcast

@@ -23,8 +23,9 @@ void Comm::openCallBoard(const transport::PeerInfo& self) {
   for (size_t r = 0; r < peers.size(); ++r)
     boardNames_[r] = describeRank(static_cast<int>(r), peers[r]);
   // Blocked waits look at the board (GROVE_CHECK=none turns the checks off).
-  // Not on CUDA communicators: their grouped collectives are not tracked
-  // one by one, so ranks that group differently would number them apart.
+  // Not on CUDA communicators: their waits are the device engine's, and
+  // each launch looks at the board once, before it starts
+  // (beginDeviceCalls).
   const bool cuda = options_.deviceKind == groveDeviceCuda;
   if (options_.tagCalls && !cuda && !board_->peers().empty()) {
     probe_ = std::make_unique<CallBoardProbe>(board_.get(), tracker_.get());

@@ -10,6 +10,7 @@
 // path lowers, opens, installs and launches it. Everything one thread
 // records for this communicator in a group becomes one launch.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "algorithms/builders/builders.h"
@@ -20,6 +21,7 @@
 #include "base/log.h"
 #include "base/wait.h"
 #include "core/bootstrap.h"
+#include "core/call_board.h"
 #include "core/comm.h"
 #include "core/connections.h"
 #include "core/device_engine.h"
@@ -115,11 +117,39 @@ void Comm::addDeviceP2P(const std::vector<P2PCall>& calls, groveDataType_t dtype
   ops.push_back(std::move(op));
 }
 
+// Device rings carry raw bytes, not call tags (exec/call_tag.h), so a
+// launch's collectives are checked against this host's call board before
+// anything is launched: a peer whose collective of the same number is
+// another call (another count, type, op or root) fails the launch here,
+// naming both calls, instead of both returning wrong data as success.
+// A group's collectives are numbered one by one, as if each were called
+// alone, so ranks that group differently still number them alike. Each
+// rank publishes its numbers before it reads its peers' (a full fence
+// between), so of two ranks that disagree at least one sees the other's
+// call, and its failure reaches the other through the communicator's
+// abort. Peers on other hosts have no page here and are not checked.
+void Comm::beginDeviceCalls(const std::vector<DeviceCollective>& colls, bool p2p) {
+  std::vector<std::pair<uint64_t, exec::CallTag>> numbered;
+  for (const DeviceCollective& c : colls) {
+    const exec::CallTag tag = exec::callTagOf(c.args, rank_);
+    numbered.emplace_back(tracker_->begin(tag), tag);
+  }
+  if (p2p) tracker_->begin(exec::p2pTagOf(rank_, exec::kMixedTypes));
+  if (!options_.tagCalls || !board_ || board_->peers().empty()) return;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (const auto& [n, tag] : numbered) checkPeersOnBoard(*board_, n, tag);
+}
+
 void Comm::deviceGroup(const std::vector<DeviceCollective>& colls, const std::vector<P2PCall>& p2p,
                        void* stream) {
   // GROVE_CHECK=calls: each collective of the launch, alone or a group's.
   for (const DeviceCollective& c : colls) checkCall(c.args);
   runGuarded(colls.empty() ? "send/recv" : plan::collName(colls.front().args.coll), [&] {
+    struct Ended {
+      CallTracker* t;
+      ~Ended() { t->end(); }
+    } ended{tracker_.get()};
+    beginDeviceCalls(colls, !p2p.empty());
     const uint64_t t0 = monotonicNs();
     std::vector<DeviceOp> ops;
     for (const DeviceCollective& c : colls) {

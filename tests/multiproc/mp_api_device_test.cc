@@ -222,3 +222,82 @@ TEST(MpApiDevice, NoDeviceIsAClearError) {
 }
 
 }  // namespace
+
+// Device rings carry no call tags; each launch is checked against the call
+// board instead (Comm::beginDeviceCalls, the default GROVE_CHECK=tags).
+// Two ranks whose collectives differ -- in op, in count, in root -- both
+// fail at once, one naming the mismatch and the other through the abort,
+// instead of returning different sums as success (an op mismatch did) or
+// one rank succeeding while the other waited for the timeout (a count
+// mismatch did).
+TEST(MpApiDevice, MismatchedCollectivesFailOnEveryRank) {
+  Emulation on(true);
+  constexpr size_t kCount = 4096;
+  enum Mismatch { kOp, kCount_, kType };
+  for (Mismatch m : {kOp, kCount_, kType}) {
+    DeviceComms comms(2, 20000);
+    std::vector<groveResult_t> got(2, groveSuccess);
+    std::vector<std::string> text(2);
+    const double start = now();
+    onRanks(2, [&](int r) {
+      std::vector<float> buf(kCount, 1.f + r);
+      const groveRedOp_t op = m == kOp && r == 1 ? groveMax : groveSum;
+      const size_t count = m == kCount_ && r == 1 ? kCount / 2 : kCount;
+      const groveDataType_t type = m == kType && r == 1 ? groveInt32 : groveFloat32;
+      got[r] = groveAllReduce(buf.data(), buf.data(), count, type, op, comms[r], nullptr);
+      text[r] = groveGetLastError(comms[r]);
+    });
+    EXPECT_LT(now() - start, 10.0) << "mismatch " << m << ": a rank waited for the timeout";
+    int named = 0;
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_NE(got[r], groveSuccess) << "mismatch " << m << ", rank " << r;
+      EXPECT_NE(text[r].find("call mismatch"), std::string::npos) << text[r];
+      named += got[r] == groveInvalidUsage;
+    }
+    EXPECT_GE(named, 1) << "one rank at least sees the mismatch itself";
+  }
+}
+
+// A group's collectives are numbered one by one: a rank that groups two
+// all-reduces into one launch and a rank that calls them one after the
+// other agree, and both get exact sums; a group whose second collective
+// differs fails on both ranks.
+TEST(MpApiDevice, GroupsNumberTheirCollectivesOneByOne) {
+  Emulation on(true);
+  constexpr size_t kCount = 3000;
+  for (bool mismatch : {false, true}) {
+    DeviceComms comms(2, 20000);
+    std::vector<groveResult_t> got(2, groveSuccess);
+    std::vector<std::vector<int32_t>> a(2), b(2);
+    onRanks(2, [&](int r) {
+      a[r].assign(kCount, r + 1);
+      b[r].assign(kCount, 10 * (r + 1));
+      const groveRedOp_t second = mismatch && r == 1 ? groveMax : groveSum;
+      if (r == 0) {
+        groveGroupStart();
+        groveAllReduce(a[r].data(), a[r].data(), kCount, groveInt32, groveSum, comms[r], nullptr);
+        groveAllReduce(b[r].data(), b[r].data(), kCount, groveInt32, second, comms[r], nullptr);
+        got[r] = groveGroupEnd();
+      } else {
+        got[r] = groveAllReduce(a[r].data(), a[r].data(), kCount, groveInt32, groveSum, comms[r],
+                                nullptr);
+        if (got[r] == groveSuccess)
+          got[r] = groveAllReduce(b[r].data(), b[r].data(), kCount, groveInt32, second, comms[r],
+                                  nullptr);
+      }
+    });
+    for (int r = 0; r < 2; ++r) {
+      if (mismatch) {
+        EXPECT_NE(got[r], groveSuccess) << "rank " << r;
+        EXPECT_NE(std::string(groveGetLastError(comms[r])).find("call mismatch"), std::string::npos)
+            << groveGetLastError(comms[r]);
+        continue;
+      }
+      ASSERT_EQ(got[r], groveSuccess) << "rank " << r << ": " << groveGetLastError(comms[r]);
+      for (size_t i = 0; i < kCount; ++i) {
+        ASSERT_EQ(a[r][i], 3) << "rank " << r << " index " << i;
+        ASSERT_EQ(b[r][i], 30) << "rank " << r << " index " << i;
+      }
+    }
+  }
+}
