@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -22,7 +23,7 @@ struct BoardPage {
   std::atomic<uint64_t> magic;
   std::atomic<int64_t> pid;       // the owner (getpid()), written before magic
   std::atomic<uint64_t> version;  // odd while the words below are written
-  std::atomic<uint64_t> state, collectives, p2pBatches, sinceNs;
+  std::atomic<uint64_t> state, collectives, firstCollective, p2pBatches, sinceNs;
   std::atomic<uint64_t> call[kTagWords];
   std::atomic<uint64_t> history[kBoardHistory][kTagWords];  // collective #k at k % kBoardHistory
   std::atomic<int64_t> blockedOn;                           // outside the sequence: one word
@@ -30,8 +31,8 @@ struct BoardPage {
 
 namespace {
 
-constexpr size_t kPageBytes = 4096;
-static_assert(sizeof(BoardPage) <= kPageBytes, "a board is one page");
+// The board's bytes: BoardPage rounded up to whole pages.
+constexpr size_t kPageBytes = (sizeof(BoardPage) + 4095) / 4096 * 4096;
 
 std::string pathOf(const std::string& jobId, int rank) {
   return config::getString("GROVE_SHM_DIR") + "/grove-" + jobId + "-board-" + std::to_string(rank);
@@ -122,6 +123,7 @@ void CallBoard::publish(const Position& pos, uint64_t sinceNs, bool newCollectiv
   std::atomic_thread_fence(std::memory_order_release);
   p.state.store(pos.state, std::memory_order_relaxed);
   p.collectives.store(pos.collectives, std::memory_order_relaxed);
+  p.firstCollective.store(pos.firstCollective, std::memory_order_relaxed);
   p.p2pBatches.store(pos.p2pBatches, std::memory_order_relaxed);
   p.sinceNs.store(sinceNs, std::memory_order_relaxed);
   storeTag(p.call, pos.call);
@@ -139,6 +141,7 @@ bool CallBoard::peerPosition(int peer, Position* out) const {
   if (!readStill(p, [&] {
         pos.state = static_cast<uint32_t>(p.state.load(std::memory_order_relaxed));
         pos.collectives = p.collectives.load(std::memory_order_relaxed);
+        pos.firstCollective = p.firstCollective.load(std::memory_order_relaxed);
         pos.p2pBatches = p.p2pBatches.load(std::memory_order_relaxed);
         since = p.sinceNs.load(std::memory_order_relaxed);
         pos.call = loadTag(p.call);
@@ -156,7 +159,8 @@ bool CallBoard::peerPosition(int peer, Position* out) const {
   return true;
 }
 
-bool CallBoard::peerCollective(int peer, uint64_t n, exec::CallTag* out) const {
+bool CallBoard::peerCollective(int peer, uint64_t n, exec::CallTag* out, uint64_t* begunOut) const {
+  if (begunOut != nullptr) *begunOut = 0;
   if (n == 0 || peer < 0 || peer >= static_cast<int>(byRank_.size()) || !byRank_[peer])
     return false;
   const BoardPage& p = *byRank_[peer]->page;
@@ -167,8 +171,17 @@ bool CallBoard::peerCollective(int peer, uint64_t n, exec::CallTag* out) const {
         tag = loadTag(p.history[n % kBoardHistory]);
       }))
     return false;
+  if (begunOut != nullptr) *begunOut = begun;
   if (begun < n || begun - n >= kBoardHistory) return false;
   *out = tag;
+  return true;
+}
+
+bool CallBoard::ownCollective(uint64_t n, exec::CallTag* out) const {
+  // Only this rank writes its page, so its own words need no sequence.
+  const uint64_t begun = mine_->collectives.load(std::memory_order_relaxed);
+  if (n == 0 || begun < n || begun - n >= kBoardHistory) return false;
+  *out = loadTag(mine_->history[n % kBoardHistory]);
   return true;
 }
 
@@ -182,6 +195,27 @@ void checkPeersOnBoard(const CallBoard& board, uint64_t n, const exec::CallTag& 
     exec::CallTag theirs;
     if (board.peerCollective(peer, n, &theirs) && !exec::sameCall(theirs, mine))
       throwInvalidUsage(exec::callMismatchText(theirs, mine));
+  }
+}
+
+void checkPeersUpTo(const CallBoard& board, uint64_t upTo, std::vector<uint64_t>& checked) {
+  for (int peer : board.peers()) {
+    uint64_t& done = checked.at(static_cast<size_t>(peer));
+    uint64_t n = done + 1;
+    while (n <= upTo) {
+      exec::CallTag theirs, mine;
+      uint64_t begun = 0;
+      if (!board.peerCollective(peer, n, &theirs, &begun)) {
+        if (begun < n) break;  // not begun yet (or its page never held still): the next launch
+        // It ran more than kBoardHistory further on: from the first it remembers.
+        n = std::max(n + 1, begun + 1 - kBoardHistory);
+        done = n - 1;
+        continue;
+      }
+      if (board.ownCollective(n, &mine) && !exec::sameCall(theirs, mine))
+        throwInvalidUsage(exec::callMismatchText(theirs, mine));
+      done = n++;
+    }
   }
 }
 

@@ -1,11 +1,11 @@
 // The call board: what each rank of a communicator is doing, readable by
 // the communicator's other ranks on the same host without asking anyone.
 //
-// How it works. Each rank makes one page of shared memory (the file
+// How it works. Each rank makes a few pages of shared memory (the file
 // "grove-<jobId>-board-<rank>" in GROVE_SHM_DIR) and its CallTracker writes
-// into it what it knows: the state, how many collectives and send/recv
+// into them what it knows: the state, how many collectives and send/recv
 // batches it began, when the current call began, the tag of the current
-// collective and of the 15 before it, and -- written by the executors
+// collective and of the kBoardHistory - 1 before it, and -- written by the executors
 // straight into the page -- the peers it waits on. The other ranks on the
 // host map the page during init, after the settings exchange (every page
 // exists by then); the owner removes the file's name after the next
@@ -15,7 +15,7 @@
 // communicator); the words are atomics under a sequence counter (odd while
 // written), and a reader retries a copy that changed while it read.
 //
-// Two uses:
+// Three uses:
 //  - Mismatches found at once. A wait that made no progress for 2 ms runs
 //    CallBoardProbe (base/wait.h's WaitProbe): a peer on this host whose
 //    collective of the same number is another call (different roots of a
@@ -23,6 +23,9 @@
 //    the call at once, naming both calls. The root of a broadcast or
 //    scatter receives nothing, so it looks once when its call ends: of two
 //    ranks that both claim the root, the one that ends later fails there.
+//  - CUDA communicators' launches (their rings carry no tags): each launch
+//    compares this rank's collectives with its peers', every number once
+//    (checkPeersUpTo), before it starts.
 //  - A diagnosis without the bootstrap root. When the root cannot answer
 //    (its process died or was stopped), a rank turns its host's pages into
 //    the hang doctor's reports (hostDiagnosis()), with /proc telling which
@@ -41,8 +44,10 @@
 
 namespace grove::core {
 
-/// How many of a rank's latest collectives its page remembers.
-constexpr uint64_t kBoardHistory = 16;
+/// How many of a rank's latest collectives its page remembers: how far
+/// apart two ranks may be and still have their calls compared (a CUDA
+/// communicator's launches are only enqueued, so a rank may run ahead).
+constexpr uint64_t kBoardHistory = 1024;
 
 /// One rank's page (in shared memory; every field an atomic word).
 struct BoardPage;
@@ -80,8 +85,11 @@ class CallBoard {
   bool peerPosition(int peer, Position* out) const;
   /// Rank `peer`'s collective number `n`, if its page still remembers it
   /// (false: it has not begun that collective, or is more than
-  /// kBoardHistory - 1 collectives further on).
-  bool peerCollective(int peer, uint64_t n, exec::CallTag* out) const;
+  /// kBoardHistory - 1 collectives further on). `begun`, when given, gets
+  /// the collectives it has begun (0 when its page cannot be read).
+  bool peerCollective(int peer, uint64_t n, exec::CallTag* out, uint64_t* begun = nullptr) const;
+  /// This rank's own collective number `n`, if its page still remembers it.
+  bool ownCollective(uint64_t n, exec::CallTag* out) const;
   /// The process of `peer` (0 if it has no page here).
   int peerPid(int peer) const;
 
@@ -103,6 +111,13 @@ class CallBoard {
 /// ran another call than `mine` as its collective number `n` (a peer that
 /// has not begun it, or is kBoardHistory further on, is not known).
 void checkPeersOnBoard(const CallBoard& board, uint64_t n, const exec::CallTag& mine);
+
+/// Compares this rank's collectives up to number `upTo` with each peer's of
+/// the same numbers that `checked` (by rank: how far that peer was compared;
+/// it grows) has not compared yet, as far as the peer has begun them; throws
+/// groveInvalidUsage, naming both calls, at the first that differs. Numbers
+/// a page no longer remembers are passed over.
+void checkPeersUpTo(const CallBoard& board, uint64_t upTo, std::vector<uint64_t>& checked);
 
 /// The check a blocked wait runs (base/wait.h): checkPeersOnBoard for this
 /// rank's current collective.

@@ -214,9 +214,9 @@ class Comm : public std::enable_shared_from_this<Comm> {
     CallTracker* t;
   };
   /// A device launch's calls begin on the tracker (a group's collectives
-  /// numbered one by one), each collective checked against this host's call
-  /// board (throws groveInvalidUsage when a peer ran another call as that
-  /// number); the caller ends them.
+  /// numbered one by one), and this rank's collectives are compared with
+  /// its host's peers' on the call board (throws groveInvalidUsage when a
+  /// peer ran another call as some number); the caller ends them.
   void beginDeviceCalls(const std::vector<DeviceCollective>& colls, bool p2p);
   /// Sets up the call board (core/call_board.h) once every rank's page exists.
   void openCallBoard(const transport::PeerInfo& self);
@@ -273,6 +273,7 @@ class Comm : public std::enable_shared_from_this<Comm> {
   /// shared memory); declared first so that it outlives every reader.
   std::unique_ptr<CallBoard> board_;
   std::unique_ptr<CallBoardProbe> probe_;  ///< blocked waits' look at the board
+  std::vector<uint64_t> boardChecked_;     ///< by rank: collectives compared on the board (CUDA)
   std::vector<std::string> boardNames_;    ///< "rank r (host h pid p)", for hostDoctor()
   std::shared_ptr<CallTracker> tracker_;   ///< where this rank is, for the hang doctor
   uint64_t checkSeq_ = 0;                  ///< collectives checked so far (GROVE_CHECK=calls)

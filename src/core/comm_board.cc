@@ -19,6 +19,7 @@ void Comm::openCallBoard(const transport::PeerInfo& self) {
       local.push_back(static_cast<int>(r));
   }
   board_->openPeers(local, pids);
+  boardChecked_.assign(peers.size(), 0);
   boardNames_.resize(peers.size());
   for (size_t r = 0; r < peers.size(); ++r)
     boardNames_[r] = describeRank(static_cast<int>(r), peers[r]);

@@ -117,27 +117,30 @@ void Comm::addDeviceP2P(const std::vector<P2PCall>& calls, groveDataType_t dtype
   ops.push_back(std::move(op));
 }
 
-// Device rings carry raw bytes, not call tags (exec/call_tag.h), so a
-// launch's collectives are checked against this host's call board before
-// anything is launched: a peer whose collective of the same number is
-// another call (another count, type, op or root) fails the launch here,
-// naming both calls, instead of both returning wrong data as success.
-// A group's collectives are numbered one by one, as if each were called
-// alone, so ranks that group differently still number them alike. Each
-// rank publishes its numbers before it reads its peers' (a full fence
-// between), so of two ranks that disagree at least one sees the other's
-// call, and its failure reaches the other through the communicator's
-// abort. Peers on other hosts have no page here and are not checked.
+// Device rings carry raw bytes, not call tags (exec/call_tag.h), so each
+// launch compares this rank's collectives with those of its peers on this
+// host through the call board before anything is launched: a peer whose
+// collective of some number is another call (another count, type, op or
+// root) fails the launch, naming both calls, instead of ranks returning
+// wrong data as success. A group's collectives are numbered one by one, as
+// if each were called alone, so ranks that group differently still number
+// them alike. Every number is compared once per peer, at the first launch
+// of this rank that finds both ranks past it (checkPeersUpTo), so a rank
+// that ran ahead (a GPU's launches are only enqueued) finds a mismatch
+// behind it at its next launch. Each rank publishes its numbers before it
+// reads (a full fence between), so of two ranks that disagree at least one
+// sees the other's call at the launch that begins it, as long as they are
+// less than kBoardHistory collectives apart; the communicator's abort then
+// carries the failure to the rest. A rank already past the call (its
+// launch enqueued, or a root that only sends) learns it at its next call.
+// Peers on other hosts have no page here and are not compared.
 void Comm::beginDeviceCalls(const std::vector<DeviceCollective>& colls, bool p2p) {
-  std::vector<std::pair<uint64_t, exec::CallTag>> numbered;
-  for (const DeviceCollective& c : colls) {
-    const exec::CallTag tag = exec::callTagOf(c.args, rank_);
-    numbered.emplace_back(tracker_->begin(tag), tag);
-  }
-  if (p2p) tracker_->begin(exec::p2pTagOf(rank_, exec::kMixedTypes));
+  std::vector<exec::CallTag> tags;
+  for (const DeviceCollective& c : colls) tags.push_back(exec::callTagOf(c.args, rank_));
+  const uint64_t begun = tracker_->beginLaunch(tags, p2p);
   if (!options_.tagCalls || !board_ || board_->peers().empty()) return;
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  for (const auto& [n, tag] : numbered) checkPeersOnBoard(*board_, n, tag);
+  checkPeersUpTo(*board_, begun, boardChecked_);
 }
 
 void Comm::deviceGroup(const std::vector<DeviceCollective>& colls, const std::vector<P2PCall>& p2p,

@@ -10,7 +10,11 @@ namespace {
 // "allreduce(count 64, float, sum) #12" or "send/recv batch #3".
 std::string callText(const Position& p) {
   if (p.state == kInSendRecv) return "send/recv batch #" + std::to_string(p.p2pBatches);
-  return exec::describeCall(p.call) + " #" + std::to_string(p.collectives);
+  std::string text = exec::describeCall(p.call) + " #" + std::to_string(p.collectives);
+  if (p.firstCollective != 0 && p.firstCollective < p.collectives)
+    text += " (the last of a group, #" + std::to_string(p.firstCollective) + " to #" +
+            std::to_string(p.collectives) + ")";
+  return text;
 }
 
 // What rank `r` is doing, in words.
@@ -29,10 +33,16 @@ std::string doing(const RankReport& r) {
   return "is in " + callText(p) + " for " + secs + " s";
 }
 
-// Same call number and same call: the ranks are in step.
+// Same call number and same call: the ranks are in step. A group's
+// collectives (a CUDA communicator's launch) are a range of numbers: in
+// step with a rank in any of them (their calls were compared at launch).
 bool inStep(const Position& a, const Position& b) {
   if (a.state != b.state) return false;
   if (a.state == kInSendRecv) return true;
+  const uint64_t aFirst = a.firstCollective != 0 ? a.firstCollective : a.collectives;
+  const uint64_t bFirst = b.firstCollective != 0 ? b.firstCollective : b.collectives;
+  if (aFirst < a.collectives || bFirst < b.collectives)
+    return aFirst <= b.collectives && bFirst <= a.collectives;
   return a.collectives == b.collectives && exec::sameCall(a.call, b.call);
 }
 
@@ -52,11 +62,31 @@ uint64_t CallTracker::begin(const exec::CallTag& call) {
     ++pos_.p2pBatches;
   } else {
     ++pos_.collectives;
+    pos_.firstCollective = pos_.collectives;
     pos_.call = call;
   }
   sinceNs_ = monotonicNs();
   blocked_->store(0, std::memory_order_relaxed);
   if (board_ != nullptr) board_->publish(pos_, sinceNs_, !p2p);
+  return pos_.collectives;
+}
+
+uint64_t CallTracker::beginLaunch(const std::vector<exec::CallTag>& calls, bool p2p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sinceNs_ = monotonicNs();
+  blocked_->store(0, std::memory_order_relaxed);
+  if (p2p) {
+    ++pos_.p2pBatches;
+    pos_.state = kInSendRecv;
+  }
+  if (!calls.empty()) pos_.firstCollective = pos_.collectives + 1;
+  for (const exec::CallTag& call : calls) {
+    ++pos_.collectives;
+    pos_.call = call;
+    pos_.state = kInCollective;
+    if (board_ != nullptr) board_->publish(pos_, sinceNs_, true);
+  }
+  if (calls.empty() && board_ != nullptr) board_->publish(pos_, sinceNs_, false);
   return pos_.collectives;
 }
 

@@ -32,11 +32,15 @@ struct Position {
   int32_t rank = -1;
   uint32_t state = 0;        ///< kIdle, kInCollective or kInSendRecv
   uint64_t collectives = 0;  ///< collectives begun (the current one's number while in one)
-  uint64_t p2pBatches = 0;   ///< send/recv batches begun
-  exec::CallTag call;        ///< the current call, or the last one when idle
-  int32_t recvPeer = -1;     ///< the peer it waits to receive from (-1: none known)
-  int32_t sendPeer = -1;     ///< the peer it waits to send to (-1: none known)
-  double inCallSec = 0;      ///< seconds in the current call
+  /// The first collective of the current call: a CUDA communicator's launch
+  /// begins a group's collectives together, numbered firstCollective to
+  /// `collectives` (equal for a single call).
+  uint64_t firstCollective = 0;
+  uint64_t p2pBatches = 0;  ///< send/recv batches begun
+  exec::CallTag call;       ///< the current call, or the last one when idle
+  int32_t recvPeer = -1;    ///< the peer it waits to receive from (-1: none known)
+  int32_t sendPeer = -1;    ///< the peer it waits to send to (-1: none known)
+  double inCallSec = 0;     ///< seconds in the current call
 };
 
 enum PositionState : uint32_t { kIdle = 0, kInCollective = 1, kInSendRecv = 2 };
@@ -57,6 +61,11 @@ class CallTracker {
   /// the collectives begun, this one included (the call's number,
   /// CallTag::seq).
   uint64_t begin(const exec::CallTag& call);
+  /// A CUDA communicator's launch starts: its collectives `calls` (a
+  /// group's, each numbered and remembered as if called alone; the position
+  /// then says the last) and, with `p2p`, a send/recv batch. Returns the
+  /// last collective's number (the collectives begun).
+  uint64_t beginLaunch(const std::vector<exec::CallTag>& calls, bool p2p);
   /// The current call ended (either way).
   void end();
   /// Where the executors note what they wait on (WaitContext::blockedOn).

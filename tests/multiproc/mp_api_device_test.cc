@@ -221,15 +221,13 @@ TEST(MpApiDevice, NoDeviceIsAClearError) {
   EXPECT_NE(text.find("GROVE_DEVICE_EMULATION"), std::string::npos) << text;
 }
 
-}  // namespace
-
 // Device rings carry no call tags; each launch is checked against the call
 // board instead (Comm::beginDeviceCalls, the default GROVE_CHECK=tags).
-// Two ranks whose collectives differ -- in op, in count, in root -- both
-// fail at once, one naming the mismatch and the other through the abort,
-// instead of returning different sums as success (an op mismatch did) or
-// one rank succeeding while the other waited for the timeout (a count
-// mismatch did).
+// Two ranks whose all-reduces differ -- in op, in count, in data type --
+// both fail at once, one naming the mismatch and the other through the
+// abort, instead of returning different sums as success (an op mismatch
+// did) or one rank succeeding while the other waited for the timeout (a
+// count mismatch did).
 TEST(MpApiDevice, MismatchedCollectivesFailOnEveryRank) {
   Emulation on(true);
   constexpr size_t kCount = 4096;
@@ -301,3 +299,47 @@ TEST(MpApiDevice, GroupsNumberTheirCollectivesOneByOne) {
     }
   }
 }
+
+// Two ranks that both claim the root of a broadcast only send: the rank
+// that launches later fails at once, naming the mismatch; the other may
+// have returned (its own buffer is the root's), but its next call fails.
+// A group of 40 collectives whose first differs fails on both ranks too:
+// the board remembers more than a group's worth of numbers.
+TEST(MpApiDevice, RootMismatchesAndLongGroupsFailEveryRank) {
+  Emulation on(true);
+  constexpr size_t kCount = 1024;
+  for (bool longGroup : {false, true}) {
+    DeviceComms comms(2, 20000);
+    std::vector<groveResult_t> first(2, groveSuccess), next(2, groveSuccess);
+    std::vector<std::string> text(2);
+    const double start = now();
+    onRanks(2, [&](int r) {
+      std::vector<float> buf(kCount, 1.f + r);
+      if (!longGroup) {
+        first[r] =
+            groveBroadcast(buf.data(), buf.data(), kCount, groveFloat32, r, comms[r], nullptr);
+      } else {
+        groveGroupStart();
+        for (int k = 0; k < 40; ++k)
+          groveAllReduce(buf.data(), buf.data(), kCount, groveFloat32,
+                         k == 0 && r == 1 ? groveMax : groveSum, comms[r], nullptr);
+        first[r] = groveGroupEnd();
+      }
+      text[r] = groveGetLastError(comms[r]);
+      next[r] =
+          groveAllReduce(buf.data(), buf.data(), kCount, groveFloat32, groveSum, comms[r], nullptr);
+    });
+    EXPECT_LT(now() - start, 10.0) << "a rank waited for the timeout";
+    int named = 0;
+    for (int r = 0; r < 2; ++r) {
+      if (longGroup) EXPECT_NE(first[r], groveSuccess) << "rank " << r;
+      if (first[r] != groveSuccess)
+        EXPECT_NE(text[r].find("call mismatch"), std::string::npos) << text[r];
+      named += first[r] == groveInvalidUsage;
+      EXPECT_NE(next[r], groveSuccess) << "rank " << r << ": the communicator failed";
+    }
+    EXPECT_GE(named, 1) << (longGroup ? "group" : "broadcast");
+  }
+}
+
+}  // namespace

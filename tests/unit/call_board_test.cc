@@ -58,24 +58,28 @@ TEST(CallBoard, PeersReadPositionsAndHistory) {
   EXPECT_FALSE(fileExists(0));
   EXPECT_FALSE(fileExists(1));
 
-  for (int i = 1; i <= 20; ++i) {
-    b.tracker.begin(reduceTo(i % 3, 1));
+  const uint64_t last = kBoardHistory + 5;  // the page forgets the first few
+  for (uint64_t i = 1; i < last; ++i) {
+    b.tracker.begin(reduceTo(static_cast<int>(i % 3), 1));
     b.tracker.end();
   }
-  b.tracker.begin(reduceTo(2, 1));                 // #21, under way
+  b.tracker.begin(reduceTo(2, 1));                 // the last, under way
   b.tracker.blockedOn()->store(int64_t{1} << 32);  // waits to receive from rank 0
   Position p;
   ASSERT_TRUE(a.board.peerPosition(1, &p));
   EXPECT_EQ(p.state, kInCollective);
-  EXPECT_EQ(p.collectives, 21u);
+  EXPECT_EQ(p.collectives, last);
   EXPECT_EQ(p.call.root, 2);
   EXPECT_EQ(p.recvPeer, 0);
   exec::CallTag t;
-  ASSERT_TRUE(a.board.peerCollective(1, 20, &t));
-  EXPECT_EQ(t.root, 20 % 3);
-  ASSERT_TRUE(a.board.peerCollective(1, 21 - kBoardHistory + 1, &t));
-  EXPECT_FALSE(a.board.peerCollective(1, 21 - kBoardHistory, &t)) << "overwritten since";
-  EXPECT_FALSE(a.board.peerCollective(1, 22, &t)) << "not begun yet";
+  ASSERT_TRUE(a.board.peerCollective(1, last - 1, &t));
+  EXPECT_EQ(t.root, static_cast<int>((last - 1) % 3));
+  uint64_t begun = 0;
+  ASSERT_TRUE(a.board.peerCollective(1, last - kBoardHistory + 1, &t, &begun));
+  EXPECT_EQ(begun, last);
+  EXPECT_FALSE(a.board.peerCollective(1, last - kBoardHistory, &t)) << "overwritten since";
+  EXPECT_FALSE(a.board.peerCollective(1, last + 1, &t, &begun)) << "not begun yet";
+  EXPECT_EQ(begun, last);
   EXPECT_FALSE(a.board.peerCollective(0, 1, &t)) << "its own page is not a peer's";
 }
 
@@ -103,6 +107,69 @@ TEST(CallBoard, TheProbeFailsOnAPeerInAnotherCallOfTheSameNumber) {
               std::string::npos)
         << e.what();
   }
+}
+
+// A CUDA communicator's launches (Comm::beginDeviceCalls): a group's
+// collectives are numbered one by one, and checkPeersUpTo compares every
+// number once per peer, as far as both ranks have begun it -- also numbers
+// behind a rank that ran ahead -- and passes over those a page forgot.
+TEST(CallBoard, LaunchesCompareEveryNumberOnceAsFarAsBothRanksGot) {
+  Rank a(0, 2), b(1, 2);
+  const std::vector<int> pids = {getpid(), getpid()};
+  a.board.openPeers({1}, pids);
+  b.board.openPeers({0}, pids);
+  std::vector<uint64_t> aChecked(2, 0), bChecked(2, 0);
+  // Rank 0 groups #1-#3; rank 1 has begun only #1 of them: #1 compared.
+  EXPECT_EQ(a.tracker.beginLaunch({reduceTo(0, 0), reduceTo(1, 0), reduceTo(2, 0)}, false), 3u);
+  EXPECT_EQ(b.tracker.beginLaunch({reduceTo(0, 1)}, false), 1u);
+  checkPeersUpTo(a.board, 3, aChecked);
+  EXPECT_EQ(aChecked[1], 1u);
+  const Position p = a.tracker.snapshot();
+  EXPECT_EQ(p.firstCollective, 1u);
+  EXPECT_EQ(p.collectives, 3u);
+  EXPECT_EQ(p.call.root, 2) << "the position says the group's last";
+  a.tracker.end();
+  b.tracker.end();
+  // Rank 1 calls #2 alike and #3 with another root: rank 1 sees it at once,
+  // and so does rank 0, which ran ahead, at its next launch.
+  b.tracker.beginLaunch({reduceTo(1, 1)}, false);
+  checkPeersUpTo(b.board, 2, bChecked);
+  EXPECT_EQ(bChecked[0], 2u);
+  b.tracker.end();
+  b.tracker.beginLaunch({reduceTo(0, 1)}, false);
+  for (auto* side : {&b, &a}) {
+    std::vector<uint64_t>& checked = side == &b ? bChecked : aChecked;
+    const uint64_t upTo = side == &b ? 3 : 4;
+    if (side == &a) a.tracker.beginLaunch({reduceTo(0, 0)}, true);  // #4, with a send/recv batch
+    try {
+      checkPeersUpTo(side->board, upTo, checked);
+      FAIL() << "rank " << (side == &b ? 1 : 0) << " saw no mismatch";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), groveInvalidUsage);
+      EXPECT_NE(std::string(e.what()).find("call mismatch"), std::string::npos) << e.what();
+    }
+  }
+  a.tracker.end();
+  b.tracker.end();
+}
+
+// A peer that ran more than kBoardHistory further on: the numbers its page
+// forgot are passed over, the ones it remembers compared.
+TEST(CallBoard, LaunchesPassOverWhatAPageForgot) {
+  const std::vector<int> pids = {getpid(), getpid()};
+  Rank c(0, 2), d(1, 2);
+  c.board.openPeers({1}, pids);
+  std::vector<uint64_t> cChecked(2, 0);
+  for (uint64_t i = 0; i < kBoardHistory + 10; ++i) {  // its first ten differ, forgotten
+    d.tracker.beginLaunch({reduceTo(i < 10 ? 1 : 0, 1)}, false);
+    d.tracker.end();
+  }
+  for (uint64_t i = 0; i < kBoardHistory + 10; ++i) {
+    c.tracker.beginLaunch({reduceTo(0, 0)}, false);
+    c.tracker.end();
+  }
+  checkPeersUpTo(c.board, kBoardHistory + 10, cChecked);
+  EXPECT_EQ(cChecked[1], kBoardHistory + 10);
 }
 
 // The diagnosis without the bootstrap root: a peer process (a child that

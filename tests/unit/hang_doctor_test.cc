@@ -77,5 +77,29 @@ TEST(HangDoctor, RanksInStepSayNobodyIsStuck) {
   EXPECT_EQ(diagnose(fine).find("no rank is stuck on another"), 0u) << diagnose(fine);
 }
 
+// A CUDA communicator's group of collectives #5-#6 (one launch) is in
+// step with a peer that calls them one by one and is in #5 or #6, and not
+// with one in #4.
+TEST(HangDoctor, AGroupIsInStepWithAnyOfItsCollectives) {
+  auto reports = inStep(2, 6);
+  reports[0].pos.firstCollective = 5;
+  reports[0].pos.recvPeer = 1;
+  for (uint64_t peerAt : {5u, 6u}) {
+    reports[1].pos.collectives = peerAt;
+    reports[1].pos.firstCollective = peerAt;
+    const std::string d = diagnose(reports);
+    EXPECT_EQ(d.find("no rank is stuck on another"), 0u) << d;
+    EXPECT_NE(d.find("#6 (the last of a group, #5 to #6)"), std::string::npos) << d;
+  }
+  reports[1].pos.collectives = 4;
+  reports[1].pos.firstCollective = 4;
+  const std::string d = diagnose(reports);
+  EXPECT_EQ(d.find("rank 0 is in allreduce(count 64, float, sum) #6 (the last of a group, #5 to "
+                   "#6) waiting for data from rank 1, which is in allreduce(count 64, float, "
+                   "sum) #4"),
+            0u)
+      << d;
+}
+
 }  // namespace
 }  // namespace grove::core
