@@ -202,20 +202,31 @@ void checkPeersUpTo(const CallBoard& board, uint64_t upTo, std::vector<uint64_t>
   for (int peer : board.peers()) {
     uint64_t& done = checked.at(static_cast<size_t>(peer));
     uint64_t n = done + 1;
+    uint64_t passed = 0;  // numbers one of the two pages forgot
     while (n <= upTo) {
       exec::CallTag theirs, mine;
       uint64_t begun = 0;
       if (!board.peerCollective(peer, n, &theirs, &begun)) {
         if (begun < n) break;  // not begun yet (or its page never held still): the next launch
         // It ran more than kBoardHistory further on: from the first it remembers.
-        n = std::max(n + 1, begun + 1 - kBoardHistory);
+        const uint64_t from = begun + 1 - kBoardHistory;
+        passed += from - n;
+        n = from;
         done = n - 1;
         continue;
       }
-      if (board.ownCollective(n, &mine) && !exec::sameCall(theirs, mine))
+      if (!board.ownCollective(n, &mine))
+        ++passed;
+      else if (!exec::sameCall(theirs, mine))
         throwInvalidUsage(exec::callMismatchText(theirs, mine));
       done = n++;
     }
+    if (passed > 0)
+      GROVE_INFO(log::kColl,
+                 "call board: %llu collective(s) of rank %d not compared (more than %llu apart, "
+                 "or a group larger than that)",
+                 static_cast<unsigned long long>(passed), peer,
+                 static_cast<unsigned long long>(kBoardHistory));
   }
 }
 

@@ -130,7 +130,8 @@ void Comm::addDeviceP2P(const std::vector<P2PCall>& calls, groveDataType_t dtype
 // behind it at its next launch. Each rank publishes its numbers before it
 // reads (a full fence between), so of two ranks that disagree at least one
 // sees the other's call at the launch that begins it, as long as they are
-// less than kBoardHistory collectives apart; the communicator's abort then
+// less than kBoardHistory collectives apart and the launch groups fewer
+// than that (numbers passed over are logged); the communicator's abort then
 // carries the failure to the rest. A rank already past the call (its
 // launch enqueued, or a root that only sends) learns it at its next call.
 // Peers on other hosts have no page here and are not compared.

@@ -34,14 +34,15 @@ std::string doing(const RankReport& r) {
 }
 
 // Same call number and same call: the ranks are in step. A group's
-// collectives (a CUDA communicator's launch) are a range of numbers: in
-// step with a rank in any of them (their calls were compared at launch).
+// collectives that a CUDA communicator's launch is in are a range of
+// numbers: in step with a rank in any of them (ranks of one host had
+// their calls compared at launch). Idle ranks compare their last numbers.
 bool inStep(const Position& a, const Position& b) {
   if (a.state != b.state) return false;
   if (a.state == kInSendRecv) return true;
   const uint64_t aFirst = a.firstCollective != 0 ? a.firstCollective : a.collectives;
   const uint64_t bFirst = b.firstCollective != 0 ? b.firstCollective : b.collectives;
-  if (aFirst < a.collectives || bFirst < b.collectives)
+  if (a.state == kInCollective && (aFirst < a.collectives || bFirst < b.collectives))
     return aFirst <= b.collectives && bFirst <= a.collectives;
   return a.collectives == b.collectives && exec::sameCall(a.call, b.call);
 }

@@ -62,9 +62,10 @@ class CallTracker {
   /// CallTag::seq).
   uint64_t begin(const exec::CallTag& call);
   /// A CUDA communicator's launch starts: its collectives `calls` (a
-  /// group's, each numbered and remembered as if called alone; the position
-  /// then says the last) and, with `p2p`, a send/recv batch. Returns the
-  /// last collective's number (the collectives begun).
+  /// group's, each numbered and remembered as if called alone) and, with
+  /// `p2p`, a send/recv batch. The position then says the last collective
+  /// (in a collective, also when the launch has sends and receives), or the
+  /// batch when there is none. Returns the collectives begun.
   uint64_t beginLaunch(const std::vector<exec::CallTag>& calls, bool p2p);
   /// The current call ended (either way).
   void end();

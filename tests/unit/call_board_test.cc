@@ -154,22 +154,34 @@ TEST(CallBoard, LaunchesCompareEveryNumberOnceAsFarAsBothRanksGot) {
 }
 
 // A peer that ran more than kBoardHistory further on: the numbers its page
-// forgot are passed over, the ones it remembers compared.
+// forgot are passed over (its first ten differ there), the ones it
+// remembers compared, from the first it remembers on -- also when this
+// rank is far behind.
 TEST(CallBoard, LaunchesPassOverWhatAPageForgot) {
   const std::vector<int> pids = {getpid(), getpid()};
-  Rank c(0, 2), d(1, 2);
-  c.board.openPeers({1}, pids);
-  std::vector<uint64_t> cChecked(2, 0);
-  for (uint64_t i = 0; i < kBoardHistory + 10; ++i) {  // its first ten differ, forgotten
-    d.tracker.beginLaunch({reduceTo(i < 10 ? 1 : 0, 1)}, false);
-    d.tracker.end();
+  const uint64_t last = kBoardHistory + 10;  // the peer remembers #11 on
+  for (bool firstRememberedDiffers : {false, true}) {
+    Rank c(0, 2), d(1, 2);
+    c.board.openPeers({1}, pids);
+    std::vector<uint64_t> checked(2, 0);
+    for (uint64_t i = 1; i <= last; ++i) {
+      const bool differs = i <= 10 || (firstRememberedDiffers && i == 11);
+      d.tracker.beginLaunch({reduceTo(differs ? 1 : 0, 1)}, false);
+      d.tracker.end();
+    }
+    // Far behind: at #5, nothing of the peer's to compare; it goes on from #11.
+    for (uint64_t i = 1; i <= 5; ++i) c.tracker.beginLaunch({reduceTo(0, 0)}, false);
+    checkPeersUpTo(c.board, 5, checked);
+    EXPECT_EQ(checked[1], 10u);
+    for (uint64_t i = 6; i <= last; ++i) c.tracker.beginLaunch({reduceTo(0, 0)}, false);
+    if (!firstRememberedDiffers) {
+      checkPeersUpTo(c.board, last, checked);
+      EXPECT_EQ(checked[1], last);
+      continue;
+    }
+    EXPECT_THROW(checkPeersUpTo(c.board, last, checked), Error) << "#11 differs";
+    EXPECT_EQ(checked[1], 10u);
   }
-  for (uint64_t i = 0; i < kBoardHistory + 10; ++i) {
-    c.tracker.beginLaunch({reduceTo(0, 0)}, false);
-    c.tracker.end();
-  }
-  checkPeersUpTo(c.board, kBoardHistory + 10, cChecked);
-  EXPECT_EQ(cChecked[1], kBoardHistory + 10);
 }
 
 // The diagnosis without the bootstrap root: a peer process (a child that

@@ -99,6 +99,19 @@ TEST(HangDoctor, AGroupIsInStepWithAnyOfItsCollectives) {
                    "sum) #4"),
             0u)
       << d;
+  // Idle, the group's range does not count: the last numbers must agree (a
+  // rank idle after #5-#6 and one idle after #5 are not in step).
+  auto idle = inStep(2, 6);
+  idle[0].pos.firstCollective = 5;
+  idle[1].pos.collectives = 5;
+  idle[1].pos.firstCollective = 5;
+  for (RankReport& q : idle) q.pos.state = kIdle;
+  const std::string i = diagnose(idle);
+  EXPECT_EQ(i.find("rank 0 is not in a call"), 0u) << i;
+  EXPECT_NE(i.find("rank 1 is not in a call (its last collective: allreduce(count 64, float, "
+                   "sum) #5)"),
+            std::string::npos)
+      << i;
 }
 
 }  // namespace
