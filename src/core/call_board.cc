@@ -190,14 +190,6 @@ int CallBoard::peerPid(int peer) const {
   return byRank_[peer]->pid;
 }
 
-void checkPeersOnBoard(const CallBoard& board, uint64_t n, const exec::CallTag& mine) {
-  for (int peer : board.peers()) {
-    exec::CallTag theirs;
-    if (board.peerCollective(peer, n, &theirs) && !exec::sameCall(theirs, mine))
-      throwInvalidUsage(exec::callMismatchText(theirs, mine));
-  }
-}
-
 void checkPeersUpTo(const CallBoard& board, uint64_t upTo, std::vector<uint64_t>& checked) {
   for (int peer : board.peers()) {
     uint64_t& done = checked.at(static_cast<size_t>(peer));
@@ -232,7 +224,12 @@ void checkPeersUpTo(const CallBoard& board, uint64_t upTo, std::vector<uint64_t>
 
 void CallBoardProbe::probe() const {
   const Position me = tracker_->snapshot();
-  if (me.state == kInCollective) checkPeersOnBoard(*board_, me.collectives, me.call);
+  if (me.state != kInCollective) return;
+  for (int peer : board_->peers()) {
+    exec::CallTag theirs;
+    if (board_->peerCollective(peer, me.collectives, &theirs) && !exec::sameCall(theirs, me.call))
+      throwInvalidUsage(exec::callMismatchText(theirs, me.call));
+  }
 }
 
 namespace {

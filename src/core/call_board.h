@@ -107,11 +107,6 @@ class CallBoard {
   std::vector<int> peers_;
 };
 
-/// Throws groveInvalidUsage (naming both calls) when a peer on this host
-/// ran another call than `mine` as its collective number `n` (a peer that
-/// has not begun it, or is kBoardHistory further on, is not known).
-void checkPeersOnBoard(const CallBoard& board, uint64_t n, const exec::CallTag& mine);
-
 /// Compares this rank's collectives up to number `upTo` with each peer's of
 /// the same numbers that `checked` (by rank: how far that peer was compared;
 /// it grows) has not compared yet, as far as the peer has begun them; throws
@@ -119,8 +114,9 @@ void checkPeersOnBoard(const CallBoard& board, uint64_t n, const exec::CallTag& 
 /// a page no longer remembers are passed over.
 void checkPeersUpTo(const CallBoard& board, uint64_t upTo, std::vector<uint64_t>& checked);
 
-/// The check a blocked wait runs (base/wait.h): checkPeersOnBoard for this
-/// rank's current collective.
+/// The check a blocked wait runs (base/wait.h): throws groveInvalidUsage
+/// when a peer on this host is known to run another call as this rank's
+/// current collective.
 class CallBoardProbe : public WaitProbe {
  public:
   CallBoardProbe(const CallBoard* board, CallTracker* tracker) : board_(board), tracker_(tracker) {}

@@ -56,23 +56,15 @@ void CallTracker::attach(CallBoard* board) {
 }
 
 uint64_t CallTracker::begin(const exec::CallTag& call) {
-  std::lock_guard<std::mutex> lock(mu_);
   const bool p2p = call.coll == static_cast<uint8_t>(plan::Coll::kSendRecv);
-  pos_.state = p2p ? kInSendRecv : kInCollective;
-  if (p2p) {
-    ++pos_.p2pBatches;
-  } else {
-    ++pos_.collectives;
-    pos_.firstCollective = pos_.collectives;
-    pos_.call = call;
-  }
-  sinceNs_ = monotonicNs();
-  blocked_->store(0, std::memory_order_relaxed);
-  if (board_ != nullptr) board_->publish(pos_, sinceNs_, !p2p);
-  return pos_.collectives;
+  return p2p ? beginCalls(nullptr, 0, true) : beginCalls(&call, 1, false);
 }
 
 uint64_t CallTracker::beginLaunch(const std::vector<exec::CallTag>& calls, bool p2p) {
+  return beginCalls(calls.data(), calls.size(), p2p);
+}
+
+uint64_t CallTracker::beginCalls(const exec::CallTag* calls, size_t n, bool p2p) {
   std::lock_guard<std::mutex> lock(mu_);
   sinceNs_ = monotonicNs();
   blocked_->store(0, std::memory_order_relaxed);
@@ -80,14 +72,14 @@ uint64_t CallTracker::beginLaunch(const std::vector<exec::CallTag>& calls, bool 
     ++pos_.p2pBatches;
     pos_.state = kInSendRecv;
   }
-  if (!calls.empty()) pos_.firstCollective = pos_.collectives + 1;
-  for (const exec::CallTag& call : calls) {
+  if (n > 0) pos_.firstCollective = pos_.collectives + 1;
+  for (size_t i = 0; i < n; ++i) {
     ++pos_.collectives;
-    pos_.call = call;
+    pos_.call = calls[i];
     pos_.state = kInCollective;
     if (board_ != nullptr) board_->publish(pos_, sinceNs_, true);
   }
-  if (calls.empty() && board_ != nullptr) board_->publish(pos_, sinceNs_, false);
+  if (n == 0 && board_ != nullptr) board_->publish(pos_, sinceNs_, false);
   return pos_.collectives;
 }
 

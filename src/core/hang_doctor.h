@@ -75,6 +75,9 @@ class CallTracker {
   Position snapshot();
 
  private:
+  /// begin() and beginLaunch(): `n` collectives from `calls`, then with
+  /// `p2p` a send/recv batch.
+  uint64_t beginCalls(const exec::CallTag* calls, size_t n, bool p2p);
   std::mutex mu_;
   Position pos_;
   uint64_t sinceNs_ = 0;
