@@ -26,7 +26,11 @@ struct BoardPage {
   std::atomic<uint64_t> state, collectives, firstCollective, p2pBatches, sinceNs;
   std::atomic<uint64_t> call[kTagWords];
   std::atomic<uint64_t> history[kBoardHistory][kTagWords];  // collective #k at k % kBoardHistory
-  std::atomic<int64_t> blockedOn;                           // outside the sequence: one word
+  // Sends and receives to this host's peers: note #k at k % kBoardP2PHistory
+  // (packNote), the first p2pNotes - kBoardP2PHistory of them forgotten.
+  std::atomic<uint64_t> p2pNotes;
+  std::atomic<uint64_t> p2p[kBoardP2PHistory][3];
+  std::atomic<int64_t> blockedOn;  // outside the sequence: one word
 };
 
 namespace {
@@ -66,6 +70,21 @@ bool readStill(const BoardPage& p, Fn&& fn) {
     std::this_thread::yield();
   }
   return false;
+}
+
+// A note's first word: the peer, the direction and the data type.
+uint64_t packNoteHead(const P2PNote& n) {
+  return static_cast<uint32_t>(n.peer) | (uint64_t{n.send} << 32) | (uint64_t{n.dtype} << 40);
+}
+
+P2PNote unpackNote(uint64_t head, uint64_t nth, uint64_t bytes) {
+  P2PNote n;
+  n.peer = static_cast<int>(static_cast<uint32_t>(head));
+  n.send = ((head >> 32) & 1) != 0;
+  n.dtype = static_cast<uint8_t>(head >> 40);
+  n.nth = nth;
+  n.bytes = bytes;
+  return n;
 }
 
 }  // namespace
@@ -185,6 +204,64 @@ bool CallBoard::ownCollective(uint64_t n, exec::CallTag* out) const {
   return true;
 }
 
+void CallBoard::publishP2P(const std::vector<P2PNote>& notes) {
+  if (notes.empty()) return;
+  BoardPage& p = *mine_;
+  const uint64_t v = p.version.load(std::memory_order_relaxed);
+  p.version.store(v + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  uint64_t k = p.p2pNotes.load(std::memory_order_relaxed);
+  for (const P2PNote& n : notes) {
+    std::atomic<uint64_t>* w = p.p2p[k++ % kBoardP2PHistory];
+    w[0].store(packNoteHead(n), std::memory_order_relaxed);
+    w[1].store(n.nth, std::memory_order_relaxed);
+    w[2].store(n.bytes, std::memory_order_relaxed);
+  }
+  p.p2pNotes.store(k, std::memory_order_relaxed);
+  p.version.store(v + 2, std::memory_order_release);
+}
+
+bool CallBoard::hasPeer(int peer) const {
+  return peer >= 0 && peer < static_cast<int>(byRank_.size()) && byRank_[peer] != nullptr;
+}
+
+CallBoard::Lookup CallBoard::peerP2P(int peer, int about, bool send, uint64_t nth,
+                                     P2PNote* out) const {
+  if (!hasPeer(peer)) return Lookup::kNotYet;
+  const BoardPage& p = *byRank_[peer]->page;
+  Lookup found = Lookup::kNotYet;
+  P2PNote note;
+  const bool still = readStill(p, [&] {
+    found = Lookup::kNotYet;
+    const uint64_t k = p.p2pNotes.load(std::memory_order_relaxed);
+    const uint64_t oldest = k > kBoardP2PHistory ? k - kBoardP2PHistory : 0;
+    // Newest first: the peer's notes about `about` in this direction count
+    // up, so one below `nth` means it has not begun the nth yet.
+    for (uint64_t i = k; i > oldest; --i) {
+      const std::atomic<uint64_t>* w = p.p2p[(i - 1) % kBoardP2PHistory];
+      const P2PNote n =
+          unpackNote(w[0].load(std::memory_order_relaxed), w[1].load(std::memory_order_relaxed),
+                     w[2].load(std::memory_order_relaxed));
+      if (n.peer != about || n.send != send || n.nth > nth) continue;
+      if (n.nth == nth) note = n, found = Lookup::kFound;
+      return;  // found, or the last it began is before the nth
+    }
+    // None of those it remembers is the nth or before it: forgotten, if it
+    // remembers a later one.
+    for (uint64_t i = k; i > oldest; --i) {
+      const std::atomic<uint64_t>* w = p.p2p[(i - 1) % kBoardP2PHistory];
+      const P2PNote n = unpackNote(w[0].load(std::memory_order_relaxed), 0, 0);
+      if (n.peer == about && n.send == send) {
+        found = Lookup::kForgotten;
+        return;
+      }
+    }
+  });
+  if (!still) return Lookup::kNotYet;
+  if (found == Lookup::kFound) *out = note;
+  return found;
+}
+
 int CallBoard::peerPid(int peer) const {
   if (peer < 0 || peer >= static_cast<int>(byRank_.size()) || !byRank_[peer]) return 0;
   return byRank_[peer]->pid;
@@ -220,6 +297,35 @@ void checkPeersUpTo(const CallBoard& board, uint64_t upTo, std::vector<uint64_t>
                  static_cast<unsigned long long>(passed), peer,
                  static_cast<unsigned long long>(kBoardHistory));
   }
+}
+
+void checkP2POnBoard(const CallBoard& board, int rank, const std::vector<P2PNote>& mine) {
+  uint64_t passed = 0;
+  for (const P2PNote& m : mine) {
+    P2PNote theirs;
+    switch (board.peerP2P(m.peer, rank, !m.send, m.nth, &theirs)) {
+      case CallBoard::Lookup::kNotYet:
+        continue;  // it compares when it begins the pair (this note is on the board by then)
+      case CallBoard::Lookup::kForgotten: ++passed; continue;
+      case CallBoard::Lookup::kFound: break;
+    }
+    const int sender = m.send ? rank : m.peer, receiver = m.send ? m.peer : rank;
+    const uint64_t sent = m.send ? m.bytes : theirs.bytes;
+    const uint64_t received = m.send ? theirs.bytes : m.bytes;
+    if (sent != received)
+      throwInvalidUsage(exec::p2pSizeMismatchText(sender, sent, receiver, received) + " (send #" +
+                        std::to_string(m.nth) + " from rank " + std::to_string(sender) +
+                        " to rank " + std::to_string(receiver) + ")");
+    if (theirs.dtype != m.dtype)
+      throwInvalidUsage(exec::callMismatchText(exec::p2pTagOf(m.peer, theirs.dtype),
+                                               exec::p2pTagOf(rank, m.dtype)));
+  }
+  if (passed > 0)
+    GROVE_INFO(log::kP2p,
+               "call board: %llu send(s)/receive(s) of rank %d not compared (their peers "
+               "ran more than %llu sends and receives ahead)",
+               static_cast<unsigned long long>(passed), rank,
+               static_cast<unsigned long long>(kBoardP2PHistory));
 }
 
 void CallBoardProbe::probe() const {

@@ -5,7 +5,8 @@
 // "grove-<jobId>-board-<rank>" in GROVE_SHM_DIR) and its CallTracker writes
 // into them what it knows: the state, how many collectives and send/recv
 // batches it began, when the current call began, the tag of the current
-// collective and of the kBoardHistory - 1 before it, and -- written by the executors
+// collective and of the kBoardHistory - 1 before it, a CUDA communicator's
+// latest sends and receives (P2PNote), and -- written by the executors
 // straight into the page -- the peers it waits on. The other ranks on the
 // host map the page during init, after the settings exchange (every page
 // exists by then); the owner removes the file's name after the next
@@ -25,7 +26,8 @@
 //    ranks that both claim the root, the one that ends later fails there.
 //  - CUDA communicators' launches (their rings carry no tags): each launch
 //    compares this rank's collectives with its peers', every number once
-//    (checkPeersUpTo), before it starts.
+//    (checkPeersUpTo), and its sends and receives with the receives and
+//    sends they pair with (checkP2POnBoard), before it starts.
 //  - A diagnosis without the bootstrap root. When the root cannot answer
 //    (its process died or was stopped), a rank turns its host's pages into
 //    the hang doctor's reports (hostDiagnosis()), with /proc telling which
@@ -48,6 +50,21 @@ namespace grove::core {
 /// apart two ranks may be and still have their calls compared (a CUDA
 /// communicator's launches are only enqueued, so a rank may run ahead).
 constexpr uint64_t kBoardHistory = 1024;
+
+/// How many of a rank's latest sends and receives to its host's peers its
+/// page remembers (CUDA communicators compare them: P2PNote).
+constexpr uint64_t kBoardP2PHistory = 256;
+
+/// One send or receive of a CUDA communicator's launch, as its page
+/// remembers it: the nth send to (or receive from) `peer` of this rank,
+/// counting only those that move bytes.
+struct P2PNote {
+  int peer = -1;
+  bool send = false;
+  uint8_t dtype = 0;  ///< groveDataType_t, as the caller gave it
+  uint64_t nth = 0;   ///< 1 for the first send to (or receive from) `peer`
+  uint64_t bytes = 0;
+};
 
 /// One rank's page (in shared memory; every field an atomic word).
 struct BoardPage;
@@ -90,6 +107,15 @@ class CallBoard {
   bool peerCollective(int peer, uint64_t n, exec::CallTag* out, uint64_t* begun = nullptr) const;
   /// This rank's own collective number `n`, if its page still remembers it.
   bool ownCollective(uint64_t n, exec::CallTag* out) const;
+  /// Remembers this launch's sends and receives (their peers on this host).
+  void publishP2P(const std::vector<P2PNote>& notes);
+  /// Whether `peer` has a page here.
+  bool hasPeer(int peer) const;
+  /// Rank `peer`'s nth send to (with `send`) or receive from rank `about`:
+  /// kFound (in *out), kNotYet (it has not begun it, or its page never held
+  /// still) or kForgotten (its page remembers later ones only).
+  enum class Lookup { kFound, kNotYet, kForgotten };
+  Lookup peerP2P(int peer, int about, bool send, uint64_t nth, P2PNote* out) const;
   /// The process of `peer` (0 if it has no page here).
   int peerPid(int peer) const;
 
@@ -113,6 +139,13 @@ class CallBoard {
 /// groveInvalidUsage, naming both calls, at the first that differs. Numbers
 /// a page no longer remembers are passed over.
 void checkPeersUpTo(const CallBoard& board, uint64_t upTo, std::vector<uint64_t>& checked);
+
+/// Compares this launch's sends and receives (`mine`, published first)
+/// with the receives and sends they pair with on the peers' pages, as far
+/// as those peers have begun them: throws groveInvalidUsage at the first
+/// pair whose sizes or data types differ. Pairs a page forgot are passed
+/// over (logged).
+void checkP2POnBoard(const CallBoard& board, int rank, const std::vector<P2PNote>& mine);
 
 /// The check a blocked wait runs (base/wait.h): throws groveInvalidUsage
 /// when a peer on this host is known to run another call as this rank's

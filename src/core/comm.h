@@ -45,6 +45,7 @@ class Bootstrap;
 class CallTracker;
 class CallBoard;
 class CallBoardProbe;
+struct P2PNote;
 class Connections;
 class DevicePath;
 struct DeviceOp;
@@ -214,10 +215,15 @@ class Comm : public std::enable_shared_from_this<Comm> {
     CallTracker* t;
   };
   /// A device launch's calls begin on the tracker (a group's collectives
-  /// numbered one by one), and this rank's collectives are compared with
-  /// its host's peers' on the call board (throws groveInvalidUsage when a
-  /// peer ran another call as some number); the caller ends them.
-  void beginDeviceCalls(const std::vector<DeviceCollective>& colls, bool p2p);
+  /// numbered one by one), and this rank's collectives, sends and receives
+  /// are compared with its host's peers' on the call board (throws
+  /// groveInvalidUsage when a peer ran another call as some number, or a
+  /// send and the receive it pairs with differ); the caller ends them.
+  void beginDeviceCalls(const std::vector<DeviceCollective>& colls,
+                        const std::vector<P2PCall>& p2p);
+  /// This launch's sends and receives to peers on this host, numbered per
+  /// peer and direction (counting those that move bytes).
+  std::vector<P2PNote> numberP2P(const std::vector<P2PCall>& p2p);
   /// Sets up the call board (core/call_board.h) once every rank's page exists.
   void openCallBoard(const transport::PeerInfo& self);
   /// A rank that only sends in a rooted collective (the root of a broadcast
@@ -274,9 +280,10 @@ class Comm : public std::enable_shared_from_this<Comm> {
   std::unique_ptr<CallBoard> board_;
   std::unique_ptr<CallBoardProbe> probe_;  ///< blocked waits' look at the board
   std::vector<uint64_t> boardChecked_;     ///< by rank: collectives compared on the board (CUDA)
-  std::vector<std::string> boardNames_;    ///< "rank r (host h pid p)", for hostDoctor()
-  std::shared_ptr<CallTracker> tracker_;   ///< where this rank is, for the hang doctor
-  uint64_t checkSeq_ = 0;                  ///< collectives checked so far (GROVE_CHECK=calls)
+  std::vector<uint64_t> p2pSent_, p2pReceived_;  ///< by rank: sends to it, receives from it (CUDA)
+  std::vector<std::string> boardNames_;          ///< "rank r (host h pid p)", for hostDoctor()
+  std::shared_ptr<CallTracker> tracker_;         ///< where this rank is, for the hang doctor
+  uint64_t checkSeq_ = 0;                        ///< collectives checked so far (GROVE_CHECK=calls)
   WaitContext wait_;
   Sequencer sequencer_;
   std::unique_ptr<Bootstrap> bootstrap_;

@@ -20,6 +20,8 @@ void Comm::openCallBoard(const transport::PeerInfo& self) {
   }
   board_->openPeers(local, pids);
   boardChecked_.assign(peers.size(), 0);
+  p2pSent_.assign(peers.size(), 0);
+  p2pReceived_.assign(peers.size(), 0);
   boardNames_.resize(peers.size());
   for (size_t r = 0; r < peers.size(); ++r)
     boardNames_[r] = describeRank(static_cast<int>(r), peers[r]);

@@ -135,13 +135,35 @@ void Comm::addDeviceP2P(const std::vector<P2PCall>& calls, groveDataType_t dtype
 // carries the failure to the rest. A rank already past the call (its
 // launch enqueued, or a root that only sends) learns it at its next call.
 // Peers on other hosts have no page here and are not compared.
-void Comm::beginDeviceCalls(const std::vector<DeviceCollective>& colls, bool p2p) {
+//
+// Sends and receives likewise: the nth send from rank a to rank b pairs with
+// b's nth receive from a (NCCL's rule, whatever groups either side made;
+// only those that move bytes count, as only those run), so each launch
+// notes its sends and receives to peers on this host with their numbers,
+// and compares each with the one it pairs with on the peer's page. Without
+// it a receive smaller than its send returned the send's first bytes as
+// success, and a larger one waited for the timeout.
+void Comm::beginDeviceCalls(const std::vector<DeviceCollective>& colls,
+                            const std::vector<P2PCall>& p2p) {
   std::vector<exec::CallTag> tags;
   for (const DeviceCollective& c : colls) tags.push_back(exec::callTagOf(c.args, rank_));
-  const uint64_t begun = tracker_->beginLaunch(tags, p2p);
+  const uint64_t begun = tracker_->beginLaunch(tags, !p2p.empty());
   if (!options_.tagCalls || !board_ || board_->peers().empty()) return;
+  const std::vector<P2PNote> notes = numberP2P(p2p);
+  board_->publishP2P(notes);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   checkPeersUpTo(*board_, begun, boardChecked_);
+  checkP2POnBoard(*board_, rank_, notes);
+}
+
+std::vector<P2PNote> Comm::numberP2P(const std::vector<P2PCall>& p2p) {
+  std::vector<P2PNote> notes;
+  for (const P2PCall& c : p2p) {
+    if (c.bytes == 0 || c.peer == rank_ || !board_->hasPeer(c.peer)) continue;
+    uint64_t& n = (c.isSend ? p2pSent_ : p2pReceived_).at(static_cast<size_t>(c.peer));
+    notes.push_back(P2PNote{c.peer, c.isSend, static_cast<uint8_t>(c.dtype), ++n, c.bytes});
+  }
+  return notes;
 }
 
 void Comm::deviceGroup(const std::vector<DeviceCollective>& colls, const std::vector<P2PCall>& p2p,
@@ -153,7 +175,7 @@ void Comm::deviceGroup(const std::vector<DeviceCollective>& colls, const std::ve
       CallTracker* t;
       ~Ended() { t->end(); }
     } ended{tracker_.get()};
-    beginDeviceCalls(colls, !p2p.empty());
+    beginDeviceCalls(colls, p2p);
     const uint64_t t0 = monotonicNs();
     std::vector<DeviceOp> ops;
     for (const DeviceCollective& c : colls) {

@@ -131,6 +131,14 @@ std::string callMismatchText(const CallTag& theirs, const CallTag& mine) {
          (p2p ? ": a receive must use the data type of its send" : kRule);
 }
 
+std::string p2pSizeMismatchText(int sender, uint64_t sent, int receiver, uint64_t received) {
+  const std::string from = "rank " + std::to_string(sender),
+                    to = "rank " + std::to_string(receiver);
+  return "send/recv size mismatch: " + from + " sends " + std::to_string(sent) + " bytes to " + to +
+         ", which receives " + std::to_string(received) + " bytes from " + from +
+         ": a receive must be as large as its send";
+}
+
 void checkCallTag(const CallTag& got, const CallTag& mine) {
   const std::string me = "rank " + std::to_string(mine.rank);
   if (got.magic != kCallTagMagic || !validColl(got.coll))
@@ -149,10 +157,7 @@ void checkCallTag(const CallTag& got, const CallTag& mine) {
                       "receive must be as large as the send it pairs with (several sends to "
                       "one peer in a group pair with its receives in call order)");
   if (p2p)
-    throwInvalidUsage("send/recv size mismatch: " + peer + " sends " +
-                      std::to_string(got.linkBytes) + " bytes to " + me + ", which receives " +
-                      std::to_string(mine.linkBytes) + " bytes from " + peer +
-                      ": a receive must be as large as its send");
+    throwInvalidUsage(p2pSizeMismatchText(got.rank, got.linkBytes, mine.rank, mine.linkBytes));
   throwInvalidUsage("schedule mismatch in " + describeCall(mine) + ": " + peer + " sends " +
                     std::to_string(got.linkBytes) + " bytes to " + me + ", which expects " +
                     std::to_string(mine.linkBytes) +

@@ -101,6 +101,9 @@ std::string describeCall(const CallTag& tag);
 /// "call mismatch: rank 1 runs ... while rank 0 runs ...: <the rule>", for
 /// calls that are not sameCall (`theirs` and `mine` name their ranks).
 std::string callMismatchText(const CallTag& theirs, const CallTag& mine);
+/// "send/recv size mismatch: rank <sender> sends <sent> bytes to rank
+/// <receiver>, which receives <received> bytes ...".
+std::string p2pSizeMismatchText(int sender, uint64_t sent, int receiver, uint64_t received);
 
 /// Throws groveInvalidUsage when `got`, read from the link from its sender,
 /// does not match `mine` (this rank's call; its linkBytes = the bytes this

@@ -332,14 +332,89 @@ TEST(MpApiDevice, RootMismatchesAndLongGroupsFailEveryRank) {
     EXPECT_LT(now() - start, 10.0) << "a rank waited for the timeout";
     int named = 0;
     for (int r = 0; r < 2; ++r) {
-      if (longGroup) EXPECT_NE(first[r], groveSuccess) << "rank " << r;
-      if (first[r] != groveSuccess)
+      if (longGroup) {
+        EXPECT_NE(first[r], groveSuccess) << "rank " << r;
+      }
+      if (first[r] != groveSuccess) {
         EXPECT_NE(text[r].find("call mismatch"), std::string::npos) << text[r];
+      }
       named += first[r] == groveInvalidUsage;
       EXPECT_NE(next[r], groveSuccess) << "rank " << r << ": the communicator failed";
     }
     EXPECT_GE(named, 1) << (longGroup ? "group" : "broadcast");
   }
+}
+
+// A receive that differs from the send it pairs with (smaller, larger, or
+// of another data type) fails instead of returning the send's first bytes
+// as success (smaller) or waiting for the timeout (larger): the launch
+// that finds the other rank's note on the call board fails at once, and
+// the abort ends the other rank's call (a sender already past its send
+// fails at its next call).
+TEST(MpApiDevice, SendRecvMismatchesFailOnBothRanks) {
+  Emulation on(true);
+  constexpr size_t kCount = 4096;
+  enum Mismatch { kSmaller, kLarger, kType };
+  for (Mismatch m : {kSmaller, kLarger, kType}) {
+    DeviceComms comms(2, 20000);
+    std::vector<groveResult_t> p2p(2, groveSuccess), next(2, groveSuccess);
+    std::vector<std::string> text(2);
+    const double start = now();
+    onRanks(2, [&](int r) {
+      std::vector<int32_t> buf(2 * kCount, r == 0 ? 7 : -1);
+      if (r == 0) {
+        p2p[r] = groveSend(buf.data(), kCount, groveInt32, 1, comms[r], nullptr);
+      } else {
+        const size_t count = m == kSmaller ? kCount / 2 : m == kLarger ? 2 * kCount : kCount;
+        p2p[r] = groveRecv(buf.data(), count, m == kType ? groveFloat32 : groveInt32, 0, comms[r],
+                           nullptr);
+      }
+      text[r] = groveGetLastError(comms[r]);
+      std::vector<float> x(16, 1);
+      next[r] = groveAllReduce(x.data(), x.data(), 16, groveFloat32, groveSum, comms[r], nullptr);
+      if (text[r].empty()) text[r] = groveGetLastError(comms[r]);
+    });
+    EXPECT_LT(now() - start, 10.0) << "mismatch " << m << ": a rank waited for the timeout";
+    EXPECT_NE(p2p[1], groveSuccess) << "mismatch " << m << ": the receive returned success";
+    EXPECT_TRUE(p2p[0] != groveSuccess || next[0] != groveSuccess)
+        << "mismatch " << m << ": the sender never learned of it";
+    const std::string want = m == kType ? "call mismatch" : "send/recv size mismatch";
+    EXPECT_TRUE(text[0].find(want) != std::string::npos || text[1].find(want) != std::string::npos)
+        << "mismatch " << m << ": " << text[0] << " | " << text[1];
+  }
+}
+
+// Sends and receives pair one by one in call order, whatever groups each
+// side makes: two sends in one group meet two receives in two calls, with
+// exact data, for more pairs than a call board page remembers (its notes
+// wrap around without a false mismatch).
+TEST(MpApiDevice, SendsPairWithReceivesOneByOneAcrossGroups) {
+  Emulation on(true);
+  constexpr size_t kA = 1000, kB = 3000;
+  constexpr int kRounds = 160;  // 320 sends, past the 256 notes a page keeps
+  DeviceComms comms(2);
+  onRanks(2, [&](int r) {
+    std::vector<int32_t> a(kA), b(kB);
+    for (int round = 0; round < kRounds; ++round) {
+      if (r == 0) {
+        std::fill(a.begin(), a.end(), round);
+        std::fill(b.begin(), b.end(), -round);
+        ASSERT_EQ(groveGroupStart(), groveSuccess);
+        groveSend(a.data(), kA, groveInt32, 1, comms[r], nullptr);
+        groveSend(b.data(), kB, groveInt32, 1, comms[r], nullptr);
+        ASSERT_EQ(groveGroupEnd(), groveSuccess) << groveGetLastError(comms[r]);
+      } else {
+        ASSERT_EQ(groveRecv(a.data(), kA, groveInt32, 0, comms[r], nullptr), groveSuccess)
+            << groveGetLastError(comms[r]);
+        ASSERT_EQ(groveRecv(b.data(), kB, groveInt32, 0, comms[r], nullptr), groveSuccess)
+            << groveGetLastError(comms[r]);
+        ASSERT_EQ(a.front(), round);
+        ASSERT_EQ(a.back(), round);
+        ASSERT_EQ(b.front(), -round);
+        ASSERT_EQ(b.back(), -round);
+      }
+    }
+  });
 }
 
 }  // namespace

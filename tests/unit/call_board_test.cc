@@ -184,6 +184,57 @@ TEST(CallBoard, LaunchesPassOverWhatAPageForgot) {
   }
 }
 
+// Sends and receives of CUDA communicators: a note is found by its peer,
+// direction and number; one not begun yet, and one a page forgot (its
+// owner ran more than kBoardP2PHistory notes on), are told apart; and
+// checkP2POnBoard fails on sizes or types that differ, naming both ranks.
+TEST(CallBoard, SendsAndReceivesPairByNumber) {
+  const std::vector<int> pids = {getpid(), getpid(), getpid()};
+  Rank a(0, 3), b(1, 3), c(2, 3);
+  a.board.openPeers({1, 2}, pids);
+  b.board.openPeers({0, 2}, pids);
+  EXPECT_TRUE(a.board.hasPeer(1));
+  EXPECT_FALSE(a.board.hasPeer(0)) << "not its own";
+  // Rank 0: sends #1 and #2 to rank 1 (int32: dtype 2), a receive #1 from rank 2.
+  a.board.publishP2P({{1, true, 2, 1, 400}, {1, true, 2, 2, 800}, {2, false, 2, 1, 16}});
+  P2PNote n;
+  EXPECT_EQ(b.board.peerP2P(0, 1, true, 2, &n), CallBoard::Lookup::kFound);
+  EXPECT_EQ(n.bytes, 800u);
+  EXPECT_EQ(n.dtype, 2);
+  EXPECT_EQ(b.board.peerP2P(0, 1, true, 3, &n), CallBoard::Lookup::kNotYet);
+  EXPECT_EQ(b.board.peerP2P(0, 1, false, 1, &n), CallBoard::Lookup::kNotYet) << "no receives";
+  EXPECT_EQ(b.board.peerP2P(0, 2, false, 1, &n), CallBoard::Lookup::kFound);
+  // Rank 1 receives #1 alike and #2 smaller: it fails there, naming both.
+  checkP2POnBoard(b.board, 1, {{0, false, 2, 1, 400}});
+  try {
+    checkP2POnBoard(b.board, 1, {{0, false, 2, 2, 400}});
+    FAIL() << "a smaller receive passed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), groveInvalidUsage);
+    EXPECT_NE(std::string(e.what()).find("rank 0 sends 800 bytes to rank 1, which receives 400"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    checkP2POnBoard(b.board, 1, {{0, false, 7, 2, 800}});  // float32 where int32 was sent
+    FAIL() << "a receive of another type passed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("call mismatch"), std::string::npos) << e.what();
+  }
+  // A receive whose send is not begun passes (the sender compares it).
+  checkP2POnBoard(b.board, 1, {{0, false, 2, 3, 1}});
+  // Rank 0 runs far on with rank 2: its notes about rank 1 are forgotten
+  // once it notes rank 1 again, and passed over without a false mismatch.
+  for (uint64_t k = 2; k < 2 + kBoardP2PHistory; ++k) a.board.publishP2P({{2, false, 2, k, 16}});
+  EXPECT_EQ(b.board.peerP2P(0, 1, true, 2, &n), CallBoard::Lookup::kNotYet)
+      << "none about rank 1 left: as if not begun";
+  a.board.publishP2P({{1, true, 2, 3, 4}});
+  EXPECT_EQ(b.board.peerP2P(0, 1, true, 2, &n), CallBoard::Lookup::kForgotten);
+  checkP2POnBoard(b.board, 1, {{0, false, 2, 2, 5}});
+  EXPECT_EQ(b.board.peerP2P(0, 1, true, 3, &n), CallBoard::Lookup::kFound);
+  (void)c;
+}
+
 // The diagnosis without the bootstrap root: a peer process (a child that
 // made its own page and began a reduce) that is stopped, then one that
 // died, named from /proc and its last position.
