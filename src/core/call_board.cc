@@ -27,7 +27,9 @@ struct BoardPage {
   std::atomic<uint64_t> call[kTagWords];
   std::atomic<uint64_t> history[kBoardHistory][kTagWords];  // collective #k at k % kBoardHistory
   // Sends and receives to this host's peers: note #k at k % kBoardP2PHistory
-  // (packNote), the first p2pNotes - kBoardP2PHistory of them forgotten.
+  // (packNoteHead, nth, bytes), the first p2pNotes - kBoardP2PHistory of
+  // them forgotten; after the page, by rank, the sends to it and the
+  // receives from it noted so far (p2pCount).
   std::atomic<uint64_t> p2pNotes;
   std::atomic<uint64_t> p2p[kBoardP2PHistory][3];
   std::atomic<int64_t> blockedOn;  // outside the sequence: one word
@@ -35,8 +37,22 @@ struct BoardPage {
 
 namespace {
 
-// The board's bytes: BoardPage rounded up to whole pages.
-constexpr size_t kPageBytes = (sizeof(BoardPage) + 4095) / 4096 * 4096;
+// The board's bytes: BoardPage and its counts of sends and receives by
+// rank, rounded up to whole pages.
+size_t pageBytesFor(int nranks) {
+  const size_t bytes = sizeof(BoardPage) + 2 * sizeof(uint64_t) * static_cast<size_t>(nranks);
+  return (bytes + 4095) / 4096 * 4096;
+}
+
+// How many notes of `page` are about rank `peer` in one direction.
+std::atomic<uint64_t>& p2pCount(BoardPage& page, int peer, bool send) {
+  auto* counts = reinterpret_cast<std::atomic<uint64_t>*>(&page + 1);
+  return counts[2 * static_cast<size_t>(peer) + (send ? 1 : 0)];
+}
+const std::atomic<uint64_t>& p2pCount(const BoardPage& page, int peer, bool send) {
+  return p2pCount(const_cast<BoardPage&>(page), peer, send);
+}
+static_assert(sizeof(BoardPage) % alignof(std::atomic<uint64_t>) == 0, "the counts are aligned");
 
 std::string pathOf(const std::string& jobId, int rank) {
   return config::getString("GROVE_SHM_DIR") + "/grove-" + jobId + "-board-" + std::to_string(rank);
@@ -90,9 +106,12 @@ P2PNote unpackNote(uint64_t head, uint64_t nth, uint64_t bytes) {
 }  // namespace
 
 CallBoard::CallBoard(const std::string& jobId, int rank, int nranks)
-    : jobId_(jobId), rank_(rank), byRank_(static_cast<size_t>(nranks)) {
-  own_ = ShmSegment::create(pathOf(jobId, rank), kPageBytes);
-  own_.map(kPageBytes);
+    : jobId_(jobId),
+      rank_(rank),
+      pageBytes_(pageBytesFor(nranks)),
+      byRank_(static_cast<size_t>(nranks)) {
+  own_ = ShmSegment::create(pathOf(jobId, rank), pageBytes_);
+  own_.map(pageBytes_);
   own_.closeFd();
   mine_ = reinterpret_cast<BoardPage*>(own_.base());  // zero-filled: a fresh page is idle
   mine_->pid.store(getpid(), std::memory_order_relaxed);
@@ -118,8 +137,8 @@ void CallBoard::openPeers(const std::vector<int>& ranks, const std::vector<int>&
     try {
       auto m = std::make_unique<Mapped>();
       m->seg = ShmSegment::tryOpen(pathOf(jobId_, r));
-      if (!m->seg.valid() || m->seg.fileSize() < kPageBytes) continue;
-      m->seg.map(kPageBytes);
+      if (!m->seg.valid() || m->seg.fileSize() < pageBytes_) continue;
+      m->seg.map(pageBytes_);
       m->seg.closeFd();
       m->page = reinterpret_cast<BoardPage*>(m->seg.base());
       // Only the page its owner made for this communicator (not a stale one).
@@ -216,6 +235,7 @@ void CallBoard::publishP2P(const std::vector<P2PNote>& notes) {
     w[0].store(packNoteHead(n), std::memory_order_relaxed);
     w[1].store(n.nth, std::memory_order_relaxed);
     w[2].store(n.bytes, std::memory_order_relaxed);
+    p2pCount(p, n.peer, n.send).store(n.nth, std::memory_order_relaxed);
   }
   p.p2pNotes.store(k, std::memory_order_relaxed);
   p.version.store(v + 2, std::memory_order_release);
@@ -227,32 +247,25 @@ bool CallBoard::hasPeer(int peer) const {
 
 CallBoard::Lookup CallBoard::peerP2P(int peer, int about, bool send, uint64_t nth,
                                      P2PNote* out) const {
-  if (!hasPeer(peer)) return Lookup::kNotYet;
+  if (!hasPeer(peer) || about < 0 || about >= static_cast<int>(byRank_.size()))
+    return Lookup::kNotYet;
   const BoardPage& p = *byRank_[peer]->page;
   Lookup found = Lookup::kNotYet;
   P2PNote note;
   const bool still = readStill(p, [&] {
     found = Lookup::kNotYet;
+    if (p2pCount(p, about, send).load(std::memory_order_relaxed) < nth) return;
+    found = Lookup::kForgotten;  // unless the notes it remembers hold it
     const uint64_t k = p.p2pNotes.load(std::memory_order_relaxed);
     const uint64_t oldest = k > kBoardP2PHistory ? k - kBoardP2PHistory : 0;
-    // Newest first: the peer's notes about `about` in this direction count
-    // up, so one below `nth` means it has not begun the nth yet.
-    for (uint64_t i = k; i > oldest; --i) {
+    for (uint64_t i = k; i > oldest; --i) {  // newest first: ranks are seldom far apart
       const std::atomic<uint64_t>* w = p.p2p[(i - 1) % kBoardP2PHistory];
       const P2PNote n =
           unpackNote(w[0].load(std::memory_order_relaxed), w[1].load(std::memory_order_relaxed),
                      w[2].load(std::memory_order_relaxed));
-      if (n.peer != about || n.send != send || n.nth > nth) continue;
-      if (n.nth == nth) note = n, found = Lookup::kFound;
-      return;  // found, or the last it began is before the nth
-    }
-    // None of those it remembers is the nth or before it: forgotten, if it
-    // remembers a later one.
-    for (uint64_t i = k; i > oldest; --i) {
-      const std::atomic<uint64_t>* w = p.p2p[(i - 1) % kBoardP2PHistory];
-      const P2PNote n = unpackNote(w[0].load(std::memory_order_relaxed), 0, 0);
-      if (n.peer == about && n.send == send) {
-        found = Lookup::kForgotten;
+      if (n.peer == about && n.send == send && n.nth == nth) {
+        note = n;
+        found = Lookup::kFound;
         return;
       }
     }
@@ -316,14 +329,15 @@ void checkP2POnBoard(const CallBoard& board, int rank, const std::vector<P2PNote
       throwInvalidUsage(exec::p2pSizeMismatchText(sender, sent, receiver, received) + " (send #" +
                         std::to_string(m.nth) + " from rank " + std::to_string(sender) +
                         " to rank " + std::to_string(receiver) + ")");
-    if (theirs.dtype != m.dtype)
-      throwInvalidUsage(exec::callMismatchText(exec::p2pTagOf(m.peer, theirs.dtype),
-                                               exec::p2pTagOf(rank, m.dtype)));
+    const exec::CallTag theirTag = exec::p2pTagOf(m.peer, theirs.dtype);
+    const exec::CallTag myTag = exec::p2pTagOf(rank, m.dtype);
+    if (!exec::sameCall(theirTag, myTag))
+      throwInvalidUsage(exec::callMismatchText(theirTag, myTag));
   }
   if (passed > 0)
     GROVE_INFO(log::kP2p,
                "call board: %llu send(s)/receive(s) of rank %d not compared (their peers "
-               "ran more than %llu sends and receives ahead)",
+               "ran more than %llu sends and receives further on)",
                static_cast<unsigned long long>(passed), rank,
                static_cast<unsigned long long>(kBoardP2PHistory));
 }

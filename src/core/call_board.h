@@ -52,8 +52,10 @@ namespace grove::core {
 constexpr uint64_t kBoardHistory = 1024;
 
 /// How many of a rank's latest sends and receives to its host's peers its
-/// page remembers (CUDA communicators compare them: P2PNote).
-constexpr uint64_t kBoardP2PHistory = 256;
+/// page remembers, all peers together (CUDA communicators compare them:
+/// P2PNote); the page also counts them per peer, so that one it forgot is
+/// told from one not begun.
+constexpr uint64_t kBoardP2PHistory = 1024;
 
 /// One send or receive of a CUDA communicator's launch, as its page
 /// remembers it: the nth send to (or receive from) `peer` of this rank,
@@ -61,8 +63,11 @@ constexpr uint64_t kBoardP2PHistory = 256;
 struct P2PNote {
   int peer = -1;
   bool send = false;
-  uint8_t dtype = 0;  ///< groveDataType_t, as the caller gave it
-  uint64_t nth = 0;   ///< 1 for the first send to (or receive from) `peer`
+  /// The data type of the launch's sends and receives (groveDataType_t), or
+  /// exec::kMixedTypes when they use several (then only bytes are compared,
+  /// as on a host communicator).
+  uint8_t dtype = 0;
+  uint64_t nth = 0;  ///< 1 for the first send to (or receive from) `peer`
   uint64_t bytes = 0;
 };
 
@@ -107,7 +112,8 @@ class CallBoard {
   bool peerCollective(int peer, uint64_t n, exec::CallTag* out, uint64_t* begun = nullptr) const;
   /// This rank's own collective number `n`, if its page still remembers it.
   bool ownCollective(uint64_t n, exec::CallTag* out) const;
-  /// Remembers this launch's sends and receives (their peers on this host).
+  /// Remembers this launch's sends and receives (their peers on this host);
+  /// called by the page's one writer (CallTracker::publishP2P).
   void publishP2P(const std::vector<P2PNote>& notes);
   /// Whether `peer` has a page here.
   bool hasPeer(int peer) const;
@@ -127,6 +133,7 @@ class CallBoard {
   };
   std::string jobId_;
   int rank_;
+  size_t pageBytes_;  ///< a page and its table of sends and receives by peer
   ShmSegment own_;
   BoardPage* mine_ = nullptr;
   std::vector<std::unique_ptr<Mapped>> byRank_;  // index: rank; null where not mapped

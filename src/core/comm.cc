@@ -433,22 +433,23 @@ void checkSelfPairs(const std::vector<P2PCall>& calls, int rank) {
                         std::to_string(sends[i]) + " and " + std::to_string(recvs[i]) + " bytes)");
 }
 
+uint8_t batchType(const std::vector<P2PCall>& calls) {
+  uint8_t type = exec::kMixedTypes;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const auto t = static_cast<uint8_t>(calls[i].dtype);
+    if (i == 0) type = t;
+    if (t != type) return exec::kMixedTypes;
+  }
+  return type;
+}
+
 void Comm::pointToPoint(const std::vector<P2PCall>& calls, groveDataType_t dtype, void* stream) {
   if (device_) {
     deviceGroup({}, calls, stream);
     return;
   }
   // The batch's one data type, checked against the peer's (call_tag.h).
-  uint8_t type = exec::kMixedTypes;
-  for (size_t i = 0; i < calls.size(); ++i) {
-    const auto t = static_cast<uint8_t>(calls[i].dtype);
-    if (i == 0) type = t;
-    if (t != type) {
-      type = exec::kMixedTypes;
-      break;
-    }
-  }
-  exec::CallTag tag = exec::p2pTagOf(rank_, type);
+  exec::CallTag tag = exec::p2pTagOf(rank_, batchType(calls));
   checkUsable();
   // Sends to self pair with receives from self in call order: plain copies.
   // groupEnd checked the pairs before the group's work started; checked again

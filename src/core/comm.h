@@ -60,6 +60,10 @@ struct P2PCall {
   groveDataType_t dtype = groveUint8;  ///< the caller's type (checked against the peer's)
 };
 
+/// The one data type of a send/recv batch's calls (groveDataType_t), or
+/// exec::kMixedTypes when they use several: what the peer's is checked against.
+uint8_t batchType(const std::vector<P2PCall>& calls);
+
 /// The schedule's form of one send or receive, its buffer Buf::kExtra `extraIndex`.
 plan::P2POp p2pOpOf(const P2PCall& call, uint32_t extraIndex);
 

@@ -150,7 +150,7 @@ void Comm::beginDeviceCalls(const std::vector<DeviceCollective>& colls,
   const uint64_t begun = tracker_->beginLaunch(tags, !p2p.empty());
   if (!options_.tagCalls || !board_ || board_->peers().empty()) return;
   const std::vector<P2PNote> notes = numberP2P(p2p);
-  board_->publishP2P(notes);
+  tracker_->publishP2P(notes);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   checkPeersUpTo(*board_, begun, boardChecked_);
   checkP2POnBoard(*board_, rank_, notes);
@@ -158,10 +158,11 @@ void Comm::beginDeviceCalls(const std::vector<DeviceCollective>& colls,
 
 std::vector<P2PNote> Comm::numberP2P(const std::vector<P2PCall>& p2p) {
   std::vector<P2PNote> notes;
+  const uint8_t type = batchType(p2p);
   for (const P2PCall& c : p2p) {
     if (c.bytes == 0 || c.peer == rank_ || !board_->hasPeer(c.peer)) continue;
     uint64_t& n = (c.isSend ? p2pSent_ : p2pReceived_).at(static_cast<size_t>(c.peer));
-    notes.push_back(P2PNote{c.peer, c.isSend, static_cast<uint8_t>(c.dtype), ++n, c.bytes});
+    notes.push_back(P2PNote{c.peer, c.isSend, type, ++n, c.bytes});
   }
   return notes;
 }

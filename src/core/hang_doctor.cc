@@ -83,6 +83,11 @@ uint64_t CallTracker::beginCalls(const exec::CallTag* calls, size_t n, bool p2p)
   return pos_.collectives;
 }
 
+void CallTracker::publishP2P(const std::vector<P2PNote>& notes) {
+  std::lock_guard<std::mutex> lock(mu_);  // the page has one writer at a time
+  if (board_ != nullptr) board_->publishP2P(notes);
+}
+
 void CallTracker::end() {
   std::lock_guard<std::mutex> lock(mu_);
   pos_.state = kIdle;

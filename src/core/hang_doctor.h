@@ -50,6 +50,7 @@ constexpr double kReportWindowSec = 1.0;
 
 /// One communicator's current call, for its reports.
 class CallBoard;
+struct P2PNote;
 
 class CallTracker {
  public:
@@ -67,6 +68,8 @@ class CallTracker {
   /// (in a collective, also when the launch has sends and receives), or the
   /// batch when there is none. Returns the collectives begun.
   uint64_t beginLaunch(const std::vector<exec::CallTag>& calls, bool p2p);
+  /// Notes a launch's sends and receives on the board (CallBoard::publishP2P).
+  void publishP2P(const std::vector<P2PNote>& notes);
   /// The current call ended (either way).
   void end();
   /// Where the executors note what they wait on (WaitContext::blockedOn).

@@ -391,7 +391,7 @@ TEST(MpApiDevice, SendRecvMismatchesFailOnBothRanks) {
 TEST(MpApiDevice, SendsPairWithReceivesOneByOneAcrossGroups) {
   Emulation on(true);
   constexpr size_t kA = 1000, kB = 3000;
-  constexpr int kRounds = 160;  // 320 sends, past the 256 notes a page keeps
+  constexpr int kRounds = 600;  // 1,200 sends, past the 1,024 notes a page keeps
   DeviceComms comms(2);
   onRanks(2, [&](int r) {
     std::vector<int32_t> a(kA), b(kB);
