@@ -25,8 +25,12 @@ std::string doing(const RankReport& r) {
   if (!r.answered) return r.silence.empty() ? "stopped answering" : r.silence;
   const Position& p = r.pos;
   if (p.state == kIdle) {
-    std::string last = p.collectives == 0 ? "none yet" : callText(p);
-    return "is not in a call (its last collective: " + last + ")";
+    // Its send/recv batches too: a rank whose last call was one is not
+    // one that never began (a CUDA communicator's launch may still run).
+    std::string text = "is not in a call (its last collective: " +
+                       (p.collectives == 0 ? std::string("none yet") : callText(p));
+    if (p.p2pBatches > 0) text += "; send/recv batches: " + std::to_string(p.p2pBatches);
+    return text + ")";
   }
   char secs[32];
   std::snprintf(secs, sizeof(secs), "%.1f", p.inCallSec);

@@ -112,6 +112,12 @@ TEST(HangDoctor, AGroupIsInStepWithAnyOfItsCollectives) {
                    "sum) #5)"),
             std::string::npos)
       << i;
+  // An idle rank's send/recv batches are said too.
+  idle[1].pos.p2pBatches = 3;
+  EXPECT_NE(diagnose(idle).find("(its last collective: allreduce(count 64, float, sum) #5; "
+                                "send/recv batches: 3)"),
+            std::string::npos)
+      << diagnose(idle);
 }
 
 }  // namespace
