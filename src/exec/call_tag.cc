@@ -150,12 +150,6 @@ void checkCallTag(const CallTag& got, const CallTag& mine) {
   checkSameNumber(got, mine);
   const bool p2p = static_cast<Coll>(mine.coll) == Coll::kSendRecv;
   if (got.linkBytes == mine.linkBytes && (!p2p || got.count == mine.count)) return;
-  if (p2p && got.linkBytes == mine.linkBytes)
-    throwInvalidUsage("send/recv size mismatch: " + peer + "'s sends to " + me + " and " + me +
-                      "'s receives from " + peer + " are " + std::to_string(got.linkBytes) +
-                      " bytes in all, but not of the same sizes in the same order: each "
-                      "receive must be as large as the send it pairs with (several sends to "
-                      "one peer in a group pair with its receives in call order)");
   if (p2p)
     throwInvalidUsage(p2pSizeMismatchText(got.rank, got.linkBytes, mine.rank, mine.linkBytes));
   throwInvalidUsage("schedule mismatch in " + describeCall(mine) + ": " + peer + " sends " +

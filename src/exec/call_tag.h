@@ -12,10 +12,11 @@
 // collectives; sends and receives compare the data type, when each side's
 // batch uses one type, and bytes) and the link's byte count, which catches
 // what the fields do not -- a receive shorter or longer than its send,
-// ranks whose settings gave them different schedules. A send/recv batch's
-// tag also carries the sizes of its steps on the link, in order (hashed, in
-// `count`): several sends to one peer in a group must meet receives of the
-// same sizes, one by one, not only in total. A collective's number (its
+// ranks whose settings gave them different schedules. A send/recv batch
+// tags each of its steps on a link alone (a send, or its piece on one
+// channel; the size hashed in `count`): the nth send to a peer meets the
+// peer's nth receive whatever groups either side made, as NCCL pairs them,
+// and each must be as large as the other. A collective's number (its
 // low byte) catches bytes an earlier call left on a link that no call of
 // the receiver took: ranks that named different roots of a broadcast all
 // only send and return, and the next broadcast of the same shape would
@@ -49,10 +50,10 @@ struct CallTag {
   uint8_t seq = 0;
   int32_t root = 0;
   int32_t rank = 0;  ///< the sender
-  /// Elements, as the caller gave them; for a send/recv batch, the sizes of
-  /// its steps on this link in order, hashed (mixShape).
+  /// Elements, as the caller gave them; for a send/recv batch, whose steps
+  /// are tagged one by one, the step's size hashed (mixShape).
   uint64_t count = 0;
-  uint64_t linkBytes = 0;  ///< bytes of this call on this link, after the tag
+  uint64_t linkBytes = 0;  ///< bytes of this call (a send/recv step) on this link, after the tag
 };
 static_assert(sizeof(CallTag) == 32, "the tag keeps streams 16-byte aligned");
 
@@ -86,7 +87,7 @@ inline uint64_t mixShape(uint64_t shape, uint64_t bytes) {
   return z ^ (z >> 31);
 }
 /// `tag` as sent on one link: the call's bytes there and, for a send/recv
-/// batch, the shape of its steps there.
+/// batch (a tag per step), the step's shape.
 CallTag linkTag(const CallTag& tag, uint64_t linkBytes, uint64_t shape);
 /// The eager tag of `args`, the `seq`-th collective.
 EagerTag eagerTagOf(const plan::CollArgs& args, uint8_t seq);

@@ -95,6 +95,9 @@ namespace detail {
 
 using transport::LinkKey;
 
+// What mixShape starts from: the shape of no steps.
+constexpr uint64_t kShapeSeed = 0x6772766c;
+
 WorkLists& workLists() {
   thread_local WorkLists lists;
   lists.steps.clear();
@@ -205,7 +208,7 @@ void Runner::resolve() {
 void Runner::countLinkBytes() {
   auto add = [](auto& totals, auto* link, uint64_t bytes) {
     auto it = std::find_if(totals.begin(), totals.end(), [&](auto& t) { return t.link == link; });
-    if (it == totals.end()) it = totals.insert(totals.end(), {link, 0, 0x6772766c});
+    if (it == totals.end()) it = totals.insert(totals.end(), {link, 0, kShapeSeed});
     it->bytes += bytes;
     it->shape = mixShape(it->shape, bytes);
   };
@@ -215,8 +218,10 @@ void Runner::countLinkBytes() {
   }
 }
 
-// Every link of a tagged call starts with its tag.
+// Every link of a tagged call starts with its tag. A send/recv batch's
+// steps carry one each instead (armStepTags).
 void Runner::armTags() {
+  if (tagsPerStep()) return;
   for (const auto& t : sendTotals_) {
     t.link->tagPending = true;
     t.link->tagDone = 0;
@@ -228,6 +233,26 @@ void Runner::armTags() {
     t.link->tagDone = 0;
     t.link->tagBytes = t.bytes;
     t.link->tagShape = t.shape;
+  }
+}
+
+// A send/recv batch tags each step's bytes on its link: the nth send from
+// a rank to a peer pairs with the peer's nth receive from it, whatever
+// groups either side made (NCCL's rule), so a group of two sends may meet
+// two receives in separate calls. A tag per batch and link took both
+// sends' bytes as one and refused that as a size mismatch.
+void Runner::armStepTags(const Resolved& r) {
+  for (SendLink* out : sendsOf(r)) {
+    out->tagPending = true;
+    out->tagDone = 0;
+    out->tagBytes = r.bytes;
+    out->tagShape = mixShape(kShapeSeed, r.bytes);
+  }
+  for (RecvLink* in : recvsOf(r)) {
+    in->tagPending = true;
+    in->tagDone = 0;
+    in->tagBytes = r.bytes;
+    in->tagShape = mixShape(kShapeSeed, r.bytes);
   }
 }
 

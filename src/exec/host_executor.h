@@ -30,8 +30,8 @@ struct SendLink {
   // Call tags (call_tag.h): set when a tagged call starts, cleared when its tag is out.
   bool tagPending = false;
   uint32_t tagDone = 0;   ///< tag bytes committed so far
-  uint64_t tagBytes = 0;  ///< the call's bytes on this link
-  uint64_t tagShape = 0;  ///< and the sizes of its steps there (a send/recv tag's count)
+  uint64_t tagBytes = 0;  ///< the call's bytes on this link (a send/recv step's)
+  uint64_t tagShape = 0;  ///< and the sizes of its steps there, hashed (a send/recv tag's count)
 };
 /// A receiving half plus this side's stream position.
 struct RecvLink {
@@ -39,8 +39,8 @@ struct RecvLink {
   uint64_t position = 0;
   bool tagPending = false;
   uint32_t tagDone = 0;   ///< tag bytes received so far (into tagIn)
-  uint64_t tagBytes = 0;  ///< the call's bytes expected on this link
-  uint64_t tagShape = 0;  ///< and the sizes of its steps there (a send/recv tag's count)
+  uint64_t tagBytes = 0;  ///< the call's bytes expected on this link (a send/recv step's)
+  uint64_t tagShape = 0;  ///< and the sizes of its steps there, hashed (a send/recv tag's count)
   CallTag tagIn;
 };
 

@@ -88,6 +88,7 @@ struct LaneState {
   uint64_t done;          // bytes of *cur done (for a forwarding step: forwarded)
   uint64_t received = 0;  // forwarding step on the direct path or fanning out: bytes made in dst
   bool begun = false;     // *cur's streams are aligned and tagged: its bytes may move
+  bool tagArmed = false;  // a send/recv batch: *cur's own tags are armed (armStepTags)
   /// A step that fans out from a buffer: bytes sent to each destination
   /// (sendsOf order); `done` is the least of them.
   uint64_t sent[1 + plan::kMaxMoreSendPeers] = {};
@@ -107,6 +108,7 @@ struct LaneState {
     done = 0;
     received = 0;
     begun = false;
+    tagArmed = false;
     for (uint64_t& s : sent) s = 0;
   }
 };
@@ -193,6 +195,12 @@ class Runner {
   static uint64_t alignRecv(RecvLink& link);
   void countLinkBytes();
   void armTags();
+  void armStepTags(const Resolved& r);
+  /// A send/recv batch's tags go with each step (each send, or its piece
+  /// on a channel), not with the call: see armStepTags.
+  bool tagsPerStep() const {
+    return tag_ != nullptr && tag_->coll == static_cast<uint8_t>(plan::Coll::kSendRecv);
+  }
   bool sendTag(SendLink& link);
   bool recvTag(RecvLink& link);
   void flushAll();

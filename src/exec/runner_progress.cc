@@ -236,6 +236,10 @@ bool Runner::movePiece(const Resolved& r, LaneState& lane) {
   }
   bool padded = false;
   if (!lane.begun) {
+    if (tagsPerStep() && !lane.tagArmed) {
+      armStepTags(r);
+      lane.tagArmed = true;
+    }
     bool aligned = true;
     for (SendLink* out : sendsOf(r)) {
       padded = (alignSend(*out) != 0) || padded;
