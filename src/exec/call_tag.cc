@@ -90,10 +90,9 @@ CallTag p2pTagOf(int rank, uint8_t dtype) {
   return t;
 }
 
-CallTag linkTag(const CallTag& tag, uint64_t linkBytes, uint64_t shape) {
+CallTag linkTag(const CallTag& tag, uint64_t linkBytes) {
   CallTag t = tag;
   t.linkBytes = linkBytes;
-  if (static_cast<Coll>(t.coll) == Coll::kSendRecv) t.count = shape;
   return t;
 }
 
@@ -149,7 +148,7 @@ void checkCallTag(const CallTag& got, const CallTag& mine) {
   if (!sameCall(got, mine)) throwInvalidUsage(callMismatchText(got, mine));
   checkSameNumber(got, mine);
   const bool p2p = static_cast<Coll>(mine.coll) == Coll::kSendRecv;
-  if (got.linkBytes == mine.linkBytes && (!p2p || got.count == mine.count)) return;
+  if (got.linkBytes == mine.linkBytes) return;
   if (p2p)
     throwInvalidUsage(p2pSizeMismatchText(got.rank, got.linkBytes, mine.rank, mine.linkBytes));
   throwInvalidUsage("schedule mismatch in " + describeCall(mine) + ": " + peer + " sends " +

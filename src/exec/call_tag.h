@@ -1,6 +1,7 @@
-// Call tags: every call's first bytes on each link say what the sender is
-// doing, so a receiver whose own call differs fails with a clear error
-// instead of reducing, copying or truncating mismatched bytes.
+// Call tags: every call's first bytes on each link (every send's, in a
+// send/recv batch) say what the sender is doing, so a receiver whose own
+// call differs fails with a clear error instead of reducing, copying or
+// truncating mismatched bytes.
 //
 // How it works. With tags on (GROVE_CHECK=tags, the default, or calls), the
 // host executor starts every call on each link it sends on with a 32-byte
@@ -13,10 +14,10 @@
 // batch uses one type, and bytes) and the link's byte count, which catches
 // what the fields do not -- a receive shorter or longer than its send,
 // ranks whose settings gave them different schedules. A send/recv batch
-// tags each of its steps on a link alone (a send, or its piece on one
-// channel; the size hashed in `count`): the nth send to a peer meets the
-// peer's nth receive whatever groups either side made, as NCCL pairs them,
-// and each must be as large as the other. A collective's number (its
+// tags each of its sends alone (each step on its link, with that step's
+// bytes): the nth send to a peer meets the peer's nth receive whatever
+// groups either side made, as NCCL pairs them, and each must be as large
+// as the other. A collective's number (its
 // low byte) catches bytes an earlier call left on a link that no call of
 // the receiver took: ranks that named different roots of a broadcast all
 // only send and return, and the next broadcast of the same shape would
@@ -25,7 +26,8 @@
 // numbered, so a call refused on one rank still loses nothing. A mismatch
 // throws groveInvalidUsage naming both ranks' calls; the communicator
 // passes it to every rank. The tag is 32 bytes, so the 16-byte wire rule
-// still holds after it; it costs one extra commit per link per call. Eager
+// still holds after it; it costs one extra commit per link per call (per
+// send in a send/recv batch). Eager
 // collectives carry the 16-byte EagerTag after each message's block
 // instead (the link is per peer and the block's size is the message's).
 #pragma once
@@ -49,10 +51,8 @@ struct CallTag {
   /// before it, which no receiver compares: checkCallTag).
   uint8_t seq = 0;
   int32_t root = 0;
-  int32_t rank = 0;  ///< the sender
-  /// Elements, as the caller gave them; for a send/recv batch, whose steps
-  /// are tagged one by one, the step's size hashed (mixShape).
-  uint64_t count = 0;
+  int32_t rank = 0;        ///< the sender
+  uint64_t count = 0;      ///< elements, as the caller gave them (0 for a send/recv batch)
   uint64_t linkBytes = 0;  ///< bytes of this call (a send/recv step) on this link, after the tag
 };
 static_assert(sizeof(CallTag) == 32, "the tag keeps streams 16-byte aligned");
@@ -78,17 +78,9 @@ constexpr uint8_t kMixedTypes = 0xff;
 /// The tag of a send/recv batch as sent by `rank`: `dtype` is the data
 /// type every send and receive of the batch uses (kMixedTypes if they differ).
 CallTag p2pTagOf(int rank, uint8_t dtype = kMixedTypes);
-/// `shape` (the sizes of a call's steps on one link so far) with a step
-/// of `bytes` after them.
-inline uint64_t mixShape(uint64_t shape, uint64_t bytes) {
-  uint64_t z = shape * 0x9e3779b97f4a7c15ull + bytes;  // splitmix64's finish
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-/// `tag` as sent on one link: the call's bytes there and, for a send/recv
-/// batch (a tag per step), the step's shape.
-CallTag linkTag(const CallTag& tag, uint64_t linkBytes, uint64_t shape);
+/// `tag` as sent on one link: the call's bytes there (a send/recv batch's
+/// step's, as each of its steps is tagged alone).
+CallTag linkTag(const CallTag& tag, uint64_t linkBytes);
 /// The eager tag of `args`, the `seq`-th collective.
 EagerTag eagerTagOf(const plan::CollArgs& args, uint8_t seq);
 

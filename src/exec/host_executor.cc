@@ -55,7 +55,8 @@
 // decline, and the buffered path above runs.
 //
 // Call tags. With a tag (call_tag.h), each link's first step of the call
-// first moves the 32-byte CallTag (after the alignment below): the sender
+// (of a send/recv batch: every step) first moves the 32-byte CallTag
+// (after the alignment below): the sender
 // commits it, possibly in parts, the receiver collects it and compares it
 // with its own call before it takes any of the call's bytes. The stream
 // position advances by the tag once it is whole, so alignment never pads
@@ -94,9 +95,6 @@ namespace grove::exec {
 namespace detail {
 
 using transport::LinkKey;
-
-// What mixShape starts from: the shape of no steps.
-constexpr uint64_t kShapeSeed = 0x6772766c;
 
 WorkLists& workLists() {
   thread_local WorkLists lists;
@@ -208,9 +206,8 @@ void Runner::resolve() {
 void Runner::countLinkBytes() {
   auto add = [](auto& totals, auto* link, uint64_t bytes) {
     auto it = std::find_if(totals.begin(), totals.end(), [&](auto& t) { return t.link == link; });
-    if (it == totals.end()) it = totals.insert(totals.end(), {link, 0, kShapeSeed});
+    if (it == totals.end()) it = totals.insert(totals.end(), {link, 0});
     it->bytes += bytes;
-    it->shape = mixShape(it->shape, bytes);
   };
   for (const Resolved& r : steps_) {
     for (SendLink* out : sendsOf(r)) add(sendTotals_, out, r.bytes);
@@ -226,13 +223,11 @@ void Runner::armTags() {
     t.link->tagPending = true;
     t.link->tagDone = 0;
     t.link->tagBytes = t.bytes;
-    t.link->tagShape = t.shape;
   }
   for (const auto& t : recvTotals_) {
     t.link->tagPending = true;
     t.link->tagDone = 0;
     t.link->tagBytes = t.bytes;
-    t.link->tagShape = t.shape;
   }
 }
 
@@ -246,13 +241,11 @@ void Runner::armStepTags(const Resolved& r) {
     out->tagPending = true;
     out->tagDone = 0;
     out->tagBytes = r.bytes;
-    out->tagShape = mixShape(kShapeSeed, r.bytes);
   }
   for (RecvLink* in : recvsOf(r)) {
     in->tagPending = true;
     in->tagDone = 0;
     in->tagBytes = r.bytes;
-    in->tagShape = mixShape(kShapeSeed, r.bytes);
   }
 }
 

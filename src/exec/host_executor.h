@@ -31,7 +31,6 @@ struct SendLink {
   bool tagPending = false;
   uint32_t tagDone = 0;   ///< tag bytes committed so far
   uint64_t tagBytes = 0;  ///< the call's bytes on this link (a send/recv step's)
-  uint64_t tagShape = 0;  ///< and the sizes of its steps there, hashed (a send/recv tag's count)
 };
 /// A receiving half plus this side's stream position.
 struct RecvLink {
@@ -40,7 +39,6 @@ struct RecvLink {
   bool tagPending = false;
   uint32_t tagDone = 0;   ///< tag bytes received so far (into tagIn)
   uint64_t tagBytes = 0;  ///< the call's bytes expected on this link (a send/recv step's)
-  uint64_t tagShape = 0;  ///< and the sizes of its steps there, hashed (a send/recv tag's count)
   CallTag tagIn;
 };
 

@@ -114,14 +114,12 @@ struct LaneState {
 };
 
 /// The runner's work lists; one set per thread, cleared (not freed) per call.
-/// What a program moves over one link: its bytes, and the sizes of its
-/// steps there in order, hashed (a send/recv batch's tag carries it, so
-/// that sends and receives pair op by op, not only in total).
+/// What a program moves over one link: its bytes (what a call tag
+/// announces there; a send/recv batch tags each step instead).
 template <typename Link>
 struct LinkLoad {
   Link* link = nullptr;
   uint64_t bytes = 0;
-  uint64_t shape = 0;
 };
 
 struct WorkLists {

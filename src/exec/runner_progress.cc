@@ -36,7 +36,7 @@ uint64_t Runner::alignRecv(RecvLink& link) {
 
 // Commits what fits of the link's call tag; true when bytes moved.
 bool Runner::sendTag(SendLink& link) {
-  const CallTag t = linkTag(*tag_, link.tagBytes, link.tagShape);
+  const CallTag t = linkTag(*tag_, link.tagBytes);
   void* p = nullptr;
   size_t space = link.half->reserve(&p);
   size_t n = std::min<size_t>(space, sizeof(CallTag) - link.tagDone);
@@ -63,7 +63,7 @@ bool Runner::recvTag(RecvLink& link) {
   if (link.tagDone == sizeof(CallTag)) {
     link.tagPending = false;
     link.position += sizeof(CallTag);
-    checkCallTag(link.tagIn, linkTag(*tag_, link.tagBytes, link.tagShape));
+    checkCallTag(link.tagIn, linkTag(*tag_, link.tagBytes));
   }
   return true;
 }

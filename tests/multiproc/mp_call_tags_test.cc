@@ -248,17 +248,21 @@ TEST_P(CallTags, MatchingCallsRunWithTags) {
 // Sends pair with receives one by one in call order, whatever groups each
 // side made (NCCL's rule): a group of two sends meets two receives in
 // separate calls, and two separate sends meet one group of two receives,
-// with exact data. (A tag per batch and link refused the first as a size
-// mismatch: it took both sends' bytes as one.)
+// with exact data; sizes that are not whole 16-byte blocks too (the
+// stream pads before each step's tag, in one call as across two). (A tag
+// per batch and link refused the first as a size mismatch: it took both
+// sends' bytes as one.) Send/recv runs the program path at every size.
 TEST_P(CallTags, SendsPairWithReceivesWhateverTheGroups) {
-  const size_t n = GetParam().count, big = n / 4 * 3, small = n / 4;
   Comms comms(2);
   ASSERT_TRUE(comms.ok());
   onRanks(2, [&](int r) {
     groveComm_t c = comms[r];
-    std::vector<float> buf(n);
-    for (int round = 0; round < 4; ++round) {
+    for (int round = 0; round < 8; ++round) {
       const bool senderGroups = round % 2 == 0;
+      const bool odd = round >= 4;  // 5 and 3 floats: 20 and 12 bytes
+      const size_t big = odd ? 5 : GetParam().count / 4 * 3;
+      const size_t small = odd ? 3 : GetParam().count / 4, n = big + small;
+      std::vector<float> buf(n);
       if (r == 0) {
         for (size_t i = 0; i < n; ++i) buf[i] = static_cast<float>(round * 1000 + i % 1000);
         if (senderGroups) ASSERT_EQ(groveGroupStart(), groveSuccess);
