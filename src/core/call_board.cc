@@ -172,7 +172,7 @@ void CallBoard::publish(const Position& pos, uint64_t sinceNs, bool newCollectiv
 std::atomic<int64_t>* CallBoard::blockedOn() { return &mine_->blockedOn; }
 
 bool CallBoard::peerPosition(int peer, Position* out) const {
-  if (peer < 0 || peer >= static_cast<int>(byRank_.size()) || !byRank_[peer]) return false;
+  if (!hasPeer(peer)) return false;
   const BoardPage& p = *byRank_[peer]->page;
   Position pos;
   uint64_t since = 0;
@@ -199,8 +199,7 @@ bool CallBoard::peerPosition(int peer, Position* out) const {
 
 bool CallBoard::peerCollective(int peer, uint64_t n, exec::CallTag* out, uint64_t* begunOut) const {
   if (begunOut != nullptr) *begunOut = 0;
-  if (n == 0 || peer < 0 || peer >= static_cast<int>(byRank_.size()) || !byRank_[peer])
-    return false;
+  if (n == 0 || !hasPeer(peer)) return false;
   const BoardPage& p = *byRank_[peer]->page;
   uint64_t begun = 0;
   exec::CallTag tag;
@@ -276,7 +275,7 @@ CallBoard::Lookup CallBoard::peerP2P(int peer, int about, bool send, uint64_t nt
 }
 
 int CallBoard::peerPid(int peer) const {
-  if (peer < 0 || peer >= static_cast<int>(byRank_.size()) || !byRank_[peer]) return 0;
+  if (!hasPeer(peer)) return 0;
   return byRank_[peer]->pid;
 }
 

@@ -215,20 +215,22 @@ void Runner::countLinkBytes() {
   }
 }
 
+namespace {
+// The link's next bytes are a tag announcing `bytes` (either half).
+template <typename Link>
+void armTag(Link& link, uint64_t bytes) {
+  link.tagPending = true;
+  link.tagDone = 0;
+  link.tagBytes = bytes;
+}
+}  // namespace
+
 // Every link of a tagged call starts with its tag. A send/recv batch's
 // steps carry one each instead (armStepTags).
 void Runner::armTags() {
   if (tagsPerStep()) return;
-  for (const auto& t : sendTotals_) {
-    t.link->tagPending = true;
-    t.link->tagDone = 0;
-    t.link->tagBytes = t.bytes;
-  }
-  for (const auto& t : recvTotals_) {
-    t.link->tagPending = true;
-    t.link->tagDone = 0;
-    t.link->tagBytes = t.bytes;
-  }
+  for (const auto& t : sendTotals_) armTag(*t.link, t.bytes);
+  for (const auto& t : recvTotals_) armTag(*t.link, t.bytes);
 }
 
 // A send/recv batch tags each step's bytes on its link: the nth send from
@@ -237,16 +239,8 @@ void Runner::armTags() {
 // two receives in separate calls. A tag per batch and link took both
 // sends' bytes as one and refused that as a size mismatch.
 void Runner::armStepTags(const Resolved& r) {
-  for (SendLink* out : sendsOf(r)) {
-    out->tagPending = true;
-    out->tagDone = 0;
-    out->tagBytes = r.bytes;
-  }
-  for (RecvLink* in : recvsOf(r)) {
-    in->tagPending = true;
-    in->tagDone = 0;
-    in->tagBytes = r.bytes;
-  }
+  for (SendLink* out : sendsOf(r)) armTag(*out, r.bytes);
+  for (RecvLink* in : recvsOf(r)) armTag(*in, r.bytes);
 }
 
 // Two lanes of one phase on one stream would interleave their bytes in an
