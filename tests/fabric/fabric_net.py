@@ -8,7 +8,8 @@ namespaces (`ip link add X netns A type veth peer name Y netns B`, so names
 only need to be unique per namespace); addresses, MTU and the static /32
 routes of each namespace through one `ip -batch` (MTU 65000: at high rates
 it kept the links at their rate where 9000 and 1500 ran out of CPU); a tbf qdisc on each veth
-end with the link's rate (its burst is at least 64 KiB + headers, so GSO
+end with the link's rate, small packets (TCP's ACKs) ahead of the data under
+it (acksFirstLines) (its burst is at least 64 KiB + headers, so GSO
 packets pass whole, which saves CPU, and its queue holds kQueueBytes, more
 than the windows of every TCP stream that may cross the link: a drop costs
 a stream a retransmission timeout, and a queue of 100 ms at the rate
@@ -93,6 +94,10 @@ def preflight():
             p = sh(args, check=False)
             if p.returncode != 0:
                 return f"{what} not permitted: {p.stderr.strip()}"
+        lines = kQdiscs[kDefaultQdisc]("p0", 1.0, kMtu)
+        p = sh(["tc", "-n", probe, "-batch", "-"], stdin="\n".join(lines) + "\n", check=False)
+        if p.returncode != 0:
+            return f"tc {kDefaultQdisc} (tbf, htb classes, u32 filter) not permitted: {p.stderr.strip()}"
     finally:
         sh(["ip", "netns", "del", probe], check=False)
     return None
@@ -108,14 +113,41 @@ def htbLines(dev, mbps, mtu):
             f"qdisc add dev {dev} parent 1:1 handle 10: pfifo limit {kQueuePackets}"]
 
 
-def tbfLines(dev, mbps, mtu):
+def tbfLines(dev, mbps, mtu, handle=""):
     """tc batch lines limiting the egress of `dev` to `mbps` MB/s with a token bucket."""
     rate = int(mbps * 8e6)
     burst = max(mtu + 1600, int(mbps * 1e6 * 0.002), 65536 + 1600)
-    return [f"qdisc replace dev {dev} root tbf rate {rate}bit burst {burst} limit {kQueueBytes}"]
+    return [f"qdisc replace dev {dev} root {handle}tbf rate {rate}bit burst {burst} limit {kQueueBytes}"]
 
 
-kQdiscs = {"htb": htbLines, "tbf": tbfLines}
+# A link of the fabric carries two directions that a GPU link keeps apart,
+# but TCP does not: the ACKs of the streams one way travel the other way, and
+# behind a FIFO they wait for the data queued there. On dgx1v (an 8-rank
+# tree reduce, 64 MiB) they waited 53 ms (median; 84 ms at the 90th
+# percentile) from the moment the receiver made them, and the streams of the
+# fastest tree, their whole send buffers unacknowledged, left its links idle
+# a fifth of the time. acksFirstLines keeps tbf as the limiter (the link's
+# rate holds whatever the classes do) and puts an htb under it that only
+# orders: packets under 256 bytes (pure ACKs) first: 4 ms median, those
+# links at their rate.
+kSmallPackets = "u32 match u16 0x0000 0xff00 at 2"  # IPv4 total length < 256
+kInnerRate = "10gbit"  # the inner htb orders, never limits
+
+
+def acksFirstLines(dev, mbps, mtu):
+    """tbfLines with small packets (TCP's pure ACKs) dequeued before the data."""
+    return tbfLines(dev, mbps, mtu, handle="handle 1: ") + [
+        f"qdisc replace dev {dev} parent 1:1 handle 2: htb default 20",
+        f"class add dev {dev} parent 2: classid 2:1 htb rate {kInnerRate}",
+        f"class add dev {dev} parent 2:1 classid 2:10 htb rate {kInnerRate} prio 0",
+        f"class add dev {dev} parent 2:1 classid 2:20 htb rate {kInnerRate} prio 1",
+        f"qdisc add dev {dev} parent 2:10 handle 10: bfifo limit {kQueueBytes}",
+        f"qdisc add dev {dev} parent 2:20 handle 20: bfifo limit {kQueueBytes}",
+        f"filter add dev {dev} parent 2: protocol ip prio 1 {kSmallPackets} flowid 2:10"]
+
+
+kQdiscs = {"acks-first": acksFirstLines, "htb": htbLines, "tbf": tbfLines}
+kDefaultQdisc = "acks-first"
 
 
 def nodeSetup(ns):
@@ -125,7 +157,7 @@ def nodeSetup(ns):
             "net.ipv4.conf.lo.rp_filter=0")
 
 
-def build(plan, mtu=kMtu, qdisc="tbf"):
+def build(plan, mtu=kMtu, qdisc=kDefaultQdisc):
     """Creates the fabric of `plan` and writes its state folder; removes it again on failure."""
     fid = plan["id"]
     teardown(fid)
@@ -290,16 +322,13 @@ def setLink(plan, a, b, up):
 
 
 def txBytes(plan):
-    """{(node, interface): bytes sent} from the htb counters of every link end."""
+    """{(node, interface): bytes sent} from the root qdisc of every link end."""
     out = {}
     for l in plan["links"]:
         for end in ("a", "b"):
             node, dev = l[end], l["if_" + end]
-            q = sh(["tc", "-n", plan["nodes"][node]["ns"], "-s", "class", "show", "dev", dev], check=False)
-            m = re.search(r"Sent (\d+) bytes", q.stdout)
-            if m is None:  # tbf: no classes, count the qdisc
-                q = sh(["tc", "-n", plan["nodes"][node]["ns"], "-s", "qdisc", "show", "dev", dev], check=False)
-                m = re.search(r"Sent (\d+) bytes", q.stdout)
+            q = sh(["tc", "-n", plan["nodes"][node]["ns"], "-s", "qdisc", "show", "dev", dev], check=False)
+            m = re.search(r"qdisc \S+ \S+ root .*?Sent (\d+) bytes", q.stdout, re.S)
             out[(node, dev)] = int(m.group(1)) if m else 0
     return out
 
