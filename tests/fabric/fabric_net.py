@@ -8,8 +8,7 @@ namespaces (`ip link add X netns A type veth peer name Y netns B`, so names
 only need to be unique per namespace); addresses, MTU and the static /32
 routes of each namespace through one `ip -batch` (MTU 65000: at high rates
 it kept the links at their rate where 9000 and 1500 ran out of CPU); a tbf qdisc on each veth
-end with the link's rate, small packets (TCP's ACKs) ahead of the data under
-it (acksFirstLines) (its burst is at least 64 KiB + headers, so GSO
+end with the link's rate (its burst is at least 64 KiB + headers, so GSO
 packets pass whole, which saves CPU, and its queue holds kQueueBytes, more
 than the windows of every TCP stream that may cross the link: a drop costs
 a stream a retransmission timeout, and a queue of 100 ms at the rate
@@ -94,10 +93,6 @@ def preflight():
             p = sh(args, check=False)
             if p.returncode != 0:
                 return f"{what} not permitted: {p.stderr.strip()}"
-        lines = kQdiscs[kDefaultQdisc]("p0", 1.0, kMtu)
-        p = sh(["tc", "-n", probe, "-batch", "-"], stdin="\n".join(lines) + "\n", check=False)
-        if p.returncode != 0:
-            return f"tc {kDefaultQdisc} (tbf, htb classes, u32 filter) not permitted: {p.stderr.strip()}"
     finally:
         sh(["ip", "netns", "del", probe], check=False)
     return None
@@ -129,7 +124,10 @@ def tbfLines(dev, mbps, mtu, handle=""):
 # a fifth of the time. acksFirstLines keeps tbf as the limiter (the link's
 # rate holds whatever the classes do) and puts an htb under it that only
 # orders: packets under 256 bytes (pure ACKs) first: 4 ms median, those
-# links at their rate.
+# links at their rate. It is not the default: against the cost model
+# (docs/planning.md, "Predicted against measured") it mended the large calls
+# where streams share links and cost small ones more (123 cells of 135
+# within 15 % against tbf's 125).
 kSmallPackets = "u32 match u16 0x0000 0xff00 at 2"  # IPv4 total length < 256
 kInnerRate = "10gbit"  # the inner htb orders, never limits
 
@@ -147,7 +145,7 @@ def acksFirstLines(dev, mbps, mtu):
 
 
 kQdiscs = {"acks-first": acksFirstLines, "htb": htbLines, "tbf": tbfLines}
-kDefaultQdisc = "acks-first"
+kDefaultQdisc = "tbf"
 
 
 def nodeSetup(ns):
